@@ -1,0 +1,25 @@
+//! `gjcfs context FILE [--leaf ID]`.
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{bail, Result};
+use gjcfs::engine::load_session;
+
+use super::output::warn_skipped;
+
+pub fn run(file: &Path, leaf: Option<&str>) -> Result<()> {
+    let loaded = load_session(file)?;
+    warn_skipped(file, &loaded.skipped);
+    let session = &loaded.session;
+    let context = match leaf {
+        None => session.build_context(),
+        Some(id) if session.index_of(id).is_some() => session.build_context_for(id),
+        Some(id) => bail!("{}: entry {id} not found", file.display()),
+    };
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    context.write_pretty(&mut out)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,57 @@
+//! Command-line interface: argument parsing and one module per subcommand.
+
+mod context;
+mod entries;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Inspect and work with GJC agent sessions.
+#[derive(Parser)]
+#[command(name = "gjcfs", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the context the agent would send to the model, as JSON.
+    ///
+    /// The session is loaded leniently (malformed lines are skipped with a warning),
+    /// migrated in memory and never written.
+    Context {
+        /// The session file (.jsonl).
+        file: PathBuf,
+        /// Build the context at this entry instead of the current leaf.
+        #[arg(long, value_name = "ID")]
+        leaf: Option<String>,
+    },
+    /// Print the session's records after patch replay and migration, one JSON object a line.
+    ///
+    /// The first line is the header. The output is what a full rewrite of the file would
+    /// contain; the file itself is never written.
+    Entries {
+        /// The session file (.jsonl).
+        file: PathBuf,
+    },
+}
+
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Context { file, leaf } => context::run(&file, leaf.as_deref()),
+        Command::Entries { file } => entries::run(&file),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if output::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("gjcfs: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,506 @@
+//! `buildSessionContext`: what is sent to the model at a leaf (details §8).
+//!
+//! The path is the leaf's ancestor chain, root first (cycles and unknown parents end it).
+//! State is scanned over the whole path; messages are emitted from `message`,
+//! `custom_message` and non-empty `branch_summary` entries. With a compaction on the path,
+//! the last one wins: its summary comes first, then — unless it carries an OpenAI remote
+//! replacement history — the path entries from its `firstKeptEntryId` up to it, then every
+//! entry after it.
+
+use std::borrow::Cow;
+
+use super::json::{self, JsString, Object, Value};
+use super::record::{Record, RecordType};
+use super::session::Session;
+use super::time::parse_iso_millis;
+
+/// The context at one leaf. Messages borrow from the session where they pass through.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionContext<'a> {
+    pub messages: Vec<Cow<'a, Value>>,
+    pub thinking_level: Value,
+    pub service_tier: Option<Value>,
+    /// Role → `provider/model`.
+    pub models: Object,
+    /// Role → normalised configured model chain.
+    pub configured_model_chains: Object,
+    pub injected_ttsr_rules: Vec<String>,
+    /// Rule records in first-seen order (name, record).
+    pub injected_ttsr_rule_records: Vec<(String, Value)>,
+    pub ttsr_message_count: Value,
+    pub selected_mcp_tool_names: Vec<Value>,
+    pub selected_discovered_builtin_tool_names: Option<Vec<Value>>,
+    pub has_persisted_mcp_tool_selection: bool,
+    pub has_persisted_discovered_builtin_tool_selection: bool,
+    pub mode: Option<Value>,
+    pub mode_data: Option<Value>,
+}
+
+impl Default for SessionContext<'_> {
+    fn default() -> Self {
+        SessionContext {
+            messages: Vec::new(),
+            thinking_level: Value::string("off"),
+            service_tier: None,
+            models: Object::new(),
+            configured_model_chains: Object::new(),
+            injected_ttsr_rules: Vec::new(),
+            injected_ttsr_rule_records: Vec::new(),
+            ttsr_message_count: Value::number(0.0),
+            selected_mcp_tool_names: Vec::new(),
+            selected_discovered_builtin_tool_names: None,
+            has_persisted_mcp_tool_selection: false,
+            has_persisted_discovered_builtin_tool_selection: false,
+            mode: Some(Value::string("none")),
+            mode_data: None,
+        }
+    }
+}
+
+impl Session {
+    /// The context at the current leaf (empty when the leaf is null).
+    pub fn build_context(&self) -> SessionContext<'_> {
+        build_session_context(self, self.leaf())
+    }
+
+    /// The context at the entry `leaf_id`; an id not in the session falls back to the last
+    /// entry, as the original does.
+    pub fn build_context_for(&self, leaf_id: &str) -> SessionContext<'_> {
+        let leaf = self
+            .index_of(leaf_id)
+            .or_else(|| self.entry_indices().last());
+        build_session_context(self, leaf)
+    }
+}
+
+/// Builds the context with the leaf at record index `leaf` (`None`: the empty context).
+pub fn build_session_context(session: &Session, leaf: Option<usize>) -> SessionContext<'_> {
+    let Some(leaf) = leaf else {
+        return SessionContext::default();
+    };
+    let path = session.path_to(leaf);
+    let mut scan = StateScan::default();
+    for (pos, &i) in path.iter().enumerate() {
+        scan.visit(session.record(i), pos);
+    }
+    let compaction_at = scan.compaction_at;
+    let mut ctx = scan.finish();
+    let emit = |messages: &mut Vec<_>, i: usize| {
+        if let Some(message) = emitted_message(session.record(i)) {
+            messages.push(message);
+        }
+    };
+    let mut messages = Vec::with_capacity(path.len());
+    match compaction_at {
+        None => path.iter().for_each(|&i| emit(&mut messages, i)),
+        Some(at) => {
+            let compaction = session.record(path[at]);
+            let payload = remote_compaction_payload(compaction);
+            let keep_before = payload.is_none();
+            messages.push(Cow::Owned(compaction_summary_message(compaction, payload)));
+            if keep_before {
+                if let Some(first_kept) = compaction.get_str("firstKeptEntryId") {
+                    let before = &path[..at];
+                    if let Some(start) = before
+                        .iter()
+                        .position(|&i| session.record(i).id() == Some(first_kept))
+                    {
+                        before[start..].iter().for_each(|&i| emit(&mut messages, i));
+                    }
+                }
+            }
+            path[at + 1..].iter().for_each(|&i| emit(&mut messages, i));
+        }
+    }
+    ctx.messages = messages;
+    ctx
+}
+
+/// The message an entry contributes, if any.
+fn emitted_message(record: &Record) -> Option<Cow<'_, Value>> {
+    match record.record_type() {
+        RecordType::Message => record.get("message").map(Cow::Borrowed),
+        RecordType::CustomMessage => Some(Cow::Owned(custom_message(record))),
+        RecordType::BranchSummary if record.get("summary").is_some_and(Value::is_truthy) => {
+            Some(Cow::Owned(branch_summary_message(record)))
+        }
+        _ => None,
+    }
+}
+
+/// The entry's ISO timestamp as epoch milliseconds (`null` when unparsable).
+fn entry_millis(record: &Record) -> Value {
+    record
+        .timestamp()
+        .and_then(parse_iso_millis)
+        .map_or(Value::Null, |ms| Value::number(ms as f64))
+}
+
+/// Sets `key` when `value` is present (JavaScript drops `undefined` members).
+fn put(obj: &mut Object, key: &str, value: Option<&Value>) {
+    if let Some(v) = value {
+        obj.insert(key, v.clone());
+    }
+}
+
+/// `createCustomMessage`.
+fn custom_message(record: &Record) -> Value {
+    let mut m = Object::with_capacity(7);
+    m.insert("role", Value::string("custom"));
+    for key in ["customType", "content", "display", "details", "attribution"] {
+        put(&mut m, key, record.get(key));
+    }
+    m.insert("timestamp", entry_millis(record));
+    Value::Object(m)
+}
+
+/// `createBranchSummaryMessage`.
+fn branch_summary_message(record: &Record) -> Value {
+    let mut m = Object::with_capacity(4);
+    m.insert("role", Value::string("branchSummary"));
+    put(&mut m, "summary", record.get("summary"));
+    put(&mut m, "fromId", record.get("fromId"));
+    m.insert("timestamp", entry_millis(record));
+    Value::Object(m)
+}
+
+/// `createCompactionSummaryMessage`.
+fn compaction_summary_message(record: &Record, provider_payload: Option<Value>) -> Value {
+    let mut m = Object::with_capacity(6);
+    m.insert("role", Value::string("compactionSummary"));
+    put(&mut m, "summary", record.get("summary"));
+    put(&mut m, "shortSummary", record.get("shortSummary"));
+    put(&mut m, "tokensBefore", record.get("tokensBefore"));
+    put(&mut m, "providerPayload", provider_payload.as_ref());
+    m.insert("timestamp", entry_millis(record));
+    Value::Object(m)
+}
+
+/// The `openaiResponsesHistory` payload of a compaction that preserved a remote replacement
+/// history, if it has a non-empty provider and an array history.
+fn remote_compaction_payload(compaction: &Record) -> Option<Value> {
+    let preserve = compaction.get("preserveData")?.expanded();
+    let remote = preserve.as_object()?.get("openaiRemoteCompaction")?;
+    let remote = remote.as_object()?;
+    let provider = remote.get_str("provider").filter(|p| !p.is_empty())?;
+    let history = remote.get("replacementHistory").filter(|h| h.is_array())?;
+    let mut payload = Object::with_capacity(3);
+    payload.insert("type", Value::string("openaiResponsesHistory"));
+    payload.insert("provider", Value::string(provider));
+    payload.insert("items", history.clone());
+    Some(Value::Object(payload))
+}
+
+/// JavaScript's template-literal rendering of an optional value.
+fn js_text(value: Option<&Value>) -> String {
+    match value {
+        None => "undefined".to_owned(),
+        Some(Value::String(s)) => s.to_string_lossy().into_owned(),
+        Some(Value::Number(n)) => json::format_js_number(n.as_f64()),
+        Some(Value::Null) => "null".to_owned(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Array(_) | Value::Raw(_) | Value::Object(_)) => "[object Object]".to_owned(),
+    }
+}
+
+/// A string list copied from an array value (non-arrays give `None`).
+fn value_list(value: Option<&Value>) -> Option<Vec<Value>> {
+    match value?.expanded().as_ref() {
+        Value::Array(items) => Some(items.clone()),
+        _ => None,
+    }
+}
+
+/// The state scan of §8.2.
+#[derive(Default)]
+struct StateScan {
+    ctx: SessionContext<'static>,
+    explicit_default_model: bool,
+    /// Position on the path of the last compaction.
+    compaction_at: Option<usize>,
+}
+
+impl StateScan {
+    fn visit(&mut self, record: &Record, pos: usize) {
+        let ctx = &mut self.ctx;
+        match record.record_type() {
+            RecordType::ThinkingLevelChange => {
+                ctx.thinking_level = match record.get("thinkingLevel") {
+                    None | Some(Value::Null) => Value::string("off"),
+                    Some(v) => v.clone(),
+                };
+            }
+            RecordType::ModelChange => {
+                if let Some(model) = record.get("model").filter(|m| m.is_truthy()) {
+                    let role = match record.get("role") {
+                        None | Some(Value::Null) => "default".to_owned(),
+                        other => js_text(other),
+                    };
+                    if role == "default" {
+                        self.explicit_default_model = true;
+                    }
+                    ctx.models.insert(&role, model.clone());
+                }
+            }
+            RecordType::ConfiguredModelChain => {
+                if let Some((role, chain)) = normalize_chain(record) {
+                    match chain {
+                        Some(chain) => ctx.configured_model_chains.insert(&role, chain),
+                        None => {
+                            ctx.configured_model_chains.remove(&role);
+                        }
+                    }
+                }
+            }
+            RecordType::ServiceTierChange => {
+                ctx.service_tier = record.get("serviceTier").filter(|v| !v.is_null()).cloned();
+            }
+            RecordType::Message => {
+                let assistant = record
+                    .message()
+                    .filter(|m| m.get_str("role") == Some("assistant"));
+                if let Some(m) = assistant.filter(|_| !self.explicit_default_model) {
+                    let model =
+                        format!("{}/{}", js_text(m.get("provider")), js_text(m.get("model")));
+                    ctx.models.insert("default", Value::string(model));
+                }
+            }
+            RecordType::Compaction => self.compaction_at = Some(pos),
+            RecordType::TtsrInjection => self.visit_ttsr(record),
+            RecordType::McpToolSelection => {
+                if let Some(list) = value_list(record.get("selectedToolNames")) {
+                    ctx.selected_mcp_tool_names = list;
+                }
+                ctx.has_persisted_mcp_tool_selection = true;
+                if let Some(list) = value_list(record.get("selectedDiscoveredBuiltinToolNames")) {
+                    ctx.selected_discovered_builtin_tool_names = Some(list);
+                    ctx.has_persisted_discovered_builtin_tool_selection = true;
+                }
+            }
+            RecordType::DiscoveredBuiltinToolSelection => {
+                ctx.selected_discovered_builtin_tool_names =
+                    Some(value_list(record.get("selectedToolNames")).unwrap_or_default());
+                ctx.has_persisted_discovered_builtin_tool_selection = true;
+            }
+            RecordType::ModeChange => {
+                ctx.mode = record.get("mode").cloned();
+                ctx.mode_data = record.get("data").cloned();
+            }
+            _ => {}
+        }
+    }
+
+    fn visit_ttsr(&mut self, record: &Record) {
+        let ctx = &mut self.ctx;
+        let add_rule = |ctx: &mut SessionContext<'_>, name: &str| {
+            if !ctx.injected_ttsr_rules.iter().any(|r| r == name) {
+                ctx.injected_ttsr_rules.push(name.to_owned());
+            }
+        };
+        for name in value_list(record.get("injectedRules")).unwrap_or_default() {
+            let Some(name) = name.as_str() else { continue };
+            add_rule(ctx, name);
+            if !ctx
+                .injected_ttsr_rule_records
+                .iter()
+                .any(|(n, _)| n == name)
+            {
+                let mut rec = Object::with_capacity(2);
+                rec.insert("name", Value::string(name));
+                rec.insert("lastInjectedAt", Value::number(0.0));
+                ctx.injected_ttsr_rule_records
+                    .push((name.to_owned(), Value::Object(rec)));
+            }
+        }
+        for rec in value_list(record.get("injectedRuleRecords")).unwrap_or_default() {
+            let Some(name) = rec
+                .as_object()
+                .and_then(|o| o.get_str("name"))
+                .map(str::to_owned)
+            else {
+                continue;
+            };
+            add_rule(ctx, &name);
+            match ctx
+                .injected_ttsr_rule_records
+                .iter_mut()
+                .find(|(n, _)| *n == name)
+            {
+                Some(slot) => slot.1 = rec,
+                None => ctx.injected_ttsr_rule_records.push((name, rec)),
+            }
+        }
+        if let Some(count) = record.get("ttsrMessageCount") {
+            if count.as_f64().is_some_and(f64::is_finite) {
+                ctx.ttsr_message_count = count.clone();
+            }
+        }
+    }
+
+    /// The scanned state, with a synthesised chain for every role that has a model but no
+    /// configured chain.
+    fn finish(self) -> SessionContext<'static> {
+        let mut ctx = self.ctx;
+        let models: Vec<(JsString, Value)> = ctx
+            .models
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (role, model) in models {
+            let role_text = role.to_string_lossy();
+            if !ctx.configured_model_chains.contains_key(&role_text) {
+                let mut chain = Object::with_capacity(4);
+                chain.insert("role", Value::String(role.clone()));
+                chain.insert("entries", Value::Array(vec![model]));
+                chain.insert("origin", Value::string("legacy_session"));
+                chain.insert("explicitHead", Value::Bool(true));
+                ctx.configured_model_chains
+                    .insert(&role_text, Value::Object(chain));
+            }
+        }
+        ctx
+    }
+}
+
+/// Normalises a `configured_model_chain` entry: `None` to ignore it, `Some((role, None))`
+/// for a clearing entry, `Some((role, Some(chain)))` to set a chain.
+fn normalize_chain(record: &Record) -> Option<(String, Option<Value>)> {
+    let role = record.get_str("role").filter(|r| !r.is_empty())?.to_owned();
+    let cleared = record.get("cleared") == Some(&Value::Bool(true));
+    let origin = record.get_str("origin").unwrap_or("session");
+    let explicit_head = record.get("explicitHead") == Some(&Value::Bool(true));
+    if cleared {
+        return Some((role, None));
+    }
+    let entries: Vec<Value> = value_list(record.get("entries"))?
+        .into_iter()
+        .filter(|e| e.as_js_string().is_some_and(|s| !s.wtf8_bytes().is_empty()))
+        .collect();
+    if entries.is_empty() {
+        return None;
+    }
+    let mut chain = Object::with_capacity(5);
+    chain.insert("role", Value::string(role.as_str()));
+    chain.insert("entries", Value::Array(entries));
+    chain.insert("origin", Value::string(origin));
+    if let Some(identity) = record
+        .get("identity")
+        .filter(|v| matches!(v, Value::String(_)))
+    {
+        chain.insert("identity", identity.clone());
+    }
+    chain.insert("explicitHead", Value::Bool(explicit_head));
+    Some((role, Some(Value::Object(chain))))
+}
+
+/// Whether a `configured_model_chain` entry normalises (the strict schema check).
+pub fn chain_normalizes(record: &Record) -> bool {
+    normalize_chain(record).is_some()
+}
+
+impl SessionContext<'_> {
+    /// Writes the context as `JSON.stringify(context, null, 2)` would, one message at a time,
+    /// without copying the messages.
+    pub fn write_pretty(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let mut buf = Vec::new();
+        buf.extend_from_slice(b"{\n  \"messages\": [");
+        for (i, message) in self.messages.iter().enumerate() {
+            buf.extend_from_slice(if i == 0 { b"\n    " } else { b",\n    " });
+            json::write_pretty(message, &mut buf, 2);
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+        buf.extend_from_slice(if self.messages.is_empty() { b"]" } else { b"\n  ]" });
+        let Value::Object(rest) = self.to_value_with_messages(Vec::new()) else {
+            unreachable!("the context is an object")
+        };
+        for (key, value) in rest.iter().skip(1) {
+            buf.extend_from_slice(b",\n  ");
+            json::write_string(key, &mut buf);
+            buf.extend_from_slice(b": ");
+            json::write_pretty(value, &mut buf, 1);
+        }
+        buf.extend_from_slice(b"\n}");
+        out.write_all(&buf)
+    }
+
+    /// The context as a JSON object with the original's member order; absent members are
+    /// left out as `JSON.stringify` leaves out `undefined`.
+    pub fn to_value(&self) -> Value {
+        self.to_value_with_messages(self.messages.iter().map(|m| m.as_ref().clone()).collect())
+    }
+
+    fn to_value_with_messages(&self, messages: Vec<Value>) -> Value {
+        let mut o = Object::with_capacity(14);
+        o.insert("messages", Value::Array(messages));
+        o.insert("thinkingLevel", self.thinking_level.clone());
+        put(&mut o, "serviceTier", self.service_tier.as_ref());
+        o.insert("models", Value::Object(self.models.clone()));
+        o.insert(
+            "configuredModelChains",
+            Value::Object(self.configured_model_chains.clone()),
+        );
+        o.insert(
+            "injectedTtsrRules",
+            Value::Array(
+                self.injected_ttsr_rules
+                    .iter()
+                    .map(|r| Value::string(r.as_str()))
+                    .collect(),
+            ),
+        );
+        o.insert(
+            "injectedTtsrRuleRecords",
+            Value::Array(
+                self.injected_ttsr_rule_records
+                    .iter()
+                    .map(|(_, r)| r.clone())
+                    .collect(),
+            ),
+        );
+        o.insert("ttsrMessageCount", self.ttsr_message_count.clone());
+        o.insert(
+            "selectedMCPToolNames",
+            Value::Array(self.selected_mcp_tool_names.clone()),
+        );
+        if let Some(list) = &self.selected_discovered_builtin_tool_names {
+            o.insert(
+                "selectedDiscoveredBuiltinToolNames",
+                Value::Array(list.clone()),
+            );
+        }
+        o.insert(
+            "hasPersistedMCPToolSelection",
+            Value::Bool(self.has_persisted_mcp_tool_selection),
+        );
+        o.insert(
+            "hasPersistedDiscoveredBuiltinToolSelection",
+            Value::Bool(self.has_persisted_discovered_builtin_tool_selection),
+        );
+        put(&mut o, "mode", self.mode.as_ref());
+        put(&mut o, "modeData", self.mode_data.as_ref());
+        Value::Object(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::json;
+    use crate::engine::replay::parse_session_entries;
+
+    #[test]
+    fn streaming_pretty_output_equals_the_pretty_value() {
+        let text = concat!(
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n",
+            "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}}\n",
+            "{\"type\":\"mode_change\",\"id\":\"b\",\"parentId\":\"a\",\"timestamp\":\"2026-01-01T00:00:02.000Z\",\"mode\":\"plan\",\"data\":{\"x\":[1]}}\n",
+        );
+        let session = Session::from_records(parse_session_entries(text).unwrap().records);
+        for ctx in [session.build_context(), SessionContext::default()] {
+            let mut streamed = Vec::new();
+            ctx.write_pretty(&mut streamed).unwrap();
+            assert_eq!(String::from_utf8(streamed).unwrap(), json::to_pretty(&ctx.to_value()));
+        }
+    }
+}

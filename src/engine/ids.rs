@@ -1,0 +1,73 @@
+//! Entry and session identifiers (details §2).
+//!
+//! - An entry id is the last 8 hex characters of a random UUID v4. Up to 100 draws are
+//!   checked against the ids in use; if all collide, a 16-hex-digit snowflake is used:
+//!   `((ms − 1420070400000) << 22) | seq`, with a process-wide 22-bit counter that starts at a
+//!   random value.
+//! - A session id is a lower-case UUID v7.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const SNOWFLAKE_EPOCH_MS: u64 = 1_420_070_400_000;
+const ID_ATTEMPTS: usize = 100;
+
+/// A new entry id not accepted by `in_use` (an 8-hex id, or a snowflake after 100 clashes).
+pub fn new_entry_id(mut in_use: impl FnMut(&str) -> bool) -> String {
+    for _ in 0..ID_ATTEMPTS {
+        let uuid = uuid::Uuid::new_v4().simple().to_string();
+        let id = uuid[uuid.len() - 8..].to_owned();
+        if !in_use(&id) {
+            return id;
+        }
+    }
+    snowflake()
+}
+
+/// A process-unique 16-hex-digit time-ordered id.
+pub fn snowflake() -> String {
+    static SEQ: OnceLock<AtomicU32> = OnceLock::new();
+    let seq = SEQ
+        .get_or_init(|| AtomicU32::new(rand::random::<u32>()))
+        .fetch_add(1, Ordering::Relaxed)
+        & 0x3F_FFFF;
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let value = (ms.saturating_sub(SNOWFLAKE_EPOCH_MS) << 22) | seq as u64;
+    format!("{value:016x}")
+}
+
+/// A new session id: a lower-case UUID v7.
+pub fn new_session_id() -> String {
+    uuid::Uuid::now_v7().hyphenated().to_string()
+}
+
+/// Whether `id` has the shape of a generated entry id (8 lower-case hex characters).
+pub fn is_short_entry_id(id: &str) -> bool {
+    id.len() == 8 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_ids_are_eight_hex_and_avoid_collisions() {
+        let id = new_entry_id(|_| false);
+        assert!(is_short_entry_id(&id), "{id}");
+        let fallback = new_entry_id(|_| true);
+        assert_eq!(fallback.len(), 16);
+        assert!(fallback.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(snowflake(), snowflake());
+    }
+
+    #[test]
+    fn session_ids_are_uuid_v7() {
+        let id = new_session_id();
+        assert_eq!(id.len(), 36);
+        assert_eq!(&id[14..15], "7");
+        assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"));
+    }
+}

@@ -1,0 +1,22 @@
+//! JSON as the original engine reads and writes it.
+//!
+//! The session format is JSONL written by JavaScript's `JSON.stringify`. This module reads any
+//! JSON `JSON.parse` accepts and writes values back in the exact shape `JSON.stringify` would,
+//! so that a line read and written again is unchanged byte for byte:
+//! - key order is kept as read (array-index keys first, as JavaScript enumerates them);
+//! - numbers keep their source text;
+//! - strings may hold lone UTF-16 surrogates and are escaped exactly as JavaScript does;
+//! - containers the engine does not need to look into stay as their validated source text
+//!   ([`Value::Raw`]), which keeps large payloads cheap to load and exact to write back.
+
+mod number;
+mod parse;
+mod value;
+mod write;
+
+pub use number::format_js_number;
+pub use parse::{parse, parse_shallow, validate, ParseError};
+pub use value::{JsString, Number, Object, RawJson, Value};
+pub use write::{
+    to_compact, to_pretty, write_compact, write_object_compact, write_pretty, write_string,
+};

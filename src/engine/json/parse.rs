@@ -1,0 +1,538 @@
+//! A strict JSON parser (RFC 8259, as `JSON.parse` accepts it) with a depth cut-off.
+//!
+//! Containers nested deeper than the requested parse depth are validated without building a
+//! tree and kept as [`Value::Raw`] source text. Validation of skipped containers is iterative,
+//! so arbitrarily deep input cannot overflow the stack; parsed levels are bounded by the
+//! depth argument.
+//!
+//! Strings accept every escape `JSON.parse` accepts, including `\u` escapes of lone
+//! surrogates, which are kept in generalized UTF-8 (see [`JsString`]).
+
+use std::fmt;
+
+use super::value::{JsString, Number, Object, RawJson, Value};
+
+/// How many levels [`parse`] builds before keeping deeper containers raw.
+const FULL_DEPTH: usize = 128;
+
+/// Why a text is not one JSON value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ParseError {
+    /// Byte offset of the offending character.
+    pub offset: usize,
+    pub reason: &'static str,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}", self.reason, self.offset)
+    }
+}
+
+/// Parses one JSON value surrounded by optional whitespace.
+pub fn parse(text: &str) -> Result<Value, ParseError> {
+    parse_shallow(text, FULL_DEPTH)
+}
+
+/// Parses one JSON value, building objects and arrays only down to nesting level `depth`
+/// (the outermost value is level 0); deeper containers become [`Value::Raw`].
+pub fn parse_shallow(text: &str, depth: usize) -> Result<Value, ParseError> {
+    let mut p = Parser {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+        depth,
+    };
+    let value = p.value(0)?;
+    p.skip_ws();
+    if p.pos != p.bytes.len() {
+        return Err(p.error("unexpected text after the JSON value"));
+    }
+    Ok(value)
+}
+
+/// Checks that `text` is one JSON value without building anything.
+pub fn validate(text: &str) -> Result<(), ParseError> {
+    parse_shallow(text, 0).map(|_| ())
+}
+
+/// Parses raw container text; the parser made it, so it is valid.
+pub(super) fn expand_raw(raw: &RawJson) -> Value {
+    match parse(raw.as_str()) {
+        Ok(v) => v,
+        Err(e) => {
+            debug_assert!(false, "raw JSON failed to re-parse: {e}");
+            Value::Null
+        }
+    }
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    depth: usize,
+}
+
+impl Parser<'_> {
+    fn error(&self, reason: &'static str) -> ParseError {
+        ParseError {
+            offset: self.pos,
+            reason,
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn expect(&mut self, byte: u8, reason: &'static str) -> Result<(), ParseError> {
+        self.skip_ws();
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.error(reason))
+        }
+    }
+
+    fn value(&mut self, level: usize) -> Result<Value, ParseError> {
+        self.skip_ws();
+        match self.peek() {
+            Some(b'{' | b'[') if level >= self.depth => {
+                let start = self.pos;
+                self.skip_container()?;
+                Ok(Value::Raw(RawJson::from_validated(
+                    &self.text[start..self.pos],
+                )))
+            }
+            Some(b'{') => self.object(level).map(Value::Object),
+            Some(b'[') => self.array(level).map(Value::Array),
+            Some(b'"') => self.string().map(Value::String),
+            Some(b't') => self.literal("true", Value::Bool(true)),
+            Some(b'f') => self.literal("false", Value::Bool(false)),
+            Some(b'n') => self.literal("null", Value::Null),
+            Some(b'-' | b'0'..=b'9') => {
+                let start = self.pos;
+                self.number()?;
+                Ok(Value::Number(Number::from_validated(
+                    &self.text[start..self.pos],
+                )))
+            }
+            Some(_) => Err(self.error("unexpected character")),
+            None => Err(self.error("unexpected end of input")),
+        }
+    }
+
+    fn object(&mut self, level: usize) -> Result<Object, ParseError> {
+        self.pos += 1;
+        let mut obj = Object::new();
+        self.skip_ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(obj);
+        }
+        loop {
+            self.skip_ws();
+            if self.peek() != Some(b'"') {
+                return Err(self.error("expected a string key"));
+            }
+            let key = self.string()?;
+            self.expect(b':', "expected ':' after an object key")?;
+            let value = self.value(level + 1)?;
+            obj.push_parsed(key, value);
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(obj);
+                }
+                _ => return Err(self.error("expected ',' or '}' in an object")),
+            }
+        }
+    }
+
+    fn array(&mut self, level: usize) -> Result<Vec<Value>, ParseError> {
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.skip_ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(items);
+        }
+        loop {
+            items.push(self.value(level + 1)?);
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(items);
+                }
+                _ => return Err(self.error("expected ',' or ']' in an array")),
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &'static str, value: Value) -> Result<Value, ParseError> {
+        if self.bytes[self.pos..].starts_with(word.as_bytes()) {
+            self.pos += word.len();
+            Ok(value)
+        } else {
+            Err(self.error("invalid literal"))
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    /// Scans `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+    fn number(&mut self) -> Result<(), ParseError> {
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(self.error("invalid number")),
+        }
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            if self.digits() == 0 {
+                return Err(self.error("invalid number: no digits after '.'"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return Err(self.error("invalid number: no exponent digits"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Advances past plain string bytes; stops at `"`, `\` or a control character.
+    fn plain_run(&mut self) {
+        while let Some(&b) = self.bytes.get(self.pos) {
+            if b == b'"' || b == b'\\' || b < 0x20 {
+                break;
+            }
+            self.pos += 1;
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u16, ParseError> {
+        let hex = self
+            .bytes
+            .get(self.pos..self.pos + 4)
+            .ok_or_else(|| self.error("truncated \\u escape"))?;
+        let mut v = 0u16;
+        for &h in hex {
+            let d = (h as char)
+                .to_digit(16)
+                .ok_or_else(|| self.error("invalid \\u escape"))?;
+            v = (v << 4) | d as u16;
+        }
+        self.pos += 4;
+        Ok(v)
+    }
+
+    fn string(&mut self) -> Result<JsString, ParseError> {
+        self.pos += 1;
+        let start = self.pos;
+        self.plain_run();
+        match self.peek() {
+            Some(b'"') => {
+                let s = &self.text[start..self.pos];
+                self.pos += 1;
+                return Ok(JsString::Utf8(s.into()));
+            }
+            Some(b'\\') => {}
+            Some(_) => return Err(self.error("control character in a string")),
+            None => return Err(self.error("unterminated string")),
+        }
+        let mut buf = self.bytes[start..self.pos].to_vec();
+        loop {
+            match self.peek() {
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(JsString::from_wtf8(buf));
+                }
+                Some(b'\\') => {
+                    self.pos += 1;
+                    self.escape(&mut buf)?;
+                }
+                Some(_) => return Err(self.error("control character in a string")),
+                None => return Err(self.error("unterminated string")),
+            }
+            let run = self.pos;
+            self.plain_run();
+            buf.extend_from_slice(&self.bytes[run..self.pos]);
+        }
+    }
+
+    /// Decodes one escape (the backslash already consumed) into `buf` as WTF-8.
+    fn escape(&mut self, buf: &mut Vec<u8>) -> Result<(), ParseError> {
+        let c = self
+            .peek()
+            .ok_or_else(|| self.error("unterminated string"))?;
+        self.pos += 1;
+        let simple = match c {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0C,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let unit = self.hex4()?;
+                push_code_unit(self, buf, unit)?;
+                return Ok(());
+            }
+            _ => {
+                self.pos -= 1;
+                return Err(self.error("invalid escape"));
+            }
+        };
+        buf.push(simple);
+        Ok(())
+    }
+
+    fn skip_string(&mut self) -> Result<(), ParseError> {
+        self.pos += 1;
+        loop {
+            self.plain_run();
+            match self.peek() {
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(b'\\') => {
+                    self.pos += 1;
+                    match self.peek() {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                            self.pos += 1
+                        }
+                        Some(b'u') => {
+                            self.pos += 1;
+                            self.hex4()?;
+                        }
+                        _ => return Err(self.error("invalid escape")),
+                    }
+                }
+                Some(_) => return Err(self.error("control character in a string")),
+                None => return Err(self.error("unterminated string")),
+            }
+        }
+    }
+
+    fn skip_key(&mut self) -> Result<(), ParseError> {
+        self.skip_ws();
+        if self.peek() != Some(b'"') {
+            return Err(self.error("expected a string key"));
+        }
+        self.skip_string()?;
+        self.expect(b':', "expected ':' after an object key")
+    }
+
+    /// Validates one object or array without recursion.
+    fn skip_container(&mut self) -> Result<(), ParseError> {
+        // true = inside an object, false = inside an array.
+        let mut stack: Vec<bool> = Vec::new();
+        loop {
+            // Expecting a value.
+            self.skip_ws();
+            match self.peek() {
+                Some(open @ (b'{' | b'[')) => {
+                    self.pos += 1;
+                    let is_object = open == b'{';
+                    self.skip_ws();
+                    let close = if is_object { b'}' } else { b']' };
+                    if self.peek() == Some(close) {
+                        self.pos += 1;
+                    } else {
+                        stack.push(is_object);
+                        if is_object {
+                            self.skip_key()?;
+                        }
+                        continue;
+                    }
+                }
+                Some(b'"') => self.skip_string()?,
+                Some(b't') => self.literal("true", Value::Null).map(drop)?,
+                Some(b'f') => self.literal("false", Value::Null).map(drop)?,
+                Some(b'n') => self.literal("null", Value::Null).map(drop)?,
+                Some(b'-' | b'0'..=b'9') => self.number()?,
+                Some(_) => return Err(self.error("unexpected character")),
+                None => return Err(self.error("unexpected end of input")),
+            }
+            // After a value: close containers until one continues with ','.
+            loop {
+                let Some(&is_object) = stack.last() else {
+                    return Ok(());
+                };
+                self.skip_ws();
+                match self.peek() {
+                    Some(b',') => {
+                        self.pos += 1;
+                        if is_object {
+                            self.skip_key()?;
+                        }
+                        break;
+                    }
+                    Some(b'}') if is_object => {
+                        self.pos += 1;
+                        stack.pop();
+                    }
+                    Some(b']') if !is_object => {
+                        self.pos += 1;
+                        stack.pop();
+                    }
+                    _ => {
+                        return Err(self.error(if is_object {
+                            "expected ',' or '}' in an object"
+                        } else {
+                            "expected ',' or ']' in an array"
+                        }))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Appends one UTF-16 code unit from a `\u` escape, pairing surrogates when the next escape
+/// completes a pair and keeping a lone surrogate as WTF-8 otherwise.
+fn push_code_unit(p: &mut Parser<'_>, buf: &mut Vec<u8>, unit: u16) -> Result<(), ParseError> {
+    if (0xD800..0xDC00).contains(&unit) && p.bytes[p.pos..].starts_with(b"\\u") {
+        let save = p.pos;
+        p.pos += 2;
+        let low = p.hex4()?;
+        if (0xDC00..0xE000).contains(&low) {
+            let cp = 0x10000 + (((unit as u32) - 0xD800) << 10) + ((low as u32) - 0xDC00);
+            if let Some(ch) = char::from_u32(cp) {
+                let mut tmp = [0u8; 4];
+                buf.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+            }
+            return Ok(());
+        }
+        p.pos = save;
+    }
+    match char::from_u32(unit as u32) {
+        Some(ch) => {
+            let mut tmp = [0u8; 4];
+            buf.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+        }
+        None => {
+            // A lone surrogate, encoded as generalized UTF-8.
+            buf.push(0xED);
+            buf.push(0xA0 | ((unit >> 6) & 0x1F) as u8);
+            buf.push(0x80 | (unit & 0x3F) as u8);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_scalars_and_containers() {
+        let v = parse(r#" {"a":[1,-2.5e3,true,false,null],"b":{"c":"d"}} "#).unwrap();
+        let o = v.as_object().unwrap();
+        let a = o.get("a").unwrap().as_array().unwrap();
+        assert_eq!(a.len(), 5);
+        assert_eq!(a[1], Value::Number(Number::from_validated("-2.5e3")));
+        assert_eq!(
+            o.get("b").unwrap().as_object().unwrap().get_str("c"),
+            Some("d")
+        );
+    }
+
+    #[test]
+    fn keeps_deep_containers_raw() {
+        let text = r#"{"a":{"b":[1, 2]},"c":"x"}"#;
+        let v = parse_shallow(text, 1).unwrap();
+        let o = v.as_object().unwrap();
+        assert_eq!(
+            o.get("a"),
+            Some(&Value::Raw(RawJson::from_validated(r#"{"b":[1, 2]}"#)))
+        );
+        assert_eq!(o.get_str("c"), Some("x"));
+    }
+
+    #[test]
+    fn decodes_escapes_and_surrogates() {
+        let v = parse(r#""a\n\u0041\ud83d\ude00\/""#).unwrap();
+        assert_eq!(v.as_str(), Some("a\nA😀/"));
+        let lone = parse(r#""x\udc00y""#).unwrap();
+        assert_eq!(lone.as_str(), None);
+        assert_eq!(lone.as_js_string().unwrap().wtf8_bytes(), b"x\xED\xB0\x80y");
+        let high_then_text = parse(r#""\ud800\u0041""#).unwrap();
+        assert_eq!(
+            high_then_text.as_js_string().unwrap().wtf8_bytes(),
+            b"\xED\xA0\x80A"
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_keep_first_position_and_last_value() {
+        let v = parse(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+        let o = v.as_object().unwrap();
+        assert_eq!(o.keys().count(), 2);
+        assert_eq!(o.get("a").unwrap().as_f64(), Some(3.0));
+    }
+
+    #[test]
+    fn rejects_invalid_json() {
+        for bad in [
+            "",
+            "{",
+            "[1,]",
+            "{\"a\"}",
+            "01",
+            "1.",
+            "-",
+            "tru",
+            "\"\t\"",
+            "\"\\x\"",
+            "{} x",
+            "[1 2]",
+            "{\"a\":1,}",
+            "\"\\u12\"",
+            "{'a':1}",
+            "NaN",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} should fail");
+            assert!(validate(bad).is_err(), "{bad:?} should fail validation");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+        assert!(parse(&deep).is_ok());
+        let unbalanced = "[".repeat(100_000);
+        assert!(parse(&unbalanced).is_err());
+    }
+}

@@ -1,0 +1,472 @@
+//! The JSON value model.
+//!
+//! Invariants:
+//! - [`Object`] keeps its keys in the order they were read or inserted; replacing the value of
+//!   an existing key keeps its position, a new key goes last (JavaScript property order).
+//! - [`Number`] holds the number's source text, so numbers survive a round trip unchanged.
+//! - [`JsString`] holds any JavaScript string, including lone UTF-16 surrogates, which are kept
+//!   in generalized UTF-8 (WTF-8) so that they can be written back as `\udxxx`.
+//! - [`Value::Raw`] holds the exact source text of a validated object or array that the parser
+//!   did not need to look into. It is only built by the parser, so it is always valid JSON.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use super::number::format_js_number;
+
+/// A JSON value. Containers deeper than the parse depth stay [`Value::Raw`].
+///
+/// Equality is structural and ignores how deep a value was parsed: a raw container equals
+/// the parsed tree of the same JSON.
+#[derive(Clone, Debug)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(JsString),
+    Array(Vec<Value>),
+    Object(Object),
+    Raw(RawJson),
+}
+
+/// A JSON number kept as its source text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Number(Box<str>);
+
+/// A JavaScript string: UTF-8 in the common case, WTF-8 when it holds a lone surrogate.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum JsString {
+    Utf8(Box<str>),
+    /// Generalized UTF-8 holding at least one lone surrogate (`ED A0..BF xx`).
+    Wtf8(Box<[u8]>),
+}
+
+/// The validated source text of an object or array.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawJson(Box<str>);
+
+/// An insertion-ordered JSON object.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Object(Vec<(JsString, Value)>);
+
+impl Number {
+    /// Wraps source text the caller has checked against the JSON number grammar.
+    pub(super) fn from_validated(text: &str) -> Self {
+        Number(text.into())
+    }
+
+    /// The JavaScript representation of `value`; `None` for NaN and the infinities, which
+    /// JavaScript writes as `null`.
+    pub fn from_f64(value: f64) -> Option<Self> {
+        value
+            .is_finite()
+            .then(|| Number(format_js_number(value).into()))
+    }
+
+    pub fn from_i64(value: i64) -> Self {
+        Number(value.to_string().into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The number as JavaScript reads it (always finite unless the text overflows).
+    pub fn as_f64(&self) -> f64 {
+        self.0.parse().unwrap_or(f64::NAN)
+    }
+}
+
+impl JsString {
+    /// The string when it is well-formed Unicode.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            JsString::Utf8(s) => Some(s),
+            JsString::Wtf8(_) => None,
+        }
+    }
+
+    /// The string with every lone surrogate replaced by U+FFFD.
+    pub fn to_string_lossy(&self) -> Cow<'_, str> {
+        match self {
+            JsString::Utf8(s) => Cow::Borrowed(s),
+            JsString::Wtf8(bytes) => Cow::Owned(wtf8_to_lossy(bytes)),
+        }
+    }
+
+    /// The generalized UTF-8 bytes of the string.
+    pub fn wtf8_bytes(&self) -> &[u8] {
+        match self {
+            JsString::Utf8(s) => s.as_bytes(),
+            JsString::Wtf8(bytes) => bytes,
+        }
+    }
+
+    /// Builds a string from generalized UTF-8 produced by the parser.
+    pub(super) fn from_wtf8(bytes: Vec<u8>) -> Self {
+        match String::from_utf8(bytes) {
+            Ok(s) => JsString::Utf8(s.into_boxed_str()),
+            Err(e) => JsString::Wtf8(e.into_bytes().into_boxed_slice()),
+        }
+    }
+
+    /// The JavaScript `length`: the number of UTF-16 code units.
+    pub fn utf16_len(&self) -> usize {
+        match self {
+            JsString::Utf8(s) => s.chars().map(char::len_utf16).sum(),
+            // A lone surrogate takes 3 bytes in WTF-8 and one code unit; every other
+            // character is counted from its lead byte.
+            JsString::Wtf8(bytes) => bytes
+                .iter()
+                .map(|&b| match b {
+                    0xF0..=0xF7 => 2,
+                    b if b & 0xC0 != 0x80 => 1,
+                    _ => 0,
+                })
+                .sum(),
+        }
+    }
+}
+
+/// Decodes generalized UTF-8, one U+FFFD for each lone surrogate.
+fn wtf8_to_lossy(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                break;
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                out.push(char::REPLACEMENT_CHARACTER);
+                // A surrogate is three bytes; anything else the parser never produces.
+                let skip = e.error_len().map_or(bad.len(), |_| 3.min(bad.len()));
+                rest = &bad[skip..];
+            }
+        }
+    }
+    out
+}
+
+impl fmt::Debug for JsString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.to_string_lossy(), f)
+    }
+}
+
+impl From<&str> for JsString {
+    fn from(s: &str) -> Self {
+        JsString::Utf8(s.into())
+    }
+}
+
+impl From<String> for JsString {
+    fn from(s: String) -> Self {
+        JsString::Utf8(s.into_boxed_str())
+    }
+}
+
+impl PartialEq<str> for JsString {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == Some(other)
+    }
+}
+
+impl RawJson {
+    pub(super) fn from_validated(text: &str) -> Self {
+        RawJson(text.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether the raw text is an object (as opposed to an array).
+    pub fn is_object(&self) -> bool {
+        self.0.starts_with('{')
+    }
+}
+
+impl Object {
+    pub fn new() -> Self {
+        Object(Vec::new())
+    }
+
+    pub fn with_capacity(n: usize) -> Self {
+        Object(Vec::with_capacity(n))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.0.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// A string member, when present and a well-formed string.
+    pub fn get_str(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Value::as_str)
+    }
+
+    /// Sets `key`: in place when present, appended otherwise (JavaScript assignment).
+    pub fn insert(&mut self, key: &str, value: Value) {
+        match self.get_mut(key) {
+            Some(slot) => *slot = value,
+            None => self.0.push((key.into(), value)),
+        }
+    }
+
+    /// Appends a member without checking for an existing key; used by the parser, which
+    /// resolves duplicates the way `JSON.parse` does.
+    pub(super) fn push_parsed(&mut self, key: JsString, value: Value) {
+        // JSON.parse keeps the first position of a duplicated key and the last value.
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        let at = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(at).1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&JsString, &Value)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&JsString, &mut Value)> {
+        self.0.iter_mut().map(|(k, v)| (&*k, v))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &JsString> {
+        self.0.iter().map(|(k, _)| k)
+    }
+}
+
+impl FromIterator<(JsString, Value)> for Object {
+    fn from_iter<I: IntoIterator<Item = (JsString, Value)>>(iter: I) -> Self {
+        let mut obj = Object::new();
+        for (k, v) in iter {
+            obj.push_parsed(k, v);
+        }
+        obj
+    }
+}
+
+impl Value {
+    pub fn string(s: impl Into<JsString>) -> Self {
+        Value::String(s.into())
+    }
+
+    /// A number value, or `null` for NaN and the infinities (as JavaScript writes them).
+    pub fn number(n: f64) -> Self {
+        Number::from_f64(n).map_or(Value::Null, Value::Number)
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => s.as_str(),
+            _ => None,
+        }
+    }
+
+    pub fn as_js_string(&self) -> Option<&JsString> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Number(n) => Some(n.as_f64()),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    pub fn is_object(&self) -> bool {
+        match self {
+            Value::Object(_) => true,
+            Value::Raw(raw) => raw.is_object(),
+            _ => false,
+        }
+    }
+
+    pub fn is_array(&self) -> bool {
+        match self {
+            Value::Array(_) => true,
+            Value::Raw(raw) => !raw.is_object(),
+            _ => false,
+        }
+    }
+
+    /// JavaScript truthiness.
+    pub fn is_truthy(&self) -> bool {
+        match self {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Number(n) => {
+                let f = n.as_f64();
+                f != 0.0 && !f.is_nan()
+            }
+            Value::String(s) => !s.wtf8_bytes().is_empty(),
+            Value::Array(_) | Value::Object(_) | Value::Raw(_) => true,
+        }
+    }
+
+    /// The value with a raw container parsed into a tree; other values are borrowed.
+    pub fn expanded(&self) -> Cow<'_, Value> {
+        match self {
+            Value::Raw(raw) => Cow::Owned(super::parse::expand_raw(raw)),
+            other => Cow::Borrowed(other),
+        }
+    }
+
+    /// Replaces a raw container by its parsed tree in place, and returns the value.
+    pub fn expand_in_place(&mut self) -> &mut Value {
+        if let Value::Raw(raw) = self {
+            *self = super::parse::expand_raw(raw);
+        }
+        self
+    }
+
+    pub fn as_object(&self) -> Option<&Object> {
+        match self {
+            Value::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn as_object_mut(&mut self) -> Option<&mut Object> {
+        match self.expand_in_place() {
+            Value::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Value]> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Number(a), Value::Number(b)) => a == b,
+            (Value::String(a), Value::String(b)) => a == b,
+            (Value::Array(a), Value::Array(b)) => a == b,
+            (Value::Object(a), Value::Object(b)) => a == b,
+            (Value::Raw(a), Value::Raw(b)) if a == b => true,
+            (Value::Raw(_), _) | (_, Value::Raw(_)) => {
+                let (a, b) = (self.expanded(), other.expanded());
+                !matches!(a.as_ref(), Value::Raw(_))
+                    && !matches!(b.as_ref(), Value::Raw(_))
+                    && a == b
+            }
+            _ => false,
+        }
+    }
+}
+
+impl From<Object> for Value {
+    fn from(o: Object) -> Self {
+        Value::Object(o)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Self {
+        Value::string(s)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Self {
+        Value::Bool(b)
+    }
+}
+
+impl From<Vec<Value>> for Value {
+    fn from(a: Vec<Value>) -> Self {
+        Value::Array(a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_keeps_position_and_appends_new_keys() {
+        let mut o = Object::new();
+        o.insert("a", Value::Null);
+        o.insert("b", Value::Null);
+        o.insert("a", Value::Bool(true));
+        let keys: Vec<_> = o.keys().map(|k| k.to_string_lossy().into_owned()).collect();
+        assert_eq!(keys, ["a", "b"]);
+        assert_eq!(o.get("a"), Some(&Value::Bool(true)));
+        assert_eq!(o.remove("a"), Some(Value::Bool(true)));
+        assert!(!o.contains_key("a"));
+    }
+
+    #[test]
+    fn utf16_length_counts_code_units() {
+        assert_eq!(JsString::from("aé😀").utf16_len(), 4);
+        let lone = JsString::from_wtf8(vec![b'a', 0xED, 0xA0, 0x80]);
+        assert!(matches!(lone, JsString::Wtf8(_)));
+        assert_eq!(lone.utf16_len(), 2);
+        assert_eq!(lone.to_string_lossy(), "a\u{FFFD}");
+    }
+
+    #[test]
+    fn raw_and_parsed_containers_compare_equal() {
+        let raw = super::super::parse_shallow("{\"a\": [1, {\"b\":null}]}", 0).unwrap();
+        let parsed = super::super::parse("{\"a\":[1,{\"b\":null}]}").unwrap();
+        assert!(matches!(raw, Value::Raw(_)));
+        assert_eq!(raw, parsed);
+        assert_eq!(parsed, raw);
+        assert_ne!(raw, super::super::parse("{\"a\":[1]}").unwrap());
+    }
+
+    #[test]
+    fn truthiness_follows_javascript() {
+        assert!(!Value::string("").is_truthy());
+        assert!(Value::string("x").is_truthy());
+        assert!(!Value::number(0.0).is_truthy());
+        assert!(!Value::Null.is_truthy());
+        assert!(Value::Object(Object::new()).is_truthy());
+    }
+}

@@ -1,0 +1,122 @@
+//! Loading a session file leniently (`loadEntriesFromFile`, details §5.3) and into memory.
+//!
+//! - A missing file loads as empty ([`LoadStatus::Missing`]).
+//! - Malformed or torn lines are skipped and reported; the other lines are kept.
+//! - If the first record after replay is not a header with a string `id`, the file loads as
+//!   empty ([`LoadStatus::NotASession`]).
+//! - A header version above 5 (or not an integer) is an error; nothing is replayed.
+//!
+//! The file is read as a stream, one line at a time, so memory holds the records only.
+
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::path::{Path, PathBuf};
+
+use super::migrate::{migrate, Migration};
+use super::record::Record;
+use super::replay::{parse_session_reader, ReplayError, SkippedLine};
+use super::session::Session;
+
+const READ_BUFFER: usize = 1 << 20;
+
+/// What a lenient load found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadStatus {
+    /// The file holds a session.
+    Loaded,
+    /// There is no file.
+    Missing,
+    /// The file is empty or its first record is not a session header with a string id.
+    NotASession,
+}
+
+/// The records of a file, after patch replay and before migration.
+#[derive(Debug)]
+pub struct LoadedEntries {
+    pub status: LoadStatus,
+    /// Header first; empty unless `status` is [`LoadStatus::Loaded`].
+    pub records: Vec<Record>,
+    pub skipped: Vec<SkippedLine>,
+}
+
+/// Why a session file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path}: Unsupported session version: {version}")]
+    UnsupportedVersion { path: PathBuf, version: String },
+    #[error("{path}: no such session file")]
+    Missing { path: PathBuf },
+    #[error("{path}: not a session file (the first record is not a session header with an id)")]
+    NotASession { path: PathBuf },
+}
+
+/// `loadEntriesFromFile`: the lenient load.
+pub fn load_entries_from_file(path: &Path) -> Result<LoadedEntries, LoadError> {
+    let io_error = |source| LoadError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(LoadedEntries {
+                status: LoadStatus::Missing,
+                records: Vec::new(),
+                skipped: Vec::new(),
+            })
+        }
+        Err(e) => return Err(io_error(e)),
+    };
+    let replayed =
+        parse_session_reader(BufReader::with_capacity(READ_BUFFER, file)).map_err(|e| match e {
+            ReplayError::UnsupportedVersion { version } => LoadError::UnsupportedVersion {
+                path: path.to_owned(),
+                version,
+            },
+            ReplayError::Io(e) => io_error(e),
+        })?;
+    Ok(entries_from_records(replayed.records, replayed.skipped))
+}
+
+/// Applies the "first record must be a header with a string id" rule.
+pub fn entries_from_records(records: Vec<Record>, skipped: Vec<SkippedLine>) -> LoadedEntries {
+    let is_session = records
+        .first()
+        .is_some_and(|r| r.is_header() && r.id().is_some());
+    LoadedEntries {
+        status: if is_session {
+            LoadStatus::Loaded
+        } else {
+            LoadStatus::NotASession
+        },
+        records: if is_session { records } else { Vec::new() },
+        skipped,
+    }
+}
+
+/// A session loaded leniently, migrated in memory and indexed.
+#[derive(Debug)]
+pub struct LoadedSession {
+    pub session: Session,
+    pub migration: Migration,
+    pub skipped: Vec<SkippedLine>,
+}
+
+/// Loads, migrates and indexes a session file; a missing or non-session file is an error.
+pub fn load_session(path: &Path) -> Result<LoadedSession, LoadError> {
+    let loaded = load_entries_from_file(path)?;
+    match loaded.status {
+        LoadStatus::Loaded => {}
+        LoadStatus::Missing => return Err(LoadError::Missing { path: path.into() }),
+        LoadStatus::NotASession => return Err(LoadError::NotASession { path: path.into() }),
+    }
+    let mut records = loaded.records;
+    let migration = migrate(&mut records);
+    Ok(LoadedSession {
+        session: Session::from_records(records),
+        migration,
+        skipped: loaded.skipped,
+    })
+}

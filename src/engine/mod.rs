@@ -1,0 +1,23 @@
+//! The session storage engine: the JSONL format, patch replay, migrations, the entry tree and
+//! context reconstruction. The format itself is described in `docs/FORMAT.md`.
+//!
+//! Layers, bottom up: [`json`] (values and the exact writer) → [`record`] (one line) →
+//! [`replay`] (a file's lines and patches) → [`migrate`] → [`session`] (index, tree, leaf) →
+//! [`context`]. [`load`] and [`inspect`] are the lenient and strict ways in from a file.
+
+pub mod context;
+pub mod ids;
+pub mod inspect;
+pub mod json;
+pub mod load;
+pub mod migrate;
+pub mod record;
+pub mod replay;
+pub mod sanitize;
+pub mod session;
+pub mod time;
+
+pub use context::SessionContext;
+pub use load::{load_entries_from_file, load_session, LoadError, LoadStatus, LoadedSession};
+pub use record::{Header, Record, RecordType};
+pub use session::{EntryNotFound, Session, Tree};

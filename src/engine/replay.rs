@@ -1,0 +1,335 @@
+//! Lenient JSONL reading and patch replay (`parseSessionEntries`).
+//!
+//! Lines:
+//! - The text is split on `\n`; one trailing `\r` is stripped; blank lines are skipped.
+//! - Each line must be exactly one JSON object. A line that is not (malformed, torn, a bare
+//!   number, two values) is skipped and reported in [`Replayed::skipped`]; the lines around
+//!   it are kept. A complete last line without a trailing newline is kept.
+//!
+//! Replay (details §5.2):
+//! - The first `session` record's `version` must be absent (v1) or an integer ≤ 5; otherwise
+//!   the whole file is rejected with [`ReplayError::UnsupportedVersion`] before any replay.
+//! - `header_patch` and `entry_patch` records are consumed: applied when the first header
+//!   seen so far has a version ≥ 4 and the record has exactly the canonical shape (§3.3),
+//!   dropped otherwise. An entry patch only reaches a `message` entry already seen, and
+//!   replaces its `message` wholesale. Later patches win.
+//! - Every other record is kept in file order, later `session` records included.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+
+use super::json::{self, Object, Value};
+use super::record::{LineError, Record, RecordType};
+
+/// A line that was skipped, with its 1-based number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedLine {
+    pub line: usize,
+    pub reason: LineError,
+}
+
+/// The records of a file after patch replay.
+#[derive(Debug, Default)]
+pub struct Replayed {
+    pub records: Vec<Record>,
+    pub skipped: Vec<SkippedLine>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("Unsupported session version: {version}")]
+    UnsupportedVersion { version: String },
+    #[error("cannot read session data: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// `parseSessionEntries` over text already in memory.
+pub fn parse_session_entries(text: &str) -> Result<Replayed, ReplayError> {
+    let mut replayer = Replayer::default();
+    for (n, line) in text.split('\n').enumerate() {
+        replayer.push_line(n + 1, line)?;
+    }
+    Ok(replayer.finish())
+}
+
+/// `parseSessionEntries` over a byte stream, one line at a time, so that memory holds only
+/// the records. Invalid UTF-8 is replaced with U+FFFD, as a text decoder would.
+pub fn parse_session_reader(mut reader: impl BufRead) -> Result<Replayed, ReplayError> {
+    let mut replayer = Replayer::default();
+    let mut buf = Vec::new();
+    let mut n = 0;
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        n += 1;
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        }
+        replayer.push_line(n, &String::from_utf8_lossy(&buf))?;
+    }
+    Ok(replayer.finish())
+}
+
+/// Streaming replay state.
+#[derive(Default)]
+struct Replayer {
+    out: Vec<Record>,
+    skipped: Vec<SkippedLine>,
+    /// Index of the first `session` record in `out`.
+    header: Option<usize>,
+    /// Whether the first header accepts patches (version ≥ 4).
+    patches_apply: bool,
+    /// Entry id → position in `out`, kept only while patches apply.
+    by_id: HashMap<Box<str>, usize>,
+}
+
+impl Replayer {
+    fn push_line(&mut self, n: usize, line: &str) -> Result<(), ReplayError> {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let line = if n == 1 {
+            line.strip_prefix('\u{FEFF}').unwrap_or(line)
+        } else {
+            line
+        };
+        if line.trim_matches([' ', '\t', '\r']).is_empty() {
+            return Ok(());
+        }
+        match Record::parse_line(line) {
+            Ok(record) => self.push(record),
+            Err(reason) => {
+                self.skipped.push(SkippedLine { line: n, reason });
+                Ok(())
+            }
+        }
+    }
+
+    fn push(&mut self, record: Record) -> Result<(), ReplayError> {
+        match record.record_type() {
+            RecordType::HeaderPatch => {
+                if self.patches_apply {
+                    if let Some(patch) = header_patch(record.fields()) {
+                        let header = self.out[self.header.unwrap_or(0)].fields_mut();
+                        for (key, value) in patch.iter() {
+                            header.insert(&key.to_string_lossy(), value.clone());
+                        }
+                    }
+                }
+            }
+            RecordType::EntryPatch => {
+                if self.patches_apply {
+                    self.apply_entry_patch(record.fields());
+                }
+            }
+            ty => {
+                if ty == RecordType::Session && self.header.is_none() {
+                    check_version(&record)?;
+                    self.header = Some(self.out.len());
+                    self.patches_apply = record.get("version").and_then(Value::as_f64) >= Some(4.0);
+                }
+                if self.patches_apply && ty != RecordType::Session {
+                    if let Some(id) = record.id() {
+                        self.by_id.insert(id.into(), self.out.len());
+                    }
+                }
+                self.out.push(record);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_entry_patch(&mut self, patch: &Object) {
+        let Some((entry_id, message)) = entry_patch(patch) else {
+            return;
+        };
+        let Some(&at) = self.by_id.get(entry_id) else {
+            return;
+        };
+        let target = &mut self.out[at];
+        if target.record_type() == RecordType::Message && message.is_truthy() {
+            let message = reshape(message, 1);
+            target.fields_mut().insert("message", message);
+        }
+    }
+
+    fn finish(self) -> Replayed {
+        Replayed {
+            records: self.out,
+            skipped: self.skipped,
+        }
+    }
+}
+
+/// Rejects a header whose version is present but not an integer ≤ 5.
+fn check_version(header: &Record) -> Result<(), ReplayError> {
+    let Some(version) = header.get("version") else {
+        return Ok(());
+    };
+    let supported = version
+        .as_f64()
+        .is_some_and(|v| v.fract() == 0.0 && v <= 5.0);
+    if supported {
+        return Ok(());
+    }
+    let version = match version {
+        Value::String(s) => s.to_string_lossy().into_owned(),
+        Value::Number(n) => json::format_js_number(n.as_f64()),
+        other => json::to_compact(other),
+    };
+    Err(ReplayError::UnsupportedVersion { version })
+}
+
+/// Whether an object has exactly the given keys (each once).
+fn has_exactly_keys(obj: &Object, keys: &[&str]) -> bool {
+    obj.len() == keys.len() && keys.iter().all(|k| obj.contains_key(k))
+}
+
+/// The plain object under `value`, parsing raw text when needed.
+fn plain_object(value: &Value) -> Option<std::borrow::Cow<'_, Object>> {
+    use std::borrow::Cow;
+    match value {
+        Value::Object(o) => Some(Cow::Borrowed(o)),
+        Value::Raw(raw) if raw.is_object() => match json::parse_shallow(raw.as_str(), 1) {
+            Ok(Value::Object(o)) => Some(Cow::Owned(o)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The members a canonical `header_patch` sets, or `None` if the record is not canonical.
+pub fn header_patch(record: &Object) -> Option<std::borrow::Cow<'_, Object>> {
+    if !has_exactly_keys(record, &["type", "patch"]) {
+        return None;
+    }
+    let patch = plain_object(record.get("patch")?)?;
+    for (key, value) in patch.iter() {
+        let ok = match key.as_str() {
+            Some("cwd" | "title") => matches!(value, Value::String(_)),
+            Some("titleSource") => matches!(value.as_str(), Some("auto" | "user")),
+            _ => false,
+        };
+        if !ok {
+            return None;
+        }
+    }
+    Some(patch)
+}
+
+/// The target id and message of a canonical `entry_patch`, or `None` if it is not canonical
+/// or carries no message.
+pub fn entry_patch(record: &Object) -> Option<(&str, &Value)> {
+    if !has_exactly_keys(record, &["type", "entryId", "patch"]) {
+        return None;
+    }
+    let entry_id = record.get_str("entryId")?;
+    let patch = match record.get("patch")? {
+        Value::Object(o) => o,
+        _ => return None,
+    };
+    if patch.keys().any(|k| k != "message") {
+        return None;
+    }
+    let message = patch.get("message")?;
+    message.is_object().then_some((entry_id, message))
+}
+
+/// Re-parses a raw container so that `depth` levels of it are built, as if it had been read
+/// at record level.
+pub fn reshape(value: &Value, depth: usize) -> Value {
+    match value {
+        Value::Raw(raw) => {
+            json::parse_shallow(raw.as_str(), depth).unwrap_or_else(|_| value.clone())
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn titles(text: &str) -> Option<String> {
+        let r = parse_session_entries(text).unwrap();
+        r.records[0].get_str("title").map(str::to_owned)
+    }
+
+    #[test]
+    fn skips_malformed_lines_and_reports_them() {
+        let text =
+            "{\"type\":\"session\",\"id\":\"a\"}\nnot json\n123\n\n{\"type\":\"x\"}\r\n{\"torn";
+        let r = parse_session_entries(text).unwrap();
+        assert_eq!(r.records.len(), 2);
+        let lines: Vec<_> = r.skipped.iter().map(|s| s.line).collect();
+        assert_eq!(lines, [2, 3, 6]);
+        assert_eq!(r.skipped[1].reason, LineError::NotAnObject);
+    }
+
+    #[test]
+    fn header_patches_need_version_four() {
+        let patch = "{\"type\":\"header_patch\",\"patch\":{\"title\":\"t\"}}";
+        assert_eq!(
+            titles(&format!(
+                "{{\"type\":\"session\",\"version\":4,\"id\":\"a\"}}\n{patch}"
+            )),
+            Some("t".into())
+        );
+        assert_eq!(
+            titles(&format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"a\"}}\n{patch}"
+            )),
+            None
+        );
+        assert_eq!(
+            titles(&format!("{{\"type\":\"session\",\"id\":\"a\"}}\n{patch}")),
+            None
+        );
+    }
+
+    #[test]
+    fn non_canonical_header_patches_are_ignored() {
+        for patch in [
+            r#"{"type":"header_patch","patch":{"titleSource":"robot"}}"#,
+            r#"{"type":"header_patch","patch":{"title":5}}"#,
+            r#"{"type":"header_patch","patch":["title"]}"#,
+            r#"{"type":"header_patch","patch":null}"#,
+            r#"{"type":"header_patch"}"#,
+            r#"{"type":"header_patch","patch":{"title":"x","id":"y"}}"#,
+        ] {
+            let text = format!("{{\"type\":\"session\",\"version\":5,\"id\":\"a\"}}\n{patch}");
+            assert_eq!(titles(&text), None, "{patch}");
+        }
+    }
+
+    #[test]
+    fn rejects_unsupported_versions() {
+        for v in ["6", "4.5", "\"5\"", "null"] {
+            let text = format!("{{\"type\":\"session\",\"version\":{v},\"id\":\"a\"}}");
+            let err = parse_session_entries(&text).unwrap_err();
+            assert!(
+                err.to_string().starts_with("Unsupported session version: "),
+                "{err}"
+            );
+        }
+        assert!(
+            parse_session_entries("{\"type\":\"session\",\"version\":5.0,\"id\":\"a\"}").is_ok()
+        );
+    }
+
+    #[test]
+    fn entry_patch_only_replaces_messages() {
+        let text = concat!(
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\"}\n",
+            "{\"type\":\"label\",\"id\":\"l\",\"targetId\":\"m\"}\n",
+            "{\"type\":\"entry_patch\",\"entryId\":\"l\",\"patch\":{\"message\":{\"role\":\"user\"}}}\n",
+            "{\"type\":\"message\",\"id\":\"m\",\"message\":{\"role\":\"user\",\"content\":[1]}}\n",
+            "{\"type\":\"entry_patch\",\"entryId\":\"m\",\"patch\":{\"message\":{\"role\":\"user\",\"content\":[2]}}}\n",
+        );
+        let r = parse_session_entries(text).unwrap();
+        assert_eq!(r.records.len(), 3);
+        assert!(!r.records[1].fields().contains_key("message"));
+        let msg = r.records[2].message().unwrap();
+        assert_eq!(json::to_compact(msg.get("content").unwrap()), "[2]");
+    }
+}

@@ -1,0 +1,287 @@
+//! A loaded session: its records, the id index, the tree, the leaf pointer and labels
+//! (details §7).
+//!
+//! Invariants:
+//! - `records[0]` is the header; the other records are in file order. Records of type
+//!   `session` after the first are kept (and written back) but are not entries.
+//! - `by_id` maps an entry id to the *last* entry carrying it, as the original's index does;
+//!   `parents[i]` is the index of the entry `records[i].parentId` names through `by_id`.
+//! - The leaf is an entry index or `None` (an empty session, or after [`Session::reset_leaf`]).
+//!   After loading it is the last entry in file order, whatever its type.
+//! - Labels come from `label` entries in file order: a truthy label sets, an empty or absent
+//!   one clears.
+
+use std::collections::HashMap;
+
+use super::json::{self, Value};
+use super::record::{Header, Record, RecordType};
+
+/// An entry id that is not in the session.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Entry {0} not found")]
+pub struct EntryNotFound(pub String);
+
+/// A session held in memory.
+#[derive(Debug, Clone)]
+pub struct Session {
+    records: Vec<Record>,
+    by_id: HashMap<Box<str>, usize>,
+    parents: Vec<Option<usize>>,
+    labels: HashMap<String, String>,
+    leaf: Option<usize>,
+}
+
+/// The entry tree: roots and children as record indices (no recursion, so any depth works).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tree {
+    pub roots: Vec<usize>,
+    /// `children[i]`: the children of record `i`, oldest first.
+    pub children: Vec<Vec<usize>>,
+}
+
+impl Session {
+    /// Indexes `records` (header first, already migrated). The leaf is the last entry.
+    pub fn from_records(records: Vec<Record>) -> Self {
+        let mut session = Session {
+            records,
+            by_id: HashMap::new(),
+            parents: Vec::new(),
+            labels: HashMap::new(),
+            leaf: None,
+        };
+        session.reindex();
+        session
+    }
+
+    /// Rebuilds every index from the records and puts the leaf on the last entry.
+    pub fn reindex(&mut self) {
+        self.by_id.clear();
+        self.labels.clear();
+        for (i, record) in self.records.iter().enumerate() {
+            if let Some(id) = record.id().filter(|_| !record.is_header()) {
+                self.by_id.insert(id.into(), i);
+            }
+        }
+        self.parents = (0..self.records.len())
+            .map(|i| self.resolve_parent(i))
+            .collect();
+        for i in 0..self.records.len() {
+            self.apply_label(i);
+        }
+        self.leaf = self.entry_indices().last();
+    }
+
+    fn resolve_parent(&self, i: usize) -> Option<usize> {
+        let record = &self.records[i];
+        if record.is_header() {
+            return None;
+        }
+        self.by_id.get(record.parent_id()?).copied()
+    }
+
+    fn apply_label(&mut self, i: usize) {
+        let record = &self.records[i];
+        if record.record_type() != RecordType::Label {
+            return;
+        }
+        let Some(target) = record.get_str("targetId") else {
+            return;
+        };
+        match record.get("label") {
+            Some(label) if label.is_truthy() => {
+                let text = match label {
+                    Value::String(s) => s.to_string_lossy().into_owned(),
+                    other => json::to_compact(other),
+                };
+                self.labels.insert(target.to_owned(), text);
+            }
+            _ => {
+                self.labels.remove(target);
+            }
+        }
+    }
+
+    /// Indices of the entries (every record but `session` ones), in file order.
+    pub fn entry_indices(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        (0..self.records.len()).filter(|&i| !self.records[i].is_header())
+    }
+
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    pub fn into_records(self) -> Vec<Record> {
+        self.records
+    }
+
+    pub fn record(&self, index: usize) -> &Record {
+        &self.records[index]
+    }
+
+    pub fn header(&self) -> Header<'_> {
+        Header(self.records[0].fields())
+    }
+
+    /// All entries in file order (`getEntries`).
+    pub fn entries(&self) -> impl Iterator<Item = &Record> {
+        self.records.iter().filter(|r| !r.is_header())
+    }
+
+    pub fn entry_count(&self) -> usize {
+        self.entry_indices().count()
+    }
+
+    /// The index of the entry with `id` (the last one, if several share it).
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    pub fn get_entry(&self, id: &str) -> Option<&Record> {
+        self.index_of(id).map(|i| &self.records[i])
+    }
+
+    /// The record index of an entry's parent, when the parent is in the session.
+    pub fn parent_of(&self, index: usize) -> Option<usize> {
+        self.parents.get(index).copied().flatten()
+    }
+
+    pub fn leaf(&self) -> Option<usize> {
+        self.leaf
+    }
+
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.and_then(|i| self.records[i].id())
+    }
+
+    pub fn leaf_entry(&self) -> Option<&Record> {
+        self.leaf.map(|i| &self.records[i])
+    }
+
+    /// Replaces the `message` of the `message` entry at `index` (entry patches, sanitizing).
+    pub fn replace_message(&mut self, index: usize, message: super::json::Object) {
+        self.records[index]
+            .fields_mut()
+            .insert("message", Value::Object(message));
+    }
+
+    /// Moves the leaf to an existing entry (`branch`).
+    pub fn branch(&mut self, id: &str) -> Result<(), EntryNotFound> {
+        let index = self
+            .index_of(id)
+            .ok_or_else(|| EntryNotFound(id.to_owned()))?;
+        self.leaf = Some(index);
+        Ok(())
+    }
+
+    /// Sets the leaf to null: the next entry appended is a new root (`resetLeaf`).
+    pub fn reset_leaf(&mut self) {
+        self.leaf = None;
+    }
+
+    /// The label of an entry.
+    pub fn label(&self, id: &str) -> Option<&str> {
+        self.labels.get(id).map(String::as_str)
+    }
+
+    pub fn labels(&self) -> &HashMap<String, String> {
+        &self.labels
+    }
+
+    /// Root-to-`from` path as record indices; cycles and unknown parents end the walk.
+    pub fn path_to(&self, from: usize) -> Vec<usize> {
+        let mut visited = vec![false; self.records.len()];
+        let mut path = Vec::new();
+        let mut at = Some(from);
+        while let Some(i) = at {
+            if visited[i] {
+                break;
+            }
+            visited[i] = true;
+            path.push(i);
+            at = self.parent_of(i);
+        }
+        path.reverse();
+        path
+    }
+
+    /// `getBranch(fromId?)`: the path from the root to `from_id`, or to the leaf.
+    pub fn branch_path(&self, from_id: Option<&str>) -> Result<Vec<&Record>, EntryNotFound> {
+        let from = match from_id {
+            Some(id) => Some(
+                self.index_of(id)
+                    .ok_or_else(|| EntryNotFound(id.to_owned()))?,
+            ),
+            None => self.leaf,
+        };
+        Ok(from
+            .map(|i| self.path_to(i))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| &self.records[i])
+            .collect())
+    }
+
+    /// `getTree()`: every indexed entry under its parent. Entries whose parent is null, themselves,
+    /// missing, or would close a cycle are roots; children are ordered by timestamp.
+    pub fn tree(&self) -> Tree {
+        let n = self.records.len();
+        let mut children = vec![Vec::new(); n];
+        // Each entry is attached at most once and has no parent yet when it is, so the edge
+        // closes a cycle exactly when the parent is already in the entry's own tree.
+        let mut forest = DisjointSets::new(n);
+        let mut roots = Vec::new();
+        for i in self.entry_indices() {
+            // A duplicated id is represented by its last entry only.
+            let indexed = self.records[i].id().and_then(|id| self.index_of(id));
+            if indexed.is_some_and(|j| j != i) {
+                continue;
+            }
+            let parent = self.parent_of(i).filter(|&p| p != i);
+            match parent {
+                Some(p) if forest.union(i, p) => children[p].push(i),
+                _ => roots.push(i),
+            }
+        }
+        let time = |i: &usize| {
+            self.records[*i]
+                .timestamp()
+                .and_then(super::time::parse_iso_millis)
+        };
+        let by_time = |a: &usize, b: &usize| match (time(a), time(b)) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            _ => std::cmp::Ordering::Equal,
+        };
+        for list in &mut children {
+            list.sort_by(by_time);
+        }
+        roots.sort_by(by_time);
+        Tree { roots, children }
+    }
+}
+
+/// Union-find over record indices.
+struct DisjointSets(Vec<usize>);
+
+impl DisjointSets {
+    fn new(n: usize) -> Self {
+        DisjointSets((0..n).collect())
+    }
+
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.0[x] != x {
+            self.0[x] = self.0[self.0[x]];
+            x = self.0[x];
+        }
+        x
+    }
+
+    /// Joins the sets of `a` and `b`; false when they were already one set.
+    fn union(&mut self, a: usize, b: usize) -> bool {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra == rb {
+            return false;
+        }
+        self.0[ra] = rb;
+        true
+    }
+}

@@ -1,0 +1,230 @@
+//! Timestamps as JavaScript's `Date` reads and writes them.
+//!
+//! - Written: `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC, milliseconds), as `Date.prototype.toISOString`.
+//! - Read: the ECMAScript date-time string format — `YYYY`, `YYYY-MM`, `YYYY-MM-DD`, each
+//!   optionally followed by `THH:mm`, `:ss`, `.sss` (any number of fraction digits, the first
+//!   three used) and `Z` or `±HH:mm`; `±YYYYYY` extended years. A date-time without an offset
+//!   is read as UTC (JavaScript would use the local zone; session files always carry `Z`).
+//!   Anything else is `None` (JavaScript's NaN).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date of a day count since 1970-01-01.
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    days_from_civil(
+        if m == 12 { y + 1 } else { y },
+        if m == 12 { 1 } else { m + 1 },
+        1,
+    ) - days_from_civil(y, m, 1)
+}
+
+/// Milliseconds since the epoch of an ISO timestamp, or `None` where JavaScript gives NaN.
+pub fn parse_iso_millis(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let mut p = 0;
+    let num = |p: &mut usize, len: usize| -> Option<i64> {
+        let digits = b.get(*p..*p + len)?;
+        if !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        *p += len;
+        std::str::from_utf8(digits).ok()?.parse().ok()
+    };
+    let year = match b.first()? {
+        sign @ (b'+' | b'-') => {
+            p = 1;
+            let y = num(&mut p, 6)?;
+            if *sign == b'-' {
+                if y == 0 {
+                    return None;
+                }
+                -y
+            } else {
+                y
+            }
+        }
+        _ => num(&mut p, 4)?,
+    };
+    let (mut month, mut day) = (1, 1);
+    if b.get(p) == Some(&b'-') {
+        p += 1;
+        month = num(&mut p, 2)?;
+        if b.get(p) == Some(&b'-') {
+            p += 1;
+            day = num(&mut p, 2)?;
+        }
+    }
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    let (mut h, mut mi, mut sec, mut ms) = (0, 0, 0, 0);
+    let mut offset_min = 0;
+    if b.get(p) == Some(&b'T') {
+        p += 1;
+        h = num(&mut p, 2)?;
+        if b.get(p) != Some(&b':') {
+            return None;
+        }
+        p += 1;
+        mi = num(&mut p, 2)?;
+        if b.get(p) == Some(&b':') {
+            p += 1;
+            sec = num(&mut p, 2)?;
+            if b.get(p) == Some(&b'.') {
+                p += 1;
+                let start = p;
+                while b.get(p).is_some_and(u8::is_ascii_digit) {
+                    p += 1;
+                }
+                if p == start {
+                    return None;
+                }
+                let frac = &s[start..p.min(start + 3)];
+                ms = format!("{frac:0<3}").parse().ok()?;
+            }
+        }
+        match b.get(p) {
+            Some(b'Z') => p += 1,
+            Some(sign @ (b'+' | b'-')) => {
+                let sign = if *sign == b'-' { -1 } else { 1 };
+                p += 1;
+                let oh = num(&mut p, 2)?;
+                if b.get(p) != Some(&b':') {
+                    return None;
+                }
+                p += 1;
+                let om = num(&mut p, 2)?;
+                if oh > 23 || om > 59 {
+                    return None;
+                }
+                offset_min = sign * (oh * 60 + om);
+            }
+            _ => {}
+        }
+        let valid = (h < 24 && mi < 60 && sec < 60) || (h == 24 && mi == 0 && sec == 0 && ms == 0);
+        if !valid {
+            return None;
+        }
+    }
+    if p != b.len() {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let millis = (((days * 24 + h) * 60 + mi - offset_min) * 60 + sec) * 1000 + ms;
+    // JavaScript dates span ±8.64e15 ms.
+    (millis.abs() <= 8_640_000_000_000_000).then_some(millis)
+}
+
+/// `Date.prototype.toISOString` of a millisecond timestamp.
+pub fn format_iso_millis(millis: i64) -> String {
+    let days = millis.div_euclid(86_400_000);
+    let rem = millis.rem_euclid(86_400_000);
+    let (y, m, d) = civil_from_days(days);
+    let (h, mi, s, ms) = (
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000,
+    );
+    let year = if (0..=9999).contains(&y) {
+        format!("{y:04}")
+    } else if y < 0 {
+        format!("-{:06}", -y)
+    } else {
+        format!("+{y:06}")
+    };
+    format!("{year}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+}
+
+/// Milliseconds since the epoch, now.
+pub fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The current time as an ISO timestamp.
+pub fn now_iso() -> String {
+    format_iso_millis(now_millis())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_iso_forms_javascript_accepts() {
+        assert_eq!(parse_iso_millis("1970-01-01T00:00:00.000Z"), Some(0));
+        assert_eq!(
+            parse_iso_millis("2025-01-01T00:00:01Z"),
+            Some(1_735_689_601_000)
+        );
+        assert_eq!(
+            parse_iso_millis("2025-11-20T23:33:01.550Z"),
+            Some(1_763_681_581_550)
+        );
+        assert_eq!(parse_iso_millis("2025-01-01"), Some(1_735_689_600_000));
+        assert_eq!(
+            parse_iso_millis("2025-01-01T01:00+01:00"),
+            Some(1_735_689_600_000)
+        );
+        assert_eq!(
+            parse_iso_millis("2025-01-01T00:00:00.1234Z"),
+            Some(1_735_689_600_123)
+        );
+        assert_eq!(
+            parse_iso_millis("2024-02-29T00:00:00Z"),
+            Some(1_709_164_800_000)
+        );
+    }
+
+    #[test]
+    fn rejects_what_javascript_reads_as_nan() {
+        for bad in [
+            "",
+            "nope",
+            "2025-13-01",
+            "2025-02-30",
+            "2025-01-01T25:00Z",
+            "2025-01-01T00:00:00.Z",
+            "2025-01-01 x",
+        ] {
+            assert_eq!(parse_iso_millis(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn formats_like_to_iso_string() {
+        assert_eq!(format_iso_millis(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            format_iso_millis(1_763_681_581_550),
+            "2025-11-20T23:33:01.550Z"
+        );
+        assert_eq!(format_iso_millis(-1), "1969-12-31T23:59:59.999Z");
+        for ms in [0, 951_782_400_123, 4_102_444_800_000, -62_135_596_800_000] {
+            assert_eq!(parse_iso_millis(&format_iso_millis(ms)), Some(ms));
+        }
+    }
+}
