@@ -179,9 +179,8 @@ fn compaction_summary_message(record: &Record, provider_payload: Option<Value>) 
 /// The `openaiResponsesHistory` payload of a compaction that preserved a remote replacement
 /// history, if it has a non-empty provider and an array history.
 fn remote_compaction_payload(compaction: &Record) -> Option<Value> {
-    let preserve = compaction.get("preserveData")?.expanded();
-    let remote = preserve.as_object()?.get("openaiRemoteCompaction")?;
-    let remote = remote.as_object()?;
+    let preserve = compaction.get("preserveData")?.object_view()?;
+    let remote = preserve.get("openaiRemoteCompaction")?.object_view()?;
     let provider = remote.get_str("provider").filter(|p| !p.is_empty())?;
     let history = remote.get("replacementHistory").filter(|h| h.is_array())?;
     let mut payload = Object::with_capacity(3);
@@ -203,10 +202,10 @@ fn js_text(value: Option<&Value>) -> String {
     }
 }
 
-/// A string list copied from an array value (non-arrays give `None`).
+/// The items of an array value, each parsed (non-arrays give `None`).
 fn value_list(value: Option<&Value>) -> Option<Vec<Value>> {
     match value?.expanded().as_ref() {
-        Value::Array(items) => Some(items.clone()),
+        Value::Array(items) => Some(items.iter().map(|i| i.expanded().into_owned()).collect()),
         _ => None,
     }
 }
@@ -410,7 +409,11 @@ impl SessionContext<'_> {
             out.write_all(&buf)?;
             buf.clear();
         }
-        buf.extend_from_slice(if self.messages.is_empty() { b"]" } else { b"\n  ]" });
+        buf.extend_from_slice(if self.messages.is_empty() {
+            b"]"
+        } else {
+            b"\n  ]"
+        });
         let Value::Object(rest) = self.to_value_with_messages(Vec::new()) else {
             unreachable!("the context is an object")
         };
@@ -500,7 +503,10 @@ mod tests {
         for ctx in [session.build_context(), SessionContext::default()] {
             let mut streamed = Vec::new();
             ctx.write_pretty(&mut streamed).unwrap();
-            assert_eq!(String::from_utf8(streamed).unwrap(), json::to_pretty(&ctx.to_value()));
+            assert_eq!(
+                String::from_utf8(streamed).unwrap(),
+                json::to_pretty(&ctx.to_value())
+            );
         }
     }
 }

@@ -35,3 +35,89 @@ pub fn at<'a>(value: &'a Value, path: &[&str]) -> &'a Value {
 pub fn gjcfs_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_gjcfs"))
 }
+
+/// Builds session files line by line for tests.
+pub struct SessionText {
+    lines: Vec<String>,
+    clock: u32,
+}
+
+impl SessionText {
+    /// A v5 header.
+    pub fn new() -> Self {
+        Self::with_header(
+            r#"{"type":"session","version":5,"id":"test-session","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/work"}"#,
+        )
+    }
+
+    pub fn with_header(header: &str) -> Self {
+        SessionText {
+            lines: vec![header.to_owned()],
+            clock: 0,
+        }
+    }
+
+    /// Appends an entry `{type, id, parentId, timestamp, ...rest}`; `rest` is JSON object
+    /// members without braces (may be empty).
+    pub fn entry(mut self, ty: &str, id: &str, parent: Option<&str>, rest: &str) -> Self {
+        self.clock += 1;
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+        let sep = if rest.is_empty() { "" } else { "," };
+        self.lines.push(format!(
+            r#"{{"type":"{ty}","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:{:02}.000Z"{sep}{rest}}}"#,
+            self.clock % 60
+        ));
+        self
+    }
+
+    /// Appends a message entry with a role and string content.
+    pub fn message(self, id: &str, parent: Option<&str>, role: &str, text: &str) -> Self {
+        let extra = if role == "assistant" {
+            r#","provider":"anthropic","model":"claude""#
+        } else {
+            ""
+        };
+        let rest = format!(r#""message":{{"role":"{role}","content":"{text}"{extra}}}"#);
+        self.entry("message", id, parent, &rest)
+    }
+
+    /// Appends a raw line.
+    pub fn line(mut self, line: &str) -> Self {
+        self.lines.push(line.to_owned());
+        self
+    }
+
+    pub fn text(&self) -> String {
+        let mut t = self.lines.join("\n");
+        t.push('\n');
+        t
+    }
+
+    pub fn session(&self) -> gjcfs::engine::Session {
+        let mut records = gjcfs::engine::replay::parse_session_entries(&self.text())
+            .expect("test session parses")
+            .records;
+        gjcfs::engine::migrate::migrate(&mut records);
+        gjcfs::engine::Session::from_records(records)
+    }
+}
+
+impl Default for SessionText {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The `content` strings of a context's messages (summaries for summary messages).
+pub fn contents(ctx: &gjcfs::engine::SessionContext<'_>) -> Vec<String> {
+    ctx.messages
+        .iter()
+        .map(|m| {
+            let o = m.as_object().expect("message object");
+            o.get_str("content")
+                .or_else(|| o.get_str("summary"))
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}

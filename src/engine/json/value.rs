@@ -365,6 +365,15 @@ impl Value {
         }
     }
 
+    /// The object under this value, parsing a raw container when needed.
+    pub fn object_view(&self) -> Option<Cow<'_, Object>> {
+        match self.expanded() {
+            Cow::Borrowed(Value::Object(o)) => Some(Cow::Borrowed(o)),
+            Cow::Owned(Value::Object(o)) => Some(Cow::Owned(o)),
+            _ => None,
+        }
+    }
+
     pub fn as_object_mut(&mut self) -> Option<&mut Object> {
         match self.expand_in_place() {
             Value::Object(o) => Some(o),

@@ -1,0 +1,217 @@
+//! The `gjcfs` command as a user runs it.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{fixture, gjcfs_bin, SessionText};
+use gjcfs::engine::json::{self, Value};
+
+fn gjcfs(args: &[&str]) -> Output {
+    Command::new(gjcfs_bin())
+        .args(args)
+        .output()
+        .expect("gjcfs runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+#[test]
+fn context_prints_pretty_json_of_the_current_leaf() {
+    let path = fixture("real/large-session.jsonl");
+    let out = gjcfs(&["context", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("{\n  \"messages\": [\n    {\n"));
+    assert!(text.ends_with("}\n"));
+    let ctx = json::parse(&text).unwrap();
+    let messages = ctx
+        .as_object()
+        .unwrap()
+        .get("messages")
+        .unwrap()
+        .as_array()
+        .unwrap();
+    assert_eq!(messages.len(), 914);
+    assert_eq!(
+        ctx.as_object().unwrap().get_str("thinkingLevel"),
+        Some("off")
+    );
+}
+
+#[test]
+fn context_at_a_leaf_and_unknown_leaf_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(
+        &path,
+        SessionText::new()
+            .message("a", None, "user", "one")
+            .message("b", Some("a"), "assistant", "two")
+            .message("c", Some("a"), "assistant", "other")
+            .text(),
+    )
+    .unwrap();
+    let p = path.to_str().unwrap();
+    let at_b = json::parse(&stdout(&gjcfs(&["context", p, "--leaf", "b"]))).unwrap();
+    let contents: Vec<&str> = at_b
+        .as_object()
+        .unwrap()
+        .get("messages")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_object().unwrap().get_str("content").unwrap())
+        .collect();
+    assert_eq!(contents, ["one", "two"]);
+    let out = gjcfs(&["context", p, "--leaf", "zzz"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("entry zzz not found"), "{err}");
+}
+
+#[test]
+fn bad_files_give_one_clear_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_session = dir.path().join("notes.jsonl");
+    std::fs::write(&not_session, "{\"hello\":1}\n").unwrap();
+    let missing = dir.path().join("missing.jsonl");
+    let future = fixture("future-v6.jsonl");
+    for (path, needle) in [
+        (missing.as_path(), "no such session file"),
+        (not_session.as_path(), "not a session file"),
+        (future.as_path(), "Unsupported session version: 6"),
+        (dir.path(), "cannot read"),
+    ] {
+        for cmd in ["context", "entries"] {
+            let out = gjcfs(&[cmd, path.to_str().unwrap()]);
+            assert_eq!(out.status.code(), Some(1), "{cmd} {path:?}");
+            let err = stderr(&out);
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.starts_with("gjcfs: error: ") && err.contains(needle),
+                "{err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn malformed_lines_are_skipped_with_a_warning() {
+    let path = fixture("lenient-malformed-line.jsonl");
+    let out = gjcfs(&["entries", path.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("skipped line 2: invalid JSON"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out).lines().count(), 2);
+}
+
+#[test]
+fn entries_prints_replayed_and_migrated_records() {
+    let out = gjcfs(&[
+        "entries",
+        fixture("v4-patch-fixture.jsonl").to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert_eq!(
+        text,
+        concat!(
+            r#"{"type":"session","version":5,"id":"v4","title":"Patched title","timestamp":"1970-01-01T00:00:00.000Z","cwd":"/fixture-v4-patched"}"#,
+            "\n",
+            r#"{"type":"message","id":"message","parentId":null,"timestamp":"1970-01-01T00:00:01.000Z","message":{"role":"user","content":"after patch","timestamp":0}}"#,
+            "\n",
+        )
+    );
+}
+
+#[test]
+fn entries_of_a_current_file_reproduce_it_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let text = SessionText::new()
+        .message(
+            "a",
+            None,
+            "user",
+            "caf\u{e9} \\\"quoted\\\" \\u001f \u{1F600} \\udc00",
+        )
+        .entry(
+            "custom",
+            "c",
+            Some("a"),
+            r#""customType":"x","data":{"0":1,"n":1.5e-7,"big":12345678901234567890}"#,
+        )
+        .text();
+    std::fs::write(&path, &text).unwrap();
+    let out = gjcfs(&["entries", path.to_str().unwrap()]);
+    assert_eq!(stdout(&out), text);
+    // Non-canonical spellings come out as the original's writer spells them.
+    let foreign = text
+        .replace("\u{1F600}", "\\ud83d\\ude00")
+        .replace(r#"{"0":1,"n":1.5e-7,"#, r#"{"n":1.5e-7,"0":1,"#);
+    assert_ne!(foreign, text);
+    std::fs::write(&path, &foreign).unwrap();
+    let out = gjcfs(&["entries", path.to_str().unwrap()]);
+    assert_eq!(stdout(&out), text);
+    // A v1 transcript comes out migrated: version last in the header, ids on every entry.
+    let out = gjcfs(&[
+        "entries",
+        fixture("real/large-session.jsonl").to_str().unwrap(),
+    ]);
+    let first = stdout(&out).lines().next().unwrap().to_owned();
+    assert!(
+        first.ends_with(r#""thinkingLevel":"off","version":5}"#),
+        "{first}"
+    );
+    let entries: Vec<Value> = stdout(&out)
+        .lines()
+        .skip(1)
+        .map(|l| json::parse(l).unwrap())
+        .collect();
+    assert!(entries
+        .iter()
+        .all(|e| e.as_object().unwrap().get_str("id").is_some()));
+}
+
+#[test]
+fn help_describes_each_command() {
+    let out = gjcfs(&["--help"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.contains("context") && text.contains("entries"));
+    for cmd in ["context", "entries"] {
+        let out = gjcfs(&[cmd, "--help"]);
+        assert!(out.status.success());
+        assert!(stdout(&out).contains("FILE"), "{cmd}");
+    }
+    let out = gjcfs(&["context"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn closed_stdout_is_not_an_error() {
+    let path = fixture("real/before-compaction.jsonl");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' entries '{}' | head -c 10 >/dev/null",
+            gjcfs_bin().display(),
+            path.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
