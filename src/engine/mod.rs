@@ -5,16 +5,19 @@
 //! [`replay`] (a file's lines and patches) → [`migrate`] → [`session`] (index, tree, leaf) →
 //! [`context`]. [`load`] and [`inspect`] are the lenient and strict ways in from a file.
 
+pub mod blob;
 pub mod context;
 pub mod ids;
 pub mod inspect;
 pub mod json;
 pub mod load;
 pub mod migrate;
+pub mod persist;
 pub mod record;
 pub mod replay;
 pub mod sanitize;
 pub mod session;
+pub mod storage;
 pub mod time;
 
 pub use context::SessionContext;

@@ -110,6 +110,43 @@ impl JsString {
         }
     }
 
+    /// The first `units` UTF-16 code units of the string. A character that would be cut in
+    /// half (an astral character) is dropped whole, and so is a lone high surrogate left at
+    /// the end, so the result never ends in a dangling high surrogate.
+    pub fn truncate_utf16(&self, units: usize) -> JsString {
+        let bytes = self.wtf8_bytes();
+        let (mut at, mut count) = (0, 0);
+        while at < bytes.len() {
+            let len = match bytes[at] {
+                0xF0..=0xF7 => 4,
+                0xE0..=0xEF => 3,
+                0xC0..=0xDF => 2,
+                _ => 1,
+            };
+            let width = if len == 4 { 2 } else { 1 };
+            if count + width > units {
+                break;
+            }
+            count += width;
+            at += len;
+        }
+        let mut kept = &bytes[..at];
+        if kept.len() >= 3
+            && kept[kept.len() - 3] == 0xED
+            && (0xA0..=0xAF).contains(&kept[kept.len() - 2])
+        {
+            kept = &kept[..kept.len() - 3];
+        }
+        JsString::from_wtf8(kept.to_vec())
+    }
+
+    /// This string followed by `suffix`.
+    pub fn concat(&self, suffix: &str) -> JsString {
+        let mut bytes = self.wtf8_bytes().to_vec();
+        bytes.extend_from_slice(suffix.as_bytes());
+        JsString::from_wtf8(bytes)
+    }
+
     /// The JavaScript `length`: the number of UTF-16 code units.
     pub fn utf16_len(&self) -> usize {
         match self {
@@ -468,6 +505,22 @@ mod tests {
         assert_eq!(raw, parsed);
         assert_eq!(parsed, raw);
         assert_ne!(raw, super::super::parse("{\"a\":[1]}").unwrap());
+    }
+
+    #[test]
+    fn truncation_counts_utf16_and_never_leaves_a_dangling_high_surrogate() {
+        let s = JsString::from("ab😀c");
+        assert_eq!(s.truncate_utf16(2), JsString::from("ab"));
+        assert_eq!(
+            s.truncate_utf16(3),
+            JsString::from("ab"),
+            "half an astral char is dropped"
+        );
+        assert_eq!(s.truncate_utf16(4), JsString::from("ab😀"));
+        let lone_high = JsString::from_wtf8(vec![b'a', 0xED, 0xA0, 0x80, b'b']);
+        assert_eq!(lone_high.truncate_utf16(2), JsString::from("a"));
+        assert_eq!(lone_high.truncate_utf16(3).utf16_len(), 3);
+        assert_eq!(JsString::from("x").concat("yz"), JsString::from("xyz"));
     }
 
     #[test]

@@ -1,0 +1,151 @@
+//! The real filesystem.
+//!
+//! Files are opened with `O_NOFOLLOW | O_CLOEXEC` and created with mode `0600`; directories
+//! are created `0700`. The process umask cannot widen these (it only removes bits).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use super::{FileStat, OpenMode, SessionStorage, StorageWriter};
+
+const FILE_MODE: u32 = 0o600;
+const DIR_MODE: u32 = 0o700;
+
+/// Storage on the local filesystem.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FileStorage;
+
+fn no_follow() -> i32 {
+    libc::O_NOFOLLOW | libc::O_CLOEXEC
+}
+
+impl SessionStorage for FileStorage {
+    fn ensure_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(DIR_MODE)
+            .create(dir)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        fs::symlink_metadata(path).is_ok()
+    }
+
+    fn stat(&self, path: &Path) -> io::Result<FileStat> {
+        let meta = fs::metadata(path)?;
+        let mtime_ms = meta
+            .modified()?
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        Ok(FileStat {
+            len: meta.len(),
+            mtime_ms,
+            is_file: meta.is_file(),
+        })
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(no_follow())
+            .open(path)?;
+        Ok(Box::new(file))
+    }
+
+    fn open_writer(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageWriter>> {
+        let mut options = OpenOptions::new();
+        options
+            .write(true)
+            .mode(FILE_MODE)
+            .custom_flags(no_follow());
+        match mode {
+            OpenMode::Append => options.append(true).create(true),
+            OpenMode::CreateNew => options.create_new(true),
+        };
+        let file = options.open(path)?;
+        Ok(Box::new(FileWriter { file }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+
+    fn list_files(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut files = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                files.push(entry.path());
+            }
+        }
+        files.sort();
+        Ok(files)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+}
+
+#[derive(Debug)]
+struct FileWriter {
+    file: File,
+}
+
+impl StorageWriter for FileWriter {
+    fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            match self.file.write(bytes) {
+                Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "Short write")),
+                Ok(n) => bytes = &bytes[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn fsync(&mut self) -> io::Result<()> {
+        self.file.sync_all()
+    }
+
+    fn close(self: Box<Self>) -> io::Result<()> {
+        drop(self.file);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn creates_owner_only_files_and_dirs_and_refuses_symlinks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a/b");
+        FileStorage.ensure_dir(&dir).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        let file = dir.join("f");
+        let mut w = FileStorage.open_writer(&file, OpenMode::CreateNew).unwrap();
+        w.write_all(b"abc").unwrap();
+        w.fsync().unwrap();
+        w.close().unwrap();
+        assert_eq!(mode(&file), 0o600);
+        assert!(FileStorage.open_writer(&file, OpenMode::CreateNew).is_err());
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(FileStorage.open_read(&link).is_err());
+        assert!(FileStorage.open_writer(&link, OpenMode::Append).is_err());
+        assert_eq!(FileStorage.read(&file).unwrap(), b"abc");
+        assert_eq!(FileStorage.list_files(&dir).unwrap(), vec![file]);
+    }
+}

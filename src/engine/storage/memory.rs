@@ -1,0 +1,301 @@
+//! An in-memory backend with fault injection.
+//!
+//! Every call — on the storage or on a writer it opened — is one numbered operation. A
+//! [`Fault`] makes operation number `at` fail: with an errno, or, for a write, as a short
+//! write that stores the first half of the bytes and then fails (a torn line). Tests count
+//! the operations of a clean run, then replay the run failing each one in turn.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::{FileStat, OpenMode, SessionStorage, StorageWriter};
+
+/// How an injected fault fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The operation fails with this errno and changes nothing.
+    Errno(i32),
+    /// A write stores half of its bytes, then fails with ENOSPC; other operations fail with
+    /// ENOSPC.
+    ShortWrite,
+}
+
+/// Fail operation number `at` (0-based, counting every call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fault {
+    pub at: u64,
+    pub kind: FaultKind,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    files: BTreeMap<PathBuf, Vec<u8>>,
+    mtimes: BTreeMap<PathBuf, i64>,
+    dirs: BTreeSet<PathBuf>,
+    ops: u64,
+    clock: i64,
+    fault: Option<Fault>,
+    /// The operations performed, by name, in order.
+    log: Vec<&'static str>,
+}
+
+/// A filesystem held in memory; clones share the same files.
+#[derive(Debug, Default, Clone)]
+pub struct MemoryStorage {
+    state: Arc<Mutex<State>>,
+}
+
+impl MemoryStorage {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Arms a fault (replacing any other).
+    pub fn set_fault(&self, fault: Option<Fault>) {
+        self.lock().fault = fault;
+    }
+
+    /// How many operations have run.
+    pub fn op_count(&self) -> u64 {
+        self.lock().ops
+    }
+
+    /// The names of the operations run so far.
+    pub fn op_log(&self) -> Vec<&'static str> {
+        self.lock().log.clone()
+    }
+
+    /// The bytes of a file, if it exists.
+    pub fn file(&self, path: &Path) -> Option<Vec<u8>> {
+        self.lock().files.get(path).cloned()
+    }
+
+    /// Every file path.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.lock().files.keys().cloned().collect()
+    }
+
+    /// Puts a file in place without counting an operation (test set-up).
+    pub fn put_file(&self, path: &Path, bytes: &[u8]) {
+        let mut s = self.lock();
+        s.clock += 1;
+        let now = s.clock;
+        s.files.insert(path.to_owned(), bytes.to_vec());
+        s.mtimes.insert(path.to_owned(), now);
+    }
+}
+
+/// Counts an operation and decides whether it fails.
+fn begin(state: &mut State, name: &'static str) -> Option<FaultKind> {
+    let n = state.ops;
+    state.ops += 1;
+    state.log.push(name);
+    match state.fault {
+        Some(f) if f.at == n => Some(f.kind),
+        _ => None,
+    }
+}
+
+fn errno(kind: FaultKind) -> io::Error {
+    match kind {
+        FaultKind::Errno(e) => io::Error::from_raw_os_error(e),
+        FaultKind::ShortWrite => io::Error::from_raw_os_error(libc::ENOSPC),
+    }
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{}: no such file", path.display()),
+    )
+}
+
+fn check(state: &mut State, name: &'static str) -> io::Result<()> {
+    match begin(state, name) {
+        Some(kind) => Err(errno(kind)),
+        None => Ok(()),
+    }
+}
+
+impl SessionStorage for MemoryStorage {
+    fn ensure_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, "ensure_dir")?;
+        for ancestor in dir.ancestors() {
+            s.dirs.insert(ancestor.to_owned());
+        }
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        let s = self.lock();
+        s.files.contains_key(path) || s.dirs.contains(path)
+    }
+
+    fn stat(&self, path: &Path) -> io::Result<FileStat> {
+        let mut s = self.lock();
+        check(&mut s, "stat")?;
+        if let Some(bytes) = s.files.get(path) {
+            return Ok(FileStat {
+                len: bytes.len() as u64,
+                mtime_ms: s.mtimes.get(path).copied().unwrap_or(0),
+                is_file: true,
+            });
+        }
+        if s.dirs.contains(path) {
+            return Ok(FileStat {
+                len: 0,
+                mtime_ms: 0,
+                is_file: false,
+            });
+        }
+        Err(not_found(path))
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
+        let mut s = self.lock();
+        check(&mut s, "open_read")?;
+        let bytes = s.files.get(path).cloned().ok_or_else(|| not_found(path))?;
+        Ok(Box::new(io::Cursor::new(bytes)))
+    }
+
+    fn open_writer(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageWriter>> {
+        let mut s = self.lock();
+        check(&mut s, "open_writer")?;
+        let exists = s.files.contains_key(path);
+        if mode == OpenMode::CreateNew && exists {
+            return Err(io::Error::from_raw_os_error(libc::EEXIST));
+        }
+        if let Some(parent) = path.parent() {
+            if !parent.as_os_str().is_empty() && !s.dirs.contains(parent) {
+                return Err(not_found(parent));
+            }
+        }
+        s.files.entry(path.to_owned()).or_default();
+        s.clock += 1;
+        let now = s.clock;
+        s.mtimes.insert(path.to_owned(), now);
+        Ok(Box::new(MemoryWriter {
+            storage: self.clone(),
+            path: path.to_owned(),
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, "rename")?;
+        let bytes = s.files.remove(from).ok_or_else(|| not_found(from))?;
+        let mtime = s.mtimes.remove(from).unwrap_or(0);
+        s.files.insert(to.to_owned(), bytes);
+        s.mtimes.insert(to.to_owned(), mtime);
+        Ok(())
+    }
+
+    fn unlink(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, "unlink")?;
+        s.mtimes.remove(path);
+        s.files
+            .remove(path)
+            .map(drop)
+            .ok_or_else(|| not_found(path))
+    }
+
+    fn list_files(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut s = self.lock();
+        check(&mut s, "list_files")?;
+        if !s.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        Ok(s.files
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .cloned()
+            .collect())
+    }
+
+    fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
+        check(&mut self.lock(), "sync_dir")
+    }
+}
+
+#[derive(Debug)]
+struct MemoryWriter {
+    storage: MemoryStorage,
+    path: PathBuf,
+}
+
+impl StorageWriter for MemoryWriter {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let mut s = self.storage.lock();
+        let fault = begin(&mut s, "write");
+        let stored = match fault {
+            Some(FaultKind::ShortWrite) => &bytes[..bytes.len() / 2],
+            Some(FaultKind::Errno(_)) => &bytes[..0],
+            None => bytes,
+        };
+        s.clock += 1;
+        let now = s.clock;
+        s.mtimes.insert(self.path.clone(), now);
+        s.files
+            .get_mut(&self.path)
+            .ok_or_else(|| not_found(&self.path))?
+            .extend_from_slice(stored);
+        match fault {
+            Some(kind) => Err(errno(kind)),
+            None => Ok(()),
+        }
+    }
+
+    fn fsync(&mut self) -> io::Result<()> {
+        check(&mut self.storage.lock(), "fsync")
+    }
+
+    fn close(self: Box<Self>) -> io::Result<()> {
+        check(&mut self.storage.lock(), "close")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_fail_the_numbered_operation_and_short_writes_tear() {
+        let storage = MemoryStorage::new();
+        let dir = Path::new("/d");
+        storage.ensure_dir(dir).unwrap();
+        let file = dir.join("f");
+        let mut w = storage.open_writer(&file, OpenMode::Append).unwrap();
+        w.write_all(b"line\n").unwrap();
+        storage.set_fault(Some(Fault {
+            at: storage.op_count(),
+            kind: FaultKind::ShortWrite,
+        }));
+        let err = w.write_all(b"abcdef\n").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
+        assert_eq!(storage.file(&file).unwrap(), b"line\nabc");
+        storage.set_fault(Some(Fault {
+            at: storage.op_count(),
+            kind: FaultKind::Errno(libc::EIO),
+        }));
+        assert_eq!(
+            storage
+                .rename(&file, &dir.join("g"))
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::EIO)
+        );
+        assert!(storage.file(&file).is_some());
+        assert_eq!(
+            storage.op_log(),
+            ["ensure_dir", "open_writer", "write", "write", "rename"]
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! All file I/O of the engine goes through [`SessionStorage`], so that tests can swap the disk
+//! for memory and inject faults (ENOSPC, EIO, short writes, failing renames or fsyncs) at any
+//! call.
+//!
+//! Contract of every backend:
+//! - Files are created owner-only (`0600`), directories `0700`. Opens do not follow a symlink
+//!   at the final path component.
+//! - [`StorageWriter::write_all`] either writes every byte or fails; a write that makes no
+//!   progress is an error ("short write"), so a failed append leaves at most a torn tail.
+//! - Nothing is durable until [`StorageWriter::fsync`] (or [`SessionStorage::sync_dir`] for
+//!   directory entries) has returned.
+//! - `rename` replaces its target atomically.
+
+mod file;
+mod memory;
+
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+pub use file::FileStorage;
+pub use memory::{Fault, FaultKind, MemoryStorage};
+
+/// What [`SessionStorage::stat`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStat {
+    pub len: u64,
+    /// Modification time in milliseconds since the epoch.
+    pub mtime_ms: i64,
+    pub is_file: bool,
+}
+
+/// How a writer opens its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Append to the file, creating it if missing.
+    Append,
+    /// Create a new file; fail if it exists.
+    CreateNew,
+}
+
+/// The filesystem operations the engine uses.
+pub trait SessionStorage: Send + Sync + std::fmt::Debug {
+    /// Creates `dir` and missing parents with mode `0700`.
+    fn ensure_dir(&self, dir: &Path) -> io::Result<()>;
+    fn exists(&self, path: &Path) -> bool;
+    fn stat(&self, path: &Path) -> io::Result<FileStat>;
+    /// A reader over the whole file.
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>>;
+    /// The whole file.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.open_read(path)?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+    /// At most `max` bytes from the start of the file.
+    fn read_prefix(&self, path: &Path, max: usize) -> io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.open_read(path)?
+            .take(max as u64)
+            .read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+    fn open_writer(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageWriter>>;
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    fn unlink(&self, path: &Path) -> io::Result<()>;
+    /// The regular files directly in `dir`.
+    fn list_files(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+    /// Makes the directory entries of `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// An open file being written.
+pub trait StorageWriter: Send + std::fmt::Debug {
+    /// Writes every byte of `bytes`, or fails.
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Makes what was written durable.
+    fn fsync(&mut self) -> io::Result<()>;
+    /// Closes the file (without an fsync).
+    fn close(self: Box<Self>) -> io::Result<()>;
+}
+
+/// Writes `bytes` to a new file at `path` with a full fsync, then closes it.
+pub fn write_new_durable(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    bytes: &[u8],
+) -> io::Result<()> {
+    let mut writer = storage.open_writer(path, OpenMode::CreateNew)?;
+    let written = writer.write_all(bytes).and_then(|()| writer.fsync());
+    let closed = writer.close();
+    written.and(closed)
+}
