@@ -1,5 +1,6 @@
 //! Command-line interface: argument parsing and one module per subcommand.
 
+mod append;
 mod context;
 mod entries;
 mod output;
@@ -30,6 +31,20 @@ enum Command {
         #[arg(long, value_name = "ID")]
         leaf: Option<String>,
     },
+    /// Append entries read from standard input to a session file.
+    ///
+    /// Each line is one JSON object: an entry without id, parentId and timestamp (for example
+    /// {"type":"label","targetId":"…","label":"checkpoint"}), or a bare message
+    /// ({"role":"user","content":"hi"}). Each becomes a child of the current leaf and the new
+    /// leaf, written with the agent's own rules. The first invalid line stops the command
+    /// with its line number; the lines before it stay appended.
+    Append {
+        /// The session file (.jsonl); it must exist.
+        file: PathBuf,
+        /// Where large images are stored [default: a `blobs` directory beside FILE].
+        #[arg(long, value_name = "DIR")]
+        blob_dir: Option<PathBuf>,
+    },
     /// Print the session's records after patch replay and migration, one JSON object a line.
     ///
     /// The first line is the header. The output is what a full rewrite of the file would
@@ -45,6 +60,7 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         Command::Context { file, leaf } => context::run(&file, leaf.as_deref()),
         Command::Entries { file } => entries::run(&file),
+        Command::Append { file, blob_dir } => append::run(&file, blob_dir.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use super::context::chain_normalizes;
 use super::json::Value;
 use super::load::{entries_from_records, LoadStatus};
-use super::migrate::migrate;
+use super::migrate::{migrate, Migration};
 use super::record::{Record, RecordType};
 use super::replay::parse_session_entries;
 use super::session::Session;
@@ -121,7 +121,7 @@ pub fn inspect_strict(path: &Path) -> Result<Inspection, InspectError> {
         failure,
     };
     let (canonical, bytes, stat) = read_stable(path).map_err(fail)?;
-    let session = parse_strict(&bytes).map_err(fail)?;
+    let (session, _) = parse_strict(&bytes).map_err(fail)?;
     let tail = match session.build_context().messages.last() {
         Some(m) if m.as_object().and_then(|o| o.get_str("role")) != Some("assistant") => {
             Tail::Resumable
@@ -183,7 +183,7 @@ fn read_stable(path: &Path) -> Result<(PathBuf, Vec<u8>, StatKey), InspectFailur
 }
 
 /// The content checks of strict inspection, then migration and the schema check.
-pub fn parse_strict(bytes: &[u8]) -> Result<Session, InspectFailure> {
+pub fn parse_strict(bytes: &[u8]) -> Result<(Session, Migration), InspectFailure> {
     let malformed = |why: String| InspectFailure::Malformed(why);
     let text = std::str::from_utf8(bytes)
         .map_err(|e| malformed(format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
@@ -198,14 +198,14 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Session, InspectFailure> {
         ));
     }
     let mut records = loaded.records;
-    migrate(&mut records);
+    let migration = migrate(&mut records);
     for record in &records {
         if let Some(why) = schema_violation(record) {
             let id = record.id().unwrap_or("?");
             return Err(malformed(format!("record {id}: {why}")));
         }
     }
-    Ok(Session::from_records(records))
+    Ok((Session::from_records(records), migration))
 }
 
 fn is_string(v: Option<&Value>) -> bool {

@@ -8,7 +8,6 @@
 //!
 //! The file is read as a stream, one line at a time, so memory holds the records only.
 
-use std::fs::File;
 use std::io::{self, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -16,6 +15,7 @@ use super::migrate::{migrate, Migration};
 use super::record::Record;
 use super::replay::{parse_session_reader, ReplayError, SkippedLine};
 use super::session::Session;
+use super::storage::{FileStorage, SessionStorage};
 
 const READ_BUFFER: usize = 1 << 20;
 
@@ -54,11 +54,19 @@ pub enum LoadError {
 
 /// `loadEntriesFromFile`: the lenient load.
 pub fn load_entries_from_file(path: &Path) -> Result<LoadedEntries, LoadError> {
+    load_entries_from_storage(&FileStorage, path)
+}
+
+/// The lenient load, reading through `storage`.
+pub fn load_entries_from_storage(
+    storage: &dyn SessionStorage,
+    path: &Path,
+) -> Result<LoadedEntries, LoadError> {
     let io_error = |source| LoadError::Io {
         path: path.to_owned(),
         source,
     };
-    let file = match File::open(path) {
+    let file = match storage.open_read(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Ok(LoadedEntries {

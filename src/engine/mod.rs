@@ -11,6 +11,7 @@ pub mod ids;
 pub mod inspect;
 pub mod json;
 pub mod load;
+pub mod manager;
 pub mod migrate;
 pub mod persist;
 pub mod record;

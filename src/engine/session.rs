@@ -157,6 +157,53 @@ impl Session {
         self.leaf.map(|i| &self.records[i])
     }
 
+    /// Appends an entry as the new leaf and returns its index.
+    pub fn push_entry(&mut self, record: Record) -> usize {
+        let index = self.records.len();
+        if let Some(id) = record.id() {
+            self.by_id.insert(id.into(), index);
+        }
+        self.records.push(record);
+        let parent = self.resolve_parent(index);
+        self.parents.push(parent);
+        self.apply_label(index);
+        self.leaf = Some(index);
+        index
+    }
+
+    /// Removes the last entry (an append that could not be persisted) and restores `leaf`.
+    pub fn pop_entry(&mut self, leaf: Option<usize>) -> Option<Record> {
+        if self.records.len() <= 1 {
+            return None;
+        }
+        let record = self.records.pop()?;
+        self.parents.pop();
+        let index = self.records.len();
+        if let Some(id) = record.id() {
+            if self.by_id.get(id) == Some(&index) {
+                self.by_id.remove(id);
+                // An earlier entry with the same id is named by it again.
+                if let Some(earlier) = (1..index).rev().find(|&i| self.records[i].id() == Some(id))
+                {
+                    self.by_id.insert(id.into(), earlier);
+                }
+            }
+        }
+        if record.record_type() == RecordType::Label {
+            self.labels.clear();
+            for i in 0..self.records.len() {
+                self.apply_label(i);
+            }
+        }
+        self.leaf = leaf;
+        Some(record)
+    }
+
+    /// Mutable access to the header's members.
+    pub fn header_mut(&mut self) -> &mut super::json::Object {
+        self.records[0].fields_mut()
+    }
+
     /// Replaces the `message` of the `message` entry at `index` (entry patches, sanitizing).
     pub fn replace_message(&mut self, index: usize, message: super::json::Object) {
         self.records[index]

@@ -4,7 +4,7 @@
 //! are created `0700`. The process umask cannot widen these (it only removes bits).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
@@ -53,6 +53,18 @@ impl SessionStorage for FileStorage {
             .custom_flags(no_follow())
             .open(path)?;
         Ok(Box::new(file))
+    }
+
+    fn read_tail(&self, path: &Path, max: usize) -> io::Result<Vec<u8>> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .custom_flags(no_follow())
+            .open(path)?;
+        let len = file.metadata()?.len();
+        file.seek(SeekFrom::Start(len.saturating_sub(max as u64)))?;
+        let mut bytes = Vec::with_capacity(max.min(len as usize));
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
     }
 
     fn open_writer(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageWriter>> {

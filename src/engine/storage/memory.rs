@@ -2,7 +2,8 @@
 //!
 //! Every call — on the storage or on a writer it opened — is one numbered operation. A
 //! [`Fault`] makes operation number `at` fail: with an errno, or, for a write, as a short
-//! write that stores the first half of the bytes and then fails (a torn line). Tests count
+//! write that stores the first half of the bytes and then fails (a torn line). Several
+//! faults may be armed at once. Tests count
 //! the operations of a clean run, then replay the run failing each one in turn.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,7 +37,7 @@ struct State {
     dirs: BTreeSet<PathBuf>,
     ops: u64,
     clock: i64,
-    fault: Option<Fault>,
+    faults: Vec<Fault>,
     /// The operations performed, by name, in order.
     log: Vec<&'static str>,
 }
@@ -56,9 +57,14 @@ impl MemoryStorage {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Arms a fault (replacing any other).
+    /// Arms one fault (replacing any others); `None` disarms.
     pub fn set_fault(&self, fault: Option<Fault>) {
-        self.lock().fault = fault;
+        self.lock().faults = fault.into_iter().collect();
+    }
+
+    /// Arms several faults (replacing any others).
+    pub fn set_faults(&self, faults: Vec<Fault>) {
+        self.lock().faults = faults;
     }
 
     /// How many operations have run.
@@ -96,10 +102,7 @@ fn begin(state: &mut State, name: &'static str) -> Option<FaultKind> {
     let n = state.ops;
     state.ops += 1;
     state.log.push(name);
-    match state.fault {
-        Some(f) if f.at == n => Some(f.kind),
-        _ => None,
-    }
+    state.faults.iter().find(|f| f.at == n).map(|f| f.kind)
 }
 
 fn errno(kind: FaultKind) -> io::Error {
@@ -163,6 +166,13 @@ impl SessionStorage for MemoryStorage {
         check(&mut s, "open_read")?;
         let bytes = s.files.get(path).cloned().ok_or_else(|| not_found(path))?;
         Ok(Box::new(io::Cursor::new(bytes)))
+    }
+
+    fn read_tail(&self, path: &Path, max: usize) -> io::Result<Vec<u8>> {
+        let mut s = self.lock();
+        check(&mut s, "read_tail")?;
+        let bytes = s.files.get(path).ok_or_else(|| not_found(path))?;
+        Ok(bytes[bytes.len().saturating_sub(max)..].to_vec())
     }
 
     fn open_writer(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageWriter>> {

@@ -60,6 +60,8 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
             .read_to_end(&mut bytes)?;
         Ok(bytes)
     }
+    /// At most `max` bytes from the end of the file.
+    fn read_tail(&self, path: &Path, max: usize) -> io::Result<Vec<u8>>;
     fn open_writer(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageWriter>>;
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     fn unlink(&self, path: &Path) -> io::Result<()>;

@@ -1,0 +1,47 @@
+//! `gjcfs append FILE`: appends entries read from stdin through the session manager.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use gjcfs::engine::json::{self, Value};
+use gjcfs::engine::manager::{SessionManager, StorageConfig};
+
+/// The blob store beside a session file when no agent directory is known: `<dir>/blobs`.
+fn blob_dir_for(file: &Path) -> std::path::PathBuf {
+    file.parent().unwrap_or(Path::new(".")).join("blobs")
+}
+
+pub fn run(file: &Path, blob_dir: Option<&Path>) -> Result<()> {
+    if !file.is_file() {
+        bail!("{}: no such session file", file.display());
+    }
+    let blobs = blob_dir.map_or_else(|| blob_dir_for(file), Path::to_path_buf);
+    let cwd = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let manager = SessionManager::open(file, &cwd, StorageConfig::files(blobs))?;
+    let stdin = std::io::stdin().lock();
+    let mut appended = 0usize;
+    for (n, line) in stdin.lines().enumerate() {
+        let line = line.context("cannot read standard input")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let outcome = match json::parse(&line) {
+            Ok(Value::Object(entry)) => manager.append_external(entry).map_err(anyhow::Error::from),
+            Ok(_) => Err(anyhow::anyhow!("not a JSON object")),
+            Err(e) => Err(anyhow::anyhow!("invalid JSON: {e}")),
+        };
+        if let Err(e) = outcome {
+            manager.close()?;
+            bail!(
+                "stdin line {}: {e:#} ({appended} entries appended before it)",
+                n + 1
+            );
+        }
+        appended += 1;
+    }
+    manager.close()?;
+    Ok(())
+}

@@ -1,0 +1,929 @@
+//! `SessionManager`: one session in memory, kept on disk by the original's persistence rules
+//! (details §7, §9).
+//!
+//! Invariants:
+//! - Every append creates exactly one entry whose parent is the current leaf (a context
+//!   clear's is `null`), inserts it in memory, then persists it; if persisting fails the
+//!   entry is removed again and the leaf restored, so memory never holds an entry that
+//!   should be on disk and is not.
+//! - Deferred persistence: nothing of a new session reaches disk before its first assistant
+//!   message; then the whole session is written in one atomic rewrite, after which each entry
+//!   is appended as one line. A file that was opened is "on disk" from the start.
+//! - Migrations and folded patches are written by the first persistence of any kind (a full
+//!   rewrite), never on read.
+//! - The first persistence error is latched: every later write fails with it until the
+//!   manager switches to another session.
+//! - All state sits behind one mutex: writes are serialized and readers never see a
+//!   half-applied append.
+//! - An append to a file whose last line is torn (no final newline) first ends that line, so
+//!   the new entry is never swallowed by it.
+
+mod entries;
+mod error;
+mod rewrite;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+pub use entries::{build_entry, external_entry, Base};
+pub use error::{AppendPhase, PersistError, SessionError, SessionResult};
+pub use rewrite::{atomic_replace, recover_orphaned_backups};
+
+use super::blob::BlobStore;
+use super::context::SessionContext;
+use super::ids;
+use super::inspect::parse_strict;
+use super::json::{Object, Value};
+use super::load::{load_entries_from_storage, LoadStatus};
+use super::migrate::{migrate, Migration, CURRENT_SESSION_VERSION};
+use super::persist::prepare_for_persist;
+use super::record::{Record, RecordType};
+use super::sanitize::sanitize_openai_replay;
+use super::session::Session;
+use super::storage::{MemoryStorage, OpenMode, SessionStorage, StorageWriter};
+use super::time;
+
+/// Where a manager keeps its session.
+#[derive(Debug, Clone)]
+pub struct StorageConfig {
+    pub storage: Arc<dyn SessionStorage>,
+    pub blobs: BlobStore,
+}
+
+impl StorageConfig {
+    /// The real filesystem, with the blob store at `blob_dir`.
+    pub fn files(blob_dir: impl Into<PathBuf>) -> Self {
+        let storage: Arc<dyn SessionStorage> = Arc::new(super::storage::FileStorage);
+        StorageConfig {
+            blobs: BlobStore::new(blob_dir, storage.clone()),
+            storage,
+        }
+    }
+}
+
+/// A session being read and written.
+#[derive(Debug)]
+pub struct SessionManager {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    config: StorageConfig,
+    persist: bool,
+    cwd: String,
+    session_dir: Option<PathBuf>,
+    file: Option<PathBuf>,
+    session: Session,
+    /// Whether the file holds everything in memory (no full rewrite owed for new entries).
+    flushed: bool,
+    ensured_on_disk: bool,
+    needs_full_rewrite: bool,
+    has_assistant: bool,
+    writer: Option<Box<dyn StorageWriter>>,
+    latched: Option<PersistError>,
+}
+
+/// A fresh header in the order a new session writes it.
+fn new_header(id: &str, cwd: &str, parent_session: Option<&str>) -> Record {
+    let mut h = Object::with_capacity(6);
+    h.insert("type", Value::string("session"));
+    h.insert("version", Value::number(CURRENT_SESSION_VERSION as f64));
+    h.insert("id", Value::string(id));
+    h.insert("timestamp", Value::string(time::now_iso()));
+    h.insert("cwd", Value::string(cwd));
+    if let Some(parent) = parent_session {
+        h.insert("parentSession", Value::string(parent));
+    }
+    Record::new(h)
+}
+
+/// `<timestamp with : and . as ->_<id>.jsonl`.
+pub fn session_file_name(header: &Record) -> String {
+    let ts = header
+        .get_str("timestamp")
+        .unwrap_or_default()
+        .replace([':', '.'], "-");
+    format!("{ts}_{}.jsonl", header.id().unwrap_or_default())
+}
+
+fn is_assistant(record: &Record) -> bool {
+    record
+        .message()
+        .is_some_and(|m| m.get_str("role") == Some("assistant"))
+}
+
+/// `setSessionName`'s clean-up: control characters become spaces, runs of spaces collapse,
+/// the ends are trimmed, and the result is cut to 1,000 UTF-16 units.
+pub fn sanitize_title(name: &str) -> String {
+    let spaced: String = name
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let collapsed = spaced
+        .split(' ')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut out = String::new();
+    let mut units = 0;
+    for c in collapsed.trim().chars() {
+        units += c.len_utf16();
+        if units > 1000 {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl State {
+    fn fresh(
+        config: StorageConfig,
+        cwd: &str,
+        session_dir: Option<PathBuf>,
+        persist: bool,
+    ) -> Self {
+        let header = new_header(&ids::new_session_id(), cwd, None);
+        let file = session_dir
+            .as_ref()
+            .map(|d| d.join(session_file_name(&header)));
+        State {
+            config,
+            persist,
+            cwd: cwd.to_owned(),
+            session_dir,
+            file,
+            session: Session::from_records(vec![header]),
+            flushed: false,
+            ensured_on_disk: false,
+            needs_full_rewrite: false,
+            has_assistant: false,
+            writer: None,
+            latched: None,
+        }
+    }
+
+    fn storage(&self) -> &dyn SessionStorage {
+        self.config.storage.as_ref()
+    }
+
+    /// Switches to `session` at `file`, clearing a latched error.
+    fn adopt(&mut self, session: Session, file: Option<PathBuf>, on_disk: bool) {
+        self.close_writer();
+        self.has_assistant = session.entries().any(is_assistant);
+        self.cwd = session.header().cwd().unwrap_or(&self.cwd).to_owned();
+        self.session = session;
+        self.file = file;
+        self.flushed = on_disk;
+        self.ensured_on_disk = on_disk;
+        self.needs_full_rewrite = false;
+        self.latched = None;
+    }
+
+    fn close_writer(&mut self) {
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.close();
+        }
+    }
+
+    fn fail(&mut self, path: &Path, e: std::io::Error) -> PersistError {
+        let err = PersistError::new(path, e);
+        self.close_writer();
+        self.latched.get_or_insert_with(|| err.clone());
+        err
+    }
+
+    fn check_latched(&self) -> Result<(), PersistError> {
+        match &self.latched {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes every record to the file in one atomic replacement.
+    fn full_rewrite(&mut self) -> Result<(), PersistError> {
+        let Some(path) = self.file.clone() else {
+            return Ok(());
+        };
+        self.check_latched()?;
+        self.close_writer();
+        if let Some(dir) = path.parent() {
+            if let Err(e) = self.storage().ensure_dir(dir) {
+                return Err(self.fail(&path, e));
+            }
+        }
+        let config = self.config.clone();
+        let records = self.session.records();
+        let result = atomic_replace(config.storage.as_ref(), &path, |w| {
+            let mut buf = Vec::with_capacity(1 << 20);
+            for record in records {
+                let prepared = prepare_for_persist(record.fields(), &config.blobs)
+                    .map_err(std::io::Error::other)?;
+                super::json::write_object_compact(&prepared, &mut buf);
+                buf.push(b'\n');
+                if buf.len() >= 1 << 20 {
+                    w.write_all(&buf)?;
+                    buf.clear();
+                }
+            }
+            w.write_all(&buf)
+        });
+        match result {
+            Ok(()) => {
+                self.flushed = true;
+                self.ensured_on_disk = true;
+                self.needs_full_rewrite = false;
+                Ok(())
+            }
+            Err(e) => Err(self.fail(&path, e)),
+        }
+    }
+
+    /// The open append writer, opening it (and ending a torn last line) when needed.
+    fn writer(&mut self, path: &Path) -> Result<&mut Box<dyn StorageWriter>, PersistError> {
+        let writer = match self.writer.take() {
+            Some(writer) => writer,
+            None => {
+                let storage = self.config.storage.clone();
+                let torn = match storage.read_tail(path, 1) {
+                    Ok(tail) => tail.first().is_some_and(|&b| b != b'\n'),
+                    Err(e) => return Err(self.fail(path, e)),
+                };
+                let mut writer = match storage.open_writer(path, OpenMode::Append) {
+                    Ok(w) => w,
+                    Err(e) => return Err(self.fail(path, e)),
+                };
+                if torn {
+                    if let Err(e) = writer.write_all(b"\n") {
+                        let _ = writer.close();
+                        return Err(self.fail(path, e));
+                    }
+                }
+                writer
+            }
+        };
+        Ok(self.writer.insert(writer))
+    }
+
+    /// Appends records as lines (after the persist transform).
+    fn append_lines(&mut self, records: &[&Record]) -> Result<(), PersistError> {
+        let Some(path) = self.file.clone() else {
+            return Ok(());
+        };
+        let mut buf = Vec::new();
+        for record in records {
+            match prepare_for_persist(record.fields(), &self.config.blobs) {
+                Ok(prepared) => super::json::write_object_compact(&prepared, &mut buf),
+                Err(e) => return Err(self.fail(&path, std::io::Error::other(e))),
+            }
+            buf.push(b'\n');
+        }
+        let result = self.writer(&path)?.write_all(&buf);
+        result.map_err(|e| self.fail(&path, e))
+    }
+
+    /// `_persist` for the entry just appended at `index`.
+    fn persist_entry(&mut self, index: usize) -> Result<(), PersistError> {
+        if !self.persist || self.file.is_none() {
+            return Ok(());
+        }
+        self.check_latched()?;
+        if !self.ensured_on_disk && !self.has_assistant {
+            self.flushed = false;
+            return Ok(());
+        }
+        let vanished = self.writer.is_none()
+            && self
+                .file
+                .as_deref()
+                .is_some_and(|f| !self.storage().exists(f));
+        if self.needs_full_rewrite || !self.flushed || vanished {
+            // A file deleted behind our back is written again from memory.
+            return self.full_rewrite();
+        }
+        let record = self.session.record(index).clone();
+        self.append_lines(&[&record])
+    }
+
+    /// `#persistPatches`: patch records for changes already made in memory.
+    fn persist_patches(&mut self, patches: &[Record]) -> Result<(), PersistError> {
+        let Some(path) = self.file.clone() else {
+            return Ok(());
+        };
+        if !self.persist || patches.is_empty() || !self.storage().exists(&path) {
+            return Ok(());
+        }
+        self.check_latched()?;
+        if self.needs_full_rewrite || !self.flushed || self.session.header().version() < 5.0 {
+            return self.full_rewrite();
+        }
+        let refs: Vec<&Record> = patches.iter().collect();
+        self.append_lines(&refs)
+    }
+
+    fn append(&mut self, ty: &str, fields: &Object) -> SessionResult<String> {
+        self.append_with_parent(ty, fields, self.session.leaf_id().map(str::to_owned))
+    }
+
+    fn append_with_parent(
+        &mut self,
+        ty: &str,
+        fields: &Object,
+        parent: Option<String>,
+    ) -> SessionResult<String> {
+        if let Some(prior) = &self.latched {
+            return Err(SessionError::Append {
+                entry_id: String::new(),
+                phase: AppendPhase::PriorFailure,
+                source: prior.clone(),
+            });
+        }
+        let id = ids::new_entry_id(|c| self.session.index_of(c).is_some());
+        let timestamp = time::now_iso();
+        let base = Base {
+            id: &id,
+            parent_id: parent.as_deref(),
+            timestamp: &timestamp,
+        };
+        let record = build_entry(ty, fields, &base);
+        entries::check_schema(&record)?;
+        let previous_leaf = self.session.leaf();
+        let had_assistant = self.has_assistant;
+        self.has_assistant |= is_assistant(&record);
+        let index = self.session.push_entry(record);
+        if let Err(source) = self.persist_entry(index) {
+            self.session.pop_entry(previous_leaf);
+            self.has_assistant = had_assistant;
+            return Err(SessionError::Append {
+                entry_id: id,
+                phase: AppendPhase::CurrentAppend,
+                source,
+            });
+        }
+        Ok(id)
+    }
+}
+
+impl SessionManager {
+    fn from_state(state: State) -> Self {
+        SessionManager {
+            state: Mutex::new(state),
+        }
+    }
+
+    /// A new session in `session_dir` (nothing is written until the first assistant reply).
+    pub fn create(cwd: &str, session_dir: impl Into<PathBuf>, config: StorageConfig) -> Self {
+        Self::from_state(State::fresh(config, cwd, Some(session_dir.into()), true))
+    }
+
+    /// A session that is never written.
+    pub fn in_memory(cwd: &str) -> Self {
+        let storage: Arc<dyn SessionStorage> = Arc::new(MemoryStorage::new());
+        let config = StorageConfig {
+            blobs: BlobStore::new("/blobs", storage.clone()),
+            storage,
+        };
+        Self::from_state(State::fresh(config, cwd, None, false))
+    }
+
+    /// Opens the session file at `path` leniently (explicit directory). A missing file, or
+    /// one that holds no session, is replaced at once by a header-only file for `cwd`. The
+    /// OpenAI replay sanitizer runs, and its patches are persisted; if they cannot be, the
+    /// open fails and the file is left as it was.
+    pub fn open(path: &Path, cwd: &str, config: StorageConfig) -> SessionResult<Self> {
+        let loaded = load_entries_from_storage(config.storage.as_ref(), path)?;
+        let dir = path.parent().map(Path::to_path_buf);
+        let mut state = State::fresh(config, cwd, dir, true);
+        state.file = Some(path.to_owned());
+        if loaded.status != LoadStatus::Loaded {
+            state.full_rewrite()?;
+            return Ok(Self::from_state(state));
+        }
+        let mut records = loaded.records;
+        let migration = migrate(&mut records);
+        state.adopt(Session::from_records(records), Some(path.to_owned()), true);
+        state.needs_full_rewrite = matches!(migration, Migration::Migrated { .. });
+        let patches = sanitize_openai_replay(&mut state.session);
+        state.persist_patches(&patches)?;
+        Ok(Self::from_state(state))
+    }
+
+    /// `setSessionFile`: switches to the file at `path`. An existing file must pass the
+    /// strict content checks; a missing one gets a fresh header-only file.
+    pub fn set_session_file(&self, path: &Path) -> SessionResult<()> {
+        let mut state = self.state.lock();
+        if !state.storage().exists(path) {
+            let cwd = state.cwd.clone();
+            let header = new_header(&ids::new_session_id(), &cwd, None);
+            state.adopt(
+                Session::from_records(vec![header]),
+                Some(path.to_owned()),
+                false,
+            );
+            state.session_dir = path.parent().map(Path::to_path_buf);
+            return Ok(state.full_rewrite()?);
+        }
+        let bytes = state
+            .storage()
+            .read(path)
+            .map_err(|e| SessionError::Persist(PersistError::new(path, e)))?;
+        let (mut session, migration) =
+            parse_strict(&bytes).map_err(|failure| SessionError::Inspect {
+                path: path.to_owned(),
+                failure,
+            })?;
+        let migrated = matches!(migration, Migration::Migrated { .. });
+        let patches = sanitize_openai_replay(&mut session);
+        state.adopt(session, Some(path.to_owned()), true);
+        state.session_dir = path.parent().map(Path::to_path_buf);
+        state.needs_full_rewrite = migrated;
+        state.persist_patches(&patches)?;
+        Ok(())
+    }
+
+    /// `newSession`: a fresh session in the same directory; nothing is written yet.
+    pub fn new_session(&self, parent_session: Option<&str>) {
+        let mut state = self.state.lock();
+        let cwd = state.cwd.clone();
+        let header = new_header(&ids::new_session_id(), &cwd, parent_session);
+        let file = state
+            .session_dir
+            .as_ref()
+            .map(|d| d.join(session_file_name(&header)));
+        state.adopt(Session::from_records(vec![header]), file, false);
+    }
+
+    /// Runs `f` on the session as it is now.
+    pub fn read<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
+        f(&self.state.lock().session)
+    }
+
+    /// The context at the current leaf, as JSON.
+    pub fn context_value(&self) -> Value {
+        self.read(|s| s.build_context().to_value())
+    }
+
+    /// Runs `f` on the context at the current leaf.
+    pub fn with_context<R>(&self, f: impl FnOnce(&SessionContext<'_>) -> R) -> R {
+        self.read(|s| f(&s.build_context()))
+    }
+
+    pub fn session_file(&self) -> Option<PathBuf> {
+        self.state.lock().file.clone()
+    }
+
+    pub fn session_id(&self) -> String {
+        self.read(|s| s.header().id().unwrap_or_default().to_owned())
+    }
+
+    pub fn leaf_id(&self) -> Option<String> {
+        self.read(|s| s.leaf_id().map(str::to_owned))
+    }
+
+    pub fn cwd(&self) -> String {
+        self.state.lock().cwd.clone()
+    }
+
+    /// The blob store this session writes to.
+    pub fn blobs(&self) -> BlobStore {
+        self.state.lock().config.blobs.clone()
+    }
+
+    /// The latched persistence error, if any.
+    pub fn persist_error(&self) -> Option<PersistError> {
+        self.state.lock().latched.clone()
+    }
+
+    /// `branch`: moves the leaf to an existing entry.
+    pub fn branch(&self, id: &str) -> SessionResult<()> {
+        Ok(self.state.lock().session.branch(id)?)
+    }
+
+    /// `resetLeaf`: the next append starts a new root.
+    pub fn reset_leaf(&self) {
+        self.state.lock().session.reset_leaf();
+    }
+
+    /// Appends an entry of `ty` with its own fields; returns the new id.
+    pub fn append_fields(&self, ty: &str, fields: &Object) -> SessionResult<String> {
+        self.state.lock().append(ty, fields)
+    }
+
+    /// Appends an entry given from outside (see [`external_entry`]).
+    pub fn append_external(&self, input: Object) -> SessionResult<String> {
+        let (ty, fields) = external_entry(input)?;
+        let mut state = self.state.lock();
+        if ty == "label" {
+            if let Some(target) = fields.get_str("targetId") {
+                if state.session.index_of(target).is_none() {
+                    return Err(super::session::EntryNotFound(target.to_owned()).into());
+                }
+            }
+        }
+        state.append(&ty, &fields)
+    }
+
+    pub fn append_message(&self, message: Value) -> SessionResult<String> {
+        self.append_fields("message", &members([("message", Some(message))]))
+    }
+
+    pub fn append_thinking_level_change(&self, level: Option<&str>) -> SessionResult<String> {
+        let level = level.map_or(Value::Null, Value::string);
+        self.append_fields(
+            "thinking_level_change",
+            &members([("thinkingLevel", Some(level))]),
+        )
+    }
+
+    pub fn append_model_change(&self, model: &str, role: Option<&str>) -> SessionResult<String> {
+        let fields = members([
+            ("model", Some(Value::string(model))),
+            ("role", role.map(Value::string)),
+        ]);
+        self.append_fields("model_change", &fields)
+    }
+
+    pub fn append_service_tier_change(&self, tier: Option<&str>) -> SessionResult<String> {
+        let tier = tier.map_or(Value::Null, Value::string);
+        self.append_fields(
+            "service_tier_change",
+            &members([("serviceTier", Some(tier))]),
+        )
+    }
+
+    pub fn append_compaction(
+        &self,
+        summary: &str,
+        first_kept_entry_id: &str,
+        tokens_before: f64,
+        details: Option<Value>,
+    ) -> SessionResult<String> {
+        let fields = members([
+            ("summary", Some(Value::string(summary))),
+            ("firstKeptEntryId", Some(Value::string(first_kept_entry_id))),
+            ("tokensBefore", Some(Value::number(tokens_before))),
+            ("details", details),
+        ]);
+        self.append_fields("compaction", &fields)
+    }
+
+    pub fn append_custom_entry(
+        &self,
+        custom_type: &str,
+        data: Option<Value>,
+    ) -> SessionResult<String> {
+        let fields = members([
+            ("customType", Some(Value::string(custom_type))),
+            ("data", data),
+        ]);
+        self.append_fields("custom", &fields)
+    }
+
+    pub fn append_custom_message_entry(
+        &self,
+        custom_type: &str,
+        content: Value,
+        display: bool,
+        details: Option<Value>,
+        attribution: Option<&str>,
+    ) -> SessionResult<String> {
+        let fields = members([
+            ("customType", Some(Value::string(custom_type))),
+            ("content", Some(content)),
+            ("display", Some(Value::Bool(display))),
+            ("details", details),
+            ("attribution", attribution.map(Value::string)),
+        ]);
+        self.append_fields("custom_message", &fields)
+    }
+
+    /// `appendLabelChange`: `None` or an empty label clears it. The target must exist.
+    pub fn append_label_change(
+        &self,
+        target_id: &str,
+        label: Option<&str>,
+    ) -> SessionResult<String> {
+        let mut state = self.state.lock();
+        if state.session.index_of(target_id).is_none() {
+            return Err(super::session::EntryNotFound(target_id.to_owned()).into());
+        }
+        let fields = members([
+            ("targetId", Some(Value::string(target_id))),
+            ("label", label.map(Value::string)),
+        ]);
+        state.append("label", &fields)
+    }
+
+    pub fn append_ttsr_injection(&self, rules: &[&str]) -> SessionResult<String> {
+        let rules = Value::Array(rules.iter().map(|r| Value::string(*r)).collect());
+        self.append_fields("ttsr_injection", &members([("injectedRules", Some(rules))]))
+    }
+
+    pub fn append_session_init(&self, init: &Object) -> SessionResult<String> {
+        self.append_fields("session_init", init)
+    }
+
+    pub fn append_mode_change(&self, mode: &str, data: Option<Value>) -> SessionResult<String> {
+        let fields = members([("mode", Some(Value::string(mode))), ("data", data)]);
+        self.append_fields("mode_change", &fields)
+    }
+
+    pub fn append_mcp_tool_selection(
+        &self,
+        names: &[&str],
+        correlation: Option<&str>,
+    ) -> SessionResult<String> {
+        self.append_fields("mcp_tool_selection", &selection(names, correlation))
+    }
+
+    pub fn append_discovered_builtin_tool_selection(
+        &self,
+        names: &[&str],
+        correlation: Option<&str>,
+    ) -> SessionResult<String> {
+        self.append_fields(
+            "discovered_builtin_tool_selection",
+            &selection(names, correlation),
+        )
+    }
+
+    /// `appendContextClearEntry`: a `context_clear` custom entry that starts a new root.
+    pub fn append_context_clear(&self) -> SessionResult<String> {
+        let fields = members([("customType", Some(Value::string("context_clear")))]);
+        self.state
+            .lock()
+            .append_with_parent("custom", &fields, None)
+    }
+
+    /// `branchWithSummary`: moves the leaf to `from` (or to no entry) and appends a
+    /// `branch_summary` there.
+    pub fn branch_with_summary(
+        &self,
+        from: Option<&str>,
+        summary: &str,
+        details: Option<Value>,
+    ) -> SessionResult<String> {
+        let mut state = self.state.lock();
+        match from {
+            Some(id) => state.session.branch(id)?,
+            None => state.session.reset_leaf(),
+        }
+        let fields = members([
+            ("fromId", Some(Value::string(from.unwrap_or("root")))),
+            ("summary", Some(Value::string(summary))),
+            ("details", details),
+        ]);
+        state.append_with_parent("branch_summary", &fields, from.map(str::to_owned))
+    }
+
+    /// `setSessionName`: sets the title and appends a `header_patch`. Returns false when
+    /// nothing changed (an automatic title never replaces a user's, and an empty name is
+    /// refused).
+    pub fn set_session_name(&self, name: &str, user: bool) -> SessionResult<bool> {
+        let mut state = self.state.lock();
+        let source = if user { "user" } else { "auto" };
+        if !user && state.session.header().title_source() == Some("user") {
+            return Ok(false);
+        }
+        let title = sanitize_title(name);
+        if title.is_empty() {
+            return Ok(false);
+        }
+        let header = state.session.header_mut();
+        header.insert("title", Value::string(title.as_str()));
+        header.insert("titleSource", Value::string(source));
+        let mut patch = Object::with_capacity(2);
+        patch.insert("title", Value::string(title));
+        patch.insert("titleSource", Value::string(source));
+        let record = Record::new(members([
+            ("type", Some(Value::string("header_patch"))),
+            ("patch", Some(Value::Object(patch))),
+        ]));
+        state.persist_patches(&[record])?;
+        Ok(true)
+    }
+
+    /// `rewriteEntries`: rewrites the whole file now.
+    pub fn rewrite_entries(&self) -> SessionResult<()> {
+        let mut state = self.state.lock();
+        if !state.persist {
+            return Ok(());
+        }
+        Ok(state.full_rewrite()?)
+    }
+
+    /// `ensureOnDisk`: writes the session now if it is not fully on disk.
+    pub fn ensure_on_disk(&self) -> SessionResult<()> {
+        let mut state = self.state.lock();
+        if !state.persist || (state.flushed && !state.needs_full_rewrite) {
+            return Ok(());
+        }
+        Ok(state.full_rewrite()?)
+    }
+
+    /// Makes every appended line durable (fsync), then reports a latched error.
+    pub fn flush(&self) -> SessionResult<()> {
+        let mut state = self.state.lock();
+        if let (Some(path), Some(writer)) = (state.file.clone(), state.writer.as_mut()) {
+            if let Err(e) = writer.fsync() {
+                return Err(state.fail(&path, e).into());
+            }
+        }
+        state.check_latched()?;
+        Ok(())
+    }
+
+    /// Flushes and closes the file.
+    pub fn close(&self) -> SessionResult<()> {
+        let flushed = self.flush();
+        self.state.lock().close_writer();
+        flushed
+    }
+
+    /// `fork`: copies the session to a new file (same directory) whose `parentSession` is this
+    /// session's id, and switches to it. Returns `(old file, new file)`.
+    pub fn fork(&self) -> SessionResult<(PathBuf, PathBuf)> {
+        let mut state = self.state.lock();
+        let old = state
+            .file
+            .clone()
+            .filter(|_| state.persist)
+            .ok_or(SessionError::NoFile)?;
+        let old_header = state.session.header();
+        let old_id = old_header.id().unwrap_or_default().to_owned();
+        let mut h = Object::with_capacity(8);
+        h.insert("type", Value::string("session"));
+        h.insert("version", Value::number(CURRENT_SESSION_VERSION as f64));
+        h.insert("id", Value::string(ids::new_session_id()));
+        if let Some(title) = old_header.title() {
+            h.insert("title", Value::string(title));
+        }
+        if let Some(source) = old_header.title_source() {
+            h.insert("titleSource", Value::string(source));
+        }
+        h.insert("timestamp", Value::string(time::now_iso()));
+        h.insert("cwd", Value::string(state.cwd.as_str()));
+        h.insert("parentSession", Value::string(old_id));
+        let header = Record::new(h);
+        let new = old.with_file_name(session_file_name(&header));
+        let mut records = vec![header];
+        records.extend(state.session.entries().cloned());
+        state.publish_new(Session::from_records(records), &new)?;
+        Ok((old, new))
+    }
+
+    /// `createBranchedSession`: a new session holding the path to `leaf_id` (labels
+    /// recreated after it), written at once; the manager switches to it. `parentSession` is
+    /// the old file's path. Returns the new file (none in memory).
+    pub fn create_branched_session(&self, leaf_id: &str) -> SessionResult<Option<PathBuf>> {
+        let mut state = self.state.lock();
+        let path: Vec<Record> = state
+            .session
+            .branch_path(Some(leaf_id))?
+            .into_iter()
+            .filter(|r| r.record_type() != RecordType::Label)
+            .cloned()
+            .collect();
+        let old_file = state.file.clone().filter(|_| state.persist);
+        let parent = old_file.as_ref().map(|f| f.to_string_lossy().into_owned());
+        let header = new_header(
+            &ids::new_session_id(),
+            &state.cwd.clone(),
+            parent.as_deref(),
+        );
+        let mut records = vec![header];
+        let mut on_path: Vec<String> = Vec::new();
+        for record in &path {
+            if let Some(id) = record.id() {
+                on_path.push(id.to_owned());
+            }
+        }
+        records.extend(path);
+        let mut parent_id = on_path.last().cloned();
+        let now = time::now_iso();
+        for target in &on_path {
+            let Some(label) = state.session.label(target).map(str::to_owned) else {
+                continue;
+            };
+            let id = ids::new_entry_id(|c| {
+                on_path.iter().any(|p| p == c) || records.iter().any(|r| r.id() == Some(c))
+            });
+            let fields = members([
+                ("targetId", Some(Value::string(target.as_str()))),
+                ("label", Some(Value::string(label))),
+            ]);
+            let base = Base {
+                id: &id,
+                parent_id: parent_id.as_deref(),
+                timestamp: &now,
+            };
+            records.push(build_entry("label", &fields, &base));
+            parent_id = Some(id);
+        }
+        let session = Session::from_records(records);
+        match (&old_file, &state.session_dir) {
+            (Some(_), Some(dir)) => {
+                let new = dir.join(session_file_name(&session.records()[0]));
+                state.publish_new(session, &new)?;
+                Ok(Some(new))
+            }
+            _ => {
+                state.adopt(session, None, false);
+                Ok(None)
+            }
+        }
+    }
+
+    /// `forkFrom`: a new session in `dest_dir` holding every entry of the session file at
+    /// `source` (loaded leniently and migrated), with `parentSession` = the source's id;
+    /// written at once.
+    pub fn fork_from(
+        source: &Path,
+        cwd: &str,
+        dest_dir: &Path,
+        config: StorageConfig,
+    ) -> SessionResult<Self> {
+        let loaded = load_entries_from_storage(config.storage.as_ref(), source)?;
+        if loaded.status != LoadStatus::Loaded {
+            return Err(super::load::LoadError::NotASession {
+                path: source.into(),
+            }
+            .into());
+        }
+        let mut records = loaded.records;
+        migrate(&mut records);
+        let not_a_session = || super::load::LoadError::NotASession {
+            path: source.into(),
+        };
+        let source_header = records[0].as_header().ok_or_else(not_a_session)?;
+        let (source_id, title, title_source) = (
+            source_header.id().unwrap_or_default().to_owned(),
+            source_header.title().map(str::to_owned),
+            source_header.title_source().map(str::to_owned),
+        );
+        let mut header = new_header(&ids::new_session_id(), cwd, Some(&source_id)).into_fields();
+        if let Some(title) = title {
+            header.insert("title", Value::string(title));
+        }
+        if let Some(source) = title_source {
+            header.insert("titleSource", Value::string(source));
+        }
+        let header = Record::new(header);
+        let file = dest_dir.join(session_file_name(&header));
+        records[0] = header;
+        let mut state = State::fresh(config, cwd, Some(dest_dir.to_owned()), true);
+        state.adopt(Session::from_records(records), Some(file), false);
+        state.full_rewrite()?;
+        Ok(Self::from_state(state))
+    }
+}
+
+impl State {
+    /// Writes `session` to a new file at `path` (never replacing one) and switches to it.
+    fn publish_new(&mut self, session: Session, path: &Path) -> SessionResult<()> {
+        if self.storage().exists(path) {
+            return Err(SessionError::AlreadyExists {
+                path: path.to_owned(),
+            });
+        }
+        self.adopt(session, Some(path.to_owned()), false);
+        self.full_rewrite()?;
+        Ok(())
+    }
+}
+
+/// An object from `(key, value)` pairs, leaving out absent values.
+fn members<const N: usize>(pairs: [(&str, Option<Value>); N]) -> Object {
+    let mut obj = Object::with_capacity(N);
+    for (key, value) in pairs {
+        if let Some(value) = value {
+            obj.insert(key, value);
+        }
+    }
+    obj
+}
+
+fn selection(names: &[&str], correlation: Option<&str>) -> Object {
+    members([
+        (
+            "selectedToolNames",
+            Some(Value::Array(
+                names.iter().map(|n| Value::string(*n)).collect(),
+            )),
+        ),
+        ("mutationCorrelationId", correlation.map(Value::string)),
+    ])
+}
+
+impl Drop for SessionManager {
+    fn drop(&mut self) {
+        let state = self.state.get_mut();
+        if let Some(mut writer) = state.writer.take() {
+            let _ = writer.fsync();
+            let _ = writer.close();
+        }
+    }
+}

@@ -1,0 +1,585 @@
+//! The session manager: deferred persistence, appends, patches, rewrites, forks, error
+//! latching and rollback (the original's persistence tests).
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use common::{fixture, SessionText};
+use gjcfs::engine::inspect::parse_strict;
+use gjcfs::engine::json::{self, Object, Value};
+use gjcfs::engine::load_session;
+use gjcfs::engine::manager::{AppendPhase, SessionError, SessionManager, StorageConfig};
+use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage};
+
+fn user(text: &str) -> Value {
+    json::parse(&format!(
+        r#"{{"role":"user","content":"{text}","timestamp":1}}"#
+    ))
+    .unwrap()
+}
+
+fn assistant(text: &str) -> Value {
+    json::parse(&format!(
+        r#"{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}],"api":"anthropic-messages","provider":"anthropic","model":"claude","usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"stop","timestamp":2}}"#
+    ))
+    .unwrap()
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn config(dir: &Path) -> StorageConfig {
+    StorageConfig::files(dir.join("blobs"))
+}
+
+fn write_fixture(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    fs::copy(fixture(name), &path).unwrap();
+    path
+}
+
+#[test]
+fn nothing_is_written_before_the_first_assistant_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = SessionManager::create("/work", dir.path(), config(dir.path()));
+    let file = m.session_file().unwrap();
+    let u = m.append_message(user("hi")).unwrap();
+    m.append_thinking_level_change(Some("high")).unwrap();
+    assert!(!file.exists(), "deferred until an assistant message exists");
+    let a = m.append_message(assistant("hello")).unwrap();
+    assert_eq!(
+        lines(&file).len(),
+        4,
+        "header and three entries in one rewrite"
+    );
+    let c = m.append_custom_entry("ext", None).unwrap();
+    m.flush().unwrap();
+    let all = lines(&file);
+    assert_eq!(all.len(), 5);
+    // Parent chain: each append hangs under the previous leaf.
+    let loaded = load_session(&file).unwrap().session;
+    let parents: Vec<Option<&str>> = loaded.entries().map(|e| e.parent_id()).collect();
+    assert_eq!(parents[0], None);
+    assert_eq!(parents[2], loaded.records()[2].id());
+    assert_eq!(loaded.record(3).id(), Some(a.as_str()));
+    assert_eq!(loaded.leaf_id(), Some(c.as_str()));
+    assert_eq!(loaded.record(1).id(), Some(u.as_str()));
+    assert!(all[0].starts_with(r#"{"type":"session","version":5,"id":""#));
+    assert!(file
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .ends_with(&format!("_{}.jsonl", m.session_id())));
+    // What the manager wrote passes the strict checks and round-trips byte for byte.
+    let bytes = fs::read(&file).unwrap();
+    parse_strict(&bytes).unwrap();
+    for line in &all {
+        assert_eq!(&json::to_compact(&json::parse(line).unwrap()), line);
+    }
+}
+
+#[test]
+fn custom_messages_and_summaries_do_not_trigger_persistence() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = SessionManager::create("/work", dir.path(), config(dir.path()));
+    m.append_custom_message_entry("ext", Value::string("x"), true, None, None)
+        .unwrap();
+    m.append_message(
+        json::parse(r#"{"role":"bashExecution","command":"ls","timestamp":1}"#).unwrap(),
+    )
+    .unwrap();
+    m.flush().unwrap();
+    assert!(!m.session_file().unwrap().exists());
+}
+
+#[test]
+fn opening_a_legacy_file_writes_nothing_until_the_first_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_fixture(dir.path(), "v1-minimal.jsonl");
+    let before = fs::read(&path).unwrap();
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    let m = SessionManager::open(&path, "/tmp", config(dir.path())).unwrap();
+    m.flush().unwrap();
+    assert_eq!(fs::read(&path).unwrap(), before);
+    assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), mtime);
+    m.append_message(user("again")).unwrap();
+    m.flush().unwrap();
+    let all = lines(&path);
+    assert_eq!(all.len(), 4);
+    assert!(
+        all[0].ends_with(r#""cwd":"/tmp","version":5}"#),
+        "{}",
+        all[0]
+    );
+    let session = load_session(&path).unwrap().session;
+    assert!(session.entries().all(|e| e.id().is_some()));
+}
+
+#[test]
+fn rewrite_entries_and_ensure_on_disk_rewrite_a_legacy_file_at_once() {
+    for force in ["rewrite", "ensure"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_fixture(dir.path(), "v2-already-has-ids.jsonl");
+        let m = SessionManager::open(&path, "/tmp", config(dir.path())).unwrap();
+        match force {
+            "rewrite" => m.rewrite_entries().unwrap(),
+            _ => m.ensure_on_disk().unwrap(),
+        }
+        let all = lines(&path);
+        assert_eq!(all.len(), 3, "{force}");
+        assert!(all[0].contains(r#""version":5"#), "{force}");
+        assert!(all[2].contains(r#""id":"def67890","parentId":"abc12345""#));
+    }
+}
+
+#[test]
+fn renaming_appends_one_small_header_patch() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = SessionManager::create("/work", dir.path(), config(dir.path()));
+    let huge = "x".repeat(1_000_000);
+    m.append_message(user(&huge)).unwrap();
+    m.append_message(assistant("ok")).unwrap();
+    m.ensure_on_disk().unwrap();
+    let file = m.session_file().unwrap();
+    let size = fs::metadata(&file).unwrap().len();
+    assert!(m.set_session_name("renamed session", true).unwrap());
+    m.flush().unwrap();
+    let grown = fs::metadata(&file).unwrap().len() - size;
+    assert!(grown < 128, "grew by {grown}");
+    let last = lines(&file).pop().unwrap();
+    assert_eq!(
+        last,
+        r#"{"type":"header_patch","patch":{"title":"renamed session","titleSource":"user"}}"#
+    );
+    // An automatic title never replaces the user's.
+    assert!(!m.set_session_name("auto title", false).unwrap());
+    let header = load_session(&file).unwrap().session;
+    assert_eq!(header.header().title(), Some("renamed session"));
+    assert_eq!(header.header().title_source(), Some("user"));
+    assert_eq!(header.header().version(), 5.0);
+    // Appends after the patch still work.
+    m.append_message(user("later")).unwrap();
+    m.flush().unwrap();
+    assert_eq!(load_session(&file).unwrap().session.entry_count(), 3);
+}
+
+#[test]
+fn long_titles_are_cleaned_and_cut_to_1000_units() {
+    let m = SessionManager::in_memory("/work");
+    assert!(m.set_session_name(&"漢".repeat(10_000), true).unwrap());
+    assert_eq!(
+        m.read(|s| s.header().title().unwrap().chars().count()),
+        1000
+    );
+    assert!(m.set_session_name("a\u{0}\tb \n  c\u{9f}", true).unwrap());
+    assert_eq!(
+        m.read(|s| s.header().title().map(str::to_owned)),
+        Some("a b c".to_owned())
+    );
+    assert!(!m.set_session_name(" \u{1} ", true).unwrap());
+}
+
+#[test]
+fn reopening_an_openai_replay_payload_appends_one_entry_patch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("replay.jsonl");
+    let text = fs::read_to_string(fixture("openai-replay-sanitize.jsonl"))
+        .unwrap()
+        .replace("<CWD>", dir.path().to_str().unwrap());
+    fs::write(&path, &text).unwrap();
+    let m = SessionManager::open(&path, "/", config(dir.path())).unwrap();
+    m.close().unwrap();
+    let after = fs::read_to_string(&path).unwrap();
+    assert!(after.starts_with(&text), "only appended");
+    assert!(after.ends_with('\n'));
+    let added: Vec<&str> = after[text.len()..].lines().collect();
+    assert_eq!(added.len(), 1);
+    assert!(added[0].starts_with(r#"{"type":"entry_patch","entryId":"assistant","patch":{"message":{"role":"assistant","content":[{"type":"thinking","thinking":"private"}]"#));
+    let message = m.read(|s| s.get_entry("assistant").unwrap().message().unwrap().clone());
+    assert!(!message.contains_key("providerPayload"));
+    // Reopening finds nothing more to patch.
+    SessionManager::open(&path, "/", config(dir.path()))
+        .unwrap()
+        .close()
+        .unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), after);
+}
+
+#[test]
+fn a_failed_replay_patch_fails_the_open_and_leaves_the_file() {
+    let storage = MemoryStorage::new();
+    let path = PathBuf::from("/s/replay.jsonl");
+    storage.ensure_dir(Path::new("/s")).unwrap();
+    let text = fs::read_to_string(fixture("openai-replay-sanitize.jsonl")).unwrap();
+    storage.put_file(&path, text.as_bytes());
+    let cfg = memory_config(&storage);
+    // Fail every write from here on.
+    // The read succeeds; every operation after it fails.
+    let start = storage.op_count();
+    storage.set_faults(
+        (start + 1..start + 50)
+            .map(|at| Fault {
+                at,
+                kind: FaultKind::Errno(libc::EIO),
+            })
+            .collect(),
+    );
+    let err = SessionManager::open(&path, "/", cfg).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    assert_eq!(storage.file(&path).unwrap(), text.as_bytes());
+    assert_eq!(storage.paths(), vec![path]);
+}
+
+use gjcfs::engine::storage::SessionStorage;
+
+fn memory_config(storage: &MemoryStorage) -> StorageConfig {
+    let shared: Arc<dyn SessionStorage> = Arc::new(storage.clone());
+    StorageConfig {
+        blobs: gjcfs::engine::blob::BlobStore::new("/agent/blobs", shared.clone()),
+        storage: shared,
+    }
+}
+
+#[test]
+fn a_failed_append_is_rolled_back_and_the_error_latched() {
+    let storage = MemoryStorage::new();
+    let m = SessionManager::create("/w", "/s", memory_config(&storage));
+    storage.ensure_dir(Path::new("/s")).unwrap();
+    m.append_message(user("q")).unwrap();
+    let a = m.append_message(assistant("a")).unwrap();
+    let file = m.session_file().unwrap();
+    let on_disk = storage.file(&file).unwrap();
+    storage.set_fault(Some(Fault {
+        at: storage.op_count(),
+        kind: FaultKind::Errno(libc::ENOSPC),
+    }));
+    let leaf_before = m.leaf_id();
+    let err = m.append_message(user("lost?")).unwrap_err();
+    match &err {
+        SessionError::Append { phase, .. } => assert_eq!(*phase, AppendPhase::CurrentAppend),
+        other => panic!("unexpected {other}"),
+    }
+    assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
+    assert_eq!(m.leaf_id(), leaf_before);
+    assert_eq!(m.leaf_id().as_deref(), Some(a.as_str()));
+    assert_eq!(m.read(|s| s.entry_count()), 2);
+    assert_eq!(storage.file(&file).unwrap(), on_disk);
+    storage.set_fault(None);
+    match m.append_message(user("after")).unwrap_err() {
+        SessionError::Append { phase, source, .. } => {
+            assert_eq!(phase, AppendPhase::PriorFailure);
+            assert_eq!(source.raw_os_error(), Some(libc::ENOSPC));
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert!(m.flush().is_err());
+    assert!(m.persist_error().is_some());
+    // Switching session clears the latch.
+    m.new_session(None);
+    assert!(m.persist_error().is_none());
+    m.append_message(user("fresh")).unwrap();
+}
+
+#[test]
+fn an_append_after_a_torn_last_line_is_not_swallowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("torn.jsonl");
+    let text = SessionText::new()
+        .message("a", None, "user", "q")
+        .message("b", Some("a"), "assistant", "a")
+        .text();
+    fs::write(
+        &path,
+        format!("{text}{{\"type\":\"message\",\"id\":\"c\",\"par"),
+    )
+    .unwrap();
+    let m = SessionManager::open(&path, "/work", config(dir.path())).unwrap();
+    let id = m.append_message(user("after the tear")).unwrap();
+    m.close().unwrap();
+    let loaded = load_session(&path).unwrap();
+    assert_eq!(loaded.skipped.len(), 1, "only the torn line is lost");
+    assert_eq!(loaded.session.leaf_id(), Some(id.as_str()));
+    assert_eq!(loaded.session.entry_count(), 3);
+}
+
+#[test]
+fn labels_branches_and_context_clear() {
+    let m = SessionManager::in_memory("/work");
+    let a = m.append_message(user("a")).unwrap();
+    let b = m.append_message(assistant("b")).unwrap();
+    assert!(matches!(
+        m.append_label_change("nope", Some("x")),
+        Err(SessionError::EntryNotFound(_))
+    ));
+    m.append_label_change(&a, Some("start")).unwrap();
+    assert_eq!(
+        m.read(|s| s.label(&a).map(str::to_owned)),
+        Some("start".into())
+    );
+    m.branch(&a).unwrap();
+    let s = m.branch_with_summary(Some(&a), "tried b", None).unwrap();
+    let parent = m.read(|x| x.get_entry(&s).unwrap().parent_id().map(str::to_owned));
+    assert_eq!(parent.as_deref(), Some(a.as_str()));
+    assert!(m.branch("missing").is_err());
+    assert!(matches!(
+        m.branch_with_summary(Some("missing"), "x", None),
+        Err(SessionError::EntryNotFound(_))
+    ));
+    let root = m.branch_with_summary(None, "from root", None).unwrap();
+    m.read(|x| {
+        let e = x.get_entry(&root).unwrap();
+        assert_eq!(e.parent_id(), None);
+        assert_eq!(e.get_str("fromId"), Some("root"));
+    });
+    m.branch(&b).unwrap();
+    let clear = m.append_context_clear().unwrap();
+    let after = m.append_message(user("after clear")).unwrap();
+    m.read(|x| {
+        assert_eq!(
+            x.get_entry(&clear).unwrap().get("parentId"),
+            Some(&Value::Null)
+        );
+        let ctx = x.build_context();
+        assert_eq!(ctx.messages.len(), 1);
+        assert_eq!(x.leaf_id(), Some(after.as_str()));
+        assert_eq!(x.entry_count(), 7);
+    });
+}
+
+#[test]
+fn fork_copies_the_session_under_a_new_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = SessionManager::create("/work", dir.path(), config(dir.path()));
+    m.append_message(user("q")).unwrap();
+    m.append_message(assistant("a")).unwrap();
+    m.set_session_name("named", true).unwrap();
+    let old_id = m.session_id();
+    let (old, new) = m.fork().unwrap();
+    assert_ne!(old, new);
+    assert_eq!(m.session_file().unwrap(), new);
+    assert_ne!(m.session_id(), old_id);
+    let forked = load_session(&new).unwrap().session;
+    assert_eq!(forked.header().parent_session(), Some(old_id.as_str()));
+    assert_eq!(forked.header().title(), Some("named"));
+    assert_eq!(forked.entry_count(), 2);
+    assert!(lines(&new)[0].starts_with(r#"{"type":"session","version":5,"id":""#));
+    assert!(lines(&new)[0].contains(r#""title":"named","titleSource":"user","timestamp""#));
+    assert!(SessionManager::in_memory("/").fork().is_err());
+}
+
+#[test]
+fn branched_session_keeps_the_path_and_its_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = SessionManager::create("/work", dir.path(), config(dir.path()));
+    let a = m.append_message(user("a")).unwrap();
+    let b = m.append_message(assistant("b")).unwrap();
+    let c = m.append_message(user("c")).unwrap();
+    m.append_label_change(&a, Some("first")).unwrap();
+    m.append_label_change(&c, Some("off path")).unwrap();
+    m.branch(&b).unwrap();
+    let old_file = m.session_file().unwrap();
+    assert!(matches!(
+        m.create_branched_session("nope"),
+        Err(SessionError::EntryNotFound(_))
+    ));
+    let new = m.create_branched_session(&b).unwrap().unwrap();
+    let session = load_session(&new).unwrap().session;
+    assert_eq!(
+        session.header().parent_session(),
+        Some(old_file.to_str().unwrap())
+    );
+    let types: Vec<&str> = session
+        .entries()
+        .map(|e| e.get_str("type").unwrap())
+        .collect();
+    assert_eq!(types, ["message", "message", "label"]);
+    assert_eq!(session.label(&a), Some("first"));
+    assert_eq!(session.label(&c), None);
+    let label = session.entries().last().unwrap();
+    assert_eq!(label.parent_id(), Some(b.as_str()));
+    assert_eq!(m.session_file().unwrap(), new);
+    // In memory the same happens without a file.
+    let mem = SessionManager::in_memory("/w");
+    let x = mem.append_message(user("x")).unwrap();
+    mem.append_message(user("y")).unwrap();
+    assert_eq!(mem.create_branched_session(&x).unwrap(), None);
+    assert_eq!(mem.read(|s| s.entry_count()), 1);
+}
+
+#[test]
+fn fork_from_copies_a_legacy_file_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("dest");
+    let m = SessionManager::fork_from(
+        &fixture("real/large-session.jsonl"),
+        "/work",
+        &dest,
+        config(dir.path()),
+    )
+    .unwrap();
+    let file = m.session_file().unwrap();
+    let session = load_session(&file).unwrap().session;
+    assert_eq!(
+        session.header().parent_session(),
+        Some("d703a1a9-1b7b-4fb1-b512-c9738b1fe617")
+    );
+    assert_eq!(session.entry_count(), 1018);
+    assert_eq!(session.build_context().messages.len(), 914);
+    assert!(lines(&file)[0].starts_with(r#"{"type":"session","version":5,"id":""#));
+}
+
+#[test]
+fn external_entries_are_validated_before_anything_is_appended() {
+    let m = SessionManager::in_memory("/w");
+    let a = m
+        .append_external(
+            json::parse(r#"{"role":"user","content":"hi"}"#)
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
+        .unwrap();
+    let obj = |t: &str| json::parse(t).unwrap().as_object().unwrap().clone();
+    let label = m
+        .append_external(obj(&format!(
+            r#"{{"type":"label","targetId":"{a}","label":"checkpoint"}}"#
+        )))
+        .unwrap();
+    assert_eq!(m.leaf_id(), Some(label));
+    for bad in [
+        r#"{"type":"label","targetId":"missing","label":"x"}"#,
+        r#"{"type":"label","id":"x","targetId":"t"}"#,
+        r#"{"type":"compaction","summary":"s"}"#,
+        r#"{"type":"whatever"}"#,
+    ] {
+        assert!(m.append_external(obj(bad)).is_err(), "{bad}");
+    }
+    assert_eq!(m.read(|s| s.entry_count()), 2);
+}
+
+#[test]
+fn concurrent_appends_are_serialized() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Arc::new(SessionManager::create(
+        "/work",
+        dir.path(),
+        config(dir.path()),
+    ));
+    m.append_message(user("q")).unwrap();
+    m.append_message(assistant("a")).unwrap();
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    m.append_custom_entry("t", Some(Value::string(format!("{t}-{i}"))))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    m.close().unwrap();
+    let session = load_session(&m.session_file().unwrap()).unwrap().session;
+    assert_eq!(session.entry_count(), 402);
+    // One linear chain: every entry's parent is the entry before it.
+    let records = session.records();
+    for i in 2..records.len() {
+        assert_eq!(records[i].parent_id(), records[i - 1].id());
+    }
+}
+
+#[test]
+fn images_go_to_the_blob_store_and_come_back_in_the_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = SessionManager::create("/work", dir.path(), config(dir.path()));
+    let bytes: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+    let b64 = data_encoding::BASE64.encode(&bytes);
+    let message = json::parse(&format!(
+        r#"{{"role":"user","content":[{{"type":"image","data":"{b64}","mimeType":"image/png"}}],"timestamp":1}}"#
+    ))
+    .unwrap();
+    m.append_message(message.clone()).unwrap();
+    m.append_message(assistant("nice")).unwrap();
+    m.close().unwrap();
+    let file = m.session_file().unwrap();
+    let text = fs::read_to_string(&file).unwrap();
+    assert!(!text.contains(&b64));
+    let hash = gjcfs::engine::blob::sha256_hex(&bytes);
+    assert!(text.contains(&format!("blob:sha256:{hash}")));
+    assert_eq!(
+        fs::read(dir.path().join("blobs").join(&hash)).unwrap(),
+        bytes
+    );
+    let session = load_session(&file).unwrap().session;
+    let stored = session.entries().next().unwrap().get("message").unwrap();
+    let resolved = gjcfs::engine::persist::resolve_blob_refs(stored, &m.blobs());
+    assert_eq!(resolved.as_ref(), &message);
+}
+
+#[test]
+fn open_of_a_missing_or_empty_file_writes_a_header() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in [
+        ("missing.jsonl", None),
+        ("empty.jsonl", Some("")),
+        ("junk.jsonl", Some("{\"x\":1}\n")),
+    ] {
+        let path = dir.path().join(name);
+        if let Some(c) = content {
+            fs::write(&path, c).unwrap();
+        }
+        let m = SessionManager::open(&path, "/project", config(dir.path())).unwrap();
+        let all = lines(&path);
+        assert_eq!(all.len(), 1, "{name}");
+        assert!(all[0].contains(r#""cwd":"/project""#));
+        assert_eq!(m.read(|s| s.entry_count()), 0);
+    }
+}
+
+#[test]
+fn set_session_file_switches_and_refuses_malformed_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = SessionManager::create("/work", dir.path(), config(dir.path()));
+    let good = write_fixture(dir.path(), "v4-patch-fixture.jsonl");
+    let before = fs::read(&good).unwrap();
+    m.set_session_file(&good).unwrap();
+    assert_eq!(
+        m.read(|s| s.header().title().map(str::to_owned)),
+        Some("Patched title".into())
+    );
+    assert_eq!(fs::read(&good).unwrap(), before, "no writes on adoption");
+    let bad = write_fixture(dir.path(), "lenient-malformed-line.jsonl");
+    assert!(matches!(
+        m.set_session_file(&bad),
+        Err(SessionError::Inspect { .. })
+    ));
+    let fresh = dir.path().join("new.jsonl");
+    m.set_session_file(&fresh).unwrap();
+    assert_eq!(lines(&fresh).len(), 1);
+}
+
+#[test]
+fn a_file_deleted_behind_the_manager_is_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = SessionManager::create("/work", dir.path(), config(dir.path()));
+    m.append_message(user("q")).unwrap();
+    m.append_message(assistant("a")).unwrap();
+    let file = m.session_file().unwrap();
+    fs::remove_file(&file).unwrap();
+    m.append_message(user("again")).unwrap();
+    m.flush().unwrap();
+    assert_eq!(load_session(&file).unwrap().session.entry_count(), 3);
+}
