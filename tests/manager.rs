@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::{fixture, SessionText};
 use gjcfs::engine::inspect::parse_strict;
-use gjcfs::engine::json::{self, Object, Value};
+use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{AppendPhase, SessionError, SessionManager, StorageConfig};
 use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage};
