@@ -215,3 +215,61 @@ fn closed_stdout_is_not_an_error() {
         .unwrap();
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
 }
+
+#[test]
+fn append_reads_entries_from_stdin_and_stops_at_the_first_bad_line() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(
+        &path,
+        SessionText::new()
+            .message("a", None, "user", "q")
+            .message("b", Some("a"), "assistant", "answer")
+            .text(),
+    )
+    .unwrap();
+    let input = concat!(
+        "{\"role\":\"user\",\"content\":\"hello\"}\n",
+        "\n",
+        "{\"type\":\"label\",\"targetId\":\"a\",\"label\":\"checkpoint\"}\n",
+        "{\"type\":\"label\",\"targetId\":\"nope\",\"label\":\"x\"}\n",
+        "{\"role\":\"user\",\"content\":\"never\"}\n",
+    );
+    let mut child = Command::new(gjcfs_bin())
+        .args(["append", path.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("stdin line 4") && err.contains("Entry nope not found"),
+        "{err}"
+    );
+    let session = gjcfs::engine::load_session(&path).unwrap().session;
+    let types: Vec<&str> = session
+        .entries()
+        .map(|e| e.get_str("type").unwrap())
+        .collect();
+    assert_eq!(types, ["message", "message", "message", "label"]);
+    assert_eq!(session.label("a"), Some("checkpoint"));
+    let hello = session.entries().nth(2).unwrap();
+    assert_eq!(hello.parent_id(), Some("b"));
+
+    let missing = dir.path().join("missing.jsonl");
+    let out = gjcfs(&["append", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no such session file"));
+    assert!(!missing.exists());
+}

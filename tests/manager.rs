@@ -583,3 +583,87 @@ fn a_file_deleted_behind_the_manager_is_written_again() {
     m.flush().unwrap();
     assert_eq!(load_session(&file).unwrap().session.entry_count(), 3);
 }
+
+#[test]
+fn move_to_relocates_the_file_and_rewrites_the_cwd() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = SessionManager::create("/old", dir.path().join("a"), config(dir.path()));
+    m.append_message(user("q")).unwrap();
+    m.append_message(assistant("a")).unwrap();
+    let old = m.session_file().unwrap();
+    let dest = dir.path().join("b");
+    m.move_to("/new", &dest).unwrap();
+    let new = m.session_file().unwrap();
+    assert_eq!(new, dest.join(old.file_name().unwrap()));
+    assert!(!old.exists());
+    assert!(lines(&new)[0].contains(r#""cwd":"/new""#));
+    let reopened = load_session(&new).unwrap().session;
+    assert_eq!(reopened.header().cwd(), Some("/new"));
+    assert_eq!(reopened.entry_count(), 2);
+    // A destination that exists is refused and both files stay.
+    let other = SessionManager::create("/x", dir.path().join("c"), config(dir.path()));
+    other.append_message(user("q")).unwrap();
+    other.append_message(assistant("a")).unwrap();
+    let blocker = dir.path().join("d");
+    fs::create_dir_all(&blocker).unwrap();
+    let taken = blocker.join(other.session_file().unwrap().file_name().unwrap());
+    fs::write(&taken, "occupied").unwrap();
+    assert!(matches!(
+        other.move_to("/y", &blocker),
+        Err(SessionError::AlreadyExists { .. })
+    ));
+    assert_eq!(fs::read_to_string(&taken).unwrap(), "occupied");
+    assert!(other.session_file().unwrap().exists());
+    // A fresh session moves without creating a file; it is written later at the new place.
+    let fresh = SessionManager::create("/f", dir.path().join("e"), config(dir.path()));
+    fresh.move_to("/g", &dir.path().join("h")).unwrap();
+    assert!(!fresh.session_file().unwrap().exists());
+    fresh.append_message(assistant("first")).unwrap();
+    assert!(lines(&fresh.session_file().unwrap())[0].contains(r#""cwd":"/g""#));
+}
+
+#[test]
+fn every_entry_type_written_passes_strict_inspection_and_round_trips() {
+    use gjcfs::engine::manager::ModelChain;
+    let dir = tempfile::tempdir().unwrap();
+    let m = SessionManager::create("/work", dir.path(), config(dir.path()));
+    let q = m.append_message(user("q")).unwrap();
+    m.append_message(assistant("a")).unwrap();
+    m.append_thinking_level_change(Some("high")).unwrap();
+    m.append_model_change("openai/gpt", Some("smol")).unwrap();
+    m.append_service_tier_change(None).unwrap();
+    m.append_configured_model_chain(&ModelChain {
+        role: "default",
+        entries: &["a/b", "c/d"],
+        origin: "user",
+        identity: None,
+        explicit_head: true,
+        cleared: false,
+    })
+    .unwrap();
+    m.append_compaction("summary", &q, 1234.0, None).unwrap();
+    m.append_custom_entry("ext", Some(Value::Null)).unwrap();
+    m.append_custom_message_entry("ext", Value::string("shown"), true, None, Some("user"))
+        .unwrap();
+    m.append_label_change(&q, Some("start")).unwrap();
+    m.append_ttsr_injection(&["rule"]).unwrap();
+    let init = json::parse(r#"{"systemPrompt":"p","task":"t","tools":["read"]}"#).unwrap();
+    m.append_session_init(init.as_object().unwrap()).unwrap();
+    m.append_mode_change("plan", None).unwrap();
+    m.append_mcp_tool_selection(&["srv.tool"], Some("corr"))
+        .unwrap();
+    m.append_discovered_builtin_tool_selection(&[], Some("corr"))
+        .unwrap();
+    m.branch_with_summary(Some(&q), "side", None).unwrap();
+    m.set_session_name("all types", false).unwrap();
+    m.close().unwrap();
+    let file = m.session_file().unwrap();
+    let bytes = fs::read(&file).unwrap();
+    let (session, _) = parse_strict(&bytes).unwrap();
+    assert_eq!(session.entry_count(), 16);
+    for line in lines(&file) {
+        assert_eq!(json::to_compact(&json::parse(&line).unwrap()), line);
+    }
+    let ctx = session.build_context();
+    assert_eq!(ctx.messages.len(), 2, "user message and the branch summary");
+}

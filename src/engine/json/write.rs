@@ -57,14 +57,14 @@ pub fn write_compact(value: &Value, out: &mut Vec<u8>) {
 /// Appends the compact serialization of an object to `out`.
 pub fn write_object_compact(obj: &Object, out: &mut Vec<u8>) {
     out.push(b'{');
-    for (i, (key, item)) in js_order(obj).enumerate() {
+    for_each_member(obj, |i, key, item| {
         if i > 0 {
             out.push(b',');
         }
         write_string(key, out);
         out.push(b':');
         write_compact(item, out);
-    }
+    });
     out.push(b'}');
 }
 
@@ -90,7 +90,7 @@ pub fn write_pretty(value: &Value, out: &mut Vec<u8>, indent: usize) {
         }
         Value::Object(obj) if !obj.is_empty() => {
             out.push(b'{');
-            for (i, (key, item)) in js_order(obj).enumerate() {
+            for_each_member(obj, |i, key, item| {
                 if i > 0 {
                     out.push(b',');
                 }
@@ -98,7 +98,7 @@ pub fn write_pretty(value: &Value, out: &mut Vec<u8>, indent: usize) {
                 write_string(key, out);
                 out.extend_from_slice(b": ");
                 write_pretty(item, out, indent + 1);
-            }
+            });
             newline(out, indent);
             out.push(b'}');
         }
@@ -190,22 +190,31 @@ fn array_index(key: &JsString) -> Option<u32> {
         .map(|n| n as u32)
 }
 
-/// The members of `obj` in JavaScript enumeration order.
-fn js_order(obj: &Object) -> Box<dyn Iterator<Item = (&JsString, &Value)> + '_> {
-    if obj.keys().all(|k| array_index(k).is_none()) {
-        return Box::new(obj.iter());
+/// Calls `f(position, key, value)` for the members of `obj` in JavaScript enumeration order.
+fn for_each_member<'a>(obj: &'a Object, mut f: impl FnMut(usize, &'a JsString, &'a Value)) {
+    let is_index = |k: &JsString| {
+        k.wtf8_bytes().first().is_some_and(u8::is_ascii_digit) && array_index(k).is_some()
+    };
+    if !obj.keys().any(is_index) {
+        for (i, (k, v)) in obj.iter().enumerate() {
+            f(i, k, v);
+        }
+        return;
     }
     let mut indexed: Vec<_> = obj
         .iter()
         .filter_map(|(k, v)| array_index(k).map(|n| (n, k, v)))
         .collect();
     indexed.sort_by_key(|(n, _, _)| *n);
-    Box::new(
-        indexed
-            .into_iter()
-            .map(|(_, k, v)| (k, v))
-            .chain(obj.iter().filter(|(k, _)| array_index(k).is_none())),
-    )
+    let rest = obj.iter().filter(|(k, _)| array_index(k).is_none());
+    for (i, (k, v)) in indexed
+        .into_iter()
+        .map(|(_, k, v)| (k, v))
+        .chain(rest)
+        .enumerate()
+    {
+        f(i, k, v);
+    }
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";

@@ -63,6 +63,17 @@ impl StorageConfig {
     }
 }
 
+/// A configured model chain to append.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelChain<'a> {
+    pub role: &'a str,
+    pub entries: &'a [&'a str],
+    pub origin: &'a str,
+    pub identity: Option<&'a str>,
+    pub explicit_head: bool,
+    pub cleared: bool,
+}
+
 /// A session being read and written.
 #[derive(Debug)]
 pub struct SessionManager {
@@ -268,19 +279,26 @@ impl State {
         Ok(self.writer.insert(writer))
     }
 
-    /// Appends records as lines (after the persist transform).
-    fn append_lines(&mut self, records: &[&Record]) -> Result<(), PersistError> {
+    /// The lines for `records` after the persist transform (blobs stored first).
+    fn encode(&self, records: &[&Record]) -> Result<Vec<u8>, super::blob::BlobError> {
+        let mut buf = Vec::new();
+        for record in records {
+            let prepared = prepare_for_persist(record.fields(), &self.config.blobs)?;
+            super::json::write_object_compact(&prepared, &mut buf);
+            buf.push(b'\n');
+        }
+        Ok(buf)
+    }
+
+    /// Appends encoded lines to the file.
+    fn append_bytes(
+        &mut self,
+        encoded: Result<Vec<u8>, super::blob::BlobError>,
+    ) -> Result<(), PersistError> {
         let Some(path) = self.file.clone() else {
             return Ok(());
         };
-        let mut buf = Vec::new();
-        for record in records {
-            match prepare_for_persist(record.fields(), &self.config.blobs) {
-                Ok(prepared) => super::json::write_object_compact(&prepared, &mut buf),
-                Err(e) => return Err(self.fail(&path, std::io::Error::other(e))),
-            }
-            buf.push(b'\n');
-        }
+        let buf = encoded.map_err(|e| self.fail(&path, std::io::Error::other(e)))?;
         let result = self.writer(&path)?.write_all(&buf);
         result.map_err(|e| self.fail(&path, e))
     }
@@ -304,8 +322,8 @@ impl State {
             // A file deleted behind our back is written again from memory.
             return self.full_rewrite();
         }
-        let record = self.session.record(index).clone();
-        self.append_lines(&[&record])
+        let encoded = self.encode(&[self.session.record(index)]);
+        self.append_bytes(encoded)
     }
 
     /// `#persistPatches`: patch records for changes already made in memory.
@@ -320,8 +338,8 @@ impl State {
         if self.needs_full_rewrite || !self.flushed || self.session.header().version() < 5.0 {
             return self.full_rewrite();
         }
-        let refs: Vec<&Record> = patches.iter().collect();
-        self.append_lines(&refs)
+        let encoded = self.encode(&patches.iter().collect::<Vec<_>>());
+        self.append_bytes(encoded)
     }
 
     fn append(&mut self, ty: &str, fields: &Object) -> SessionResult<String> {
@@ -650,6 +668,25 @@ impl SessionManager {
         )
     }
 
+    /// `appendConfiguredModelChain`: only the chain's own fields are kept (runtime fields
+    /// such as an active index are not persisted).
+    pub fn append_configured_model_chain(&self, chain: &ModelChain<'_>) -> SessionResult<String> {
+        let fields = members([
+            ("role", Some(Value::string(chain.role))),
+            (
+                "entries",
+                Some(Value::Array(
+                    chain.entries.iter().map(|e| Value::string(*e)).collect(),
+                )),
+            ),
+            ("origin", Some(Value::string(chain.origin))),
+            ("identity", chain.identity.map(Value::string)),
+            ("explicitHead", Some(Value::Bool(chain.explicit_head))),
+            ("cleared", chain.cleared.then_some(Value::Bool(true))),
+        ]);
+        self.append_fields("configured_model_chain", &fields)
+    }
+
     /// `appendContextClearEntry`: a `context_clear` custom entry that starts a new root.
     pub fn append_context_clear(&self) -> SessionResult<String> {
         let fields = members([("customType", Some(Value::string("context_clear")))]);
@@ -741,6 +778,49 @@ impl SessionManager {
         let flushed = self.flush();
         self.state.lock().close_writer();
         flushed
+    }
+
+    /// `moveTo`: moves the session file into `dest_dir` (same name, never replacing a file
+    /// there) and records `new_cwd` with a `header_patch`; if the file existed or the session
+    /// has an assistant message, a full rewrite then folds the new cwd into the header. A move
+    /// to the current cwd does nothing.
+    pub fn move_to(&self, new_cwd: &str, dest_dir: &Path) -> SessionResult<()> {
+        let mut state = self.state.lock();
+        if state.cwd == new_cwd {
+            return Ok(());
+        }
+        let old = state.file.clone();
+        let new = old
+            .as_ref()
+            .and_then(|f| f.file_name())
+            .map(|name| dest_dir.join(name));
+        let existed = old.as_deref().is_some_and(|f| state.storage().exists(f));
+        if let (Some(old), Some(new)) = (&old, &new) {
+            if existed {
+                if state.storage().exists(new) {
+                    return Err(SessionError::AlreadyExists { path: new.clone() });
+                }
+                state.close_writer();
+                let moved = state
+                    .storage()
+                    .ensure_dir(dest_dir)
+                    .and_then(|()| state.storage().rename(old, new));
+                if let Err(e) = moved {
+                    return Err(PersistError::new(old, e).into());
+                }
+            }
+        }
+        state.file = new;
+        state.session_dir = Some(dest_dir.to_owned());
+        state.cwd = new_cwd.to_owned();
+        state
+            .session
+            .header_mut()
+            .insert("cwd", Value::string(new_cwd));
+        if existed || state.has_assistant {
+            state.full_rewrite()?;
+        }
+        Ok(())
     }
 
     /// `fork`: copies the session to a new file (same directory) whose `parentSession` is this

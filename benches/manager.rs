@@ -1,0 +1,116 @@
+//! Write-side figures: appends to a persisted session (with and without an fsync per entry)
+//! and a full rewrite of a large session beside a plain file copy of it.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use gjcfs::engine::json::{self, Value};
+use gjcfs::engine::manager::{SessionManager, StorageConfig};
+
+fn persisted_session(dir: &Path) -> SessionManager {
+    let m = SessionManager::create("/bench", dir, StorageConfig::files(dir.join("blobs")));
+    m.append_message(json::parse(r#"{"role":"user","content":"q","timestamp":1}"#).unwrap())
+        .unwrap();
+    m.append_message(
+        json::parse(r#"{"role":"assistant","content":[{"type":"text","text":"a"}],"provider":"p","model":"m","timestamp":2}"#)
+            .unwrap(),
+    )
+    .unwrap();
+    m
+}
+
+fn small_entry(i: u64) -> Value {
+    json::parse(&format!(
+        r#"{{"role":"user","content":"message number {i}","timestamp":{i}}}"#
+    ))
+    .unwrap()
+}
+
+fn appends(c: &mut Criterion) {
+    let mut group = c.benchmark_group("append");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(20));
+    const N: u64 = 100_000;
+    group.throughput(Throughput::Elements(N));
+    group.bench_function("100k small entries, no fsync", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let dir = tempfile::tempdir().unwrap();
+                let m = persisted_session(dir.path());
+                let entries: Vec<Value> = (0..N).map(small_entry).collect();
+                let start = Instant::now();
+                for e in entries {
+                    m.append_message(e).unwrap();
+                }
+                total += start.elapsed();
+                m.close().unwrap();
+            }
+            total
+        })
+    });
+    const M: u64 = 500;
+    group.throughput(Throughput::Elements(M));
+    group.bench_function("500 small entries, flush (fsync) after each", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let dir = tempfile::tempdir().unwrap();
+                let m = persisted_session(dir.path());
+                let start = Instant::now();
+                for i in 0..M {
+                    m.append_message(small_entry(i)).unwrap();
+                    m.flush().unwrap();
+                }
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+/// A session of about `bytes` bytes made of messages with long tool outputs.
+fn large_session(dir: &Path, bytes: usize) -> SessionManager {
+    let m = persisted_session(dir);
+    let output = "log line with some text in it\n".repeat(300);
+    let mut written = 0;
+    let mut i = 0u64;
+    while written < bytes {
+        let msg = json::parse(&format!(
+            r#"{{"role":"toolResult","toolCallId":"call{i}","toolName":"bash","content":[{{"type":"text","text":{}}}],"isError":false,"timestamp":{i}}}"#,
+            json::to_compact(&Value::string(output.as_str()))
+        ))
+        .unwrap();
+        m.append_message(msg).unwrap();
+        written += output.len() + 200;
+        i += 1;
+    }
+    m.flush().unwrap();
+    m
+}
+
+fn rewrite(c: &mut Criterion) {
+    let mut group = c.benchmark_group("rewrite");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(20));
+    let dir = tempfile::tempdir().unwrap();
+    let m = large_session(dir.path(), 100 << 20);
+    let file = m.session_file().unwrap();
+    let size = std::fs::metadata(&file).unwrap().len();
+    group.throughput(Throughput::Bytes(size));
+    let copy = dir.path().join("copy.jsonl");
+    group.bench_function("cp of the 100 MB session file (baseline)", |b| {
+        b.iter(|| std::fs::copy(&file, &copy).unwrap())
+    });
+    group.bench_function("full atomic rewrite of the 100 MB session", |b| {
+        b.iter(|| m.rewrite_entries().unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, appends, rewrite);
+criterion_main!(benches);
