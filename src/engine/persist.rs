@@ -19,6 +19,9 @@
 //! that does not parse their raw payloads unless their text could need the transform.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use memchr::memmem;
 
 use super::blob::{blob_ref, parse_blob_ref, BlobError, BlobStore, BLOB_REF_PREFIX};
 use super::json::{JsString, Object, RawJson, Value};
@@ -46,14 +49,25 @@ pub fn prepare_for_persist<'a>(
     Ok(Cow::Owned(owned))
 }
 
-/// Whether raw text could hold something the transform changes.
+/// Whether raw text could hold something the transform changes: a string long enough to
+/// truncate, a transient key, an image block or an `image_url`. Inside JSON strings a quote
+/// is always escaped, so these quoted patterns only match keys and whole string values.
 fn raw_may_need(raw: &RawJson) -> bool {
+    static FINDERS: OnceLock<[memmem::Finder<'static>; 4]> = OnceLock::new();
     let text = raw.as_str();
-    text.len() > MAX_PERSIST_CHARS
-        || text.contains("\"partialJson\"")
-        || text.contains("\"jsonlEvents\"")
-        || text.contains("\"image\"")
-        || text.contains("\"image_url\"")
+    if text.len() > MAX_PERSIST_CHARS {
+        return true;
+    }
+    let finders = FINDERS.get_or_init(|| {
+        [
+            "\"partialJson\"",
+            "\"jsonlEvents\"",
+            "\"image\"",
+            "\"image_url\"",
+        ]
+        .map(|p| memmem::Finder::new(p.as_bytes()))
+    });
+    finders.iter().any(|f| f.find(text.as_bytes()).is_some())
 }
 
 fn is_data_url(s: &str) -> bool {
@@ -227,7 +241,9 @@ pub fn resolve_blob_refs<'a>(value: &'a Value, blobs: &BlobStore) -> Cow<'a, Val
 
 fn mentions_blob_ref(value: &Value) -> bool {
     match value {
-        Value::Raw(raw) => raw.as_str().contains(BLOB_REF_PREFIX),
+        Value::Raw(raw) => {
+            memmem::find(raw.as_str().as_bytes(), BLOB_REF_PREFIX.as_bytes()).is_some()
+        }
         Value::String(s) => s.wtf8_bytes().starts_with(BLOB_REF_PREFIX.as_bytes()),
         Value::Array(items) => items.iter().any(mentions_blob_ref),
         Value::Object(obj) => obj.iter().any(|(_, v)| mentions_blob_ref(v)),
