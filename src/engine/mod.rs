@@ -4,10 +4,14 @@
 //! Layers, bottom up: [`json`] (values and the exact writer) → [`record`] (one line) →
 //! [`replay`] (a file's lines and patches) → [`migrate`] → [`session`] (index, tree, leaf) →
 //! [`context`]. [`load`] and [`inspect`] are the lenient and strict ways in from a file.
+//!
+//! Beside sessions: [`agent_dir`] says where the agent keeps its files.
 
+pub mod agent_dir;
 pub mod context;
 pub mod ids;
 pub mod inspect;
+pub mod js_text;
 pub mod json;
 pub mod load;
 pub mod migrate;
@@ -17,6 +21,7 @@ pub mod sanitize;
 pub mod session;
 pub mod time;
 
+pub use agent_dir::{AgentDirError, AgentDirs};
 pub use context::SessionContext;
 pub use load::{load_entries_from_file, load_session, LoadError, LoadStatus, LoadedSession};
 pub use record::{Header, Record, RecordType};
