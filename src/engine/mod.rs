@@ -5,10 +5,12 @@
 //! [`replay`] (a file's lines and patches) → [`migrate`] → [`session`] (index, tree, leaf) →
 //! [`context`]. [`load`] and [`inspect`] are the lenient and strict ways in from a file.
 //!
-//! Beside sessions: [`agent_dir`] says where the agent keeps its files.
+//! Beside sessions: [`agent_dir`] says where the agent keeps its files, and [`history`] is
+//! the agent's SQLite prompt history.
 
 pub mod agent_dir;
 pub mod context;
+pub mod history;
 pub mod ids;
 pub mod inspect;
 pub mod js_text;
@@ -23,6 +25,7 @@ pub mod time;
 
 pub use agent_dir::{AgentDirError, AgentDirs};
 pub use context::SessionContext;
+pub use history::{HistoryEntry, HistoryError, HistoryStorage};
 pub use load::{load_entries_from_file, load_session, LoadError, LoadStatus, LoadedSession};
 pub use record::{Header, Record, RecordType};
 pub use session::{EntryNotFound, Session, Tree};
