@@ -2,6 +2,7 @@
 
 mod context;
 mod entries;
+mod history;
 mod output;
 
 use std::path::PathBuf;
@@ -38,6 +39,11 @@ enum Command {
         /// The session file (.jsonl).
         file: PathBuf,
     },
+    /// List recent prompts from the agent's prompt history (<agentDir>/history.db), newest
+    /// first; `history search` searches it.
+    ///
+    /// Each line is `DATE TIME  CWD  PROMPT` (UTC); with --json, one JSON object a line.
+    History(history::HistoryArgs),
 }
 
 pub fn run() -> ExitCode {
@@ -45,6 +51,7 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         Command::Context { file, leaf } => context::run(&file, leaf.as_deref()),
         Command::Entries { file } => entries::run(&file),
+        Command::History(args) => history::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
