@@ -32,22 +32,26 @@
 //! - SQL errors of [`HistoryStorage::get_recent`] and of the substring step of
 //!   [`HistoryStorage::search`] are returned; the agent logs them and returns no rows. An
 //!   error of the full-text step is swallowed, as in the agent.
+//! - A search reads one snapshot, and computes the agent's result without sorting every
+//!   match (the [`search`](mod@search) module explains how).
 //! - Write transactions start `IMMEDIATE`, and the busy timeout is set before switching the
 //!   journal mode, so that opening or writing beside another writer waits instead of failing.
 //! - Limits are `usize` (see [`normalize_limit`] for the agent's handling of any number).
 
-use std::collections::HashSet;
-use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rusqlite::types::ValueRef;
-use rusqlite::{params_from_iter, Connection, ErrorCode, OpenFlags, OptionalExtension, Row};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row};
 
 use super::js_text::js_trim;
+
+pub mod search;
+
+pub use search::{fts_query, like_pattern, tokenize};
 
 /// How long after the first queued prompt a batch is written.
 pub const BATCH_DELAY: Duration = Duration::from_millis(100);
@@ -94,18 +98,11 @@ END;
 INSERT INTO history_fts(history_fts) VALUES('rebuild');
 ";
 
-const COLUMNS: &str = "id, prompt, created_at, cwd";
 const INSERT: &str = "INSERT INTO history (prompt, cwd) VALUES (?1, ?2)";
 const RECENT: &str =
     "SELECT id, prompt, created_at, cwd FROM history ORDER BY created_at DESC, id DESC LIMIT ?1";
 const RECENT_BY_CWD: &str = "SELECT id, prompt, created_at, cwd FROM history WHERE cwd = ?1 \
      ORDER BY created_at DESC, id DESC LIMIT ?2";
-const FTS_SEARCH: &str = "SELECT h.id, h.prompt, h.created_at, h.cwd FROM history_fts f \
-     JOIN history h ON h.id = f.rowid WHERE history_fts MATCH ?1 \
-     ORDER BY h.created_at DESC, h.id DESC LIMIT ?2";
-const FTS_SEARCH_BY_CWD: &str = "SELECT h.id, h.prompt, h.created_at, h.cwd FROM history_fts f \
-     JOIN history h ON h.id = f.rowid WHERE history_fts MATCH ?1 AND h.cwd = ?2 \
-     ORDER BY h.created_at DESC, h.id DESC LIMIT ?3";
 const LAST_PROMPT: &str = "SELECT prompt FROM history ORDER BY id DESC LIMIT 1";
 
 /// One prompt as stored. `created_at` is in seconds since the epoch.
@@ -157,45 +154,6 @@ pub fn normalize_limit(limit: f64) -> usize {
         return 0;
     }
     limit.floor().clamp(0.0, MAX_LIMIT as f64) as usize
-}
-
-/// Splits a query the way the full-text index splits text: lower-cased, on runs of anything
-/// that is not a Unicode letter or number, without empty tokens.
-pub fn tokenize(query: &str) -> Vec<String> {
-    static SEPARATORS: OnceLock<regex::Regex> = OnceLock::new();
-    let separators =
-        SEPARATORS.get_or_init(|| regex::Regex::new(r"[^\p{L}\p{N}]+").expect("static regex"));
-    separators
-        .split(&query.to_lowercase())
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The FTS5 query for tokens: each a quoted phrase with a prefix `*`, implicitly ANDed.
-pub fn fts_query(tokens: &[String]) -> String {
-    let mut out = String::new();
-    for (i, token) in tokens.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        let _ = write!(out, "\"{}\"*", token.replace('"', "\"\""));
-    }
-    out
-}
-
-/// A `LIKE` pattern matching `token` anywhere, with `\`, `%` and `_` escaped by `\`.
-pub fn like_pattern(token: &str) -> String {
-    let mut out = String::with_capacity(token.len() + 2);
-    out.push('%');
-    for c in token.chars() {
-        if matches!(c, '\\' | '%' | '_') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('%');
-    out
 }
 
 /// The prompt history database.
@@ -367,9 +325,10 @@ impl HistoryStorage {
         rows.map_err(|e| HistoryError::sqlite(&self.shared.path, e))
     }
 
-    /// Searches prompts (details §15): full-text prefix matches of every token first, then
-    /// rows that contain every token as a substring (ASCII case-insensitively), newest first
-    /// within each group, at most `limit` (at most [`MAX_LIMIT`]) rows, each once.
+    /// Searches prompts (details §15; the [`search`](mod@search) module says how): full-text
+    /// prefix matches of every token first, then rows that contain every token as a
+    /// substring (ASCII case-insensitively), newest first within each group, at most
+    /// `limit` (at most [`MAX_LIMIT`]) rows, each once.
     pub fn search(
         &self,
         query: &str,
@@ -380,45 +339,8 @@ impl HistoryStorage {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let tokens = tokenize(query);
-        if tokens.is_empty() {
-            return Ok(Vec::new());
-        }
-        let conn = self.reader();
-        let fts = fts_query(&tokens);
-        let fts_rows = match cwd {
-            None => query_entries(&conn, FTS_SEARCH, rusqlite::params![fts, limit as i64]),
-            Some(cwd) => query_entries(
-                &conn,
-                FTS_SEARCH_BY_CWD,
-                rusqlite::params![fts, cwd, limit as i64],
-            ),
-        }
-        .unwrap_or_default();
-        if fts_rows.len() >= limit {
-            return Ok(fts_rows);
-        }
-        let substring_rows = search_substring(&conn, &tokens, limit, cwd)
-            .map_err(|e| HistoryError::sqlite(&self.shared.path, e))?;
-        if fts_rows.is_empty() {
-            return Ok(substring_rows);
-        }
-        let mut seen = HashSet::new();
-        let mut merged = Vec::with_capacity(limit);
-        for row in fts_rows {
-            if seen.insert(row.id) {
-                merged.push(row);
-            }
-        }
-        for row in substring_rows {
-            if merged.len() >= limit {
-                break;
-            }
-            if seen.insert(row.id) {
-                merged.push(row);
-            }
-        }
-        Ok(merged)
+        search::search(&self.reader(), query, limit, cwd, search::Plan::Streaming)
+            .map_err(|e| HistoryError::sqlite(&self.shared.path, e))
     }
 
     fn reader(&self) -> MutexGuard<'_, Connection> {
@@ -606,38 +528,6 @@ pub fn migrate_legacy_schema(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
-/// The substring step: every token must occur in the prompt (`LIKE`, ASCII
-/// case-insensitive), optionally in `cwd`, newest first.
-fn search_substring(
-    conn: &Connection,
-    tokens: &[String],
-    limit: usize,
-    cwd: Option<&str>,
-) -> rusqlite::Result<Vec<HistoryEntry>> {
-    let mut sql = format!("SELECT {COLUMNS} FROM history WHERE ");
-    for i in 0..tokens.len() {
-        if i > 0 {
-            sql.push_str(" AND ");
-        }
-        sql.push_str("prompt LIKE ? ESCAPE '\\' COLLATE NOCASE");
-    }
-    if cwd.is_some() {
-        sql.push_str(" AND cwd = ?");
-    }
-    sql.push_str(" ORDER BY created_at DESC, id DESC LIMIT ?");
-    let mut params: Vec<rusqlite::types::Value> = tokens
-        .iter()
-        .map(|t| rusqlite::types::Value::Text(like_pattern(t)))
-        .collect();
-    if let Some(cwd) = cwd {
-        params.push(rusqlite::types::Value::Text(cwd.to_owned()));
-    }
-    params.push(rusqlite::types::Value::Integer(limit as i64));
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params_from_iter(params), entry)?;
-    rows.collect()
-}
-
 fn query_entries(
     conn: &Connection,
     sql: &str,
@@ -727,22 +617,6 @@ mod tests {
             })
             .unwrap();
         assert_eq!(n, 1);
-    }
-
-    #[test]
-    fn tokenizes_like_the_index() {
-        assert_eq!(tokenize("git-commit --amend"), ["git", "commit", "amend"]);
-        assert_eq!(tokenize("  Ünïcode_ΣΑΣ 42x "), ["ünïcode", "σας", "42x"]);
-        assert_eq!(tokenize("日本語 テスト"), ["日本語", "テスト"]);
-        assert!(tokenize("--- !!! ...").is_empty());
-        assert!(tokenize("").is_empty());
-    }
-
-    #[test]
-    fn fts_and_like_quoting() {
-        let tokens = vec!["git".to_owned(), "a\"b".to_owned()];
-        assert_eq!(fts_query(&tokens), "\"git\"* \"a\"\"b\"*");
-        assert_eq!(like_pattern("a%b_c\\d"), "%a\\%b\\_c\\\\d%");
     }
 
     #[test]
