@@ -3,6 +3,7 @@
 mod append;
 mod context;
 mod entries;
+mod history;
 mod output;
 
 use std::path::PathBuf;
@@ -53,6 +54,11 @@ enum Command {
         /// The session file (.jsonl).
         file: PathBuf,
     },
+    /// List recent prompts from the agent's prompt history (<agentDir>/history.db), newest
+    /// first; `history search` searches it.
+    ///
+    /// Each line is `DATE TIME  CWD  PROMPT` (UTC); with --json, one JSON object a line.
+    History(history::HistoryArgs),
 }
 
 pub fn run() -> ExitCode {
@@ -61,6 +67,7 @@ pub fn run() -> ExitCode {
         Command::Context { file, leaf } => context::run(&file, leaf.as_deref()),
         Command::Entries { file } => entries::run(&file),
         Command::Append { file, blob_dir } => append::run(&file, blob_dir.as_deref()),
+        Command::History(args) => history::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

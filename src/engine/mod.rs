@@ -4,11 +4,17 @@
 //! Layers, bottom up: [`json`] (values and the exact writer) → [`record`] (one line) →
 //! [`replay`] (a file's lines and patches) → [`migrate`] → [`session`] (index, tree, leaf) →
 //! [`context`]. [`load`] and [`inspect`] are the lenient and strict ways in from a file.
+//!
+//! Beside sessions: [`agent_dir`] says where the agent keeps its files, and [`history`] is
+//! the agent's SQLite prompt history.
 
+pub mod agent_dir;
 pub mod blob;
 pub mod context;
+pub mod history;
 pub mod ids;
 pub mod inspect;
+pub mod js_text;
 pub mod json;
 pub mod load;
 pub mod manager;
@@ -21,7 +27,9 @@ pub mod session;
 pub mod storage;
 pub mod time;
 
+pub use agent_dir::{AgentDirError, AgentDirs};
 pub use context::SessionContext;
+pub use history::{HistoryEntry, HistoryError, HistoryStorage};
 pub use load::{load_entries_from_file, load_session, LoadError, LoadStatus, LoadedSession};
 pub use record::{Header, Record, RecordType};
 pub use session::{EntryNotFound, Session, Tree};

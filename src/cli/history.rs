@@ -1,0 +1,186 @@
+//! `gjcfs history`: list, search and record prompts in the agent's prompt history.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use gjcfs::engine::agent_dir::{self, AgentDirs, Environment};
+use gjcfs::engine::json::{self, Object, Value};
+use gjcfs::engine::time::format_iso_millis;
+use gjcfs::engine::{HistoryEntry, HistoryStorage};
+
+/// The `history` command's arguments: without a subcommand it lists recent prompts. The
+/// options may be given before or after a subcommand.
+#[derive(Args)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    action: Option<Action>,
+    /// Only prompts recorded in this working directory; for `add`, the working directory to
+    /// record (default: the current directory). Made absolute.
+    #[arg(long, value_name = "DIR", global = true)]
+    cwd: Option<PathBuf>,
+    /// At most this many prompts (default 20; the store caps it at 1000).
+    #[arg(long, value_name = "N", global = true)]
+    limit: Option<usize>,
+    /// Print one JSON object a line: {"id","prompt","created_at","cwd"}.
+    #[arg(long, global = true)]
+    json: bool,
+    /// The agent directory holding history.db (default: $GJC_CODING_AGENT_DIR,
+    /// $PI_CODING_AGENT_DIR, or ~/.gjc/agent, with XDG data redirection).
+    #[arg(long, value_name = "DIR", global = true)]
+    agent_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Action {
+    /// Search prompts: full-text prefix matches of every word first, then prompts that
+    /// contain every word anywhere; newest first within each group.
+    Search {
+        /// The words to look for (split on anything that is not a letter or digit).
+        query: String,
+    },
+    /// Record prompts, in order, as the agent does when one is submitted. Blank prompts and
+    /// a prompt equal to the previous one are skipped.
+    Add {
+        /// The prompts.
+        #[arg(required = true)]
+        prompts: Vec<String>,
+    },
+}
+
+const DEFAULT_LIMIT: usize = 20;
+
+pub fn run(args: HistoryArgs) -> Result<()> {
+    match &args.action {
+        None => list(&args, None),
+        Some(Action::Search { query }) => list(&args, Some(query)),
+        Some(Action::Add { prompts }) => {
+            if args.limit.is_some() || args.json {
+                bail!("--limit and --json do not apply to `history add`");
+            }
+            add(prompts, &args)
+        }
+    }
+}
+
+/// `<agentDir>/history.db` for the chosen or configured agent directory.
+fn database_path(args: &HistoryArgs) -> Result<PathBuf> {
+    let env = Environment::current();
+    let dirs = match &args.agent_dir {
+        Some(dir) => AgentDirs::with_agent_dir(&env, dir)?,
+        None => AgentDirs::resolve(&env)?,
+    };
+    Ok(dirs.history_db())
+}
+
+/// A directory as given, made absolute against the current directory.
+fn absolute(dir: &Path) -> Result<String> {
+    let path = if dir.is_absolute() {
+        agent_dir::normalize(dir)
+    } else {
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        agent_dir::join(&cwd, dir)
+    };
+    path.into_os_string()
+        .into_string()
+        .map_err(|p| anyhow::anyhow!("{}: not a UTF-8 path", Path::new(&p).display()))
+}
+
+fn list(args: &HistoryArgs, query: Option<&str>) -> Result<()> {
+    let path = database_path(args)?;
+    if !path.exists() {
+        bail!("{}: no prompt history database", path.display());
+    }
+    let cwd = args.cwd.as_deref().map(absolute).transpose()?;
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+    let storage = HistoryStorage::open(&path)?;
+    let entries = match query {
+        None => storage.get_recent(limit, cwd.as_deref())?,
+        Some(query) => storage.search(query, limit, cwd.as_deref())?,
+    };
+    storage.close()?;
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    for entry in &entries {
+        if args.json {
+            out.write_all(&json_line(entry))?;
+        } else {
+            writeln!(out, "{}", human_line(entry))?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn add(prompts: &[String], args: &HistoryArgs) -> Result<()> {
+    let cwd = absolute(args.cwd.as_deref().unwrap_or(Path::new(".")))?;
+    let storage = HistoryStorage::open(database_path(args)?)?;
+    for prompt in prompts {
+        storage.add(prompt, Some(&cwd));
+    }
+    storage.close()?;
+    Ok(())
+}
+
+/// `{"id":…,"prompt":…,"created_at":…,"cwd":…}` and a newline; `cwd` only when recorded.
+fn json_line(entry: &HistoryEntry) -> Vec<u8> {
+    let mut obj = Object::new();
+    obj.insert("id", Value::number(entry.id as f64));
+    obj.insert("prompt", Value::string(entry.prompt.as_str()));
+    obj.insert("created_at", Value::number(entry.created_at as f64));
+    if let Some(cwd) = &entry.cwd {
+        obj.insert("cwd", Value::string(cwd.as_str()));
+    }
+    let mut line = Vec::new();
+    json::write_object_compact(&obj, &mut line);
+    line.push(b'\n');
+    line
+}
+
+/// `YYYY-MM-DD HH:MM:SS  cwd  prompt` (UTC; `-` for no cwd; control characters in the
+/// prompt shown as escapes so that each prompt stays on one line).
+fn human_line(entry: &HistoryEntry) -> String {
+    let iso = format_iso_millis(entry.created_at.saturating_mul(1000));
+    let time = iso
+        .get(..19)
+        .map_or_else(|| iso.clone(), |t| t.replace('T', " "));
+    let mut prompt = String::with_capacity(entry.prompt.len());
+    for c in entry.prompt.chars() {
+        match c {
+            '\n' => prompt.push_str("\\n"),
+            '\r' => prompt.push_str("\\r"),
+            '\t' => prompt.push_str("\\t"),
+            c if c.is_control() => prompt.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => prompt.push(c),
+        }
+    }
+    format!("{time}  {}  {prompt}", entry.cwd.as_deref().unwrap_or("-"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines() {
+        let entry = HistoryEntry {
+            id: 7,
+            prompt: "fix \"it\"\nnow\u{1}".into(),
+            created_at: 1_767_225_600,
+            cwd: Some("/w".into()),
+        };
+        assert_eq!(
+            human_line(&entry),
+            "2026-01-01 00:00:00  /w  fix \"it\"\\nnow\\u{1}"
+        );
+        assert_eq!(
+            String::from_utf8(json_line(&entry)).unwrap(),
+            "{\"id\":7,\"prompt\":\"fix \\\"it\\\"\\nnow\\u0001\",\"created_at\":1767225600,\"cwd\":\"/w\"}\n"
+        );
+        let no_cwd = HistoryEntry { cwd: None, ..entry };
+        assert!(!String::from_utf8(json_line(&no_cwd))
+            .unwrap()
+            .contains("cwd"));
+        assert!(human_line(&no_cwd).contains("  -  "));
+    }
+}
