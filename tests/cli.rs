@@ -273,3 +273,63 @@ fn append_reads_entries_from_stdin_and_stops_at_the_first_bad_line() {
     assert!(stderr(&out).contains("no such session file"));
     assert!(!missing.exists());
 }
+
+#[test]
+fn images_appended_go_to_the_agent_blob_store_and_context_resolves_them() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent");
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(
+        &path,
+        SessionText::new()
+            .message("a", None, "user", "q")
+            .message("b", Some("a"), "assistant", "answer")
+            .text(),
+    )
+    .unwrap();
+    let data = "QUJD".repeat(400);
+    let line = format!(
+        "{{\"role\":\"user\",\"content\":[{{\"type\":\"image\",\"data\":\"{data}\",\"mimeType\":\"image/png\"}}]}}\n"
+    );
+    let mut child = Command::new(gjcfs_bin())
+        .args([
+            "append",
+            path.to_str().unwrap(),
+            "--agent-dir",
+            agent.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(line.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains(&data));
+    assert_eq!(std::fs::read_dir(agent.join("blobs")).unwrap().count(), 1);
+    let out = gjcfs(&[
+        "context",
+        path.to_str().unwrap(),
+        "--agent-dir",
+        agent.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&data),
+        "the context carries the image data again"
+    );
+    // Without the blob store the placeholder stands in.
+    let elsewhere = dir.path().join("other");
+    let out = gjcfs(&[
+        "context",
+        path.to_str().unwrap(),
+        "--agent-dir",
+        elsewhere.to_str().unwrap(),
+    ]);
+    assert!(stdout(&out).contains("[Session resident imageData blob missing: sha256:"));
+}

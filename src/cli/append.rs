@@ -7,16 +7,11 @@ use anyhow::{bail, Context, Result};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 
-/// The blob store beside a session file when no agent directory is known: `<dir>/blobs`.
-fn blob_dir_for(file: &Path) -> std::path::PathBuf {
-    file.parent().unwrap_or(Path::new(".")).join("blobs")
-}
-
-pub fn run(file: &Path, blob_dir: Option<&Path>) -> Result<()> {
+pub fn run(file: &Path, agent_dir: Option<&Path>) -> Result<()> {
     if !file.is_file() {
         bail!("{}: no such session file", file.display());
     }
-    let blobs = blob_dir.map_or_else(|| blob_dir_for(file), Path::to_path_buf);
+    let blobs = super::agent::agent_dirs(agent_dir)?.blob_dir();
     let cwd = std::env::current_dir()
         .map(|d| d.to_string_lossy().into_owned())
         .unwrap_or_default();

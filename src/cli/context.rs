@@ -4,11 +4,16 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{bail, Result};
+use std::sync::Arc;
+
+use gjcfs::engine::blob::BlobStore;
 use gjcfs::engine::load_session;
+use gjcfs::engine::storage::FileStorage;
 
 use super::output::warn_skipped;
 
-pub fn run(file: &Path, leaf: Option<&str>) -> Result<()> {
+pub fn run(file: &Path, leaf: Option<&str>, agent_dir: Option<&Path>) -> Result<()> {
+    let blob_dir = super::agent::agent_dirs(agent_dir)?.blob_dir();
     let loaded = load_session(file)?;
     warn_skipped(file, &loaded.skipped);
     let session = &loaded.session;
@@ -17,6 +22,8 @@ pub fn run(file: &Path, leaf: Option<&str>) -> Result<()> {
         Some(id) if session.index_of(id).is_some() => session.build_context_for(id),
         Some(id) => bail!("{}: entry {id} not found", file.display()),
     };
+    let blobs = BlobStore::new(blob_dir, Arc::new(FileStorage));
+    let context = context.with_blobs_resolved(&blobs);
     let mut out = BufWriter::new(std::io::stdout().lock());
     context.write_pretty(&mut out)?;
     out.write_all(b"\n")?;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use gjcfs::engine::agent_dir::{self, AgentDirs, Environment};
+use gjcfs::engine::agent_dir;
 use gjcfs::engine::json::{self, Object, Value};
 use gjcfs::engine::time::format_iso_millis;
 use gjcfs::engine::{HistoryEntry, HistoryStorage};
@@ -66,12 +66,7 @@ pub fn run(args: HistoryArgs) -> Result<()> {
 
 /// `<agentDir>/history.db` for the chosen or configured agent directory.
 fn database_path(args: &HistoryArgs) -> Result<PathBuf> {
-    let env = Environment::current();
-    let dirs = match &args.agent_dir {
-        Some(dir) => AgentDirs::with_agent_dir(&env, dir)?,
-        None => AgentDirs::resolve(&env)?,
-    };
-    Ok(dirs.history_db())
+    Ok(super::agent::agent_dirs(args.agent_dir.as_deref())?.history_db())
 }
 
 /// A directory as given, made absolute against the current directory.

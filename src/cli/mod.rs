@@ -1,5 +1,6 @@
 //! Command-line interface: argument parsing and one module per subcommand.
 
+mod agent;
 mod append;
 mod context;
 mod entries;
@@ -31,6 +32,10 @@ enum Command {
         /// Build the context at this entry instead of the current leaf.
         #[arg(long, value_name = "ID")]
         leaf: Option<String>,
+        /// The agent directory whose blob store holds the session's images
+        /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+        #[arg(long, value_name = "DIR")]
+        agent_dir: Option<PathBuf>,
     },
     /// Append entries read from standard input to a session file.
     ///
@@ -42,9 +47,10 @@ enum Command {
     Append {
         /// The session file (.jsonl); it must exist.
         file: PathBuf,
-        /// Where large images are stored [default: a `blobs` directory beside FILE].
+        /// The agent directory whose blob store receives large images
+        /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
         #[arg(long, value_name = "DIR")]
-        blob_dir: Option<PathBuf>,
+        agent_dir: Option<PathBuf>,
     },
     /// Print the session's records after patch replay and migration, one JSON object a line.
     ///
@@ -64,16 +70,20 @@ enum Command {
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Context { file, leaf } => context::run(&file, leaf.as_deref()),
+        Command::Context {
+            file,
+            leaf,
+            agent_dir,
+        } => context::run(&file, leaf.as_deref(), agent_dir.as_deref()),
         Command::Entries { file } => entries::run(&file),
-        Command::Append { file, blob_dir } => append::run(&file, blob_dir.as_deref()),
+        Command::Append { file, agent_dir } => append::run(&file, agent_dir.as_deref()),
         Command::History(args) => history::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if output::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("gjcfs: error: {err:#}");
+            eprintln!("gjcfs: error: {}", output::error_line(&err));
             ExitCode::FAILURE
         }
     }

@@ -234,6 +234,11 @@ impl AgentDirs {
         join(self.base(category), name)
     }
 
+    /// `<agentDir>/blobs`, the blob store (a data path).
+    pub fn blob_dir(&self) -> PathBuf {
+        self.path("blobs", Category::Data)
+    }
+
     /// `<agentDir>/history.db`, a data path.
     pub fn history_db(&self) -> PathBuf {
         self.path(HISTORY_DB_NAME, Category::Data)

@@ -9,7 +9,9 @@
 
 use std::borrow::Cow;
 
+use super::blob::BlobStore;
 use super::json::{self, JsString, Object, Value};
+use super::persist::resolve_blob_refs;
 use super::record::{Record, RecordType};
 use super::session::Session;
 use super::time::parse_iso_millis;
@@ -397,7 +399,20 @@ pub fn chain_normalizes(record: &Record) -> bool {
     normalize_chain(record).is_some()
 }
 
-impl SessionContext<'_> {
+impl<'a> SessionContext<'a> {
+    /// The context with every blob reference in its messages resolved from `blobs`, as the
+    /// agent sees its messages after loading (missing blobs become its placeholder text).
+    pub fn with_blobs_resolved(mut self, blobs: &BlobStore) -> Self {
+        self.messages = std::mem::take(&mut self.messages)
+            .into_iter()
+            .map(|message| match message {
+                Cow::Borrowed(value) => resolve_blob_refs(value, blobs),
+                Cow::Owned(value) => Cow::Owned(resolve_blob_refs(&value, blobs).into_owned()),
+            })
+            .collect();
+        self
+    }
+
     /// Writes the context as `JSON.stringify(context, null, 2)` would, one message at a time,
     /// without copying the messages.
     pub fn write_pretty(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {

@@ -2,7 +2,7 @@
 //!
 //! A record is the object on one line of a session file. It is kept as an ordered
 //! [`Object`], so every key — known or not — and its position survive a rewrite. Typed access
-//! goes through views ([`Header`], [`EntryView`]) that borrow from the object; the object stays
+//! goes through views ([`Header`], [`Record::message`]) that borrow from the object; the object stays
 //! the single source of truth.
 //!
 //! Records are parsed two levels deep (the record and the objects directly under it, such as
