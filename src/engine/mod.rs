@@ -23,6 +23,7 @@ pub mod persist;
 pub mod record;
 pub mod replay;
 pub mod sanitize;
+pub mod scope;
 pub mod session;
 pub mod storage;
 pub mod time;

@@ -1,0 +1,424 @@
+//! Managed v2 session scopes (details §12.1–12.4): one directory per workspace under
+//! `<agentDir>/sessions/`, named by a digest of the workspace's canonical identity, and bound
+//! to it by a binding file.
+//!
+//! Invariants:
+//! - Identity (POSIX): the `realpath` of the workspace, which must be an existing local
+//!   directory with a UTF-8 path; platform tag `posix`. A path on a network filesystem is
+//!   [`ScopeError::NetworkUnsupported`], never guessed at.
+//! - Digest: SHA-256 of `gjc-managed-session-scope␀identity-v1␀<platform>␀<path>`, in lower-case
+//!   RFC 4648 base32 without padding (52 characters); the directory is `v2-<digest>`.
+//! - The binding file holds exactly [`binding_bytes`]; anything else — other bytes, a symlink,
+//!   a non-regular file, more than one hard link — fails closed.
+//! - Every directory the scope verifies is a real directory (not a symlink) owned by the
+//!   effective user with mode exactly `0700`; files exactly `0600`; no POSIX ACL (an
+//!   `ENOTSUP`/`EOPNOTSUPP` answer from the ACL attribute call only means the filesystem
+//!   cannot store one).
+
+use std::ffi::CString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// The file that binds a scope directory to its workspace.
+pub const BINDING_FILE: &str = ".gjc-managed-session-scope.v2.json";
+/// The scope's internal directory.
+pub const INTERNAL_DIR: &str = ".gjc-managed-session-internal";
+const INTERNAL_SUBDIRS: [&str; 3] = ["locks", "receipts", "tombstones"];
+const PLATFORM: &str = "posix";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScopeError {
+    #[error("{path}: workspace is not an existing directory with a UTF-8 path")]
+    InvalidWorkspace { path: PathBuf },
+    #[error("{path}: workspaces on network filesystems are not supported (network_unsupported)")]
+    NetworkUnsupported { path: PathBuf },
+    #[error("{path}: binding_invalid: {why}")]
+    BindingInvalid { path: PathBuf, why: String },
+    #[error("{path}: binding_conflict: the scope is bound to {bound}")]
+    BindingConflict { path: PathBuf, bound: String },
+    #[error("{path}: unsafe: {why}")]
+    Unsafe { path: PathBuf, why: String },
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ScopeError + '_ {
+    move |source| ScopeError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn unsafe_path(path: &Path, why: impl Into<String>) -> ScopeError {
+    ScopeError::Unsafe {
+        path: path.to_owned(),
+        why: why.into(),
+    }
+}
+
+/// The canonical identity of a workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub platform: &'static str,
+    pub canonical_path: String,
+}
+
+/// Filesystem magic numbers of network filesystems (statfs `f_type`).
+#[cfg(target_os = "linux")]
+const NETWORK_FS_MAGIC: [i64; 6] = [
+    0x6969,      // NFS
+    0x517B,      // SMB
+    0xFF53_4D42, // CIFS
+    0xFE53_4D42, // SMB2
+    0x564C,      // NCP
+    0x0102_1997, // 9P (v9fs)
+];
+
+#[cfg(target_os = "linux")]
+fn is_network_fs(path: &Path) -> bool {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path and `buf` a properly sized out-parameter.
+    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut buf) };
+    rc == 0 && NETWORK_FS_MAGIC.contains(&(buf.f_type as i64))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn is_network_fs(_path: &Path) -> bool {
+    false
+}
+
+/// The canonical identity of the workspace at `cwd`.
+pub fn resolve_identity(cwd: &Path) -> Result<Identity, ScopeError> {
+    let invalid = || ScopeError::InvalidWorkspace {
+        path: cwd.to_owned(),
+    };
+    let real = fs::canonicalize(cwd).map_err(|_| invalid())?;
+    if !fs::metadata(&real).map_err(|_| invalid())?.is_dir() {
+        return Err(invalid());
+    }
+    if is_network_fs(&real) {
+        return Err(ScopeError::NetworkUnsupported {
+            path: cwd.to_owned(),
+        });
+    }
+    let canonical_path = real.to_str().ok_or_else(invalid)?.to_owned();
+    Ok(Identity {
+        platform: PLATFORM,
+        canonical_path,
+    })
+}
+
+/// The 52-character scope digest of an identity.
+pub fn digest(platform: &str, canonical_path: &str) -> String {
+    let mut hasher = Sha256::new();
+    for (i, part) in [
+        "gjc-managed-session-scope",
+        "identity-v1",
+        platform,
+        canonical_path,
+    ]
+    .iter()
+    .enumerate()
+    {
+        if i > 0 {
+            hasher.update([0u8]);
+        }
+        hasher.update(part.as_bytes());
+    }
+    data_encoding::BASE32_NOPAD
+        .encode(&hasher.finalize())
+        .to_ascii_lowercase()
+}
+
+/// `v2-<digest>`.
+pub fn scope_dir_name(identity: &Identity) -> String {
+    format!("v2-{}", digest(identity.platform, &identity.canonical_path))
+}
+
+/// The exact bytes of a scope's binding file.
+pub fn binding_bytes(identity: &Identity) -> Vec<u8> {
+    use super::json::{to_compact, Object, Value};
+    let mut o = Object::with_capacity(6);
+    o.insert("schemaVersion", Value::number(1.0));
+    o.insert("layoutVersion", Value::number(2.0));
+    o.insert("identityVersion", Value::number(1.0));
+    o.insert("platform", Value::string(identity.platform));
+    o.insert(
+        "canonicalPath",
+        Value::string(identity.canonical_path.as_str()),
+    );
+    o.insert(
+        "identityDigest",
+        Value::string(digest(identity.platform, &identity.canonical_path)),
+    );
+    let mut bytes = to_compact(&Value::Object(o)).into_bytes();
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Checks binding-file bytes against the identity the scope should have.
+pub fn check_binding(path: &Path, bytes: &[u8], identity: &Identity) -> Result<(), ScopeError> {
+    let invalid = |why: &str| ScopeError::BindingInvalid {
+        path: path.to_owned(),
+        why: why.to_owned(),
+    };
+    let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8"))?;
+    let value = super::json::parse(text.strip_suffix('\n').unwrap_or(text))
+        .map_err(|e| invalid(&e.to_string()))?;
+    let obj = value.as_object().ok_or_else(|| invalid("not an object"))?;
+    let num = |k| obj.get(k).and_then(super::json::Value::as_f64);
+    if num("schemaVersion") != Some(1.0)
+        || num("layoutVersion") != Some(2.0)
+        || num("identityVersion") != Some(1.0)
+    {
+        return Err(invalid("unknown schema, layout or identity version"));
+    }
+    let (Some(platform), Some(canonical), Some(digest_text)) = (
+        obj.get_str("platform"),
+        obj.get_str("canonicalPath"),
+        obj.get_str("identityDigest"),
+    ) else {
+        return Err(invalid("missing or mistyped fields"));
+    };
+    let digest_ok = digest_text.len() == 52
+        && digest_text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b));
+    if !digest_ok {
+        return Err(invalid("malformed identity digest"));
+    }
+    let expected_digest = digest(identity.platform, &identity.canonical_path);
+    if platform != identity.platform
+        || canonical != identity.canonical_path
+        || digest_text != expected_digest
+    {
+        return Err(ScopeError::BindingConflict {
+            path: path.to_owned(),
+            bound: canonical.to_owned(),
+        });
+    }
+    if bytes != binding_bytes(identity).as_slice() {
+        return Err(invalid("not in the canonical encoding"));
+    }
+    Ok(())
+}
+
+/// Whether the POSIX ACL attribute call proves there is no ACL on `path`.
+#[cfg(target_os = "linux")]
+fn check_no_acl(path: &Path) -> Result<(), ScopeError> {
+    let c =
+        CString::new(path.as_os_str().as_bytes()).map_err(|_| unsafe_path(path, "NUL in path"))?;
+    for name in [c"system.posix_acl_access", c"system.posix_acl_default"] {
+        // SAFETY: both pointers are valid NUL-terminated strings; a zero-size query reads nothing.
+        let rc = unsafe { libc::lgetxattr(c.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
+        if rc >= 0 {
+            return Err(unsafe_path(path, "has a POSIX ACL"));
+        }
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::ENODATA) => {}
+            Some(e) if e == libc::ENOTSUP || e == libc::EOPNOTSUPP => {}
+            _ => {
+                return Err(ScopeError::Io {
+                    path: path.to_owned(),
+                    source: io::Error::last_os_error(),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn check_no_acl(_path: &Path) -> Result<(), ScopeError> {
+    Ok(())
+}
+
+/// Checks that `path` is a real directory (or file) owned by us with exactly the mode.
+pub fn verify_owner_only(path: &Path, dir: bool) -> Result<(), ScopeError> {
+    let meta = fs::symlink_metadata(path).map_err(io_err(path))?;
+    let kind_ok = if dir {
+        meta.file_type().is_dir()
+    } else {
+        meta.file_type().is_file()
+    };
+    if !kind_ok {
+        return Err(unsafe_path(
+            path,
+            if meta.file_type().is_symlink() {
+                "is a symlink"
+            } else {
+                "has the wrong file type"
+            },
+        ));
+    }
+    // SAFETY: geteuid has no preconditions.
+    if meta.uid() != unsafe { libc::geteuid() } {
+        return Err(unsafe_path(path, format!("owned by uid {}", meta.uid())));
+    }
+    let want = if dir { 0o700 } else { 0o600 };
+    if meta.mode() & 0o7777 != want {
+        return Err(unsafe_path(
+            path,
+            format!("mode {:o}, expected {want:o}", meta.mode() & 0o7777),
+        ));
+    }
+    if !dir && meta.nlink() > 1 {
+        return Err(unsafe_path(path, "has more than one hard link"));
+    }
+    check_no_acl(path)
+}
+
+/// Creates `dir` as an owner-only directory if missing, then verifies it; a directory whose
+/// only fault is group or other permission bits is re-secured once.
+fn ensure_owner_only_dir(dir: &Path) -> Result<(), ScopeError> {
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io_err(dir)(e)),
+    }
+    match verify_owner_only(dir, true) {
+        Err(ScopeError::Unsafe { why, .. }) if why.starts_with("mode ") => {
+            let meta = fs::symlink_metadata(dir).map_err(io_err(dir))?;
+            if meta.file_type().is_dir() {
+                fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(io_err(dir))?;
+            }
+            verify_owner_only(dir, true)
+        }
+        other => other,
+    }
+}
+
+/// Reads the binding at `path`: `None` when there is none yet.
+fn read_binding(path: &Path) -> Result<Option<Vec<u8>>, ScopeError> {
+    let invalid = |why: &str| ScopeError::BindingInvalid {
+        path: path.to_owned(),
+        why: why.to_owned(),
+    };
+    let mut file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(invalid("is a symlink")),
+        Err(e) => return Err(invalid(&e.to_string())),
+    };
+    let meta = file.metadata().map_err(|e| invalid(&e.to_string()))?;
+    if !meta.is_file() {
+        return Err(invalid("not a regular file"));
+    }
+    if meta.nlink() > 1 {
+        return Err(invalid("has more than one hard link"));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| invalid(&e.to_string()))?;
+    Ok(Some(bytes))
+}
+
+/// Publishes the binding without replacing an existing one, or validates the existing one.
+fn publish_binding(scope: &Path, identity: &Identity) -> Result<(), ScopeError> {
+    let path = scope.join(BINDING_FILE);
+    if let Some(bytes) = read_binding(&path)? {
+        check_binding(&path, &bytes, identity)?;
+        return File::open(&path)
+            .and_then(|f| f.sync_all())
+            .map_err(io_err(&path));
+    }
+    let temp = scope.join(format!(".binding.{}.tmp", super::ids::snowflake()));
+    let write = || -> io::Result<()> {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&temp)?;
+        f.write_all(&binding_bytes(identity))?;
+        f.sync_all()
+    };
+    let linked = write().and_then(|()| fs::hard_link(&temp, &path));
+    let _ = fs::remove_file(&temp);
+    match linked {
+        Ok(()) => File::open(scope)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err(scope)),
+        // Someone else published first: theirs must match.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let bytes = read_binding(&path)?.unwrap_or_default();
+            check_binding(&path, &bytes, identity)
+        }
+        Err(e) => Err(io_err(&path)(e)),
+    }
+}
+
+/// Prepares the scope of `identity` under `sessions_root` for writing and returns its path.
+pub fn prepare_scope(sessions_root: &Path, identity: &Identity) -> Result<PathBuf, ScopeError> {
+    ensure_owner_only_dir(sessions_root)?;
+    let scope = sessions_root.join(scope_dir_name(identity));
+    ensure_owner_only_dir(&scope)?;
+    publish_binding(&scope, identity)?;
+    let internal = scope.join(INTERNAL_DIR);
+    ensure_owner_only_dir(&internal)?;
+    for sub in INTERNAL_SUBDIRS {
+        ensure_owner_only_dir(&internal.join(sub))?;
+    }
+    Ok(scope)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(path: &str) -> Identity {
+        Identity {
+            platform: PLATFORM,
+            canonical_path: path.to_owned(),
+        }
+    }
+
+    #[test]
+    fn binding_bytes_are_canonical_and_checked() {
+        let id = identity("/workspace/a-b/c");
+        let bytes = binding_bytes(&id);
+        assert_eq!(
+            String::from_utf8(bytes.clone()).unwrap(),
+            "{\"schemaVersion\":1,\"layoutVersion\":2,\"identityVersion\":1,\"platform\":\"posix\",\"canonicalPath\":\"/workspace/a-b/c\",\"identityDigest\":\"ckdstvtkkadas65jsj3gvlcstjat5o5yuwifaq2p3qrc5lmran5q\"}\n"
+        );
+        let p = Path::new("/b");
+        check_binding(p, &bytes, &id).unwrap();
+        assert!(matches!(
+            check_binding(p, &bytes, &identity("/other")),
+            Err(ScopeError::BindingConflict { .. })
+        ));
+        let spaced = String::from_utf8(bytes.clone())
+            .unwrap()
+            .replace(",\"", ", \"");
+        assert!(matches!(
+            check_binding(p, spaced.as_bytes(), &id),
+            Err(ScopeError::BindingInvalid { .. })
+        ));
+        let no_newline = &bytes[..bytes.len() - 1];
+        assert!(matches!(
+            check_binding(p, no_newline, &id),
+            Err(ScopeError::BindingInvalid { .. })
+        ));
+        assert!(matches!(
+            check_binding(p, b"{}", &id),
+            Err(ScopeError::BindingInvalid { .. })
+        ));
+        let bad_digest = String::from_utf8(bytes).unwrap().replace("ckdst", "CKDST");
+        assert!(matches!(
+            check_binding(p, bad_digest.as_bytes(), &id),
+            Err(ScopeError::BindingInvalid { .. })
+        ));
+    }
+}
