@@ -333,3 +333,83 @@ fn images_appended_go_to_the_agent_blob_store_and_context_resolves_them() {
     ]);
     assert!(stdout(&out).contains("[Session resident imageData blob missing: sha256:"));
 }
+
+#[test]
+fn ls_lists_a_workspace_or_every_session_newest_first() {
+    use gjcfs::engine::manager::{SessionManager, StorageConfig};
+    use gjcfs::engine::scope::{prepare_scope, resolve_identity};
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent");
+    let ws = dir.path().join("ws");
+    let other_ws = dir.path().join("other");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&other_ws).unwrap();
+    let root = agent.join("sessions");
+    let make = |workspace: &std::path::Path, title: &str| {
+        let identity = resolve_identity(workspace).unwrap();
+        let scope = prepare_scope(&root, &identity).unwrap();
+        let m = SessionManager::create(
+            &identity.canonical_path,
+            &scope,
+            StorageConfig::files(agent.join("blobs")),
+        );
+        m.append_message(
+            json::parse(r#"{"role":"user","content":"first question","timestamp":1}"#).unwrap(),
+        )
+        .unwrap();
+        m.append_message(
+            json::parse(
+                r#"{"role":"assistant","content":[],"provider":"p","model":"m","timestamp":2}"#,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        m.set_session_name(title, true).unwrap();
+        m.close().unwrap();
+        m.session_id()
+    };
+    let mine = make(&ws, "Mine");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let theirs = make(&other_ws, "Theirs");
+    let a = agent.to_str().unwrap();
+
+    let out = gjcfs(&["ls", "--agent-dir", a, "--cwd", ws.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.starts_with(&mine) && text.contains("Mine") && text.contains("  2  "),
+        "{text}"
+    );
+
+    let out = gjcfs(&["ls", "--agent-dir", a, "--all", "--json"]);
+    let rows: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| json::parse(l).unwrap())
+        .collect();
+    let ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r.as_object().unwrap().get_str("id").unwrap())
+        .collect();
+    assert_eq!(ids, [theirs.as_str(), mine.as_str()]);
+    assert_eq!(
+        rows[1].as_object().unwrap().get_str("firstMessage"),
+        Some("first question")
+    );
+
+    let empty = gjcfs(&[
+        "ls",
+        "--agent-dir",
+        dir.path().join("none").to_str().unwrap(),
+        "--all",
+    ]);
+    assert!(empty.status.success() && empty.stdout.is_empty());
+    let bad = gjcfs(&[
+        "ls",
+        "--agent-dir",
+        a,
+        "--cwd",
+        dir.path().join("missing").to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+}

@@ -5,6 +5,7 @@ mod append;
 mod context;
 mod entries;
 mod history;
+mod ls;
 mod output;
 
 use std::path::PathBuf;
@@ -34,6 +35,25 @@ enum Command {
         leaf: Option<String>,
         /// The agent directory whose blob store holds the session's images
         /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+        #[arg(long, value_name = "DIR")]
+        agent_dir: Option<PathBuf>,
+    },
+    /// List sessions, newest first: id, modified time, message count, cwd and title.
+    ///
+    /// Without --all, the sessions of one workspace (the current directory, or --cwd): its
+    /// managed scope and its legacy directory. Message counts marked + are estimates from
+    /// the start of large files.
+    Ls {
+        /// List the sessions of every workspace.
+        #[arg(long)]
+        all: bool,
+        /// The workspace whose sessions to list [default: the current directory].
+        #[arg(long, value_name = "DIR", conflicts_with = "all")]
+        cwd: Option<PathBuf>,
+        /// One JSON object per session and line.
+        #[arg(long)]
+        json: bool,
+        /// The agent directory [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
         #[arg(long, value_name = "DIR")]
         agent_dir: Option<PathBuf>,
     },
@@ -76,6 +96,12 @@ pub fn run() -> ExitCode {
             agent_dir,
         } => context::run(&file, leaf.as_deref(), agent_dir.as_deref()),
         Command::Entries { file } => entries::run(&file),
+        Command::Ls {
+            all,
+            cwd,
+            json,
+            agent_dir,
+        } => ls::run(all, cwd.as_deref(), json, agent_dir.as_deref()),
         Command::Append { file, agent_dir } => append::run(&file, agent_dir.as_deref()),
         Command::History(args) => history::run(args),
     };

@@ -234,6 +234,11 @@ impl AgentDirs {
         join(self.base(category), name)
     }
 
+    /// `<agentDir>/sessions`, the sessions root (a data path).
+    pub fn sessions_root(&self) -> PathBuf {
+        self.path("sessions", Category::Data)
+    }
+
     /// `<agentDir>/blobs`, the blob store (a data path).
     pub fn blob_dir(&self) -> PathBuf {
         self.path("blobs", Category::Data)

@@ -11,6 +11,7 @@
 pub mod agent_dir;
 pub mod blob;
 pub mod context;
+pub mod discovery;
 pub mod history;
 pub mod ids;
 pub mod inspect;

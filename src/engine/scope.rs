@@ -362,6 +362,13 @@ fn publish_binding(scope: &Path, identity: &Identity) -> Result<(), ScopeError> 
 
 /// Prepares the scope of `identity` under `sessions_root` for writing and returns its path.
 pub fn prepare_scope(sessions_root: &Path, identity: &Identity) -> Result<PathBuf, ScopeError> {
+    if let Some(agent_dir) = sessions_root.parent() {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(agent_dir)
+            .map_err(io_err(agent_dir))?;
+    }
     ensure_owner_only_dir(sessions_root)?;
     let scope = sessions_root.join(scope_dir_name(identity));
     ensure_owner_only_dir(&scope)?;

@@ -101,6 +101,18 @@ impl SessionStorage for FileStorage {
         Ok(files)
     }
 
+    fn list_dirs(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut dirs = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                dirs.push(entry.path());
+            }
+        }
+        dirs.sort();
+        Ok(dirs)
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         File::open(dir)?.sync_all()
     }

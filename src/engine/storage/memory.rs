@@ -230,6 +230,19 @@ impl SessionStorage for MemoryStorage {
             .collect())
     }
 
+    fn list_dirs(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut s = self.lock();
+        check(&mut s, "list_dirs")?;
+        if !s.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        Ok(s.dirs
+            .iter()
+            .filter(|p| p.parent() == Some(dir))
+            .cloned()
+            .collect())
+    }
+
     fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
         check(&mut self.lock(), "sync_dir")
     }

@@ -67,6 +67,8 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     fn unlink(&self, path: &Path) -> io::Result<()>;
     /// The regular files directly in `dir`.
     fn list_files(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+    /// The directories directly in `dir` (not following symlinks).
+    fn list_dirs(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
     /// Makes the directory entries of `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
 }

@@ -1,0 +1,332 @@
+//! Session discovery and listing metadata (details §14).
+//!
+//! Metadata comes from a 4 KiB prefix of each file, replayed with the same patch rules as a
+//! full load, plus — for v4/v5 files larger than the prefix — a backwards scan of at most the
+//! last 16 KiB for the latest canonical `header_patch` values of `cwd` and `title`. A file
+//! whose prefix does not start with a supported header is skipped. A patch buried deeper than
+//! the scanned tail is not seen (as in the original).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::json::Value;
+use super::record::{Record, RecordType};
+use super::replay::{header_patch, parse_session_entries};
+use super::storage::SessionStorage;
+
+/// How much of a file's start is read for its metadata.
+pub const PREFIX_BYTES: usize = 4096;
+/// How much of a file's end is scanned for header patches.
+pub const TAIL_SCAN_BYTES: usize = 16 * 1024;
+
+/// What a listing knows of one session file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionInfo {
+    pub path: PathBuf,
+    pub id: String,
+    pub cwd: String,
+    pub title: Option<String>,
+    pub parent_session: Option<String>,
+    /// The header's ISO timestamp.
+    pub created: String,
+    /// File mtime, milliseconds since the epoch.
+    pub modified_ms: i64,
+    pub size: u64,
+    /// Message entries seen in the prefix (an estimate when the file is larger).
+    pub message_count: usize,
+    pub message_count_is_estimate: bool,
+    /// Text of the first user message, or `(no messages)`.
+    pub first_message: String,
+}
+
+/// The text of a user message: a string content, or its text blocks joined by a space.
+fn user_text(record: &Record) -> Option<String> {
+    let message = record.message()?;
+    if message.get_str("role") != Some("user") {
+        return None;
+    }
+    match message.get("content")?.expanded().as_ref() {
+        Value::String(s) => Some(s.to_string_lossy().into_owned()),
+        Value::Array(blocks) => {
+            let texts: Vec<String> = blocks
+                .iter()
+                .filter_map(|b| b.as_object()?.get_str("text").map(str::to_owned))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join(" "))
+        }
+        _ => None,
+    }
+}
+
+/// The latest canonical `cwd` and `title` header patches in the last bytes of a file.
+fn tail_patches(tail: &[u8]) -> (Option<String>, Option<String>) {
+    let text = String::from_utf8_lossy(tail);
+    let (mut cwd, mut title) = (None, None);
+    for line in text.split('\n').rev() {
+        if cwd.is_some() && title.is_some() {
+            break;
+        }
+        let Ok(record) = Record::parse_line(line.trim_end_matches('\r')) else {
+            continue;
+        };
+        if record.record_type() != RecordType::HeaderPatch {
+            continue;
+        }
+        if let Some(patch) = header_patch(record.fields()) {
+            if cwd.is_none() {
+                cwd = patch.get_str("cwd").map(str::to_owned);
+            }
+            if title.is_none() {
+                title = patch.get_str("title").map(str::to_owned);
+            }
+        }
+    }
+    (cwd, title)
+}
+
+/// The listing metadata of one file, or `None` when it does not hold a supported session.
+pub fn session_info(storage: &dyn SessionStorage, path: &Path) -> io::Result<Option<SessionInfo>> {
+    let stat = storage.stat(path)?;
+    let prefix = storage.read_prefix(path, PREFIX_BYTES)?;
+    let Ok(replayed) = parse_session_entries(&String::from_utf8_lossy(&prefix)) else {
+        return Ok(None);
+    };
+    let records = replayed.records;
+    let Some(header) = records.first().and_then(Record::as_header) else {
+        return Ok(None);
+    };
+    let Some(id) = header.id() else {
+        return Ok(None);
+    };
+    let mut cwd = header.cwd().unwrap_or_default().to_owned();
+    let mut title = header.title().map(str::to_owned);
+    if header.version() >= 4.0 && stat.len > PREFIX_BYTES as u64 {
+        let (tail_cwd, tail_title) = tail_patches(&storage.read_tail(path, TAIL_SCAN_BYTES)?);
+        cwd = tail_cwd.unwrap_or(cwd);
+        title = tail_title.or(title);
+    }
+    if title.is_none() {
+        title = records
+            .iter()
+            .rev()
+            .filter(|r| r.record_type() == RecordType::Compaction)
+            .find_map(|r| r.get_str("shortSummary").map(str::to_owned));
+    }
+    let messages = records
+        .iter()
+        .filter(|r| r.record_type() == RecordType::Message)
+        .count();
+    let markers = memchr::memmem::find_iter(&prefix, b"\"type\":\"message\"").count();
+    Ok(Some(SessionInfo {
+        path: path.to_owned(),
+        id: id.to_owned(),
+        cwd,
+        title,
+        parent_session: header.parent_session().map(str::to_owned),
+        created: header.timestamp().unwrap_or_default().to_owned(),
+        modified_ms: stat.mtime_ms,
+        size: stat.len,
+        message_count: messages.max(markers),
+        message_count_is_estimate: stat.len > PREFIX_BYTES as u64,
+        first_message: records
+            .iter()
+            .find_map(user_text)
+            .unwrap_or_else(|| "(no messages)".to_owned()),
+    }))
+}
+
+/// Whether a directory entry name is a listable transcript (`*.jsonl`, not hidden).
+pub fn is_transcript_name(name: &str) -> bool {
+    name.ends_with(".jsonl") && !name.starts_with('.')
+}
+
+/// Every session in `dir`, newest first (ties by path). Orphaned rewrite backups are put
+/// back first; unreadable or non-session files are skipped.
+pub fn list_dir(storage: &dyn SessionStorage, dir: &Path) -> io::Result<Vec<SessionInfo>> {
+    let _ = super::manager::recover_orphaned_backups(storage, dir);
+    let mut infos = Vec::new();
+    for path in storage.list_files(dir)? {
+        let listable = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(is_transcript_name);
+        if !listable {
+            continue;
+        }
+        if let Ok(Some(info)) = session_info(storage, &path) {
+            infos.push(info);
+        }
+    }
+    sort_newest_first(&mut infos);
+    Ok(infos)
+}
+
+fn sort_newest_first(infos: &mut [SessionInfo]) {
+    infos.sort_by(|a, b| {
+        b.modified_ms
+            .cmp(&a.modified_ms)
+            .then_with(|| a.path.cmp(&b.path))
+    });
+}
+
+/// Every session in every directory of the sessions root (v2 scopes and legacy layouts),
+/// newest first; when one session id appears more than once, the newest copy is kept.
+pub fn list_all(
+    storage: &dyn SessionStorage,
+    sessions_root: &Path,
+) -> io::Result<Vec<SessionInfo>> {
+    let mut infos = Vec::new();
+    let dirs = match storage.list_dirs(sessions_root) {
+        Ok(dirs) => dirs,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    for dir in dirs {
+        if let Ok(found) = list_dir(storage, &dir) {
+            infos.extend(found);
+        }
+    }
+    sort_newest_first(&mut infos);
+    let mut seen = std::collections::HashSet::new();
+    infos.retain(|info| seen.insert(info.id.clone()));
+    Ok(infos)
+}
+
+/// The sessions whose id, file name, or file-name id part starts with `prefix`
+/// (case-insensitive), in the order given.
+pub fn match_prefix<'a>(infos: &'a [SessionInfo], prefix: &str) -> Vec<&'a SessionInfo> {
+    let prefix = prefix.to_lowercase();
+    infos
+        .iter()
+        .filter(|info| {
+            let name = info
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().to_lowercase())
+                .unwrap_or_default();
+            let after = name
+                .rsplit_once('_')
+                .map_or(name.as_str(), |(_, id)| id)
+                .to_owned();
+            info.id.to_lowercase().starts_with(&prefix)
+                || name.starts_with(&prefix)
+                || after.starts_with(&prefix)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::storage::MemoryStorage;
+
+    fn header(id: &str, version: u32, extra: &str) -> String {
+        format!(
+            r#"{{"type":"session","version":{version},"id":"{id}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"{extra}}}"#
+        )
+    }
+
+    #[test]
+    fn metadata_comes_from_the_prefix_and_the_tail() {
+        let storage = MemoryStorage::new();
+        let dir = Path::new("/s");
+        storage.ensure_dir(dir).unwrap();
+        let filler = format!(
+            r#"{{"type":"custom","customType":"x","data":"{}","id":"c","parentId":"m","timestamp":"t"}}"#,
+            "y".repeat(5000)
+        );
+        let text = [
+            header("abc", 5, r#","title":"Original""#),
+            r#"{"type":"message","id":"m","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"hello"},{"type":"text","text":"there"}]}}"#.into(),
+            filler,
+            r#"{"type":"header_patch","patch":{"title":"Patched title"}}"#.into(),
+            r#"{"type":"header_patch","patch":{"cwd":"/moved"}}"#.into(),
+            r#"{"type":"header_patch","patch":{"title":"bad","extra":1}}"#.into(),
+        ]
+        .join("\n")
+            + "\n";
+        let path = dir.join("2026-01-01T00-00-00-000Z_abc.jsonl");
+        storage.put_file(&path, text.as_bytes());
+        let info = session_info(&storage, &path).unwrap().unwrap();
+        assert_eq!(info.title.as_deref(), Some("Patched title"));
+        assert_eq!(info.cwd, "/moved");
+        assert_eq!(info.first_message, "hello there");
+        assert_eq!(info.message_count, 1);
+        assert!(info.message_count_is_estimate);
+
+        // Version 3: tail patches are not applied.
+        let v3 = text.replacen(r#""version":5"#, r#""version":3"#, 1);
+        storage.put_file(&path, v3.as_bytes());
+        assert_eq!(
+            session_info(&storage, &path)
+                .unwrap()
+                .unwrap()
+                .title
+                .as_deref(),
+            Some("Original")
+        );
+
+        // A future version is not listed.
+        storage.put_file(&path, header("abc", 6, "").as_bytes());
+        assert_eq!(session_info(&storage, &path).unwrap(), None);
+    }
+
+    #[test]
+    fn listing_skips_hidden_and_invalid_files_and_sorts_newest_first() {
+        let storage = MemoryStorage::new();
+        let dir = Path::new("/s");
+        storage.ensure_dir(dir).unwrap();
+        storage.put_file(&dir.join("a_one.jsonl"), header("one", 5, "").as_bytes());
+        storage.put_file(
+            &dir.join(".hidden.jsonl"),
+            header("hidden", 5, "").as_bytes(),
+        );
+        storage.put_file(&dir.join("bad.jsonl"), b"{not json");
+        storage.put_file(&dir.join("notes.txt"), header("txt", 5, "").as_bytes());
+        storage.put_file(&dir.join("b_two.jsonl"), header("two", 5, "").as_bytes());
+        let ids: Vec<String> = list_dir(&storage, dir)
+            .unwrap()
+            .into_iter()
+            .map(|i| i.id)
+            .collect();
+        assert_eq!(ids, ["two", "one"]);
+        let infos = list_dir(&storage, dir).unwrap();
+        assert_eq!(match_prefix(&infos, "TW").len(), 1);
+        assert_eq!(match_prefix(&infos, "a_").len(), 1);
+        assert_eq!(match_prefix(&infos, "o").len(), 1);
+        assert!(match_prefix(&infos, "zzz").is_empty());
+    }
+
+    #[test]
+    fn list_all_spans_every_scope_and_keeps_the_newest_copy_of_an_id() {
+        let storage = MemoryStorage::new();
+        let root = Path::new("/agent/sessions");
+        for scope in ["v2-aaa", "--legacy--"] {
+            storage.ensure_dir(&root.join(scope)).unwrap();
+        }
+        storage.put_file(
+            &root.join("--legacy--/old_dup.jsonl"),
+            header("dup", 5, r#","title":"old""#).as_bytes(),
+        );
+        storage.put_file(
+            &root.join("v2-aaa/x_one.jsonl"),
+            header("one", 5, "").as_bytes(),
+        );
+        storage.put_file(
+            &root.join("v2-aaa/new_dup.jsonl"),
+            header("dup", 5, r#","title":"new""#).as_bytes(),
+        );
+        let all = list_all(&storage, root).unwrap();
+        let summary: Vec<(String, Option<String>)> = all
+            .iter()
+            .map(|i| (i.id.clone(), i.title.clone()))
+            .collect();
+        assert_eq!(
+            summary,
+            [("dup".into(), Some("new".into())), ("one".into(), None)]
+        );
+        assert!(list_all(&storage, Path::new("/nowhere"))
+            .unwrap()
+            .is_empty());
+    }
+}
