@@ -180,7 +180,11 @@ fn compaction_summary_message(record: &Record, provider_payload: Option<Value>) 
 /// history, if it has a non-empty provider and an array history.
 fn remote_compaction_payload(compaction: &Record) -> Option<Value> {
     let preserve = compaction.get("preserveData")?.expanded();
-    let remote = preserve.as_object()?.get("openaiRemoteCompaction")?;
+    // Records are parsed two levels deep, so this object is usually still raw text.
+    let remote = preserve
+        .as_object()?
+        .get("openaiRemoteCompaction")?
+        .expanded();
     let remote = remote.as_object()?;
     let provider = remote.get_str("provider").filter(|p| !p.is_empty())?;
     let history = remote.get("replacementHistory").filter(|h| h.is_array())?;
@@ -492,6 +496,23 @@ mod tests {
     use super::*;
     use crate::engine::json;
     use crate::engine::replay::parse_session_entries;
+
+    #[test]
+    fn remote_compaction_history_read_from_a_file_replaces_kept_messages() {
+        let text = concat!(
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n",
+            "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{\"role\":\"user\",\"content\":\"kept?\"}}\n",
+            "{\"type\":\"compaction\",\"id\":\"c\",\"parentId\":\"a\",\"timestamp\":\"2026-01-01T00:00:02.000Z\",\"summary\":\"s\",\"firstKeptEntryId\":\"a\",\"tokensBefore\":1,",
+            "\"preserveData\":{\"openaiRemoteCompaction\":{\"provider\":\"openai\",\"replacementHistory\":[{\"type\":\"message\"}]}}}\n",
+        );
+        let session = Session::from_records(parse_session_entries(text).unwrap().records);
+        let ctx = session.build_context();
+        assert_eq!(ctx.messages.len(), 1);
+        assert_eq!(
+            json::to_compact(&ctx.messages[0]),
+            "{\"role\":\"compactionSummary\",\"summary\":\"s\",\"tokensBefore\":1,\"providerPayload\":{\"type\":\"openaiResponsesHistory\",\"provider\":\"openai\",\"items\":[{\"type\":\"message\"}]},\"timestamp\":1767225602000}"
+        );
+    }
 
     #[test]
     fn streaming_pretty_output_equals_the_pretty_value() {
