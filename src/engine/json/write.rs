@@ -57,7 +57,7 @@ pub fn write_compact(value: &Value, out: &mut Vec<u8>) {
 /// Appends the compact serialization of an object to `out`.
 pub fn write_object_compact(obj: &Object, out: &mut Vec<u8>) {
     out.push(b'{');
-    for (i, (key, item)) in js_order(obj).enumerate() {
+    for (i, (key, item)) in obj.js_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -90,7 +90,7 @@ pub fn write_pretty(value: &Value, out: &mut Vec<u8>, indent: usize) {
         }
         Value::Object(obj) if !obj.is_empty() => {
             out.push(b'{');
-            for (i, (key, item)) in js_order(obj).enumerate() {
+            for (i, (key, item)) in obj.js_iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
@@ -173,39 +173,6 @@ fn reindent_raw(text: &[u8], out: &mut Vec<u8>, base: usize) {
             }
         }
     }
-}
-
-/// The array index a key denotes in JavaScript, if any (`0..=2^32-2`, canonical digits).
-fn array_index(key: &JsString) -> Option<u32> {
-    let s = key.as_str()?;
-    if s.is_empty() || s.len() > 10 || (s.len() > 1 && s.starts_with('0')) {
-        return None;
-    }
-    if !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse::<u64>()
-        .ok()
-        .filter(|&n| n < u32::MAX as u64)
-        .map(|n| n as u32)
-}
-
-/// The members of `obj` in JavaScript enumeration order.
-fn js_order(obj: &Object) -> Box<dyn Iterator<Item = (&JsString, &Value)> + '_> {
-    if obj.keys().all(|k| array_index(k).is_none()) {
-        return Box::new(obj.iter());
-    }
-    let mut indexed: Vec<_> = obj
-        .iter()
-        .filter_map(|(k, v)| array_index(k).map(|n| (n, k, v)))
-        .collect();
-    indexed.sort_by_key(|(n, _, _)| *n);
-    Box::new(
-        indexed
-            .into_iter()
-            .map(|(_, k, v)| (k, v))
-            .chain(obj.iter().filter(|(k, _)| array_index(k).is_none())),
-    )
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
