@@ -226,7 +226,8 @@ fn loose_unit_escape(unit: u16, rng: &mut Rng, out: &mut String) {
 
 /// Valid JSON for `value` that `JSON.stringify` would not write: whitespace, needless and
 /// upper-case escapes, `\/`, members in insertion order (array indices unsorted), and
-/// duplicated keys whose earlier value is overridden.
+/// duplicated keys whose earlier value is overridden. Numbers stay canonical: the engine keeps
+/// a number's source text (details §4 allows it), so `1.0` is written back as `1.0`.
 fn write_loose(value: &M, rng: &mut Rng, out: &mut String) {
     rng.ws(out);
     match value {
