@@ -317,6 +317,8 @@ impl StateScan {
             }
         }
         for rec in value_list(record.get("injectedRuleRecords")).unwrap_or_default() {
+            // Records are parsed two levels deep, so these objects are usually still raw text.
+            let rec = rec.expanded().into_owned();
             let Some(name) = rec
                 .as_object()
                 .and_then(|o| o.get_str("name"))
@@ -511,6 +513,30 @@ mod tests {
         assert_eq!(
             json::to_compact(&ctx.messages[0]),
             "{\"role\":\"compactionSummary\",\"summary\":\"s\",\"tokensBefore\":1,\"providerPayload\":{\"type\":\"openaiResponsesHistory\",\"provider\":\"openai\",\"items\":[{\"type\":\"message\"}]},\"timestamp\":1767225602000}"
+        );
+    }
+
+    #[test]
+    fn ttsr_rule_records_read_from_a_file_are_kept() {
+        let text = concat!(
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"cwd\":\"/\"}\n",
+            "{\"type\":\"ttsr_injection\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\",",
+            "\"injectedRules\":[\"r1\"],\"injectedRuleRecords\":[{\"name\":\"r2\",\"lastInjectedAt\":5}]}\n",
+        );
+        let session = Session::from_records(parse_session_entries(text).unwrap().records);
+        let ctx = session.build_context();
+        assert_eq!(ctx.injected_ttsr_rules, ["r1", "r2"]);
+        let records: Vec<String> = ctx
+            .injected_ttsr_rule_records
+            .iter()
+            .map(|(_, r)| json::to_compact(r))
+            .collect();
+        assert_eq!(
+            records,
+            [
+                "{\"name\":\"r1\",\"lastInjectedAt\":0}",
+                "{\"name\":\"r2\",\"lastInjectedAt\":5}"
+            ]
         );
     }
 
