@@ -930,6 +930,12 @@ enum CtxKind {
         default: bool,
     },
     Thinking(Option<String>),
+    /// A `ttsr_injection`: rule names, rule records by name, and a message count.
+    Ttsr {
+        rules: Vec<String>,
+        records: Vec<(String, M)>,
+        count: Option<M>,
+    },
     Silent,
 }
 
@@ -973,7 +979,7 @@ fn build_ctx_file(choices: &[CtxChoice]) -> (String, Vec<CtxEntry>) {
                 format!("e{}", k % i)
             }
         };
-        let (ty, fields, kind): (&str, Vec<(&str, M)>, CtxKind) = match c.kind % 10 {
+        let (ty, fields, kind): (&str, Vec<(&str, M)>, CtxKind) = match c.kind % 11 {
             0..=2 => {
                 let (message, model) = match c.flag % 3 {
                     0 => (
@@ -1198,11 +1204,53 @@ fn build_ctx_file(choices: &[CtxChoice]) -> (String, Vec<CtxEntry>) {
                 ],
                 CtxKind::Silent,
             ),
-            _ => (
+            9 => (
                 "label",
                 vec![("targetId", jstr(&earlier_id(c.k))), ("label", jstr("l"))],
                 CtxKind::Silent,
             ),
+            _ => {
+                let rules: Vec<String> = (0..c.k % 4)
+                    .map(|j| format!("r{}", (c.k / 4 + j * 3) % 4))
+                    .collect();
+                let records: Vec<(String, M)> = (0..c.flag as usize % 3)
+                    .map(|j| {
+                        let name = format!("r{}", (c.parent_k + j) % 4);
+                        let mut record = obj(vec![
+                            ("name", jstr(&name)),
+                            ("lastInjectedAt", int(((c.parent_k / 4 + j) % 1000) as i64)),
+                        ]);
+                        if j == 1 {
+                            record.set("repeatMode", jstr("always"));
+                        }
+                        (name, record)
+                    })
+                    .collect();
+                let count = (c.flag % 4 == 0).then(|| int((c.k % 50) as i64));
+                let mut fields = vec![(
+                    "injectedRules",
+                    M::Arr(rules.iter().map(|r| jstr(r)).collect()),
+                )];
+                if c.flag % 5 != 0 {
+                    fields.push((
+                        "injectedRuleRecords",
+                        M::Arr(records.iter().map(|(_, r)| r.clone()).collect()),
+                    ));
+                }
+                if let Some(n) = &count {
+                    fields.push(("ttsrMessageCount", n.clone()));
+                }
+                let records = if c.flag % 5 != 0 { records } else { Vec::new() };
+                (
+                    "ttsr_injection",
+                    fields,
+                    CtxKind::Ttsr {
+                        rules,
+                        records,
+                        count,
+                    },
+                )
+            }
         };
         let mut record = obj(vec![
             ("type", jstr(ty)),
@@ -1224,11 +1272,19 @@ fn build_ctx_file(choices: &[CtxChoice]) -> (String, Vec<CtxEntry>) {
     (jsonl(&records), entries)
 }
 
-/// The model of §8: messages (as canonical text), thinking level and default model.
-fn model_context(
-    entries: &[CtxEntry],
-    leaf: Option<usize>,
-) -> (Vec<String>, String, Option<String>) {
+/// What the context model computes; JSON values as canonical text.
+#[derive(Debug, Default)]
+struct ModelContext {
+    messages: Vec<String>,
+    thinking: String,
+    default_model: Option<String>,
+    ttsr_rules: Vec<String>,
+    ttsr_records: Vec<(String, String)>,
+    ttsr_count: String,
+}
+
+/// The model of §8: messages, thinking level, default model and the TTSR state.
+fn model_context(entries: &[CtxEntry], leaf: Option<usize>) -> ModelContext {
     let mut path = Vec::new();
     let mut at = leaf;
     while let Some(i) = at {
@@ -1241,8 +1297,38 @@ fn model_context(
     let mut default_model = None;
     let mut explicit_default = false;
     let mut compaction = None;
+    let mut ttsr_rules: Vec<String> = Vec::new();
+    let mut ttsr_records: Vec<(String, M)> = Vec::new();
+    let mut ttsr_count = int(0);
     for (pos, &i) in path.iter().enumerate() {
         match &entries[i].kind {
+            CtxKind::Ttsr {
+                rules,
+                records,
+                count,
+            } => {
+                for name in rules {
+                    if !ttsr_rules.contains(name) {
+                        ttsr_rules.push(name.clone());
+                    }
+                    if !ttsr_records.iter().any(|(n, _)| n == name) {
+                        let record = obj(vec![("name", jstr(name)), ("lastInjectedAt", int(0))]);
+                        ttsr_records.push((name.clone(), record));
+                    }
+                }
+                for (name, record) in records {
+                    if !ttsr_rules.contains(name) {
+                        ttsr_rules.push(name.clone());
+                    }
+                    match ttsr_records.iter_mut().find(|(n, _)| n == name) {
+                        Some(slot) => slot.1 = record.clone(),
+                        None => ttsr_records.push((name.clone(), record.clone())),
+                    }
+                }
+                if let Some(n) = count {
+                    ttsr_count = n.clone();
+                }
+            }
             CtxKind::Thinking(level) => thinking = level.clone().unwrap_or_else(|| "off".into()),
             CtxKind::ModelChange {
                 model,
@@ -1287,11 +1373,17 @@ fn model_context(
             messages.extend(path[at + 1..].iter().filter_map(|&i| emitted(i)));
         }
     }
-    (
+    ModelContext {
         messages,
-        canon(&jstr(&thinking)),
-        default_model.map(|m| canon(&jstr(&m))),
-    )
+        thinking: canon(&jstr(&thinking)),
+        default_model: default_model.map(|m| canon(&jstr(&m))),
+        ttsr_rules,
+        ttsr_records: ttsr_records
+            .iter()
+            .map(|(n, r)| (n.clone(), canon(r)))
+            .collect(),
+        ttsr_count: canon(&ttsr_count),
+    }
 }
 
 proptest! {
@@ -1327,11 +1419,19 @@ proptest! {
         } else {
             session.build_context()
         };
-        let (messages, thinking, default_model) = model_context(&entries, model_leaf);
+        let model = model_context(&entries, model_leaf);
         let got: Vec<String> = ctx.messages.iter().map(|m| json::to_compact(m)).collect();
-        prop_assert_eq!(got, messages);
-        prop_assert_eq!(json::to_compact(&ctx.thinking_level), thinking);
-        prop_assert_eq!(ctx.models.get("default").map(json::to_compact), default_model);
+        prop_assert_eq!(got, model.messages);
+        prop_assert_eq!(json::to_compact(&ctx.thinking_level), model.thinking);
+        prop_assert_eq!(ctx.models.get("default").map(json::to_compact), model.default_model);
+        prop_assert_eq!(&ctx.injected_ttsr_rules, &model.ttsr_rules);
+        let records: Vec<(String, String)> = ctx
+            .injected_ttsr_rule_records
+            .iter()
+            .map(|(n, r)| (n.clone(), json::to_compact(r)))
+            .collect();
+        prop_assert_eq!(records, model.ttsr_records);
+        prop_assert_eq!(json::to_compact(&ctx.ttsr_message_count), model.ttsr_count);
     }
 }
 
