@@ -913,6 +913,14 @@ fn ctx_choice() -> impl Strategy<Value = CtxChoice> {
         )
 }
 
+/// What a `configured_model_chain` entry does, by the normalisation rules of §8.2.
+#[derive(Clone, Debug)]
+enum ChainEffect {
+    Ignore,
+    Clear,
+    Set(M),
+}
+
 /// What an entry means to the context model.
 #[derive(Clone, Debug)]
 enum CtxKind {
@@ -927,7 +935,19 @@ enum CtxKind {
     },
     ModelChange {
         model: String,
-        default: bool,
+        role: String,
+    },
+    /// A `configured_model_chain` and what it does to the chain map.
+    Chain(String, ChainEffect),
+    ServiceTier(Option<String>),
+    McpSelection {
+        names: M,
+        legacy_builtin: Option<M>,
+    },
+    BuiltinSelection(M),
+    Mode {
+        mode: String,
+        data: Option<M>,
     },
     Thinking(Option<String>),
     /// A `ttsr_injection`: rule names, rule records by name, and a message count.
@@ -979,7 +999,7 @@ fn build_ctx_file(choices: &[CtxChoice]) -> (String, Vec<CtxEntry>) {
                 format!("e{}", k % i)
             }
         };
-        let (ty, fields, kind): (&str, Vec<(&str, M)>, CtxKind) = match c.kind % 11 {
+        let (ty, fields, kind): (&str, Vec<(&str, M)>, CtxKind) = match c.kind % 16 {
             0..=2 => {
                 let (message, model) = match c.flag % 3 {
                     0 => (
@@ -1166,10 +1186,11 @@ fn build_ctx_file(choices: &[CtxChoice]) -> (String, Vec<CtxEntry>) {
             }
             6 => {
                 let model = format!("prov/m{}", c.k % 3);
-                let role = match c.flag % 3 {
+                let role = match c.flag % 4 {
                     0 => None,
                     1 => Some("default"),
-                    _ => Some("smol"),
+                    2 => Some("smol"),
+                    _ => Some("plan"),
                 };
                 let mut fields = vec![("model", jstr(&model))];
                 if let Some(r) = role {
@@ -1180,7 +1201,7 @@ fn build_ctx_file(choices: &[CtxChoice]) -> (String, Vec<CtxEntry>) {
                     fields,
                     CtxKind::ModelChange {
                         model,
-                        default: role.unwrap_or("default") == "default",
+                        role: role.unwrap_or("default").to_owned(),
                     },
                 )
             }
@@ -1204,6 +1225,131 @@ fn build_ctx_file(choices: &[CtxChoice]) -> (String, Vec<CtxEntry>) {
                 ],
                 CtxKind::Silent,
             ),
+            11 => {
+                let role = ["default", "smol", ""][c.k % 3];
+                let entries = match c.flag % 4 {
+                    0 => jstr("p/m0"),
+                    1 => M::Arr(vec![jstr(""), int(5)]),
+                    _ => M::Arr(vec![
+                        jstr(&format!("p/m{}", c.k % 3)),
+                        jstr(""),
+                        jstr("q/x"),
+                        int(5),
+                    ]),
+                };
+                let origin = [None, Some(jstr("user")), Some(int(5))][c.parent_k % 3].clone();
+                let identity =
+                    [None, Some(jstr("id1")), Some(int(7))][(c.parent_k / 3) % 3].clone();
+                let explicit_head =
+                    [None, Some(M::Bool(true)), Some(jstr("true"))][(c.parent_k / 9) % 3].clone();
+                let cleared = [None, Some(M::Bool(true)), Some(M::Bool(false))]
+                    [c.flag as usize % 5 % 3]
+                    .clone();
+                let mut fields = vec![("role", jstr(role)), ("entries", entries.clone())];
+                for (key, value) in [
+                    ("origin", &origin),
+                    ("identity", &identity),
+                    ("explicitHead", &explicit_head),
+                    ("cleared", &cleared),
+                ] {
+                    if let Some(v) = value {
+                        fields.push((key, v.clone()));
+                    }
+                }
+                let kept: Vec<M> = match &entries {
+                    M::Arr(items) => items
+                        .iter()
+                        .filter(|e| matches!(e, M::Str(s) if !s.is_empty()))
+                        .cloned()
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let effect = if role.is_empty() {
+                    ChainEffect::Ignore
+                } else if cleared == Some(M::Bool(true)) {
+                    ChainEffect::Clear
+                } else if kept.is_empty() {
+                    ChainEffect::Ignore
+                } else {
+                    let mut chain = obj(vec![
+                        ("role", jstr(role)),
+                        ("entries", M::Arr(kept)),
+                        (
+                            "origin",
+                            match &origin {
+                                Some(o @ M::Str(_)) => o.clone(),
+                                _ => jstr("session"),
+                            },
+                        ),
+                    ]);
+                    if let Some(id @ M::Str(_)) = &identity {
+                        chain.set("identity", id.clone());
+                    }
+                    chain.set(
+                        "explicitHead",
+                        M::Bool(explicit_head == Some(M::Bool(true))),
+                    );
+                    ChainEffect::Set(chain)
+                };
+                (
+                    "configured_model_chain",
+                    fields,
+                    CtxKind::Chain(role.to_owned(), effect),
+                )
+            }
+            12 => {
+                let tier = (c.flag % 2 == 0).then(|| "priority".to_owned());
+                (
+                    "service_tier_change",
+                    vec![("serviceTier", tier.as_deref().map_or(M::Null, jstr))],
+                    CtxKind::ServiceTier(tier),
+                )
+            }
+            13 => {
+                let names = M::Arr((0..c.k % 3).map(|j| jstr(&format!("mcp{j}"))).collect());
+                let legacy_builtin = (c.flag % 2 == 0).then(|| {
+                    M::Arr(
+                        (0..c.parent_k % 3)
+                            .map(|j| jstr(&format!("b{j}")))
+                            .collect(),
+                    )
+                });
+                let mut fields = vec![("selectedToolNames", names.clone())];
+                if let Some(l) = &legacy_builtin {
+                    fields.push(("selectedDiscoveredBuiltinToolNames", l.clone()));
+                }
+                (
+                    "mcp_tool_selection",
+                    fields,
+                    CtxKind::McpSelection {
+                        names,
+                        legacy_builtin,
+                    },
+                )
+            }
+            14 => {
+                let names = M::Arr((0..c.k % 3).map(|j| jstr(&format!("b{j}"))).collect());
+                (
+                    "discovered_builtin_tool_selection",
+                    vec![("selectedToolNames", names.clone())],
+                    CtxKind::BuiltinSelection(names),
+                )
+            }
+            15 => {
+                let mode = ["plan", "none", "review"][c.k % 3].to_owned();
+                let mut fields = vec![("mode", jstr(&mode))];
+                if let Some(d) = &c.details {
+                    fields.push(("data", d.clone()));
+                }
+                (
+                    "mode_change",
+                    fields,
+                    CtxKind::Mode {
+                        mode,
+                        data: c.details.clone(),
+                    },
+                )
+            }
             9 => (
                 "label",
                 vec![("targetId", jstr(&earlier_id(c.k))), ("label", jstr("l"))],
@@ -1272,18 +1418,27 @@ fn build_ctx_file(choices: &[CtxChoice]) -> (String, Vec<CtxEntry>) {
     (jsonl(&records), entries)
 }
 
-/// What the context model computes; JSON values as canonical text.
-#[derive(Debug, Default)]
+/// What the context model computes, as canonical text: the messages, and the whole context
+/// object of §8.5.
 struct ModelContext {
     messages: Vec<String>,
-    thinking: String,
-    default_model: Option<String>,
-    ttsr_rules: Vec<String>,
-    ttsr_records: Vec<(String, String)>,
-    ttsr_count: String,
+    full: String,
 }
 
-/// The model of §8: messages, thinking level, default model and the TTSR state.
+/// Sets `key` in an ordered map: in place when present, appended otherwise.
+fn map_set(map: &mut Vec<(String, M)>, key: &str, value: M) {
+    match map.iter_mut().find(|(k, _)| k == key) {
+        Some(slot) => slot.1 = value,
+        None => map.push((key.to_owned(), value)),
+    }
+}
+
+fn map_obj(map: &[(String, M)]) -> M {
+    obj(map.iter().map(|(k, v)| (k.as_str(), v.clone())).collect())
+}
+
+/// The model of §8: the path, the state scan of §8.2, message emission of §8.3, and the
+/// return value of §8.5.
 fn model_context(entries: &[CtxEntry], leaf: Option<usize>) -> ModelContext {
     let mut path = Vec::new();
     let mut at = leaf;
@@ -1293,15 +1448,58 @@ fn model_context(entries: &[CtxEntry], leaf: Option<usize>) -> ModelContext {
     }
     path.reverse();
 
-    let mut thinking = "off".to_owned();
-    let mut default_model = None;
+    let mut thinking = jstr("off");
+    let mut service_tier: Option<M> = None;
+    let mut models: Vec<(String, M)> = Vec::new();
     let mut explicit_default = false;
-    let mut compaction = None;
+    let mut chains: Vec<(String, M)> = Vec::new();
     let mut ttsr_rules: Vec<String> = Vec::new();
     let mut ttsr_records: Vec<(String, M)> = Vec::new();
     let mut ttsr_count = int(0);
+    let mut mcp_names = M::Arr(Vec::new());
+    let mut builtin_names: Option<M> = None;
+    let mut has_mcp = false;
+    let mut has_builtin = false;
+    let mut mode = Some(jstr("none"));
+    let mut mode_data: Option<M> = None;
+    let mut compaction = None;
     for (pos, &i) in path.iter().enumerate() {
         match &entries[i].kind {
+            CtxKind::Thinking(level) => thinking = jstr(level.as_deref().unwrap_or("off")),
+            CtxKind::ModelChange { model, role } => {
+                if role == "default" {
+                    explicit_default = true;
+                }
+                map_set(&mut models, role, jstr(model));
+            }
+            CtxKind::Message(_, Some(model)) if !explicit_default => {
+                map_set(&mut models, "default", jstr(model));
+            }
+            CtxKind::Chain(role, effect) => match effect {
+                ChainEffect::Ignore => {}
+                ChainEffect::Clear => chains.retain(|(r, _)| r != role),
+                ChainEffect::Set(chain) => map_set(&mut chains, role, chain.clone()),
+            },
+            CtxKind::ServiceTier(tier) => service_tier = tier.as_deref().map(jstr),
+            CtxKind::McpSelection {
+                names,
+                legacy_builtin,
+            } => {
+                mcp_names = names.clone();
+                has_mcp = true;
+                if let Some(list) = legacy_builtin {
+                    builtin_names = Some(list.clone());
+                    has_builtin = true;
+                }
+            }
+            CtxKind::BuiltinSelection(names) => {
+                builtin_names = Some(names.clone());
+                has_builtin = true;
+            }
+            CtxKind::Mode { mode: m, data } => {
+                mode = Some(jstr(m));
+                mode_data = data.clone();
+            }
             CtxKind::Ttsr {
                 rules,
                 records,
@@ -1320,33 +1518,30 @@ fn model_context(entries: &[CtxEntry], leaf: Option<usize>) -> ModelContext {
                     if !ttsr_rules.contains(name) {
                         ttsr_rules.push(name.clone());
                     }
-                    match ttsr_records.iter_mut().find(|(n, _)| n == name) {
-                        Some(slot) => slot.1 = record.clone(),
-                        None => ttsr_records.push((name.clone(), record.clone())),
-                    }
+                    map_set(&mut ttsr_records, name, record.clone());
                 }
                 if let Some(n) = count {
                     ttsr_count = n.clone();
                 }
             }
-            CtxKind::Thinking(level) => thinking = level.clone().unwrap_or_else(|| "off".into()),
-            CtxKind::ModelChange {
-                model,
-                default: true,
-            } => {
-                explicit_default = true;
-                default_model = Some(model.clone());
-            }
-            CtxKind::Message(_, Some(model)) if !explicit_default => {
-                default_model = Some(model.clone());
-            }
             CtxKind::Compaction { .. } => compaction = Some(pos),
             _ => {}
         }
     }
+    for (role, model) in &models {
+        if !chains.iter().any(|(r, _)| r == role) {
+            let chain = obj(vec![
+                ("role", jstr(role)),
+                ("entries", M::Arr(vec![model.clone()])),
+                ("origin", jstr("legacy_session")),
+                ("explicitHead", M::Bool(true)),
+            ]);
+            chains.push((role.clone(), chain));
+        }
+    }
 
     let emitted = |i: usize| match &entries[i].kind {
-        CtxKind::Message(m, _) | CtxKind::Emits(m) => Some(canon(m)),
+        CtxKind::Message(m, _) | CtxKind::Emits(m) => Some(m.clone()),
         _ => None,
     };
     let mut messages = Vec::new();
@@ -1361,7 +1556,7 @@ fn model_context(entries: &[CtxEntry], leaf: Option<usize>) -> ModelContext {
             else {
                 unreachable!("a compaction position");
             };
-            messages.push(canon(summary_message));
+            messages.push(summary_message.clone());
             if !remote {
                 let start = first_kept
                     .as_ref()
@@ -1373,16 +1568,43 @@ fn model_context(entries: &[CtxEntry], leaf: Option<usize>) -> ModelContext {
             messages.extend(path[at + 1..].iter().filter_map(|&i| emitted(i)));
         }
     }
+
+    let mut full = obj(vec![
+        ("messages", M::Arr(messages.clone())),
+        ("thinkingLevel", thinking),
+    ]);
+    if let Some(tier) = service_tier {
+        full.set("serviceTier", tier);
+    }
+    full.set("models", map_obj(&models));
+    full.set("configuredModelChains", map_obj(&chains));
+    full.set(
+        "injectedTtsrRules",
+        M::Arr(ttsr_rules.iter().map(|r| jstr(r)).collect()),
+    );
+    full.set(
+        "injectedTtsrRuleRecords",
+        M::Arr(ttsr_records.into_iter().map(|(_, r)| r).collect()),
+    );
+    full.set("ttsrMessageCount", ttsr_count);
+    full.set("selectedMCPToolNames", mcp_names);
+    if let Some(list) = builtin_names {
+        full.set("selectedDiscoveredBuiltinToolNames", list);
+    }
+    full.set("hasPersistedMCPToolSelection", M::Bool(has_mcp));
+    full.set(
+        "hasPersistedDiscoveredBuiltinToolSelection",
+        M::Bool(has_builtin),
+    );
+    if let Some(m) = mode {
+        full.set("mode", m);
+    }
+    if let Some(d) = mode_data {
+        full.set("modeData", d);
+    }
     ModelContext {
-        messages,
-        thinking: canon(&jstr(&thinking)),
-        default_model: default_model.map(|m| canon(&jstr(&m))),
-        ttsr_rules,
-        ttsr_records: ttsr_records
-            .iter()
-            .map(|(n, r)| (n.clone(), canon(r)))
-            .collect(),
-        ttsr_count: canon(&ttsr_count),
+        messages: messages.iter().map(canon).collect(),
+        full: canon(&full),
     }
 }
 
@@ -1422,16 +1644,7 @@ proptest! {
         let model = model_context(&entries, model_leaf);
         let got: Vec<String> = ctx.messages.iter().map(|m| json::to_compact(m)).collect();
         prop_assert_eq!(got, model.messages);
-        prop_assert_eq!(json::to_compact(&ctx.thinking_level), model.thinking);
-        prop_assert_eq!(ctx.models.get("default").map(json::to_compact), model.default_model);
-        prop_assert_eq!(&ctx.injected_ttsr_rules, &model.ttsr_rules);
-        let records: Vec<(String, String)> = ctx
-            .injected_ttsr_rule_records
-            .iter()
-            .map(|(n, r)| (n.clone(), json::to_compact(r)))
-            .collect();
-        prop_assert_eq!(records, model.ttsr_records);
-        prop_assert_eq!(json::to_compact(&ctx.ttsr_message_count), model.ttsr_count);
+        prop_assert_eq!(json::to_compact(&ctx.to_value()), model.full);
     }
 }
 
