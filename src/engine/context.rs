@@ -314,6 +314,8 @@ impl StateScan {
             }
         }
         for rec in value_list(record.get("injectedRuleRecords")).unwrap_or_default() {
+            // Records are parsed two levels deep, so these objects are usually still raw text.
+            let rec = rec.expanded().into_owned();
             let Some(name) = rec
                 .as_object()
                 .and_then(|o| o.get_str("name"))
@@ -506,6 +508,47 @@ mod tests {
     use super::*;
     use crate::engine::json;
     use crate::engine::replay::parse_session_entries;
+
+    #[test]
+    fn remote_compaction_history_read_from_a_file_replaces_kept_messages() {
+        let text = concat!(
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n",
+            "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{\"role\":\"user\",\"content\":\"kept?\"}}\n",
+            "{\"type\":\"compaction\",\"id\":\"c\",\"parentId\":\"a\",\"timestamp\":\"2026-01-01T00:00:02.000Z\",\"summary\":\"s\",\"firstKeptEntryId\":\"a\",\"tokensBefore\":1,",
+            "\"preserveData\":{\"openaiRemoteCompaction\":{\"provider\":\"openai\",\"replacementHistory\":[{\"type\":\"message\"}]}}}\n",
+        );
+        let session = Session::from_records(parse_session_entries(text).unwrap().records);
+        let ctx = session.build_context();
+        assert_eq!(ctx.messages.len(), 1);
+        assert_eq!(
+            json::to_compact(&ctx.messages[0]),
+            "{\"role\":\"compactionSummary\",\"summary\":\"s\",\"tokensBefore\":1,\"providerPayload\":{\"type\":\"openaiResponsesHistory\",\"provider\":\"openai\",\"items\":[{\"type\":\"message\"}]},\"timestamp\":1767225602000}"
+        );
+    }
+
+    #[test]
+    fn ttsr_rule_records_read_from_a_file_are_kept() {
+        let text = concat!(
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"cwd\":\"/\"}\n",
+            "{\"type\":\"ttsr_injection\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\",",
+            "\"injectedRules\":[\"r1\"],\"injectedRuleRecords\":[{\"name\":\"r2\",\"lastInjectedAt\":5}]}\n",
+        );
+        let session = Session::from_records(parse_session_entries(text).unwrap().records);
+        let ctx = session.build_context();
+        assert_eq!(ctx.injected_ttsr_rules, ["r1", "r2"]);
+        let records: Vec<String> = ctx
+            .injected_ttsr_rule_records
+            .iter()
+            .map(|(_, r)| json::to_compact(r))
+            .collect();
+        assert_eq!(
+            records,
+            [
+                "{\"name\":\"r1\",\"lastInjectedAt\":0}",
+                "{\"name\":\"r2\",\"lastInjectedAt\":5}"
+            ]
+        );
+    }
 
     #[test]
     fn streaming_pretty_output_equals_the_pretty_value() {

@@ -81,7 +81,8 @@ struct Replayer {
     header: Option<usize>,
     /// Whether the first header accepts patches (version ≥ 4).
     patches_apply: bool,
-    /// Entry id → position in `out`, kept only while patches apply.
+    /// Entry id → position in `out`. Entries before the first header are indexed too, since
+    /// that header may accept patches; the index is dropped when it does not.
     by_id: HashMap<Box<str>, usize>,
 }
 
@@ -127,8 +128,12 @@ impl Replayer {
                     check_version(&record)?;
                     self.header = Some(self.out.len());
                     self.patches_apply = record.get("version").and_then(Value::as_f64) >= Some(4.0);
+                    if !self.patches_apply {
+                        self.by_id = HashMap::new();
+                    }
                 }
-                if self.patches_apply && ty != RecordType::Session {
+                let may_be_patched = self.patches_apply || self.header.is_none();
+                if may_be_patched && ty != RecordType::Session {
                     if let Some(id) = record.id() {
                         self.by_id.insert(id.into(), self.out.len());
                     }
@@ -315,6 +320,19 @@ mod tests {
         assert!(
             parse_session_entries("{\"type\":\"session\",\"version\":5.0,\"id\":\"a\"}").is_ok()
         );
+    }
+
+    #[test]
+    fn entry_patch_reaches_an_entry_written_before_the_header() {
+        let text = concat!(
+            "{\"type\":\"message\",\"id\":\"m\",\"message\":{\"role\":\"user\",\"content\":[1]}}\n",
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\"}\n",
+            "{\"type\":\"entry_patch\",\"entryId\":\"m\",\"patch\":{\"message\":{\"role\":\"user\",\"content\":[2]}}}\n",
+        );
+        let r = parse_session_entries(text).unwrap();
+        assert_eq!(r.records.len(), 2);
+        let msg = r.records[0].message().unwrap();
+        assert_eq!(json::to_compact(msg.get("content").unwrap()), "[2]");
     }
 
     #[test]

@@ -269,7 +269,8 @@ impl Session {
     }
 
     /// `getTree()`: every indexed entry under its parent. Entries whose parent is null, themselves,
-    /// missing, or would close a cycle are roots; children are ordered by timestamp.
+    /// missing, or would close a cycle are roots; children (and roots) are ordered by
+    /// timestamp, stably, with unparsable timestamps last.
     pub fn tree(&self) -> Tree {
         let n = self.records.len();
         let mut children = vec![Vec::new(); n];
@@ -289,19 +290,19 @@ impl Session {
                 _ => roots.push(i),
             }
         }
-        let time = |i: &usize| {
-            self.records[*i]
-                .timestamp()
-                .and_then(super::time::parse_iso_millis)
-        };
-        let by_time = |a: &usize, b: &usize| match (time(a), time(b)) {
-            (Some(x), Some(y)) => x.cmp(&y),
-            _ => std::cmp::Ordering::Equal,
-        };
+        // The original compares `getTime()` differences, which are NaN for an unparsable
+        // timestamp; that comparator is no order, and its result is unspecified. Sorting needs
+        // a total order, so unparsable timestamps go after all valid ones, in file order.
+        let times: Vec<Option<i64>> = self
+            .records
+            .iter()
+            .map(|r| r.timestamp().and_then(super::time::parse_iso_millis))
+            .collect();
+        let key = |i: &usize| (times[*i].is_none(), times[*i]);
         for list in &mut children {
-            list.sort_by(by_time);
+            list.sort_by_key(key);
         }
-        roots.sort_by(by_time);
+        roots.sort_by_key(key);
         Tree { roots, children }
     }
 }
@@ -330,5 +331,39 @@ impl DisjointSets {
         }
         self.0[ra] = rb;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::replay::parse_session_entries;
+
+    #[test]
+    fn tree_orders_siblings_with_unparsable_timestamps_last() {
+        // More than twenty siblings with mixed timestamps: enough for the standard sort to
+        // notice a comparator that is not a total order.
+        let mut text = String::from(
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"cwd\":\"/\"}\n\
+             {\"type\":\"custom\",\"id\":\"root\",\"parentId\":null}\n",
+        );
+        for i in 0..40 {
+            let ts = if i % 3 == 0 {
+                "bad".to_owned()
+            } else {
+                format!("2026-01-01T00:00:{:02}.000Z", (i * 7) % 50)
+            };
+            text.push_str(&format!(
+                "{{\"type\":\"custom\",\"id\":\"c{i}\",\"parentId\":\"root\",\"timestamp\":\"{ts}\"}}\n"
+            ));
+        }
+        let session = Session::from_records(parse_session_entries(&text).unwrap().records);
+        let tree = session.tree();
+        assert_eq!(tree.roots, [1]);
+        let order: Vec<usize> = tree.children[1].iter().map(|&i| i - 2).collect();
+        let mut valid: Vec<usize> = (0..40).filter(|i| i % 3 != 0).collect();
+        valid.sort_by_key(|i| ((i * 7) % 50, *i));
+        let invalid = (0..40).filter(|i| i % 3 == 0);
+        assert_eq!(order, valid.into_iter().chain(invalid).collect::<Vec<_>>());
     }
 }

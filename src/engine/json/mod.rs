@@ -16,7 +16,7 @@ mod write;
 
 pub use number::format_js_number;
 pub use parse::{parse, parse_shallow, validate, ParseError};
-pub use value::{JsString, Number, Object, RawJson, Value};
+pub use value::{JsIter, JsString, Number, Object, RawJson, Value};
 pub use write::{
     to_compact, to_pretty, write_compact, write_object_compact, write_pretty, write_string,
 };

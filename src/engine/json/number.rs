@@ -7,10 +7,20 @@ pub fn format_js_number(value: f64) -> String {
         return "0".to_owned();
     }
     let sign = if value < 0.0 { "-" } else { "" };
-    // Rust's `{:e}` gives the shortest round-trip digits, e.g. "1.2345e-7".
-    let sci = format!("{:e}", value.abs());
+    // Rust's `{:e}` gives the fewest digits that round-trip, e.g. "1.2345e-7", but breaks an
+    // exact tie between two such digit strings upwards, where JavaScript takes the even one
+    // (1914676890813182.25 is "…182.2"). The nearest decimal with that many digits, ties to
+    // even, is what JavaScript writes, and Rust's fixed-precision form rounds exactly so.
+    let shortest = format!("{:e}", value.abs());
+    let (mantissa, _) = shortest.split_once('e').unwrap_or((&shortest, "0"));
+    let k = mantissa.chars().filter(char::is_ascii_digit).count().max(1);
+    let sci = format!("{:.*e}", k - 1, value.abs());
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let digits = match digits.trim_end_matches('0') {
+        "" => "0".to_owned(),
+        trimmed => trimmed.to_owned(),
+    };
     let k = digits.len() as i32;
     let n = exp.parse::<i32>().unwrap_or(0) + 1;
     let body = if k <= n && n <= 21 {
@@ -54,5 +64,9 @@ mod tests {
         assert_eq!(f(1763681581544.0), "1763681581544");
         assert_eq!(f(f64::MAX), "1.7976931348623157e+308");
         assert_eq!(f(5e-324), "5e-324");
+        // Two shortest digit strings are equally close: the even one is written.
+        let tie = 1_914_676_890_813_182.0 + 0.25;
+        assert_eq!(f(tie), "1914676890813182.2");
+        assert_eq!(f(-tie), "-1914676890813182.2");
     }
 }

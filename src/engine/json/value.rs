@@ -46,7 +46,11 @@ pub enum JsString {
 pub struct RawJson(Box<str>);
 
 /// An insertion-ordered JSON object.
-#[derive(Clone, Debug, Default, PartialEq)]
+///
+/// Equality follows JavaScript: two objects are equal when they hold equal members in
+/// enumeration order ([`Object::js_iter`]), so an array-index key read late equals the same key
+/// read first.
+#[derive(Clone, Debug, Default)]
 pub struct Object(Vec<(JsString, Value)>);
 
 impl Number {
@@ -295,6 +299,67 @@ impl Object {
     pub fn keys(&self) -> impl Iterator<Item = &JsString> {
         self.0.iter().map(|(k, _)| k)
     }
+
+    /// The members in JavaScript enumeration order: array-index keys (`"0"`, `"12"`) first in
+    /// ascending numeric order, then the others in insertion order.
+    pub fn js_iter(&self) -> JsIter<'_> {
+        let may_be_index = |k: &JsString| k.wtf8_bytes().first().is_some_and(u8::is_ascii_digit);
+        if !self
+            .keys()
+            .any(|k| may_be_index(k) && array_index(k).is_some())
+        {
+            return JsIter::InOrder(self.0.iter());
+        }
+        let mut indexed: Vec<_> = self
+            .iter()
+            .filter_map(|(k, v)| array_index(k).map(|n| (n, k, v)))
+            .collect();
+        indexed.sort_by_key(|(n, _, _)| *n);
+        let members: Vec<_> = indexed
+            .into_iter()
+            .map(|(_, k, v)| (k, v))
+            .chain(self.iter().filter(|(k, _)| array_index(k).is_none()))
+            .collect();
+        JsIter::Reordered(members.into_iter())
+    }
+}
+
+/// The iterator of [`Object::js_iter`]; it allocates only when an object has index keys.
+pub enum JsIter<'a> {
+    InOrder(std::slice::Iter<'a, (JsString, Value)>),
+    Reordered(std::vec::IntoIter<(&'a JsString, &'a Value)>),
+}
+
+impl<'a> Iterator for JsIter<'a> {
+    type Item = (&'a JsString, &'a Value);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            JsIter::InOrder(it) => it.next().map(|(k, v)| (k, v)),
+            JsIter::Reordered(it) => it.next(),
+        }
+    }
+}
+
+impl PartialEq for Object {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.js_iter().eq(other.js_iter())
+    }
+}
+
+/// The array index a key denotes in JavaScript, if any (`0..=2^32-2`, canonical digits).
+fn array_index(key: &JsString) -> Option<u32> {
+    let s = key.as_str()?;
+    if s.is_empty() || s.len() > 10 || (s.len() > 1 && s.starts_with('0')) {
+        return None;
+    }
+    if !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse::<u64>()
+        .ok()
+        .filter(|&n| n < u32::MAX as u64)
+        .map(|n| n as u32)
 }
 
 impl FromIterator<(JsString, Value)> for Object {
@@ -521,6 +586,22 @@ mod tests {
         assert_eq!(lone_high.truncate_utf16(2), JsString::from("a"));
         assert_eq!(lone_high.truncate_utf16(3).utf16_len(), 3);
         assert_eq!(JsString::from("x").concat("yz"), JsString::from("xyz"));
+    }
+
+    #[test]
+    fn object_equality_follows_javascript_enumeration_order() {
+        let late = super::super::parse(r#"{"b":1,"1":2}"#).unwrap();
+        let first = super::super::parse(r#"{"1":2,"b":1}"#).unwrap();
+        assert_eq!(late, first);
+        let swapped = super::super::parse(r#"{"1":2,"0":3,"b":1}"#).unwrap();
+        assert_eq!(
+            swapped,
+            super::super::parse(r#"{"0":3,"1":2,"b":1}"#).unwrap()
+        );
+        assert_ne!(
+            super::super::parse(r#"{"a":1,"b":2}"#).unwrap(),
+            super::super::parse(r#"{"b":2,"a":1}"#).unwrap()
+        );
     }
 
     #[test]

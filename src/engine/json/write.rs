@@ -57,14 +57,14 @@ pub fn write_compact(value: &Value, out: &mut Vec<u8>) {
 /// Appends the compact serialization of an object to `out`.
 pub fn write_object_compact(obj: &Object, out: &mut Vec<u8>) {
     out.push(b'{');
-    for_each_member(obj, |i, key, item| {
+    for (i, (key, item)) in obj.js_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         write_string(key, out);
         out.push(b':');
         write_compact(item, out);
-    });
+    }
     out.push(b'}');
 }
 
@@ -90,7 +90,7 @@ pub fn write_pretty(value: &Value, out: &mut Vec<u8>, indent: usize) {
         }
         Value::Object(obj) if !obj.is_empty() => {
             out.push(b'{');
-            for_each_member(obj, |i, key, item| {
+            for (i, (key, item)) in obj.js_iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
@@ -98,7 +98,7 @@ pub fn write_pretty(value: &Value, out: &mut Vec<u8>, indent: usize) {
                 write_string(key, out);
                 out.extend_from_slice(b": ");
                 write_pretty(item, out, indent + 1);
-            });
+            }
             newline(out, indent);
             out.push(b'}');
         }
@@ -172,48 +172,6 @@ fn reindent_raw(text: &[u8], out: &mut Vec<u8>, base: usize) {
                 out.extend_from_slice(&text[start..i]);
             }
         }
-    }
-}
-
-/// The array index a key denotes in JavaScript, if any (`0..=2^32-2`, canonical digits).
-fn array_index(key: &JsString) -> Option<u32> {
-    let s = key.as_str()?;
-    if s.is_empty() || s.len() > 10 || (s.len() > 1 && s.starts_with('0')) {
-        return None;
-    }
-    if !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse::<u64>()
-        .ok()
-        .filter(|&n| n < u32::MAX as u64)
-        .map(|n| n as u32)
-}
-
-/// Calls `f(position, key, value)` for the members of `obj` in JavaScript enumeration order.
-fn for_each_member<'a>(obj: &'a Object, mut f: impl FnMut(usize, &'a JsString, &'a Value)) {
-    let is_index = |k: &JsString| {
-        k.wtf8_bytes().first().is_some_and(u8::is_ascii_digit) && array_index(k).is_some()
-    };
-    if !obj.keys().any(is_index) {
-        for (i, (k, v)) in obj.iter().enumerate() {
-            f(i, k, v);
-        }
-        return;
-    }
-    let mut indexed: Vec<_> = obj
-        .iter()
-        .filter_map(|(k, v)| array_index(k).map(|n| (n, k, v)))
-        .collect();
-    indexed.sort_by_key(|(n, _, _)| *n);
-    let rest = obj.iter().filter(|(k, _)| array_index(k).is_none());
-    for (i, (k, v)) in indexed
-        .into_iter()
-        .map(|(_, k, v)| (k, v))
-        .chain(rest)
-        .enumerate()
-    {
-        f(i, k, v);
     }
 }
 
