@@ -67,6 +67,8 @@ pub enum SessionError {
     /// The operation needs a session file and this session has none (in memory).
     #[error("the session has no file")]
     NoFile,
+    #[error(transparent)]
+    Scope(#[from] crate::engine::scope::ScopeError),
     #[error("{path} already exists")]
     AlreadyExists { path: PathBuf },
 }

@@ -93,6 +93,9 @@ struct State {
     ensured_on_disk: bool,
     needs_full_rewrite: bool,
     has_assistant: bool,
+    /// Whether the file lives in a managed scope: appends are identity-checked, fsynced with
+    /// their directory, and never recreate a missing file.
+    managed: bool,
     writer: Option<Box<dyn StorageWriter>>,
     latched: Option<PersistError>,
 }
@@ -172,6 +175,7 @@ impl State {
             ensured_on_disk: false,
             needs_full_rewrite: false,
             has_assistant: false,
+            managed: false,
             writer: None,
             latched: None,
         }
@@ -242,6 +246,10 @@ impl State {
             }
             w.write_all(&buf)
         });
+        let result = result.and_then(|()| match path.parent() {
+            Some(dir) if self.managed => self.storage().sync_dir(dir),
+            _ => Ok(()),
+        });
         match result {
             Ok(()) => {
                 self.flushed = true;
@@ -299,8 +307,41 @@ impl State {
             return Ok(());
         };
         let buf = encoded.map_err(|e| self.fail(&path, std::io::Error::other(e)))?;
+        if self.managed {
+            return self.managed_append(&path, &buf);
+        }
         let result = self.writer(&path)?.write_all(&buf);
         result.map_err(|e| self.fail(&path, e))
+    }
+
+    /// A managed append (details §9.6): the file must still be the private file this
+    /// session writes; the lines are written, then the file and its directory fsynced.
+    fn managed_append(&mut self, path: &Path, buf: &[u8]) -> Result<(), PersistError> {
+        let storage = self.config.storage.clone();
+        if let Err(e) = storage.check_private_file(path) {
+            let e = if e.kind() == std::io::ErrorKind::NotFound {
+                std::io::Error::new(e.kind(), "managed_append_missing: the transcript is gone")
+            } else {
+                e
+            };
+            return Err(self.fail(path, e));
+        }
+        let replaced = match &self.writer {
+            Some(w) => !w.is_file_at(path).unwrap_or(false),
+            None => false,
+        };
+        if replaced {
+            self.close_writer();
+        }
+        let writer = self.writer(path)?;
+        let result = writer
+            .write_all(buf)
+            .and_then(|()| writer.fsync())
+            .and_then(|()| match path.parent() {
+                Some(dir) => storage.sync_dir(dir),
+                None => Ok(()),
+            });
+        result.map_err(|e| self.fail(path, e))
     }
 
     /// `_persist` for the entry just appended at `index`.
@@ -313,7 +354,8 @@ impl State {
             self.flushed = false;
             return Ok(());
         }
-        let vanished = self.writer.is_none()
+        let vanished = !self.managed
+            && self.writer.is_none()
             && self
                 .file
                 .as_deref()
@@ -395,6 +437,39 @@ impl SessionManager {
     /// A new session in `session_dir` (nothing is written until the first assistant reply).
     pub fn create(cwd: &str, session_dir: impl Into<PathBuf>, config: StorageConfig) -> Self {
         Self::from_state(State::fresh(config, cwd, Some(session_dir.into()), true))
+    }
+
+    /// A new session in the managed scope of the workspace `cwd` under `sessions_root`
+    /// (the scope is prepared and bound first; nothing else is written until the first
+    /// assistant reply).
+    pub fn create_managed(
+        cwd: &Path,
+        sessions_root: &Path,
+        config: StorageConfig,
+    ) -> SessionResult<Self> {
+        let identity = super::scope::resolve_identity(cwd)?;
+        let scope = super::scope::prepare_scope(sessions_root, &identity)?;
+        let mut state = State::fresh(config, &cwd.to_string_lossy(), Some(scope), true);
+        state.managed = true;
+        Ok(Self::from_state(state))
+    }
+
+    /// Opens an existing transcript in a managed scope: it must pass the strict content
+    /// checks and be a private file; later appends are managed appends.
+    pub fn open_managed(path: &Path, config: StorageConfig) -> SessionResult<Self> {
+        config
+            .storage
+            .check_private_file(path)
+            .map_err(|e| SessionError::Persist(PersistError::new(path, e)))?;
+        let manager = Self::in_memory("");
+        {
+            let mut state = manager.state.lock();
+            state.config = config;
+            state.persist = true;
+            state.managed = true;
+        }
+        manager.set_session_file(path)?;
+        Ok(manager)
     }
 
     /// A session that is never written.

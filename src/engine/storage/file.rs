@@ -116,6 +116,14 @@ impl SessionStorage for FileStorage {
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         File::open(dir)?.sync_all()
     }
+
+    fn check_private_file(&self, path: &Path) -> io::Result<()> {
+        use crate::engine::scope::{verify_owner_only, ScopeError};
+        verify_owner_only(path, false).map_err(|e| match e {
+            ScopeError::Io { source, .. } => source,
+            other => io::Error::new(io::ErrorKind::PermissionDenied, other.to_string()),
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -138,6 +146,16 @@ impl StorageWriter for FileWriter {
 
     fn fsync(&mut self) -> io::Result<()> {
         self.file.sync_all()
+    }
+
+    fn is_file_at(&self, path: &Path) -> io::Result<bool> {
+        use std::os::unix::fs::MetadataExt;
+        let open = self.file.metadata()?;
+        match fs::symlink_metadata(path) {
+            Ok(named) => Ok(named.dev() == open.dev() && named.ino() == open.ino()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     fn close(self: Box<Self>) -> io::Result<()> {

@@ -246,6 +246,16 @@ impl SessionStorage for MemoryStorage {
     fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
         check(&mut self.lock(), "sync_dir")
     }
+
+    fn check_private_file(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, "check_private_file")?;
+        if s.files.contains_key(path) {
+            Ok(())
+        } else {
+            Err(not_found(path))
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -278,6 +288,10 @@ impl StorageWriter for MemoryWriter {
 
     fn fsync(&mut self) -> io::Result<()> {
         check(&mut self.storage.lock(), "fsync")
+    }
+
+    fn is_file_at(&self, path: &Path) -> io::Result<bool> {
+        Ok(path == self.path && self.storage.lock().files.contains_key(path))
     }
 
     fn close(self: Box<Self>) -> io::Result<()> {

@@ -71,6 +71,10 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     fn list_dirs(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
     /// Makes the directory entries of `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Checks that `path` is a private file: a regular file (not a symlink) owned by the
+    /// effective user with mode exactly `0600` and no ACL. Backends without owners accept
+    /// any existing file.
+    fn check_private_file(&self, path: &Path) -> io::Result<()>;
 }
 
 /// An open file being written.
@@ -79,6 +83,8 @@ pub trait StorageWriter: Send + std::fmt::Debug {
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()>;
     /// Makes what was written durable.
     fn fsync(&mut self) -> io::Result<()>;
+    /// Whether `path` still names the file this writer writes (not replaced or removed).
+    fn is_file_at(&self, path: &Path) -> io::Result<bool>;
     /// Closes the file (without an fsync).
     fn close(self: Box<Self>) -> io::Result<()>;
 }
