@@ -10,6 +10,7 @@
 
 pub mod agent_dir;
 pub mod blob;
+pub mod breadcrumb;
 pub mod context;
 pub mod discovery;
 pub mod history;
@@ -23,6 +24,7 @@ pub mod migrate;
 pub mod persist;
 pub mod record;
 pub mod replay;
+pub mod resume;
 pub mod sanitize;
 pub mod scope;
 pub mod session;

@@ -1,0 +1,157 @@
+//! Terminal breadcrumbs (details §13): which session each terminal used last, so that
+//! "continue" resumes the right one.
+//!
+//! - A terminal is named `tmux-$TMUX_PANE` (inside tmux), else after its tty path (`pts-3`),
+//!   else `kitty-…`, `tmux-…`, `apple-…` or `wt-…` from the terminal's variables; without any,
+//!   there is no breadcrumb.
+//! - The breadcrumb `<terminal-sessions>/<terminal>` holds `<cwd>\n<session file>\n`. Writing
+//!   is best effort. Reading trims the content and needs at least two lines.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// A terminal's name from its environment and its stdin tty path.
+pub fn terminal_id(vars: &HashMap<String, String>, tty: Option<&str>) -> Option<String> {
+    let var = |k: &str| vars.get(k).filter(|v| !v.is_empty());
+    if let (Some(_), Some(pane)) = (var("TMUX"), var("TMUX_PANE")) {
+        return Some(format!("tmux-{pane}"));
+    }
+    if let Some(tty) = tty {
+        let name = tty.strip_prefix("/dev/").unwrap_or(tty).replace('/', "-");
+        if !name.is_empty() {
+            return Some(name);
+        }
+    }
+    [
+        ("KITTY_WINDOW_ID", "kitty"),
+        ("TMUX_PANE", "tmux"),
+        ("TERM_SESSION_ID", "apple"),
+        ("WT_SESSION", "wt"),
+    ]
+    .iter()
+    .find_map(|(k, prefix)| var(k).map(|v| format!("{prefix}-{v}")))
+    .filter(|id| !id.contains(['/', '\0']) && id != "." && id != "..")
+}
+
+/// The tty on stdin, if any.
+pub fn stdin_tty() -> Option<String> {
+    // SAFETY: isatty and ttyname only read the descriptor; ttyname's buffer is copied at once.
+    unsafe {
+        if libc::isatty(0) != 1 {
+            return None;
+        }
+        let name = libc::ttyname(0);
+        if name.is_null() {
+            return None;
+        }
+        Some(
+            std::ffi::CStr::from_ptr(name)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
+}
+
+/// The current terminal's name.
+pub fn current_terminal_id() -> Option<String> {
+    let vars: HashMap<String, String> = std::env::vars().collect();
+    terminal_id(&vars, stdin_tty().as_deref())
+}
+
+/// Records that `terminal` uses `session_file` in `cwd` (best effort: errors are returned
+/// for the caller to ignore or report).
+pub fn write_breadcrumb(
+    dir: &Path,
+    terminal: &str,
+    cwd: &str,
+    session_file: &Path,
+) -> std::io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let path = dir.join(terminal);
+    let temp = dir.join(format!(".{terminal}.{}.tmp", super::ids::snowflake()));
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&temp)?;
+    let written = file
+        .write_all(format!("{cwd}\n{}\n", session_file.display()).as_bytes())
+        .and_then(|()| fs::rename(&temp, &path));
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    written
+}
+
+/// The `(cwd, session file)` a terminal's breadcrumb names, if it is well formed.
+pub fn read_breadcrumb(dir: &Path, terminal: &str) -> Option<(String, PathBuf)> {
+    let text = fs::read_to_string(dir.join(terminal)).ok()?;
+    let mut lines = text.trim().split('\n');
+    let cwd = lines.next()?.trim_end_matches('\r').to_owned();
+    let file = lines.next()?.trim_end_matches('\r');
+    (!cwd.is_empty() && !file.is_empty()).then(|| (cwd, PathBuf::from(file)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn terminal_names_follow_the_preference_order() {
+        assert_eq!(
+            terminal_id(
+                &vars(&[("TMUX", "x"), ("TMUX_PANE", "%3")]),
+                Some("/dev/pts/1")
+            )
+            .as_deref(),
+            Some("tmux-%3")
+        );
+        assert_eq!(
+            terminal_id(&vars(&[]), Some("/dev/pts/3")).as_deref(),
+            Some("pts-3")
+        );
+        assert_eq!(
+            terminal_id(&vars(&[("KITTY_WINDOW_ID", "7")]), None).as_deref(),
+            Some("kitty-7")
+        );
+        assert_eq!(
+            terminal_id(&vars(&[("TMUX_PANE", "%1")]), None).as_deref(),
+            Some("tmux-%1")
+        );
+        assert_eq!(
+            terminal_id(&vars(&[("WT_SESSION", "g")]), None).as_deref(),
+            Some("wt-g")
+        );
+        assert_eq!(terminal_id(&vars(&[]), None), None);
+        assert_eq!(terminal_id(&vars(&[("WT_SESSION", "a/b")]), None), None);
+    }
+
+    #[test]
+    fn breadcrumbs_round_trip_and_bad_ones_are_ignored() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("terminal-sessions");
+        write_breadcrumb(&dir, "pts-1", "/work", Path::new("/s/a.jsonl")).unwrap();
+        assert_eq!(
+            read_breadcrumb(&dir, "pts-1"),
+            Some(("/work".into(), PathBuf::from("/s/a.jsonl")))
+        );
+        fs::write(dir.join("pts-2"), "/only-one-line\n").unwrap();
+        assert_eq!(read_breadcrumb(&dir, "pts-2"), None);
+        assert_eq!(read_breadcrumb(&dir, "pts-9"), None);
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 2, "no temp files left");
+    }
+}
