@@ -169,6 +169,70 @@ fn sort_newest_first(infos: &mut [SessionInfo]) {
     });
 }
 
+/// A session picker row (`getRecentSessions`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecentSession {
+    pub path: PathBuf,
+    pub modified_ms: i64,
+    /// The title, else the first user prompt, else `Untitled · HH:MM` (UTC).
+    pub name: String,
+}
+
+/// A display name: cut to its first line, control characters removed, trimmed.
+fn clean_name(text: &str) -> Option<String> {
+    let first = text
+        .split('\n')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches('\r');
+    let cleaned: String = first.chars().filter(|c| !c.is_control()).collect();
+    let cleaned = cleaned.trim();
+    (!cleaned.is_empty()).then(|| cleaned.to_owned())
+}
+
+/// `getRecentSessions`: the newest `limit` sessions of `dir`, newest first.
+pub fn get_recent_sessions(
+    storage: &dyn SessionStorage,
+    dir: &Path,
+    limit: usize,
+) -> io::Result<Vec<RecentSession>> {
+    Ok(list_dir(storage, dir)?
+        .into_iter()
+        .take(limit)
+        .map(|info| {
+            let prompt =
+                (info.first_message != "(no messages)").then_some(info.first_message.as_str());
+            let name = info
+                .title
+                .as_deref()
+                .and_then(clean_name)
+                .or_else(|| prompt.and_then(clean_name))
+                .unwrap_or_else(|| {
+                    let time =
+                        super::time::parse_iso_millis(&info.created).unwrap_or(info.modified_ms);
+                    format!(
+                        "Untitled · {}",
+                        &super::time::format_iso_millis(time)[11..16]
+                    )
+                });
+            RecentSession {
+                path: info.path,
+                modified_ms: info.modified_ms,
+                name,
+            }
+        })
+        .collect())
+}
+
+/// `findMostRecentSession`: the newest valid session file of `dir`.
+pub fn find_most_recent_session(storage: &dyn SessionStorage, dir: &Path) -> Option<PathBuf> {
+    list_dir(storage, dir)
+        .ok()?
+        .into_iter()
+        .next()
+        .map(|info| info.path)
+}
+
 /// Every session in every directory of the sessions root (v2 scopes and legacy layouts),
 /// newest first; when one session id appears more than once, the newest copy is kept.
 pub fn list_all(
@@ -295,6 +359,35 @@ mod tests {
         assert_eq!(match_prefix(&infos, "a_").len(), 1);
         assert_eq!(match_prefix(&infos, "o").len(), 1);
         assert!(match_prefix(&infos, "zzz").is_empty());
+    }
+
+    #[test]
+    fn recent_sessions_are_named_by_title_then_prompt_then_time() {
+        let storage = MemoryStorage::new();
+        let dir = Path::new("/s");
+        storage.ensure_dir(dir).unwrap();
+        let prompt = r#"{"type":"message","id":"m","parentId":null,"timestamp":"t","message":{"role":"user","content":"fix the\nparser"}}"#;
+        storage.put_file(
+            &dir.join("a.jsonl"),
+            header("a", 5, r#","title":"Titled\u0007 one""#).as_bytes(),
+        );
+        storage.put_file(
+            &dir.join("b.jsonl"),
+            format!("{}\n{prompt}\n", header("b", 5, "")).as_bytes(),
+        );
+        storage.put_file(&dir.join("c.jsonl"), header("c", 5, "").as_bytes());
+        let names: Vec<String> = get_recent_sessions(&storage, dir, 10)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(names, ["Untitled · 00:00", "fix the", "Titled one"]);
+        assert_eq!(get_recent_sessions(&storage, dir, 1).unwrap().len(), 1);
+        assert_eq!(
+            find_most_recent_session(&storage, dir),
+            Some(dir.join("c.jsonl"))
+        );
+        assert_eq!(find_most_recent_session(&storage, Path::new("/none")), None);
     }
 
     #[test]
