@@ -5,6 +5,9 @@
 //! [`replay`] (a file's lines and patches) → [`migrate`] → [`session`] (index, tree, leaf) →
 //! [`context`]. [`load`] and [`inspect`] are the lenient and strict ways in from a file.
 //!
+//! Storage: [`scope`] is the managed v2 layout, [`legacy`] finds a workspace's sessions in
+//! the older encoded directories and migrates them into it (copy-retain).
+//!
 //! Beside sessions: [`agent_dir`] says where the agent keeps its files, and [`history`] is
 //! the agent's SQLite prompt history.
 
@@ -18,6 +21,7 @@ pub mod ids;
 pub mod inspect;
 pub mod js_text;
 pub mod json;
+pub mod legacy;
 pub mod load;
 pub mod manager;
 pub mod migrate;

@@ -296,8 +296,8 @@ fn ensure_owner_only_dir(dir: &Path) -> Result<(), ScopeError> {
     }
 }
 
-/// Reads the binding at `path`: `None` when there is none yet.
-fn read_binding(path: &Path) -> Result<Option<Vec<u8>>, ScopeError> {
+/// Reads the binding at `path` without following a symlink: `None` when there is none yet.
+pub fn read_binding(path: &Path) -> Result<Option<Vec<u8>>, ScopeError> {
     let invalid = |why: &str| ScopeError::BindingInvalid {
         path: path.to_owned(),
         why: why.to_owned(),
