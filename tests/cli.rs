@@ -381,6 +381,16 @@ fn ls_lists_a_workspace_or_every_session_newest_first() {
         text.starts_with(&mine) && text.contains("Mine") && text.contains("  2  "),
         "{text}"
     );
+    let out = gjcfs(&[
+        "ls",
+        "--agent-dir",
+        a,
+        "--cwd",
+        ws.to_str().unwrap(),
+        "--json",
+    ]);
+    let row = json::parse(stdout(&out).trim()).unwrap();
+    assert_eq!(row.as_object().unwrap().get_str("provenance"), Some("v2"));
 
     let out = gjcfs(&["ls", "--agent-dir", a, "--all", "--json"]);
     let rows: Vec<Value> = stdout(&out)

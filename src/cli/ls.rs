@@ -5,62 +5,47 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use gjcfs::engine::discovery::{list_all, list_dir, SessionInfo};
+use gjcfs::engine::discovery::{list_all, session_info, SessionInfo};
 use gjcfs::engine::json::{self, Object, Value};
-use gjcfs::engine::scope::{resolve_identity, scope_dir_name};
+use gjcfs::engine::legacy::{list_candidates, LegacyRoots};
 use gjcfs::engine::storage::{FileStorage, SessionStorage};
 use gjcfs::engine::time::format_iso_millis;
-
-/// The legacy directory name of a workspace: `--<path without the leading />--` with `/`,
-/// `\` and `:` turned into `-`.
-fn legacy_dir_name(cwd: &str) -> String {
-    let body: String = cwd
-        .trim_start_matches(['/', '\\'])
-        .chars()
-        .map(|c| {
-            if matches!(c, '/' | '\\' | ':') {
-                '-'
-            } else {
-                c
-            }
-        })
-        .collect();
-    format!("--{body}--")
-}
 
 pub fn run(all: bool, cwd: Option<&Path>, as_json: bool, agent_dir: Option<&Path>) -> Result<()> {
     let sessions_root = super::agent::agent_dirs(agent_dir)?.sessions_root();
     let storage: Arc<dyn SessionStorage> = Arc::new(FileStorage);
-    let infos = if all {
+    let rows: Vec<(SessionInfo, Option<&'static str>)> = if all {
         list_all(storage.as_ref(), &sessions_root)?
+            .into_iter()
+            .map(|info| (info, None))
+            .collect()
     } else {
         let cwd = match cwd {
             Some(dir) => dir.to_owned(),
             None => std::env::current_dir().context("cannot read the current directory")?,
         };
-        let identity = resolve_identity(&cwd)?;
-        let mut infos = Vec::new();
-        for dir in [
-            scope_dir_name(&identity),
-            legacy_dir_name(&identity.canonical_path),
-        ] {
-            if let Ok(found) = list_dir(storage.as_ref(), &sessions_root.join(dir)) {
-                infos.extend(found);
-            }
-        }
-        infos.sort_by(|a, b| {
+        let listing = list_candidates(&sessions_root, &cwd, &LegacyRoots::current())?;
+        let mut rows: Vec<_> = listing
+            .owned
+            .iter()
+            .filter_map(|c| {
+                let info = session_info(storage.as_ref(), &c.path).ok()??;
+                Some((info, Some(c.provenance.as_str())))
+            })
+            .collect();
+        rows.sort_by(|(a, _), (b, _)| {
             b.modified_ms
                 .cmp(&a.modified_ms)
                 .then_with(|| a.path.cmp(&b.path))
         });
-        infos
+        rows
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
-    for info in &infos {
+    for (info, provenance) in &rows {
         if as_json {
-            writeln!(out, "{}", json::to_compact(&to_json(info)))?;
+            writeln!(out, "{}", json::to_compact(&to_json(info, *provenance)))?;
         } else {
-            writeln!(out, "{}", table_row(info))?;
+            writeln!(out, "{}", table_row(info, *provenance))?;
         }
     }
     out.flush()?;
@@ -80,15 +65,20 @@ fn display_title(info: &SessionInfo) -> String {
     short
 }
 
-fn table_row(info: &SessionInfo) -> String {
+fn table_row(info: &SessionInfo, provenance: Option<&str>) -> String {
     let modified = format_iso_millis(info.modified_ms);
     let count = if info.message_count_is_estimate {
         format!("{}+", info.message_count)
     } else {
         info.message_count.to_string()
     };
+    let legacy = if provenance == Some("legacy") {
+        "  (legacy, read-only until opened)"
+    } else {
+        ""
+    };
     format!(
-        "{}  {}  {:>5}  {}  {}",
+        "{}  {}  {:>5}  {}  {}{legacy}",
         info.id,
         &modified[..16].replace('T', " "),
         count,
@@ -97,8 +87,8 @@ fn table_row(info: &SessionInfo) -> String {
     )
 }
 
-fn to_json(info: &SessionInfo) -> Value {
-    let mut o = Object::with_capacity(9);
+fn to_json(info: &SessionInfo, provenance: Option<&str>) -> Value {
+    let mut o = Object::with_capacity(10);
     o.insert("id", Value::string(info.id.as_str()));
     o.insert(
         "title",
@@ -120,16 +110,8 @@ fn to_json(info: &SessionInfo) -> Value {
         "path",
         Value::string(info.path.to_string_lossy().into_owned()),
     );
-    Value::Object(o)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::legacy_dir_name;
-
-    #[test]
-    fn legacy_names_encode_separators() {
-        assert_eq!(legacy_dir_name("/home/u/a-b"), "--home-u-a-b--");
-        assert_eq!(legacy_dir_name("/x:y\\z"), "--x-y-z--");
+    if let Some(provenance) = provenance {
+        o.insert("provenance", Value::string(provenance));
     }
+    Value::Object(o)
 }
