@@ -410,7 +410,11 @@ impl SessionContext<'_> {
             out.write_all(&buf)?;
             buf.clear();
         }
-        buf.extend_from_slice(if self.messages.is_empty() { b"]" } else { b"\n  ]" });
+        buf.extend_from_slice(if self.messages.is_empty() {
+            b"]"
+        } else {
+            b"\n  ]"
+        });
         let Value::Object(rest) = self.to_value_with_messages(Vec::new()) else {
             unreachable!("the context is an object")
         };
@@ -500,7 +504,10 @@ mod tests {
         for ctx in [session.build_context(), SessionContext::default()] {
             let mut streamed = Vec::new();
             ctx.write_pretty(&mut streamed).unwrap();
-            assert_eq!(String::from_utf8(streamed).unwrap(), json::to_pretty(&ctx.to_value()));
+            assert_eq!(
+                String::from_utf8(streamed).unwrap(),
+                json::to_pretty(&ctx.to_value())
+            );
         }
     }
 }
