@@ -4,6 +4,7 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
+use std::process::Command;
 
 use gjcfs::corpus::{self, Format, Limit, Options};
 use gjcfs::engine::ids::is_short_entry_id;
@@ -299,6 +300,56 @@ fn v1_corpus_migrates_to_a_linear_chain_with_resolved_compactions() {
         }
     }
     assert!(compactions > 0);
+}
+
+#[test]
+fn cli_writes_the_same_bytes_as_the_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cli.jsonl");
+    let status = Command::new(common::gjcfs_bin())
+        .args([
+            "generate",
+            "--entries",
+            "400",
+            "--seed",
+            "21",
+            "--version",
+            "1",
+        ])
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        corpus::generate_bytes(&v1(21, 400))
+    );
+
+    let sized = dir.path().join("sized.jsonl");
+    let output = Command::new(common::gjcfs_bin())
+        .args(["generate", "--size", "250KB"])
+        .arg(&sized)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let len = std::fs::metadata(&sized).unwrap().len();
+    assert!((250_000..=255_000).contains(&len), "{len}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("entries"));
+
+    // Exactly one of --entries and --size.
+    for args in [
+        &["generate", "x.jsonl"][..],
+        &["generate", "x.jsonl", "--entries", "1", "--size", "1KB"][..],
+        &["generate", "x.jsonl", "--size", "12XB"][..],
+    ] {
+        let output = Command::new(common::gjcfs_bin())
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{args:?} should fail");
+    }
+    assert!(!dir.path().join("x.jsonl").exists());
 }
 
 /// Whether `keys` follow `spec`, a space-separated key list in emission order where a
