@@ -933,16 +933,16 @@ impl<W: Write> Generator<W> {
         }
         match self.rng.gen_range(0..100) {
             0..=11 => self.thinking_level_change(),
-            12..=20 => self.model_change(),
-            21..=31 => self.label(),
-            32..=40 => self.custom(),
-            41..=48 => self.custom_message(),
-            49..=54 => self.ttsr_injection(),
-            55..=60 => self.mode_change(),
-            61..=66 => self.service_tier_change(),
-            67..=74 => self.compaction(),
-            75..=80 => self.branch_with_summary(),
-            81..=87 => {
+            12..=21 => self.model_change(),
+            22..=33 => self.label(),
+            34..=43 => self.custom(),
+            44..=52 => self.custom_message(),
+            53..=59 => self.ttsr_injection(),
+            60..=66 => self.mode_change(),
+            67..=73 => self.service_tier_change(),
+            74..=81 => self.compaction(),
+            82..=84 => self.branch_with_summary(),
+            85..=87 => {
                 self.branch();
                 Ok(())
             }
@@ -1290,7 +1290,7 @@ impl<W: Write> Generator<W> {
     /// Moves the leaf back to an entry just before a recent user message on the current
     /// branch, so that the next entry starts a sibling branch. Returns whether it moved.
     fn branch(&mut self) -> bool {
-        let window = self.path.len().saturating_sub(80);
+        let window = self.path.len().saturating_sub(30);
         let points: Vec<usize> = (window.max(1)..self.path.len())
             .filter(|&k| self.path[k].user)
             .map(|k| k - 1)
