@@ -4,6 +4,7 @@ mod agent;
 mod append;
 mod context;
 mod entries;
+mod generate;
 mod history;
 mod ls;
 mod output;
@@ -11,7 +12,8 @@ mod output;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use gjcfs::corpus::{self, Format, Limit};
 
 /// Inspect and work with GJC agent sessions.
 #[derive(Parser)]
@@ -85,6 +87,63 @@ enum Command {
     ///
     /// Each line is `DATE TIME  CWD  PROMPT` (UTC); with --json, one JSON object a line.
     History(history::HistoryArgs),
+    /// Write a synthetic but realistic session file, for tests, benchmarks and demos.
+    ///
+    /// The file is written exactly as the agent writes sessions: a header, then a
+    /// conversation of user, assistant (text, thinking, tool calls, usage with cost) and tool
+    /// result messages, with every other entry type mixed in (model and thinking-level
+    /// changes, compactions, branch summaries, labels, custom entries, tool selections, ...)
+    /// and occasional branches. The same options always produce the same bytes.
+    ///
+    /// Examples:
+    ///   gjcfs generate big.jsonl --size 100MB
+    ///   gjcfs generate small.jsonl --entries 2000 --seed 7
+    ///   gjcfs generate legacy.jsonl --size 20MiB --version 1
+    #[command(verbatim_doc_comment)]
+    Generate {
+        /// Where to write the session (replaced if it exists).
+        out: PathBuf,
+        #[command(flatten)]
+        limit: LimitArgs,
+        /// Seed of the random generator.
+        #[arg(long, default_value_t = 0, value_name = "S")]
+        seed: u64,
+        /// Session format: 5 (current) or 1 (legacy: no ids, linear, firstKeptEntryIndex).
+        #[arg(long, value_enum, default_value = "5", value_name = "VERSION")]
+        version: VersionArg,
+    },
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+struct LimitArgs {
+    /// Write exactly N entries after the header.
+    #[arg(long, value_name = "N")]
+    entries: Option<u64>,
+    /// Write about this many bytes: a number with an optional unit B, KB, MB, GB (powers of
+    /// 1000) or KiB, MiB, GiB (powers of 1024), e.g. 100MB. The file ends at most a
+    /// couple of kilobytes past the size.
+    #[arg(long, value_name = "SIZE", value_parser = corpus::parse_size)]
+    size: Option<u64>,
+}
+
+impl LimitArgs {
+    fn limit(&self) -> Limit {
+        match (self.entries, self.size) {
+            (Some(n), _) => Limit::Entries(n),
+            (None, Some(bytes)) => Limit::Bytes(bytes),
+            // clap's group requires exactly one of the two.
+            (None, None) => Limit::Entries(0),
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum VersionArg {
+    #[value(name = "5")]
+    V5,
+    #[value(name = "1")]
+    V1,
 }
 
 pub fn run() -> ExitCode {
@@ -104,6 +163,18 @@ pub fn run() -> ExitCode {
         } => ls::run(all, cwd.as_deref(), json, agent_dir.as_deref()),
         Command::Append { file, agent_dir } => append::run(&file, agent_dir.as_deref()),
         Command::History(args) => history::run(args),
+        Command::Generate {
+            out,
+            limit,
+            seed,
+            version,
+        } => {
+            let format = match version {
+                VersionArg::V5 => Format::V5,
+                VersionArg::V1 => Format::V1,
+            };
+            generate::run(&out, limit.limit(), seed, format)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

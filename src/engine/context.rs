@@ -103,10 +103,7 @@ pub fn build_session_context(session: &Session, leaf: Option<usize>) -> SessionC
             if keep_before {
                 if let Some(first_kept) = compaction.get_str("firstKeptEntryId") {
                     let before = &path[..at];
-                    if let Some(start) = before
-                        .iter()
-                        .position(|&i| session.record(i).id() == Some(first_kept))
-                    {
+                    if let Some(start) = first_position_of(session, before, first_kept) {
                         before[start..].iter().for_each(|&i| emit(&mut messages, i));
                     }
                 }
@@ -116,6 +113,19 @@ pub fn build_session_context(session: &Session, leaf: Option<usize>) -> SessionC
     }
     ctx.messages = messages;
     ctx
+}
+
+/// The first position on `path` of an entry with id `id`. Without duplicate ids in the
+/// session the entry is found through the index and its position by comparing indices
+/// backwards (the kept range is usually short); otherwise every id on the path is compared.
+fn first_position_of(session: &Session, path: &[usize], id: &str) -> Option<usize> {
+    if session.has_duplicate_ids() {
+        return path
+            .iter()
+            .position(|&i| session.record(i).id() == Some(id));
+    }
+    let target = session.index_of(id)?;
+    path.iter().rposition(|&i| i == target)
 }
 
 /// The message an entry contributes, if any.
@@ -214,15 +224,18 @@ fn value_list(value: Option<&Value>) -> Option<Vec<Value>> {
 
 /// The state scan of §8.2.
 #[derive(Default)]
-struct StateScan {
+struct StateScan<'a> {
     ctx: SessionContext<'static>,
     explicit_default_model: bool,
+    /// The latest assistant message since the last explicit default model; its model becomes
+    /// `models.default` when the scan ends (the slot keeps the position of the first one).
+    pending_assistant: Option<&'a Object>,
     /// Position on the path of the last compaction.
     compaction_at: Option<usize>,
 }
 
-impl StateScan {
-    fn visit(&mut self, record: &Record, pos: usize) {
+impl<'a> StateScan<'a> {
+    fn visit(&mut self, record: &'a Record, pos: usize) {
         let ctx = &mut self.ctx;
         match record.record_type() {
             RecordType::ThinkingLevelChange => {
@@ -239,6 +252,7 @@ impl StateScan {
                     };
                     if role == "default" {
                         self.explicit_default_model = true;
+                        self.pending_assistant = None;
                     }
                     ctx.models.insert(&role, model.clone());
                 }
@@ -256,14 +270,15 @@ impl StateScan {
             RecordType::ServiceTierChange => {
                 ctx.service_tier = record.get("serviceTier").filter(|v| !v.is_null()).cloned();
             }
-            RecordType::Message => {
+            RecordType::Message if !self.explicit_default_model => {
                 let assistant = record
                     .message()
                     .filter(|m| m.get_str("role") == Some("assistant"));
-                if let Some(m) = assistant.filter(|_| !self.explicit_default_model) {
-                    let model =
-                        format!("{}/{}", js_text(m.get("provider")), js_text(m.get("model")));
-                    ctx.models.insert("default", Value::string(model));
+                if let Some(m) = assistant {
+                    if !ctx.models.contains_key("default") {
+                        ctx.models.insert("default", Value::Null);
+                    }
+                    self.pending_assistant = Some(m);
                 }
             }
             RecordType::Compaction => self.compaction_at = Some(pos),
@@ -344,6 +359,10 @@ impl StateScan {
     /// configured chain.
     fn finish(self) -> SessionContext<'static> {
         let mut ctx = self.ctx;
+        if let Some(m) = self.pending_assistant {
+            let model = format!("{}/{}", js_text(m.get("provider")), js_text(m.get("model")));
+            ctx.models.insert("default", Value::string(model));
+        }
         let models: Vec<(JsString, Value)> = ctx
             .models
             .iter()

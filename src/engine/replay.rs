@@ -67,7 +67,12 @@ pub fn parse_session_reader(mut reader: impl BufRead) -> Result<Replayed, Replay
         if buf.last() == Some(&b'\n') {
             buf.pop();
         }
-        replayer.push_line(n, &String::from_utf8_lossy(&buf))?;
+        // Valid UTF-8 (the normal case) is checked by the fast validator and borrowed; only
+        // a line with invalid bytes goes through the lossy decoder.
+        match std::str::from_utf8(&buf) {
+            Ok(line) => replayer.push_line(n, line)?,
+            Err(_) => replayer.push_line(n, &String::from_utf8_lossy(&buf))?,
+        }
     }
     Ok(replayer.finish())
 }
@@ -81,9 +86,12 @@ struct Replayer {
     header: Option<usize>,
     /// Whether the first header accepts patches (version ≥ 4).
     patches_apply: bool,
-    /// Entry id → position in `out`. Entries before the first header are indexed too, since
-    /// that header may accept patches; the index is dropped when it does not.
+    /// Entry id → position in `out` (the last entry with that id) for the records
+    /// `out[..indexed]`, entries before the first header included. Only entry patches read
+    /// it, so it is built when the first one arrives and then kept up to date; files without
+    /// entry patches never hash an id.
     by_id: HashMap<Box<str>, usize>,
+    indexed: usize,
 }
 
 impl Replayer {
@@ -128,15 +136,6 @@ impl Replayer {
                     check_version(&record)?;
                     self.header = Some(self.out.len());
                     self.patches_apply = record.get("version").and_then(Value::as_f64) >= Some(4.0);
-                    if !self.patches_apply {
-                        self.by_id = HashMap::new();
-                    }
-                }
-                let may_be_patched = self.patches_apply || self.header.is_none();
-                if may_be_patched && ty != RecordType::Session {
-                    if let Some(id) = record.id() {
-                        self.by_id.insert(id.into(), self.out.len());
-                    }
                 }
                 self.out.push(record);
             }
@@ -148,6 +147,7 @@ impl Replayer {
         let Some((entry_id, message)) = entry_patch(patch) else {
             return;
         };
+        self.index_entries();
         let Some(&at) = self.by_id.get(entry_id) else {
             return;
         };
@@ -156,6 +156,19 @@ impl Replayer {
             let message = reshape(message, 1);
             target.fields_mut().insert("message", message);
         }
+    }
+
+    /// Brings `by_id` up to date with the entries kept so far. Headers are not entries; a
+    /// later entry with a known id takes the index over.
+    fn index_entries(&mut self) {
+        for (at, record) in self.out.iter().enumerate().skip(self.indexed) {
+            if record.record_type() != RecordType::Session {
+                if let Some(id) = record.id() {
+                    self.by_id.insert(id.into(), at);
+                }
+            }
+        }
+        self.indexed = self.out.len();
     }
 
     fn finish(self) -> Replayed {
@@ -349,5 +362,38 @@ mod tests {
         assert!(!r.records[1].fields().contains_key("message"));
         let msg = r.records[2].message().unwrap();
         assert_eq!(json::to_compact(msg.get("content").unwrap()), "[2]");
+    }
+
+    #[test]
+    fn entry_patches_see_entries_added_between_them() {
+        let patch = |id: &str, n: u32| {
+            format!("{{\"type\":\"entry_patch\",\"entryId\":\"{id}\",\"patch\":{{\"message\":{{\"role\":\"user\",\"content\":[{n}]}}}}}}\n")
+        };
+        let message = |id: &str| {
+            format!("{{\"type\":\"message\",\"id\":\"{id}\",\"message\":{{\"role\":\"user\",\"content\":[0]}}}}\n")
+        };
+        let text = [
+            message("early"),
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\"}\n".to_owned(),
+            patch("early", 9),
+            message("a"),
+            patch("a", 1),
+            patch("b", 9),
+            message("b"),
+            message("a"),
+            patch("a", 2),
+            patch("b", 3),
+        ]
+        .concat();
+        let r = parse_session_entries(&text).unwrap();
+        let contents: Vec<String> = r
+            .records
+            .iter()
+            .filter_map(|rec| rec.message())
+            .map(|m| json::to_compact(m.get("content").unwrap()))
+            .collect();
+        // Entries before the header are indexed too (§5.2); a patch before its target is
+        // dropped; a duplicated id sends later patches to the later entry.
+        assert_eq!(contents, ["[9]", "[1]", "[3]", "[2]"]);
     }
 }

@@ -29,6 +29,8 @@ pub struct Session {
     parents: Vec<Option<usize>>,
     labels: HashMap<String, String>,
     leaf: Option<usize>,
+    /// Whether two entries share an id (set conservatively: never cleared by a rollback).
+    duplicate_ids: bool,
 }
 
 /// The entry tree: roots and children as record indices (no recursion, so any depth works).
@@ -48,6 +50,7 @@ impl Session {
             parents: Vec::new(),
             labels: HashMap::new(),
             leaf: None,
+            duplicate_ids: false,
         };
         session.reindex();
         session
@@ -57,9 +60,10 @@ impl Session {
     pub fn reindex(&mut self) {
         self.by_id.clear();
         self.labels.clear();
+        self.duplicate_ids = false;
         for (i, record) in self.records.iter().enumerate() {
             if let Some(id) = record.id().filter(|_| !record.is_header()) {
-                self.by_id.insert(id.into(), i);
+                self.duplicate_ids |= self.by_id.insert(id.into(), i).is_some();
             }
         }
         self.parents = (0..self.records.len())
@@ -131,6 +135,11 @@ impl Session {
         self.entry_indices().count()
     }
 
+    /// Whether any two entries share an id.
+    pub fn has_duplicate_ids(&self) -> bool {
+        self.duplicate_ids
+    }
+
     /// The index of the entry with `id` (the last one, if several share it).
     pub fn index_of(&self, id: &str) -> Option<usize> {
         self.by_id.get(id).copied()
@@ -161,7 +170,7 @@ impl Session {
     pub fn push_entry(&mut self, record: Record) -> usize {
         let index = self.records.len();
         if let Some(id) = record.id() {
-            self.by_id.insert(id.into(), index);
+            self.duplicate_ids |= self.by_id.insert(id.into(), index).is_some();
         }
         self.records.push(record);
         let parent = self.resolve_parent(index);

@@ -229,13 +229,28 @@ impl Parser<'_> {
     }
 
     /// Advances past plain string bytes; stops at `"`, `\` or a control character.
+    ///
+    /// Long strings dominate session files, so the scan looks at eight bytes at a time; only
+    /// the last few bytes of the input are stepped through one by one.
     fn plain_run(&mut self) {
-        while let Some(&b) = self.bytes.get(self.pos) {
-            if b == b'"' || b == b'\\' || b < 0x20 {
+        let bytes = self.bytes;
+        let mut pos = self.pos;
+        while let Some(chunk) = bytes.get(pos..pos + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+            let stops = string_stops(word);
+            if stops != 0 {
+                self.pos = pos + (stops.trailing_zeros() / 8) as usize;
+                return;
+            }
+            pos += 8;
+        }
+        while let Some(&b) = bytes.get(pos) {
+            if is_string_stop(b) {
                 break;
             }
-            self.pos += 1;
+            pos += 1;
         }
+        self.pos = pos;
     }
 
     fn hex4(&mut self) -> Result<u16, ParseError> {
@@ -420,6 +435,31 @@ impl Parser<'_> {
     }
 }
 
+/// Whether a string scan stops at `b`: a quote, a backslash or a control character.
+fn is_string_stop(b: u8) -> bool {
+    b == b'"' || b == b'\\' || b < 0x20
+}
+
+/// The string stop bytes ([`is_string_stop`]) among the eight bytes of `word` (read
+/// little-endian, so byte `i` is bits `8i..8i+8`): a mask whose lowest set bit is the high
+/// bit of the first stop byte, or 0 when there is none.
+///
+/// Classic word-at-a-time tests: `(x - 0x01..01) & !x & 0x80..80` flags the zero bytes of
+/// `x` (applied to `word` XOR the repeated quote and backslash), and
+/// `(word - 0x20..20) & !word & 0x80..80` flags the bytes below 0x20. A flag above a true
+/// match can be spurious (a borrow carries into the next byte), but a borrow only starts at a
+/// true match, so the lowest flag is always exact. Bytes of 0x80 and above (UTF-8
+/// sequences) are never flagged, because `!word` clears their high bit.
+fn string_stops(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x;
+    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    (quote | backslash | control) & HIGH
+}
+
 /// Appends one UTF-16 code unit from a `\u` escape, pairing surrogates when the next escape
 /// completes a pair and keeping a lone surrogate as WTF-8 otherwise.
 fn push_code_unit(p: &mut Parser<'_>, buf: &mut Vec<u8>, unit: u16) -> Result<(), ParseError> {
@@ -525,6 +565,53 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?} should fail");
             assert!(validate(bad).is_err(), "{bad:?} should fail validation");
+        }
+    }
+
+    #[test]
+    fn word_scan_finds_the_first_stop_byte() {
+        let first_stop = |word: u64| word.to_le_bytes().into_iter().position(is_string_stop);
+        let word_scan = |word: u64| {
+            let stops = string_stops(word);
+            (stops != 0).then_some((stops.trailing_zeros() / 8) as usize)
+        };
+        // Every byte value at every position, among plain ASCII and non-ASCII neighbours.
+        for fill in [b'a', 0x20, 0x21, 0x7F, 0x80, 0xC3, 0xFF] {
+            for at in 0..8 {
+                for b in 0..=255u8 {
+                    let mut bytes = [fill; 8];
+                    bytes[at] = b;
+                    let word = u64::from_le_bytes(bytes);
+                    assert_eq!(word_scan(word), first_stop(word), "{bytes:?}");
+                }
+            }
+        }
+        // Pseudo-random words, including several stop bytes at once.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            assert_eq!(word_scan(x), first_stop(x), "{:016x}", x);
+        }
+    }
+
+    #[test]
+    fn strings_stop_at_every_offset() {
+        for len in 0..40 {
+            let plain = "é".repeat(len / 2) + &"x".repeat(len % 2);
+            for (tail, expected) in [
+                ("\"", plain.clone()),
+                ("\\n\"", plain.clone() + "\n"),
+                ("\\\"z\"", plain.clone() + "\"z"),
+            ] {
+                let text = format!("\"{plain}{tail}");
+                assert_eq!(parse(&text).unwrap().as_str(), Some(expected.as_str()));
+                assert!(validate(&text).is_ok());
+            }
+            assert!(parse(&format!("\"{plain}\u{1}\"")).is_err());
+            assert!(validate(&format!("\"{plain}\t\"")).is_err());
+            assert!(parse(&format!("\"{plain}")).is_err());
         }
     }
 
