@@ -106,6 +106,12 @@ fn rewrite(c: &mut Criterion) {
     group.bench_function("cp of the 100 MB session file (baseline)", |b| {
         b.iter(|| std::fs::copy(&file, &copy).unwrap())
     });
+    group.bench_function("cp of the file, then fsync of the copy (baseline)", |b| {
+        b.iter(|| {
+            std::fs::copy(&file, &copy).unwrap();
+            std::fs::File::open(&copy).unwrap().sync_all().unwrap();
+        })
+    });
     group.bench_function("full atomic rewrite of the 100 MB session", |b| {
         b.iter(|| m.rewrite_entries().unwrap())
     });

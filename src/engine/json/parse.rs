@@ -229,28 +229,8 @@ impl Parser<'_> {
     }
 
     /// Advances past plain string bytes; stops at `"`, `\` or a control character.
-    ///
-    /// Long strings dominate session files, so the scan looks at eight bytes at a time; only
-    /// the last few bytes of the input are stepped through one by one.
     fn plain_run(&mut self) {
-        let bytes = self.bytes;
-        let mut pos = self.pos;
-        while let Some(chunk) = bytes.get(pos..pos + 8) {
-            let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-            let stops = string_stops(word);
-            if stops != 0 {
-                self.pos = pos + (stops.trailing_zeros() / 8) as usize;
-                return;
-            }
-            pos += 8;
-        }
-        while let Some(&b) = bytes.get(pos) {
-            if is_string_stop(b) {
-                break;
-            }
-            pos += 1;
-        }
-        self.pos = pos;
+        self.pos = next_string_stop(self.bytes, self.pos);
     }
 
     fn hex4(&mut self) -> Result<u16, ParseError> {
@@ -433,6 +413,31 @@ impl Parser<'_> {
             }
         }
     }
+}
+
+/// The position of the first string stop byte ([`is_string_stop`]) at or after `from`, or
+/// `bytes.len()`.
+///
+/// Long strings dominate session files, so the scan looks at eight bytes at a time; only
+/// the last few bytes are stepped through one by one.
+pub(super) fn next_string_stop(bytes: &[u8], from: usize) -> usize {
+    let mut pos = from;
+    while let Some(chunk) = bytes.get(pos..pos + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let stops = string_stops(u64::from_le_bytes(word));
+        if stops != 0 {
+            return pos + (stops.trailing_zeros() / 8) as usize;
+        }
+        pos += 8;
+    }
+    while let Some(&b) = bytes.get(pos) {
+        if is_string_stop(b) {
+            break;
+        }
+        pos += 1;
+    }
+    pos
 }
 
 /// Whether a string scan stops at `b`: a quote, a backslash or a control character.

@@ -10,6 +10,7 @@
 //! - Raw containers are written verbatim in compact output and re-indented in pretty output.
 //! - Pretty output is `JSON.stringify(value, null, 2)`.
 
+use super::parse::next_string_stop;
 use super::value::{JsString, Object, Value};
 
 /// The compact serialization of `value`.
@@ -184,36 +185,61 @@ fn write_unit_escape(unit: u16, out: &mut Vec<u8>) {
     }
 }
 
+/// The escape of an ASCII byte that needs one, if any.
+fn escape_of(b: u8) -> Option<&'static [u8]> {
+    match b {
+        b'"' => Some(b"\\\""),
+        b'\\' => Some(b"\\\\"),
+        0x08 => Some(b"\\b"),
+        0x0C => Some(b"\\f"),
+        b'\n' => Some(b"\\n"),
+        b'\r' => Some(b"\\r"),
+        b'\t' => Some(b"\\t"),
+        _ => None,
+    }
+}
+
+/// Appends the escape of a quote, backslash or control character.
+fn push_escape(b: u8, out: &mut Vec<u8>) {
+    match escape_of(b) {
+        Some(esc) => out.extend_from_slice(esc),
+        None => write_unit_escape(b as u16, out),
+    }
+}
+
 /// Appends a quoted, escaped JavaScript string.
 pub fn write_string(s: &JsString, out: &mut Vec<u8>) {
     out.push(b'"');
-    let bytes = s.wtf8_bytes();
+    match s {
+        // Well-formed text needs escapes only where the parser's string scan stops.
+        JsString::Utf8(text) => {
+            let bytes = text.as_bytes();
+            let (mut run, mut at) = (0, next_string_stop(bytes, 0));
+            while at < bytes.len() {
+                out.extend_from_slice(&bytes[run..at]);
+                push_escape(bytes[at], out);
+                run = at + 1;
+                at = next_string_stop(bytes, run);
+            }
+            out.extend_from_slice(&bytes[run..]);
+        }
+        JsString::Wtf8(bytes) => write_wtf8(bytes, out),
+    }
+    out.push(b'"');
+}
+
+/// The escaped body of a string holding lone surrogates (written as `\udxxx`).
+fn write_wtf8(bytes: &[u8], out: &mut Vec<u8>) {
     let mut run = 0;
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        let escape: Option<&[u8]> = match b {
-            b'"' => Some(b"\\\""),
-            b'\\' => Some(b"\\\\"),
-            0x08 => Some(b"\\b"),
-            0x0C => Some(b"\\f"),
-            b'\n' => Some(b"\\n"),
-            b'\r' => Some(b"\\r"),
-            b'\t' => Some(b"\\t"),
-            _ => None,
-        };
-        if let Some(esc) = escape {
+        if b == b'"' || b == b'\\' || b < 0x20 {
             out.extend_from_slice(&bytes[run..i]);
-            out.extend_from_slice(esc);
-            i += 1;
-            run = i;
-        } else if b < 0x20 {
-            out.extend_from_slice(&bytes[run..i]);
-            write_unit_escape(b as u16, out);
+            push_escape(b, out);
             i += 1;
             run = i;
         } else if b == 0xED && bytes.get(i + 1).is_some_and(|&n| n >= 0xA0) {
-            // A lone surrogate in WTF-8.
             out.extend_from_slice(&bytes[run..i]);
             let low = bytes.get(i + 2).copied().unwrap_or(0x80);
             let unit = 0xD000 | ((bytes[i + 1] as u16 & 0x3F) << 6) | (low as u16 & 0x3F);
@@ -225,7 +251,6 @@ pub fn write_string(s: &JsString, out: &mut Vec<u8>) {
         }
     }
     out.extend_from_slice(&bytes[run..]);
-    out.push(b'"');
 }
 
 #[cfg(test)]
