@@ -2,3 +2,4 @@
 //! files, and a filesystem view over it.
 
 pub mod engine;
+pub mod vfs;

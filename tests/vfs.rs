@@ -1,0 +1,266 @@
+//! The filesystem model without a kernel: layout, sizes, stable inodes, write semantics.
+
+use std::fs;
+use std::path::Path;
+
+use gjcfs::engine::json::{self, Value};
+use gjcfs::engine::load_session;
+use gjcfs::engine::manager::{SessionManager, StorageConfig};
+use gjcfs::vfs::{
+    NamespaceChange, NodeKind, OpenMode, SessionSource, Vfs, VfsConfig, VfsError, ROOT_INO,
+};
+
+fn message(role: &str, text: &str) -> Value {
+    json::parse(&format!(
+        r#"{{"role":"{role}","content":"{text}","provider":"p","model":"m","timestamp":1}}"#
+    ))
+    .unwrap()
+}
+
+/// A managed session with q → a → q2, and its ids.
+fn setup(tmp: &Path) -> (String, Vec<String>) {
+    let ws = tmp.join("workspace");
+    fs::create_dir_all(&ws).unwrap();
+    let m = SessionManager::create_managed(
+        &ws,
+        &tmp.join("agent/sessions"),
+        StorageConfig::files(tmp.join("agent/blobs")),
+    )
+    .unwrap();
+    let ids = vec![
+        m.append_message(message("user", "q")).unwrap(),
+        m.append_message(message("assistant", "a")).unwrap(),
+        m.append_message(message("user", "q2")).unwrap(),
+    ];
+    m.close().unwrap();
+    (m.session_id(), ids)
+}
+
+fn vfs(tmp: &Path, read_only: bool) -> Vfs {
+    Vfs::new(VfsConfig {
+        source: SessionSource::SessionsRoot(tmp.join("agent/sessions")),
+        blob_dir: tmp.join("agent/blobs"),
+        read_only,
+        max_loaded: 1,
+    })
+}
+
+fn read_all(v: &Vfs, ino: u64) -> Vec<u8> {
+    let o = v
+        .open(
+            ino,
+            OpenMode {
+                read: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let bytes = v.read(o.fh, 0, 1 << 20).unwrap();
+    v.release(o.fh).unwrap();
+    bytes
+}
+
+fn session_ino(v: &Vfs, sid: &str) -> u64 {
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
+    v.lookup(sessions, sid).unwrap().ino
+}
+
+fn write_file(v: &Vfs, ino: u64, pieces: &[&[u8]]) -> Result<(), VfsError> {
+    let mode = OpenMode {
+        write: true,
+        truncate: true,
+        ..Default::default()
+    };
+    let o = v.open(ino, mode)?;
+    let mut offset = 0;
+    for piece in pieces {
+        if let Err(e) = v.write(o.fh, offset, piece) {
+            v.release(o.fh).ok();
+            return Err(e);
+        }
+        offset += piece.len() as u64;
+    }
+    v.release(o.fh)
+}
+
+#[test]
+fn layout_sizes_and_inodes_agree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, ids) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap();
+    assert_eq!(sessions.kind, NodeKind::Directory);
+    assert_eq!(sessions.perm, 0o700);
+    let listed = v.readdir(sessions.ino).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name, sid);
+    let sdir = session_ino(&v, &sid);
+    assert_eq!(listed[0].ino, sdir);
+    let names: Vec<String> = v
+        .readdir(sdir)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["header.json", "entries", "leaf", "context.json", "errors"]
+    );
+
+    let header = v.lookup(sdir, "header.json").unwrap();
+    let bytes = read_all(&v, header.ino);
+    assert_eq!(header.size, bytes.len() as u64);
+    assert_eq!(header.perm, 0o600);
+    let value = json::parse(std::str::from_utf8(&bytes).unwrap()).unwrap();
+    assert_eq!(value.as_object().unwrap().get_str("id"), Some(sid.as_str()));
+
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    let listing = v.readdir(entries).unwrap();
+    let expected: Vec<String> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| format!("{i:06}-{id}.json"))
+        .chain(["new".to_owned()])
+        .collect();
+    let names: Vec<String> = listing.iter().map(|e| e.name.clone()).collect();
+    assert_eq!(names, expected);
+    let by_index = v.lookup(entries, &expected[1]).unwrap();
+    let by_id = v.lookup(entries, &format!("{}.json", ids[1])).unwrap();
+    assert_eq!(by_index.ino, by_id.ino);
+    assert_eq!(listing[1].ino, by_id.ino);
+    let entry = read_all(&v, by_id.ino);
+    assert_eq!(by_id.size, entry.len() as u64);
+    assert!(String::from_utf8(entry)
+        .unwrap()
+        .contains("\"content\": \"a\""));
+    assert_eq!(
+        v.lookup(entries, "000001-nope.json"),
+        Err(VfsError::NotFound)
+    );
+
+    let leaf = v.lookup(sdir, "leaf").unwrap();
+    assert_eq!(read_all(&v, leaf.ino), format!("{}\n", ids[2]).into_bytes());
+    let context = v.lookup(sdir, "context.json").unwrap();
+    assert_eq!(context.size, read_all(&v, context.ino).len() as u64);
+    // Looked up again (the LRU holds one session), the numbers are the same.
+    assert_eq!(session_ino(&v, &sid), sdir);
+    assert_eq!(v.getattr(by_id.ino).unwrap(), by_id);
+}
+
+#[test]
+fn leaf_writes_branch_reset_or_fail_without_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, ids) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let leaf = v.lookup(sdir, "leaf").unwrap().ino;
+    let context = v.lookup(sdir, "context.json").unwrap().ino;
+
+    let line = format!("{}\n", ids[1]);
+    let (a, b) = line.as_bytes().split_at(5);
+    write_file(&v, leaf, &[a, b]).unwrap();
+    assert_eq!(read_all(&v, leaf), line.as_bytes());
+    let ctx = json::parse(std::str::from_utf8(&read_all(&v, context)).unwrap()).unwrap();
+    let messages = ctx.as_object().unwrap().get("messages").unwrap();
+    assert_eq!(messages.as_array().unwrap().len(), 2);
+
+    let err = write_file(&v, leaf, &[b"nope\n"]).unwrap_err();
+    assert!(matches!(err, VfsError::InvalidArgument(_)), "{err:?}");
+    assert_eq!(read_all(&v, leaf), line.as_bytes());
+    let errors = v.lookup(sdir, "errors").unwrap();
+    let text = String::from_utf8(read_all(&v, errors.ino)).unwrap();
+    assert!(text.contains("leaf: ") && text.contains("nope"), "{text}");
+    assert_eq!(errors.size, text.len() as u64);
+
+    write_file(&v, leaf, &[b"\n"]).unwrap();
+    assert!(read_all(&v, leaf).is_empty());
+}
+
+#[test]
+fn entries_new_appends_lines_and_rejects_invalid_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    let new = v.lookup(entries, "new").unwrap().ino;
+    let file = fs::read_dir(tmp.path().join("agent/sessions"))
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .find(|p| p.is_dir())
+        .and_then(|d| {
+            fs::read_dir(d)
+                .unwrap()
+                .map(|f| f.unwrap().path())
+                .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        })
+        .unwrap();
+    let count = || load_session(&file).unwrap().session.entry_count();
+    assert_eq!(count(), 3);
+
+    // Split across writes, the last line unterminated: appended at release.
+    write_file(
+        &v,
+        new,
+        &[
+            b"{\"role\":\"user\",",
+            b"\"content\":\"one\"}\n{\"role\":\"user\",\"content\":\"two\"}",
+        ],
+    )
+    .unwrap();
+    assert_eq!(count(), 5);
+    assert_eq!(v.readdir(entries).unwrap().len(), 6);
+
+    for bad in [
+        &b"not json\n"[..],
+        b"[1]\n",
+        b"{\"type\":\"bogus\"}\n",
+        b"{\"type\":\"message\",\"id\":\"x\",\"message\":{\"role\":\"user\",\"content\":\"c\"}}\n",
+    ] {
+        let err = write_file(&v, new, &[bad]).unwrap_err();
+        assert!(
+            matches!(err, VfsError::InvalidArgument(_)),
+            "{bad:?}: {err:?}"
+        );
+    }
+    assert_eq!(count(), 5);
+}
+
+#[test]
+fn everything_else_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let header = v.lookup(sdir, "header.json").unwrap().ino;
+    let write = OpenMode {
+        write: true,
+        ..Default::default()
+    };
+    assert_eq!(v.open(header, write), Err(VfsError::AccessDenied));
+    assert_eq!(v.open(sdir, write), Err(VfsError::IsADirectory));
+    assert_eq!(v.set_size(header, None, 0), Err(VfsError::AccessDenied));
+    assert_eq!(v.set_other_attr(header), Err(VfsError::NotPermitted));
+    assert_eq!(
+        v.change_namespace(sdir, NamespaceChange::Remove),
+        VfsError::NotPermitted
+    );
+    assert_eq!(
+        v.change_namespace(sdir, NamespaceChange::Create),
+        VfsError::AccessDenied
+    );
+    assert_eq!(
+        v.change_namespace(header, NamespaceChange::Create),
+        VfsError::NotADirectory
+    );
+
+    let ro = vfs(tmp.path(), true);
+    let sdir = session_ino(&ro, &sid);
+    let leaf = ro.lookup(sdir, "leaf").unwrap().ino;
+    assert_eq!(ro.open(leaf, write), Err(VfsError::ReadOnly));
+    assert_eq!(ro.set_size(leaf, None, 0), Err(VfsError::ReadOnly));
+    assert_eq!(
+        ro.change_namespace(sdir, NamespaceChange::Rename),
+        VfsError::ReadOnly
+    );
+}
