@@ -172,6 +172,30 @@ fn leaf_writes_branch_reset_or_fail_without_change() {
     assert!(text.contains("leaf: ") && text.contains("nope"), "{text}");
     assert_eq!(errors.size, text.len() as u64);
 
+    // A shell's redirection flushes a duplicate descriptor before writing: a bare O_TRUNC
+    // does not reset the leaf then, and the failed write leaves it as it was.
+    let o = v
+        .open(
+            leaf,
+            OpenMode {
+                write: true,
+                truncate: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    v.flush(o.fh).unwrap();
+    assert_eq!(read_all(&v, leaf), line.as_bytes());
+    assert!(v.write(o.fh, 0, b"nope\n").is_err());
+    v.flush(o.fh).unwrap();
+    v.release(o.fh).unwrap();
+    assert_eq!(read_all(&v, leaf), line.as_bytes());
+
+    // O_TRUNC and nothing written: reset at release.
+    write_file(&v, leaf, &[]).unwrap();
+    assert!(read_all(&v, leaf).is_empty());
+    write_file(&v, leaf, &[ids[0].as_bytes()]).unwrap();
+    assert_eq!(read_all(&v, leaf), format!("{}\n", ids[0]).into_bytes());
     write_file(&v, leaf, &[b"\n"]).unwrap();
     assert!(read_all(&v, leaf).is_empty());
 }

@@ -67,7 +67,12 @@ enum Handle {
     Leaf {
         sid: String,
         buf: Vec<u8>,
+        /// The content differs from what was applied (a write, a truncate, O_TRUNC).
         dirty: bool,
+        /// A write or a truncate through the handle happened (not just O_TRUNC): a flush
+        /// applies the content. A bare O_TRUNC waits for release, because a shell's
+        /// redirection flushes a duplicate descriptor before it writes.
+        written: bool,
     },
     New {
         sid: String,
@@ -420,6 +425,7 @@ impl Vfs {
                     sid: s.clone(),
                     buf,
                     dirty: mode.truncate,
+                    written: false,
                 };
                 (handle, true)
             }
@@ -493,7 +499,12 @@ impl Vfs {
         let mut state = self.state.lock();
         match state.handles.get_mut(&fh).ok_or(VfsError::BadHandle)? {
             Handle::Read(_) => Err(VfsError::BadHandle),
-            Handle::Leaf { sid, buf, dirty } => {
+            Handle::Leaf {
+                sid,
+                buf,
+                dirty,
+                written,
+            } => {
                 let start = usize::try_from(offset).unwrap_or(usize::MAX);
                 let end = start.saturating_add(data.len());
                 if end > LEAF_MAX {
@@ -505,6 +516,19 @@ impl Vfs {
                 }
                 buf[start..end].copy_from_slice(data);
                 *dirty = true;
+                *written = true;
+                if !buf.ends_with(b"\n") {
+                    return Ok(data.len());
+                }
+                // A complete line is checked now, so the writer sees a bad id as a failed
+                // write (shells do not check close); it takes effect at flush.
+                let (sid, content) = (sid.clone(), buf.clone());
+                if let Err(e) = self.check_leaf(&mut state, &sid, &content) {
+                    if let Some(Handle::Leaf { dirty, .. }) = state.handles.get_mut(&fh) {
+                        *dirty = false;
+                    }
+                    return Err(e);
+                }
                 Ok(data.len())
             }
             Handle::New { sid, partial } => {
@@ -566,14 +590,24 @@ impl Vfs {
     /// Applies what a handle holds: a `leaf` write moves the leaf, the last unterminated
     /// line of `entries/new` is appended. Errors are reported here (close's result).
     pub fn flush(&self, fh: u64) -> Result<(), VfsError> {
+        self.apply(fh, false)
+    }
+
+    fn apply(&self, fh: u64, releasing: bool) -> Result<(), VfsError> {
         let mut state = self.state.lock();
         let pending = match state.handles.get_mut(&fh) {
             None => return Ok(()),
             Some(Handle::Read(_)) => return Ok(()),
-            Some(Handle::Leaf { sid, buf, dirty }) => {
-                if !std::mem::take(dirty) {
+            Some(Handle::Leaf {
+                sid,
+                buf,
+                dirty,
+                written,
+            }) => {
+                if !*dirty || !(*written || releasing) {
                     return Ok(());
                 }
+                *dirty = false;
                 (sid.clone(), Pending::Leaf(buf.clone()))
             }
             Some(Handle::New { sid, partial }) => {
@@ -589,27 +623,50 @@ impl Vfs {
         }
     }
 
-    fn set_leaf(&self, state: &mut State, sid: &str, buf: &[u8]) -> Result<(), VfsError> {
+    /// The entry a `leaf` content names (`None`: reset), or the recorded failure.
+    fn check_leaf(
+        &self,
+        state: &mut State,
+        sid: &str,
+        buf: &[u8],
+    ) -> Result<Option<String>, VfsError> {
         let Ok(text) = std::str::from_utf8(buf) else {
             return Err(self.fail(state, sid, "leaf", "not UTF-8".into()));
         };
         let id = text.strip_suffix('\n').unwrap_or(text);
-        let manager = self.loaded(state, sid)?.manager.clone();
         if id.is_empty() {
-            manager.reset_leaf();
-            return Ok(());
+            return Ok(None);
         }
         if id.contains('\n') {
             return Err(self.fail(state, sid, "leaf", "more than one line".into()));
         }
-        manager
-            .branch(id)
-            .map_err(|e| self.fail(state, sid, "leaf", e.to_string()))
+        let known = self
+            .loaded(state, sid)?
+            .manager
+            .read(|s| s.index_of(id).is_some());
+        if !known {
+            return Err(self.fail(state, sid, "leaf", format!("unknown entry id {id:?}")));
+        }
+        Ok(Some(id.to_owned()))
+    }
+
+    fn set_leaf(&self, state: &mut State, sid: &str, buf: &[u8]) -> Result<(), VfsError> {
+        let target = self.check_leaf(state, sid, buf)?;
+        let manager = self.loaded(state, sid)?.manager.clone();
+        match target {
+            None => {
+                manager.reset_leaf();
+                Ok(())
+            }
+            Some(id) => manager
+                .branch(&id)
+                .map_err(|e| self.fail(state, sid, "leaf", e.to_string())),
+        }
     }
 
     /// Flushes what is still pending and forgets the handle.
     pub fn release(&self, fh: u64) -> Result<(), VfsError> {
-        let flushed = self.flush(fh);
+        let flushed = self.apply(fh, true);
         self.state.lock().handles.remove(&fh);
         flushed
     }
@@ -626,13 +683,19 @@ impl Vfs {
             Node::Leaf(s) => {
                 let handle = fh.and_then(|fh| state.handles.get_mut(&fh));
                 match handle {
-                    Some(Handle::Leaf { buf, dirty, .. }) => {
+                    Some(Handle::Leaf {
+                        buf,
+                        dirty,
+                        written,
+                        ..
+                    }) => {
                         let size = usize::try_from(size).unwrap_or(usize::MAX);
                         if size > LEAF_MAX {
                             return Err(VfsError::InvalidArgument("leaf too long".into()));
                         }
                         buf.resize(size, 0);
                         *dirty = true;
+                        *written = true;
                     }
                     _ if size == 0 => self.set_leaf(&mut state, s, b"")?,
                     _ => return Err(VfsError::InvalidArgument("leaf: size must be 0".into())),
