@@ -4,8 +4,11 @@ mod agent;
 mod append;
 mod context;
 mod entries;
+#[path = "../../platform/fuse/mod.rs"]
+mod fuse;
 mod history;
 mod ls;
+mod mount;
 mod output;
 
 use std::path::PathBuf;
@@ -85,6 +88,25 @@ enum Command {
     ///
     /// Each line is `DATE TIME  CWD  PROMPT` (UTC); with --json, one JSON object a line.
     History(history::HistoryArgs),
+    /// Mount the session store as a filesystem and serve it in the foreground.
+    ///
+    /// Layout: sessions/<id>/{header.json, entries/NNNNNN-<id>.json, entries/new, leaf,
+    /// context.json, errors}. `echo ID > leaf` branches (an empty write resets the leaf);
+    /// each JSON line written to entries/new is appended. Ctrl-C or SIGTERM unmounts.
+    Mount {
+        /// An existing empty directory.
+        mountpoint: PathBuf,
+        /// The agent directory whose sessions to show
+        /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+        #[arg(long, value_name = "DIR")]
+        agent_dir: Option<PathBuf>,
+        /// Show the sessions of this one directory instead.
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+        /// Refuse every write (EROFS).
+        #[arg(long)]
+        read_only: bool,
+    },
 }
 
 pub fn run() -> ExitCode {
@@ -104,6 +126,17 @@ pub fn run() -> ExitCode {
         } => ls::run(all, cwd.as_deref(), json, agent_dir.as_deref()),
         Command::Append { file, agent_dir } => append::run(&file, agent_dir.as_deref()),
         Command::History(args) => history::run(args),
+        Command::Mount {
+            mountpoint,
+            agent_dir,
+            session_dir,
+            read_only,
+        } => mount::run(
+            &mountpoint,
+            agent_dir.as_deref(),
+            session_dir.as_deref(),
+            read_only,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
