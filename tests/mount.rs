@@ -284,3 +284,26 @@ fn sigterm_unmounts_and_exits_cleanly() {
     assert!(!is_mounted(mount.path()));
     assert_eq!(s.entry_count(), 3);
 }
+
+#[test]
+fn an_append_by_the_agent_outside_the_mount_shows_up() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 4);
+    let agent = SessionManager::open_managed(
+        &s.file,
+        StorageConfig::files(s.tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    let added = agent
+        .append_message(message("assistant", "outside"))
+        .unwrap();
+    agent.close().unwrap();
+    assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 5);
+    assert_eq!(ok("cat", &[p(&dir.join("leaf"))]), format!("{added}\n"));
+    assert_eq!(context_messages(&dir), 4);
+}

@@ -288,3 +288,38 @@ fn everything_else_is_refused() {
         VfsError::ReadOnly
     );
 }
+
+#[test]
+fn an_append_outside_the_model_is_seen_on_the_next_access() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, ids) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    let leaf = v.lookup(sdir, "leaf").unwrap().ino;
+    assert_eq!(v.readdir(entries).unwrap().len(), 4);
+    let entry_ino = v.lookup(entries, &format!("{}.json", ids[0])).unwrap().ino;
+
+    let file = fs::read_dir(tmp.path().join("agent/sessions"))
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .filter(|p| p.is_dir())
+        .flat_map(|d| fs::read_dir(d).unwrap().map(|f| f.unwrap().path()))
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    let agent =
+        SessionManager::open_managed(&file, StorageConfig::files(tmp.path().join("agent/blobs")))
+            .unwrap();
+    let added = agent
+        .append_message(message("assistant", "outside"))
+        .unwrap();
+    agent.close().unwrap();
+
+    assert_eq!(v.readdir(entries).unwrap().len(), 5);
+    assert_eq!(read_all(&v, leaf), format!("{added}\n").into_bytes());
+    // Reloading keeps the numbers.
+    assert_eq!(
+        v.lookup(entries, &format!("{}.json", ids[0])).unwrap().ino,
+        entry_ino
+    );
+}

@@ -58,6 +58,36 @@ struct Listed {
 struct Loaded {
     manager: Arc<SessionManager>,
     rendered: Rendered,
+    /// The session file as this model last saw it (after loading or its own writes); a
+    /// different file on disk means someone else wrote it and the session is reloaded.
+    synced: Option<FileStamp>,
+}
+
+/// What tells one state of a file from another: size, mtime and inode (a rewrite replaces
+/// the file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    mtime: std::time::SystemTime,
+    ino: u64,
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileStamp {
+            len: meta.len(),
+            mtime: meta.modified().ok()?,
+            ino: meta.ino(),
+        })
+    }
+
+    fn millis(&self) -> i64 {
+        self.mtime
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
 }
 
 #[derive(Debug)]
@@ -175,29 +205,29 @@ impl Vfs {
     /// The loaded session `sid`, loading it on first touch and re-rendering when its
     /// generation changed.
     fn loaded<'s>(&self, state: &'s mut State, sid: &str) -> Result<&'s mut Loaded, VfsError> {
+        self.drop_if_changed_outside(state, sid);
         if !state.loaded.contains_key(sid) {
             let listed = state.listing.get(sid).ok_or(VfsError::NotFound)?.clone();
             let manager = self
                 .open_manager(&listed)
                 .map_err(|e| VfsError::Io(e.to_string()))?;
             let rendered = manager.read(Rendered::new);
+            let synced = manager.session_file().as_deref().and_then(FileStamp::of);
             state.loaded.insert(
                 sid.to_owned(),
                 Loaded {
                     manager: Arc::new(manager),
                     rendered,
+                    synced,
                 },
             );
+            Self::note_stamp(state, sid, synced);
             state.lru.push_back(sid.to_owned());
             while state.lru.len() > self.config.max_loaded.max(1) {
                 let Some(old) = state.lru.pop_front() else {
                     break;
                 };
-                if let Some(evicted) = state.loaded.remove(&old) {
-                    if let Err(e) = evicted.manager.close() {
-                        push_error(state, &old, &format!("close: {e}"));
-                    }
-                }
+                Self::unload(state, &old);
             }
         } else if let Some(pos) = state.lru.iter().position(|s| s == sid) {
             let id = state.lru.remove(pos).unwrap_or_default();
@@ -209,6 +239,50 @@ impl Vfs {
             loaded.rendered = loaded.manager.read(Rendered::new);
         }
         Ok(loaded)
+    }
+
+    /// Closes a loaded session (its manager flushes); a failure goes to `errors`.
+    fn unload(state: &mut State, sid: &str) {
+        state.lru.retain(|s| s != sid);
+        if let Some(loaded) = state.loaded.remove(sid) {
+            if let Err(e) = loaded.manager.close() {
+                push_error(state, sid, &format!("close: {e}"));
+            }
+        }
+    }
+
+    /// Unloads `sid` when its file changed since the model last saw it (the agent appended
+    /// outside the mount), so the next touch loads it afresh.
+    fn drop_if_changed_outside(&self, state: &mut State, sid: &str) {
+        let Some(loaded) = state.loaded.get(sid) else {
+            return;
+        };
+        let Some(path) = loaded.manager.session_file() else {
+            return;
+        };
+        if FileStamp::of(&path) != loaded.synced {
+            Self::unload(state, sid);
+        }
+    }
+
+    /// Records the file as it is after this model's own write.
+    fn resync(state: &mut State, sid: &str) {
+        let Some(loaded) = state.loaded.get_mut(sid) else {
+            return;
+        };
+        let stamp = loaded
+            .manager
+            .session_file()
+            .as_deref()
+            .and_then(FileStamp::of);
+        loaded.synced = stamp;
+        Self::note_stamp(state, sid, stamp);
+    }
+
+    fn note_stamp(state: &mut State, sid: &str, stamp: Option<FileStamp>) {
+        if let (Some(listed), Some(stamp)) = (state.listing.get_mut(sid), stamp) {
+            listed.modified_ms = stamp.millis();
+        }
     }
 
     fn node(state: &State, ino: u64) -> Result<Node, VfsError> {
@@ -574,7 +648,9 @@ impl Vfs {
         }
         let manager = self.loaded(state, sid)?.manager.clone();
         for object in objects {
-            if let Err(e) = manager.append_external(object) {
+            let appended = manager.append_external(object);
+            Self::resync(state, sid);
+            if let Err(e) = appended {
                 push_error(state, sid, &format!("entries/new: {e}"));
                 return Err(session_err(&e));
             }

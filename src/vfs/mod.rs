@@ -20,6 +20,9 @@
 //! - A write either takes effect through the [`SessionManager`] or fails with a
 //!   [`VfsError`]; nothing is ever accepted and dropped. Failed writes are recorded in the
 //!   session's `errors` file.
+//! - A session is loaded on first touch and kept in an LRU of managers; on every access its
+//!   file is compared (size, mtime, inode) with what the model last saw, and a file changed
+//!   from outside (the agent appending) is reloaded, so the view is fresh at once.
 //! - The model never prints; callers log.
 //!
 //! [`SessionManager`]: crate::engine::manager::SessionManager
