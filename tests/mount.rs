@@ -307,3 +307,33 @@ fn an_append_by_the_agent_outside_the_mount_shows_up() {
     assert_eq!(ok("cat", &[p(&dir.join("leaf"))]), format!("{added}\n"));
     assert_eq!(context_messages(&dir), 4);
 }
+
+#[test]
+fn a_stale_mount_left_by_a_killed_server_is_cleared_on_start() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let args = ["--agent-dir", &s.agent_dir()];
+    let mut mount = Mount::start(&args);
+    mount.crash();
+    mount.restart(&args);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    assert_eq!(
+        ok("cat", &[p(&dir.join("leaf"))]),
+        format!("{}\n", s.ids[2])
+    );
+}
+
+#[test]
+fn gjcfs_umount_ends_the_server() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    ok(env!("CARGO_BIN_EXE_gjcfs"), &["umount", p(mount.path())]);
+    let status = mount.wait_exit().expect("the server exits");
+    assert!(status.success(), "{status}: {}", mount.log_text());
+    assert!(!is_mounted(mount.path()));
+}

@@ -107,6 +107,11 @@ enum Command {
         #[arg(long)]
         read_only: bool,
     },
+    /// Unmount a `gjcfs mount` (its server then closes every session and exits).
+    Umount {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+    },
 }
 
 pub fn run() -> ExitCode {
@@ -137,6 +142,7 @@ pub fn run() -> ExitCode {
             session_dir.as_deref(),
             read_only,
         ),
+        Command::Umount { mountpoint } => mount::umount(&mountpoint),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -101,6 +101,24 @@ pub fn run(
     Ok(())
 }
 
+/// `gjcfs umount MOUNTPOINT`: `fusermount3 -u`; the server sees its session end.
+pub fn umount(mountpoint: &Path) -> Result<()> {
+    let mountpoint = std::path::absolute(mountpoint)
+        .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
+    if !is_mounted(&mountpoint) {
+        bail!("{}: not mounted", mountpoint.display());
+    }
+    let status = Command::new("fusermount3")
+        .arg("-u")
+        .arg(&mountpoint)
+        .status()
+        .context("cannot run fusermount3")?;
+    if !status.success() {
+        bail!("fusermount3 -u {} failed ({status})", mountpoint.display());
+    }
+    Ok(())
+}
+
 fn block_termination_signals() -> Result<libc::sigset_t> {
     // SAFETY: sigset_t is plain data initialized by sigemptyset before use; the calls only
     // touch the set and this thread's mask.

@@ -56,40 +56,74 @@ pub struct Mount {
 }
 
 impl Mount {
-    /// Runs `gjcfs mount <tmp>/mnt ARGS…` and waits until it is mounted.
+    /// Runs `gjcfs mount <tmp>/mnt ARGS…` and waits until it serves.
     pub fn start(args: &[&str]) -> Mount {
         let dir = tempfile::tempdir().expect("temp dir");
         let mountpoint = dir.path().join("mnt");
         fs::create_dir(&mountpoint).unwrap();
         let log = dir.path().join("mount.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
-            .arg("mount")
-            .arg(&mountpoint)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("gjcfs starts");
         let mut mount = Mount {
-            child: Some(child),
+            child: None,
             mountpoint,
             log,
             _dir: dir,
         };
+        mount.spawn(args);
+        mount
+    }
+
+    /// Starts the server on this mountpoint again (after [`Mount::crash`]).
+    pub fn restart(&mut self, args: &[&str]) {
+        assert!(self.child.is_none(), "the server is still running");
+        self.spawn(args);
+    }
+
+    fn spawn(&mut self, args: &[&str]) {
+        let child = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
+            .arg("mount")
+            .arg(&self.mountpoint)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&self.log).unwrap())
+            .spawn()
+            .expect("gjcfs starts");
+        self.child = Some(child);
         let start = Instant::now();
-        while !is_mounted(&mount.mountpoint) {
-            if let Some(status) = mount.child.as_mut().and_then(|c| c.try_wait().unwrap()) {
-                panic!("gjcfs mount exited with {status}: {}", mount.log_text());
+        // Mounted, and answering (a stale mount is listed but fails every call).
+        while !(is_mounted(&self.mountpoint) && self.mountpoint.join("sessions").is_dir()) {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().unwrap()) {
+                panic!("gjcfs mount exited with {status}: {}", self.log_text());
             }
             assert!(
                 start.elapsed() < PATIENCE,
                 "not mounted after {PATIENCE:?}: {}",
-                mount.log_text()
+                self.log_text()
             );
             sleep(POLL);
         }
-        mount
+    }
+
+    /// Kills the server with SIGKILL, leaving whatever the kernel keeps of the mount.
+    pub fn crash(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Waits for the server to exit on its own (after an outside unmount).
+    pub fn wait_exit(&mut self) -> Option<ExitStatus> {
+        let child = self.child.as_mut()?;
+        let start = Instant::now();
+        while start.elapsed() < PATIENCE {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return Some(status);
+            }
+            sleep(POLL);
+        }
+        None
     }
 
     pub fn path(&self) -> &Path {
