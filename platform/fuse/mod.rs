@@ -365,3 +365,37 @@ impl Filesystem for FuseAdapter {
         reply.error(self.refusal(parent, NamespaceChange::Create));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_handler_answers_eio() {
+        let result: Result<(), Errno> = call("test", || panic!("boom"));
+        assert_eq!(result, Err(Errno::EIO));
+        assert_eq!(call("test", || Ok(7)), Ok(7));
+        assert_eq!(
+            call::<()>("test", || Err(VfsError::InvalidArgument("x".into()))),
+            Err(Errno::EINVAL)
+        );
+    }
+
+    #[test]
+    fn every_model_error_has_its_errno() {
+        let cases = [
+            (VfsError::NotFound, libc::ENOENT),
+            (VfsError::NotADirectory, libc::ENOTDIR),
+            (VfsError::IsADirectory, libc::EISDIR),
+            (VfsError::ReadOnly, libc::EROFS),
+            (VfsError::NotPermitted, libc::EPERM),
+            (VfsError::AccessDenied, libc::EACCES),
+            (VfsError::InvalidArgument(String::new()), libc::EINVAL),
+            (VfsError::BadHandle, libc::EBADF),
+            (VfsError::Io(String::new()), libc::EIO),
+        ];
+        for (error, code) in cases {
+            assert_eq!(i32::from(to_errno(&error)), code, "{error:?}");
+        }
+    }
+}

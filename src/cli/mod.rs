@@ -106,6 +106,10 @@ enum Command {
         /// Refuse every write (EROFS).
         #[arg(long)]
         read_only: bool,
+        /// Let other users reach the mount (needs root or user_allow_other in
+        /// /etc/fuse.conf); file permissions still apply.
+        #[arg(long)]
+        allow_other: bool,
     },
     /// Unmount a `gjcfs mount` (its server then closes every session and exits).
     Umount {
@@ -136,11 +140,15 @@ pub fn run() -> ExitCode {
             agent_dir,
             session_dir,
             read_only,
+            allow_other,
         } => mount::run(
             &mountpoint,
-            agent_dir.as_deref(),
-            session_dir.as_deref(),
-            read_only,
+            mount::Options {
+                agent_dir: agent_dir.as_deref(),
+                session_dir: session_dir.as_deref(),
+                read_only,
+                allow_other,
+            },
         ),
         Command::Umount { mountpoint } => mount::umount(&mountpoint),
     };

@@ -16,12 +16,20 @@ use super::fuse::FuseAdapter;
 /// How many sessions stay loaded at once.
 const MAX_LOADED: usize = 64;
 
-pub fn run(
-    mountpoint: &Path,
-    agent_dir: Option<&Path>,
-    session_dir: Option<&Path>,
-    read_only: bool,
-) -> Result<()> {
+pub struct Options<'a> {
+    pub agent_dir: Option<&'a Path>,
+    pub session_dir: Option<&'a Path>,
+    pub read_only: bool,
+    pub allow_other: bool,
+}
+
+pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
+    let Options {
+        agent_dir,
+        session_dir,
+        read_only,
+        allow_other,
+    } = options;
     let dirs = super::agent::agent_dirs(agent_dir)?;
     let source = match session_dir {
         Some(dir) => SessionSource::Dir(dir.to_owned()),
@@ -64,11 +72,17 @@ pub fn run(
     if read_only {
         config.mount_options.push(MountOption::RO);
     }
-    if auto_unmount_allowed() {
+    if allow_other {
+        config.acl = SessionACL::All;
+    }
+    if allow_other || auto_unmount_allowed() {
         // The mount goes away with the process even if it is killed; fusermount3 needs
-        // allow_other for it, restricted by fuser to root and the owner.
+        // allow_other for it, which fuser restricts to root and the owner unless
+        // --allow-other asked for everyone.
         config.mount_options.push(MountOption::AutoUnmount);
-        config.acl = SessionACL::RootAndOwner;
+        if !allow_other {
+            config.acl = SessionACL::RootAndOwner;
+        }
     }
     let session = fuser::spawn_mount(adapter, &mountpoint, &config)
         .with_context(|| format!("{}: cannot mount", mountpoint.display()))?;
