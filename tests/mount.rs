@@ -337,3 +337,24 @@ fn gjcfs_umount_ends_the_server() {
     assert!(status.success(), "{status}: {}", mount.log_text());
     assert!(!is_mounted(mount.path()));
 }
+
+#[test]
+fn blobs_read_back_through_cat() {
+    use gjcfs::engine::blob::BlobStore;
+    use gjcfs::engine::storage::FileStorage;
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let blobs = BlobStore::new(
+        s.tmp.path().join("agent/blobs"),
+        std::sync::Arc::new(FileStorage),
+    );
+    let hash = blobs.put(b"\x89PNG not really").unwrap();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("blobs");
+    assert_eq!(ok("ls", &[p(&dir)]), format!("{hash}\n"));
+    let out = run("cat", &[p(&dir.join(&hash))]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, b"\x89PNG not really");
+}

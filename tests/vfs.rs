@@ -323,3 +323,45 @@ fn an_append_outside_the_model_is_seen_on_the_next_access() {
         entry_ino
     );
 }
+
+#[test]
+fn blobs_are_listed_and_read_checked() {
+    use gjcfs::engine::blob::BlobStore;
+    use gjcfs::engine::storage::FileStorage;
+    let tmp = tempfile::tempdir().unwrap();
+    setup(tmp.path());
+    let store = BlobStore::new(
+        tmp.path().join("agent/blobs"),
+        std::sync::Arc::new(FileStorage),
+    );
+    let hash = store.put(b"image bytes").unwrap();
+    let v = vfs(tmp.path(), false);
+    let names: Vec<String> = v
+        .readdir(ROOT_INO)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["sessions", "blobs"]);
+    let blobs = v.lookup(ROOT_INO, "blobs").unwrap().ino;
+    let listed = v.readdir(blobs).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name, hash);
+    let blob = v.lookup(blobs, &hash).unwrap();
+    assert_eq!(blob.ino, listed[0].ino);
+    assert_eq!(blob.size, 11);
+    assert_eq!(read_all(&v, blob.ino), b"image bytes");
+    assert_eq!(v.lookup(blobs, "not-a-hash"), Err(VfsError::NotFound));
+    assert_eq!(v.lookup(blobs, &"0".repeat(64)), Err(VfsError::NotFound));
+
+    // A blob whose bytes no longer match its name is not served.
+    fs::write(tmp.path().join("agent/blobs").join(&hash), b"tampered!!!").unwrap();
+    let opened = v.open(
+        blob.ino,
+        OpenMode {
+            read: true,
+            ..Default::default()
+        },
+    );
+    assert!(matches!(opened, Err(VfsError::Io(_))), "{opened:?}");
+}

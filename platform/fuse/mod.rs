@@ -79,11 +79,17 @@ fn file_type(kind: NodeKind) -> FileType {
     }
 }
 
-/// Runs a model call; a panic becomes `EIO` (logged), an error its errno.
+/// Runs a model call; a panic becomes `EIO`, an error its errno (I/O failures are logged
+/// with their reason, which the errno cannot carry).
 fn call<T>(what: &str, f: impl FnOnce() -> Result<T, VfsError>) -> Result<T, Errno> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(to_errno(&e)),
+        Ok(Err(e)) => {
+            if let VfsError::Io(reason) = &e {
+                eprintln!("gjcfs mount: {what}: {reason}");
+            }
+            Err(to_errno(&e))
+        }
         Err(_) => {
             eprintln!("gjcfs mount: {what} panicked; answered EIO");
             Err(Errno::EIO)

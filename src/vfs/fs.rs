@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use super::content::{Bytes, Generation, Rendered};
 use super::inode::{InodeTable, Node, ROOT_INO};
 use super::{Attr, DirEntry, NodeKind, OpenMode, VfsError};
+use crate::engine::blob::{is_valid_hash, BlobStore};
 use crate::engine::discovery::{list_all, list_dir, SessionInfo};
 use crate::engine::json::{self, Value};
 use crate::engine::manager::{SessionError, SessionManager, StorageConfig};
@@ -285,6 +286,28 @@ impl Vfs {
         }
     }
 
+    /// Size and mtime (ms) of the blob store directory, or of one blob in it.
+    fn blob_meta(&self, hash: Option<&str>) -> Result<(u64, i64), VfsError> {
+        let path = match hash {
+            Some(h) => self.config.blob_dir.join(h),
+            None => self.config.blob_dir.clone(),
+        };
+        match std::fs::metadata(&path) {
+            Ok(meta) => {
+                let ms = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_millis() as i64);
+                Ok((meta.len(), ms))
+            }
+            // A store not created yet is an empty directory.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && hash.is_none() => Ok((0, 0)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(VfsError::NotFound),
+            Err(e) => Err(VfsError::Io(e.to_string())),
+        }
+    }
+
     fn node(state: &State, ino: u64) -> Result<Node, VfsError> {
         state.inodes.node(ino).cloned().ok_or(VfsError::NotFound)
     }
@@ -322,6 +345,11 @@ impl Vfs {
             .map(|l| l.modified_ms);
         let attr = match node {
             Node::Root | Node::SessionsDir => dir(Self::newest_ms(state)),
+            Node::BlobsDir => dir(self.blob_meta(None)?.1),
+            Node::Blob(hash) => {
+                let (len, mtime) = self.blob_meta(Some(hash))?;
+                file(len as usize, mtime)
+            }
             Node::SessionDir(_) => dir(file_ms.ok_or(VfsError::NotFound)?),
             Node::Header(s) => {
                 let r = &self.loaded(state, s)?.rendered;
@@ -376,6 +404,7 @@ impl Vfs {
         let child = match &dir {
             Node::Root => match name {
                 "sessions" => Node::SessionsDir,
+                "blobs" => Node::BlobsDir,
                 _ => return Err(VfsError::NotFound),
             },
             Node::SessionsDir => {
@@ -398,6 +427,8 @@ impl Vfs {
                     _ => return Err(VfsError::NotFound),
                 }
             }
+            Node::BlobsDir if is_valid_hash(name) => Node::Blob(name.to_owned()),
+            Node::BlobsDir => return Err(VfsError::NotFound),
             Node::EntriesDir(s) => {
                 let s = s.clone();
                 if name == "new" {
@@ -424,7 +455,24 @@ impl Vfs {
         let mut state = self.state.lock();
         let dir = Self::node(&state, ino)?;
         let children: Vec<(Node, String)> = match &dir {
-            Node::Root => vec![(Node::SessionsDir, "sessions".to_owned())],
+            Node::Root => vec![
+                (Node::SessionsDir, "sessions".to_owned()),
+                (Node::BlobsDir, "blobs".to_owned()),
+            ],
+            Node::BlobsDir => {
+                let mut hashes: Vec<String> = std::fs::read_dir(&self.config.blob_dir)
+                    .map(|dir| {
+                        dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                            .filter(|name| is_valid_hash(name))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                hashes.sort();
+                hashes
+                    .into_iter()
+                    .map(|h| (Node::Blob(h.clone()), h))
+                    .collect()
+            }
             Node::SessionsDir => {
                 self.refresh_listing(&mut state);
                 let mut ids: Vec<String> = state.listing.keys().cloned().collect();
@@ -544,9 +592,19 @@ impl Vfs {
             }
             Node::Errors(s) => Ok(Arc::new(errors_text(state, s).into_bytes())),
             Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
-            Node::Root | Node::SessionsDir | Node::SessionDir(_) | Node::EntriesDir(_) => {
-                Err(VfsError::IsADirectory)
+            Node::Blob(hash) => {
+                let store = BlobStore::new(&self.config.blob_dir, Arc::new(FileStorage));
+                match store.get_checked(hash) {
+                    Ok(Some(bytes)) => Ok(Arc::new(bytes)),
+                    Ok(None) => Err(VfsError::NotFound),
+                    Err(e) => Err(VfsError::Io(e.to_string())),
+                }
             }
+            Node::Root
+            | Node::SessionsDir
+            | Node::BlobsDir
+            | Node::SessionDir(_)
+            | Node::EntriesDir(_) => Err(VfsError::IsADirectory),
         }
     }
 

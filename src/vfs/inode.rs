@@ -10,6 +10,10 @@ pub const ROOT_INO: u64 = 1;
 pub enum Node {
     Root,
     SessionsDir,
+    /// `blobs/`: the agent's content-addressed blob store.
+    BlobsDir,
+    /// `blobs/<sha256>`.
+    Blob(String),
     SessionDir(String),
     Header(String),
     EntriesDir(String),
@@ -25,7 +29,7 @@ impl Node {
     /// The session a node belongs to.
     pub fn session(&self) -> Option<&str> {
         match self {
-            Node::Root | Node::SessionsDir => None,
+            Node::Root | Node::SessionsDir | Node::BlobsDir | Node::Blob(_) => None,
             Node::SessionDir(s)
             | Node::Header(s)
             | Node::EntriesDir(s)
@@ -40,7 +44,11 @@ impl Node {
     pub fn is_dir(&self) -> bool {
         matches!(
             self,
-            Node::Root | Node::SessionsDir | Node::SessionDir(_) | Node::EntriesDir(_)
+            Node::Root
+                | Node::SessionsDir
+                | Node::BlobsDir
+                | Node::SessionDir(_)
+                | Node::EntriesDir(_)
         )
     }
 }

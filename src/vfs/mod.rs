@@ -10,6 +10,7 @@
 //! /sessions/<session-id>/leaf               the current leaf id; writable
 //! /sessions/<session-id>/context.json       the context at the leaf, blobs resolved
 //! /sessions/<session-id>/errors             the last failed writes' reasons
+//! /blobs/<sha256>                             the blob store's contents (checked on read)
 //! ```
 //!
 //! Invariants:
