@@ -358,3 +358,28 @@ fn blobs_read_back_through_cat() {
     assert!(out.status.success());
     assert_eq!(out.stdout, b"\x89PNG not really");
 }
+
+#[test]
+fn history_reads_through_cat() {
+    use gjcfs::engine::history::HistoryStorage;
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let storage = HistoryStorage::open(s.tmp.path().join("agent/history.db")).unwrap();
+    storage.add("rename the module", Some("/w"));
+    storage.add("explain the tree", Some("/w"));
+    storage.close().unwrap();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let history = mount.path().join("history");
+    let prompts = ok("cat", &[p(&history.join("prompts.jsonl"))]);
+    let parsed: Vec<Value> = prompts.lines().map(|l| json::parse(l).unwrap()).collect();
+    assert_eq!(parsed.len(), 2);
+    assert_eq!(
+        parsed[1].as_object().unwrap().get_str("prompt"),
+        Some("explain the tree")
+    );
+    let found = ok("cat", &[p(&history.join("search").join("renam"))]);
+    assert_eq!(found.lines().count(), 1);
+    assert!(found.contains("rename the module"));
+}

@@ -42,6 +42,7 @@ fn vfs(tmp: &Path, read_only: bool) -> Vfs {
         blob_dir: tmp.join("agent/blobs"),
         read_only,
         max_loaded: 1,
+        history_db: tmp.join("agent/history.db"),
     })
 }
 
@@ -342,7 +343,7 @@ fn blobs_are_listed_and_read_checked() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    assert_eq!(names, ["sessions", "blobs"]);
+    assert_eq!(names, ["sessions", "blobs", "history"]);
     let blobs = v.lookup(ROOT_INO, "blobs").unwrap().ino;
     let listed = v.readdir(blobs).unwrap();
     assert_eq!(listed.len(), 1);
@@ -364,4 +365,44 @@ fn blobs_are_listed_and_read_checked() {
         },
     );
     assert!(matches!(opened, Err(VfsError::Io(_))), "{opened:?}");
+}
+
+#[test]
+fn history_prompts_and_search_come_from_the_database() {
+    use gjcfs::engine::history::HistoryStorage;
+    let tmp = tempfile::tempdir().unwrap();
+    setup(tmp.path());
+    let db = tmp.path().join("agent/history.db");
+    let v = vfs(tmp.path(), false);
+    let history = v.lookup(ROOT_INO, "history").unwrap().ino;
+    let prompts = v.lookup(history, "prompts.jsonl").unwrap();
+    assert_eq!(prompts.size, 0);
+    assert!(read_all(&v, prompts.ino).is_empty());
+    assert!(!db.exists(), "the mount never creates the database");
+    v.close_all();
+
+    let storage = HistoryStorage::open(&db).unwrap();
+    storage.add("fix the parser", Some("/w"));
+    storage.add("write the docs", Some("/w"));
+    storage.close().unwrap();
+
+    let v = vfs(tmp.path(), false);
+    let history = v.lookup(ROOT_INO, "history").unwrap().ino;
+    let prompts = v.lookup(history, "prompts.jsonl").unwrap();
+    let text = String::from_utf8(read_all(&v, prompts.ino)).unwrap();
+    assert_eq!(prompts.size, text.len() as u64);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].contains("\"prompt\":\"fix the parser\""), "{text}");
+    assert!(lines[1].contains("\"prompt\":\"write the docs\""), "{text}");
+
+    let search = v.lookup(history, "search").unwrap().ino;
+    assert!(v.readdir(search).unwrap().is_empty());
+    let hit = v.lookup(search, "pars").unwrap();
+    let found = String::from_utf8(read_all(&v, hit.ino)).unwrap();
+    assert_eq!(found.lines().count(), 1);
+    assert!(found.contains("fix the parser"));
+    assert_eq!(hit.size, found.len() as u64);
+    assert!(read_all(&v, v.lookup(search, "nothing here").unwrap().ino).is_empty());
+    assert!(v.close_all().is_empty());
 }

@@ -59,6 +59,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         blob_dir: dirs.blob_dir(),
         read_only,
         max_loaded: MAX_LOADED,
+        history_db: dirs.history_db(),
     }));
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::content::{Bytes, Generation, Rendered};
+use super::history::HistoryView;
 use super::inode::{InodeTable, Node, ROOT_INO};
 use super::{Attr, DirEntry, NodeKind, OpenMode, VfsError};
 use crate::engine::blob::{is_valid_hash, BlobStore};
@@ -38,6 +39,8 @@ pub struct VfsConfig {
     pub read_only: bool,
     /// How many sessions stay loaded at once (least recently used ones are closed).
     pub max_loaded: usize,
+    /// The agent's prompt history database (`history/`); never created by the model.
+    pub history_db: PathBuf,
 }
 
 /// An opened file.
@@ -127,6 +130,7 @@ struct State {
 pub struct Vfs {
     config: VfsConfig,
     state: Mutex<State>,
+    history: HistoryView,
 }
 
 const SESSION_FILES: [&str; 5] = ["header.json", "entries", "leaf", "context.json", "errors"];
@@ -155,6 +159,7 @@ fn session_err(e: &SessionError) -> VfsError {
 impl Vfs {
     pub fn new(config: VfsConfig) -> Self {
         let vfs = Vfs {
+            history: HistoryView::new(&config.history_db),
             config,
             state: Mutex::new(State::default()),
         };
@@ -346,6 +351,9 @@ impl Vfs {
         let attr = match node {
             Node::Root | Node::SessionsDir => dir(Self::newest_ms(state)),
             Node::BlobsDir => dir(self.blob_meta(None)?.1),
+            Node::HistoryDir | Node::SearchDir => dir(self.history.mtime_ms()),
+            Node::HistoryPrompts => file(self.history.prompts()?.len(), self.history.mtime_ms()),
+            Node::Search(query) => file(self.history.search(query)?.len(), self.history.mtime_ms()),
             Node::Blob(hash) => {
                 let (len, mtime) = self.blob_meta(Some(hash))?;
                 file(len as usize, mtime)
@@ -405,6 +413,7 @@ impl Vfs {
             Node::Root => match name {
                 "sessions" => Node::SessionsDir,
                 "blobs" => Node::BlobsDir,
+                "history" => Node::HistoryDir,
                 _ => return Err(VfsError::NotFound),
             },
             Node::SessionsDir => {
@@ -427,6 +436,12 @@ impl Vfs {
                     _ => return Err(VfsError::NotFound),
                 }
             }
+            Node::HistoryDir => match name {
+                "prompts.jsonl" => Node::HistoryPrompts,
+                "search" => Node::SearchDir,
+                _ => return Err(VfsError::NotFound),
+            },
+            Node::SearchDir => Node::Search(name.to_owned()),
             Node::BlobsDir if is_valid_hash(name) => Node::Blob(name.to_owned()),
             Node::BlobsDir => return Err(VfsError::NotFound),
             Node::EntriesDir(s) => {
@@ -458,7 +473,14 @@ impl Vfs {
             Node::Root => vec![
                 (Node::SessionsDir, "sessions".to_owned()),
                 (Node::BlobsDir, "blobs".to_owned()),
+                (Node::HistoryDir, "history".to_owned()),
             ],
+            Node::HistoryDir => vec![
+                (Node::HistoryPrompts, "prompts.jsonl".to_owned()),
+                (Node::SearchDir, "search".to_owned()),
+            ],
+            // Any name is a query; none is listed.
+            Node::SearchDir => Vec::new(),
             Node::BlobsDir => {
                 let mut hashes: Vec<String> = std::fs::read_dir(&self.config.blob_dir)
                     .map(|dir| {
@@ -561,7 +583,14 @@ impl Vfs {
             }
             _ if mode.write => return Err(VfsError::AccessDenied),
             other => {
-                let direct = matches!(other, Node::Leaf(_) | Node::Context(_) | Node::Errors(_));
+                let direct = matches!(
+                    other,
+                    Node::Leaf(_)
+                        | Node::Context(_)
+                        | Node::Errors(_)
+                        | Node::HistoryPrompts
+                        | Node::Search(_)
+                );
                 (Handle::Read(self.content(&mut state, other)?), direct)
             }
         };
@@ -592,6 +621,8 @@ impl Vfs {
             }
             Node::Errors(s) => Ok(Arc::new(errors_text(state, s).into_bytes())),
             Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
+            Node::HistoryPrompts => Ok(Arc::new(self.history.prompts()?)),
+            Node::Search(query) => Ok(Arc::new(self.history.search(query)?)),
             Node::Blob(hash) => {
                 let store = BlobStore::new(&self.config.blob_dir, Arc::new(FileStorage));
                 match store.get_checked(hash) {
@@ -603,6 +634,8 @@ impl Vfs {
             Node::Root
             | Node::SessionsDir
             | Node::BlobsDir
+            | Node::HistoryDir
+            | Node::SearchDir
             | Node::SessionDir(_)
             | Node::EntriesDir(_) => Err(VfsError::IsADirectory),
         }
@@ -874,7 +907,8 @@ impl Vfs {
         }
     }
 
-    /// Closes every loaded manager (flushing its writes); returns the failures.
+    /// Closes every loaded manager (flushing its writes) and the history database; returns
+    /// the failures (session id or `history`, reason).
     pub fn close_all(&self) -> Vec<(String, String)> {
         let mut state = self.state.lock();
         state.lru.clear();
@@ -883,6 +917,9 @@ impl Vfs {
             if let Err(e) = loaded.manager.close() {
                 failures.push((sid, e.to_string()));
             }
+        }
+        if let Err(e) = self.history.close() {
+            failures.push(("history".to_owned(), e));
         }
         failures
     }

@@ -14,6 +14,11 @@ pub enum Node {
     BlobsDir,
     /// `blobs/<sha256>`.
     Blob(String),
+    HistoryDir,
+    HistoryPrompts,
+    SearchDir,
+    /// `history/search/<query>`.
+    Search(String),
     SessionDir(String),
     Header(String),
     EntriesDir(String),
@@ -29,7 +34,14 @@ impl Node {
     /// The session a node belongs to.
     pub fn session(&self) -> Option<&str> {
         match self {
-            Node::Root | Node::SessionsDir | Node::BlobsDir | Node::Blob(_) => None,
+            Node::Root
+            | Node::SessionsDir
+            | Node::BlobsDir
+            | Node::Blob(_)
+            | Node::HistoryDir
+            | Node::HistoryPrompts
+            | Node::SearchDir
+            | Node::Search(_) => None,
             Node::SessionDir(s)
             | Node::Header(s)
             | Node::EntriesDir(s)
@@ -47,6 +59,8 @@ impl Node {
             Node::Root
                 | Node::SessionsDir
                 | Node::BlobsDir
+                | Node::HistoryDir
+                | Node::SearchDir
                 | Node::SessionDir(_)
                 | Node::EntriesDir(_)
         )

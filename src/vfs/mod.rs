@@ -11,6 +11,8 @@
 //! /sessions/<session-id>/context.json       the context at the leaf, blobs resolved
 //! /sessions/<session-id>/errors             the last failed writes' reasons
 //! /blobs/<sha256>                             the blob store's contents (checked on read)
+//! /history/prompts.jsonl                      the prompt history, one JSON object a line
+//! /history/search/<query>                     the prompts matching <query>
 //! ```
 //!
 //! Invariants:
@@ -30,6 +32,7 @@
 
 mod content;
 mod fs;
+mod history;
 mod inode;
 
 pub use fs::{NamespaceChange, Opened, SessionSource, Vfs, VfsConfig};
