@@ -357,6 +357,23 @@ fn blobs_read_back_through_cat() {
     let out = run("cat", &[p(&dir.join(&hash))]);
     assert!(out.status.success());
     assert_eq!(out.stdout, b"\x89PNG not really");
+
+    // Referenced by an entry appended through the mount, it shows under the session too.
+    let session = mount.path().join("sessions").join(&s.sid);
+    assert_eq!(ok("ls", &[p(&session.join("blobs"))]), "");
+    let entry =
+        format!(r#"{{"type":"custom","customType":"img","data":{{"ref":"blob:sha256:{hash}"}}}}"#);
+    let out = sh(&format!(
+        "printf '%s\\n' '{entry}' >> {}",
+        p(&session.join("entries/new"))
+    ));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(ok("ls", &[p(&session.join("blobs"))]), format!("{hash}\n"));
+    let inode = |path: &Path| ok("stat", &["-c", "%i", p(path)]);
+    assert_eq!(
+        inode(&session.join("blobs").join(&hash)),
+        inode(&dir.join(&hash))
+    );
 }
 
 #[test]

@@ -105,7 +105,14 @@ fn layout_sizes_and_inodes_agree() {
         .collect();
     assert_eq!(
         names,
-        ["header.json", "entries", "leaf", "context.json", "errors"]
+        [
+            "header.json",
+            "entries",
+            "leaf",
+            "context.json",
+            "errors",
+            "blobs"
+        ]
     );
 
     let header = v.lookup(sdir, "header.json").unwrap();
@@ -405,4 +412,37 @@ fn history_prompts_and_search_come_from_the_database() {
     assert_eq!(hit.size, found.len() as u64);
     assert!(read_all(&v, v.lookup(search, "nothing here").unwrap().ino).is_empty());
     assert!(v.close_all().is_empty());
+}
+
+#[test]
+fn a_session_lists_the_blobs_it_references() {
+    use gjcfs::engine::blob::BlobStore;
+    use gjcfs::engine::storage::FileStorage;
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let store = BlobStore::new(
+        tmp.path().join("agent/blobs"),
+        std::sync::Arc::new(FileStorage),
+    );
+    let used = store.put(b"used").unwrap();
+    let missing = "a".repeat(64);
+    store.put(b"unused").unwrap();
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    let new = v.lookup(entries, "new").unwrap().ino;
+    let line = format!(
+        r#"{{"type":"custom","customType":"img","data":{{"a":"blob:sha256:{used}","b":"blob:sha256:{missing}"}}}}"#
+    );
+    write_file(&v, new, &[line.as_bytes(), b"\n"]).unwrap();
+
+    let sblobs = v.lookup(sdir, "blobs").unwrap().ino;
+    let listed = v.readdir(sblobs).unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].name, used);
+    let top = v.lookup(ROOT_INO, "blobs").unwrap().ino;
+    assert_eq!(v.lookup(top, &used).unwrap().ino, listed[0].ino);
+    assert_eq!(read_all(&v, listed[0].ino), b"used");
+    assert_eq!(v.lookup(sblobs, &missing), Err(VfsError::NotFound));
+    assert_eq!(v.readdir(top).unwrap().len(), 2);
 }

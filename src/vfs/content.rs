@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::engine::blob::{is_valid_hash, BLOB_REF_PREFIX};
 use crate::engine::json::{self, Value};
 use crate::engine::manager::SessionManager;
 use crate::engine::record::Record;
@@ -50,6 +51,7 @@ pub struct Rendered {
     by_id: HashMap<String, usize>,
     entry_bytes: HashMap<usize, Bytes>,
     context: Option<Bytes>,
+    blob_refs: Option<Vec<String>>,
 }
 
 fn pretty_record(record: &Record) -> Vec<u8> {
@@ -92,6 +94,7 @@ impl Rendered {
             by_id,
             entry_bytes: HashMap::new(),
             context: None,
+            blob_refs: None,
         }
     }
 
@@ -119,6 +122,28 @@ impl Rendered {
         let bytes = Arc::new(manager.read(|s| pretty_record(s.record(index))));
         self.entry_bytes.insert(index, bytes.clone());
         Some(bytes)
+    }
+
+    /// The blobs the session's records reference (`blob:sha256:<hex>` anywhere in a
+    /// record), sorted, each once.
+    pub fn blob_refs(&mut self, manager: &SessionManager) -> &[String] {
+        self.blob_refs.get_or_insert_with(|| {
+            let mut found = std::collections::BTreeSet::new();
+            manager.read(|session| {
+                for record in session.records() {
+                    let line = record.to_line();
+                    let mut rest = line.as_str();
+                    while let Some(at) = rest.find(BLOB_REF_PREFIX) {
+                        let after = &rest[at + BLOB_REF_PREFIX.len()..];
+                        if let Some(hash) = after.get(..64).filter(|h| is_valid_hash(h)) {
+                            found.insert(hash.to_owned());
+                        }
+                        rest = after;
+                    }
+                }
+            });
+            found.into_iter().collect()
+        })
     }
 
     /// `context.json`: the context at the leaf with blob references resolved.

@@ -133,7 +133,14 @@ pub struct Vfs {
     history: HistoryView,
 }
 
-const SESSION_FILES: [&str; 5] = ["header.json", "entries", "leaf", "context.json", "errors"];
+const SESSION_FILES: [&str; 6] = [
+    "header.json",
+    "entries",
+    "leaf",
+    "context.json",
+    "errors",
+    "blobs",
+];
 
 fn usable_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('\0')
@@ -351,6 +358,10 @@ impl Vfs {
         let attr = match node {
             Node::Root | Node::SessionsDir => dir(Self::newest_ms(state)),
             Node::BlobsDir => dir(self.blob_meta(None)?.1),
+            Node::SessionBlobsDir(s) => {
+                self.loaded(state, s)?;
+                dir(file_ms.unwrap_or(0))
+            }
             Node::HistoryDir | Node::SearchDir => dir(self.history.mtime_ms()),
             Node::HistoryPrompts => file(self.history.prompts()?.len(), self.history.mtime_ms()),
             Node::Search(query) => file(self.history.search(query)?.len(), self.history.mtime_ms()),
@@ -433,6 +444,7 @@ impl Vfs {
                     "leaf" => Node::Leaf(s),
                     "context.json" => Node::Context(s),
                     "errors" => Node::Errors(s),
+                    "blobs" => Node::SessionBlobsDir(s),
                     _ => return Err(VfsError::NotFound),
                 }
             }
@@ -442,6 +454,15 @@ impl Vfs {
                 _ => return Err(VfsError::NotFound),
             },
             Node::SearchDir => Node::Search(name.to_owned()),
+            Node::SessionBlobsDir(s) => {
+                let s = s.clone();
+                let loaded = self.loaded(&mut state, &s)?;
+                let refs = loaded.rendered.blob_refs(&loaded.manager);
+                if !refs.iter().any(|h| h == name) {
+                    return Err(VfsError::NotFound);
+                }
+                Node::Blob(name.to_owned())
+            }
             Node::BlobsDir if is_valid_hash(name) => Node::Blob(name.to_owned()),
             Node::BlobsDir => return Err(VfsError::NotFound),
             Node::EntriesDir(s) => {
@@ -479,6 +500,15 @@ impl Vfs {
                 (Node::HistoryPrompts, "prompts.jsonl".to_owned()),
                 (Node::SearchDir, "search".to_owned()),
             ],
+            Node::SessionBlobsDir(s) => {
+                let loaded = self.loaded(&mut state, s)?;
+                let refs = loaded.rendered.blob_refs(&loaded.manager).to_vec();
+                // Referenced blobs missing from the store are not listed.
+                refs.into_iter()
+                    .filter(|h| self.config.blob_dir.join(h).is_file())
+                    .map(|h| (Node::Blob(h.clone()), h))
+                    .collect()
+            }
             // Any name is a query; none is listed.
             Node::SearchDir => Vec::new(),
             Node::BlobsDir => {
@@ -516,6 +546,7 @@ impl Vfs {
                             "entries" => Node::EntriesDir(s),
                             "leaf" => Node::Leaf(s),
                             "context.json" => Node::Context(s),
+                            "blobs" => Node::SessionBlobsDir(s),
                             _ => Node::Errors(s),
                         };
                         (node, (*name).to_owned())
@@ -637,6 +668,7 @@ impl Vfs {
             | Node::HistoryDir
             | Node::SearchDir
             | Node::SessionDir(_)
+            | Node::SessionBlobsDir(_)
             | Node::EntriesDir(_) => Err(VfsError::IsADirectory),
         }
     }

@@ -28,6 +28,8 @@ pub enum Node {
     Leaf(String),
     Context(String),
     Errors(String),
+    /// `sessions/<id>/blobs/`: the blobs the session references (children are [`Node::Blob`]).
+    SessionBlobsDir(String),
 }
 
 impl Node {
@@ -49,7 +51,8 @@ impl Node {
             | Node::EntriesNew(s)
             | Node::Leaf(s)
             | Node::Context(s)
-            | Node::Errors(s) => Some(s),
+            | Node::Errors(s)
+            | Node::SessionBlobsDir(s) => Some(s),
         }
     }
 
@@ -62,6 +65,7 @@ impl Node {
                 | Node::HistoryDir
                 | Node::SearchDir
                 | Node::SessionDir(_)
+                | Node::SessionBlobsDir(_)
                 | Node::EntriesDir(_)
         )
     }

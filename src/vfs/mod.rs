@@ -10,6 +10,8 @@
 //! /sessions/<session-id>/leaf               the current leaf id; writable
 //! /sessions/<session-id>/context.json       the context at the leaf, blobs resolved
 //! /sessions/<session-id>/errors             the last failed writes' reasons
+//! /sessions/<session-id>/blobs/<sha256>      the blobs the session references (same inodes
+//!                                             as under /blobs)
 //! /blobs/<sha256>                             the blob store's contents (checked on read)
 //! /history/prompts.jsonl                      the prompt history, one JSON object a line
 //! /history/search/<query>                     the prompts matching <query>
