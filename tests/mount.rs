@@ -400,3 +400,24 @@ fn history_reads_through_cat() {
     assert_eq!(found.lines().count(), 1);
     assert!(found.contains("rename the module"));
 }
+
+#[test]
+fn projects_hold_symlinks_that_lead_to_the_sessions() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let projects = mount.path().join("projects");
+    let names = ok("ls", &[p(&projects)]);
+    assert_eq!(names.lines().count(), 1);
+    let link = projects.join(names.trim()).join(&s.sid);
+    assert_eq!(
+        ok("readlink", &[p(&link)]),
+        format!("../../sessions/{}\n", s.sid)
+    );
+    assert_eq!(
+        ok("cat", &[p(&link.join("leaf"))]),
+        format!("{}\n", s.ids[2])
+    );
+}

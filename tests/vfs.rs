@@ -350,7 +350,7 @@ fn blobs_are_listed_and_read_checked() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    assert_eq!(names, ["sessions", "blobs", "history"]);
+    assert_eq!(names, ["sessions", "blobs", "history", "projects"]);
     let blobs = v.lookup(ROOT_INO, "blobs").unwrap().ino;
     let listed = v.readdir(blobs).unwrap();
     assert_eq!(listed.len(), 1);
@@ -445,4 +445,32 @@ fn a_session_lists_the_blobs_it_references() {
     assert_eq!(read_all(&v, listed[0].ino), b"used");
     assert_eq!(v.lookup(sblobs, &missing), Err(VfsError::NotFound));
     assert_eq!(v.readdir(top).unwrap().len(), 2);
+}
+
+#[test]
+fn projects_link_each_workspace_to_its_sessions() {
+    use gjcfs::engine::legacy::encode_absolute;
+    use gjcfs::vfs::NodeKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let projects = v.lookup(ROOT_INO, "projects").unwrap().ino;
+    let listed = v.readdir(projects).unwrap();
+    assert_eq!(listed.len(), 1);
+    let cwd = tmp.path().join("workspace");
+    assert_eq!(listed[0].name, encode_absolute(cwd.to_str().unwrap()));
+    let links = v.readdir(listed[0].ino).unwrap();
+    assert_eq!(links.len(), 1);
+    assert_eq!(links[0].name, sid);
+    assert_eq!(links[0].kind, NodeKind::Symlink);
+    let link = v.lookup(listed[0].ino, &sid).unwrap();
+    assert_eq!(link.ino, links[0].ino);
+    let target = v.readlink(link.ino).unwrap();
+    assert_eq!(target, format!("../../sessions/{sid}"));
+    assert_eq!(link.size, target.len() as u64);
+    assert_eq!(v.lookup(listed[0].ino, "other"), Err(VfsError::NotFound));
+    assert!(matches!(
+        v.readlink(projects),
+        Err(VfsError::InvalidArgument(_))
+    ));
 }

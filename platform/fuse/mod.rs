@@ -76,6 +76,7 @@ fn file_type(kind: NodeKind) -> FileType {
     match kind {
         NodeKind::Directory => FileType::Directory,
         NodeKind::File => FileType::RegularFile,
+        NodeKind::Symlink => FileType::Symlink,
     }
 }
 
@@ -136,6 +137,13 @@ impl Filesystem for FuseAdapter {
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match call("getattr", || self.vfs.getattr(ino.0)) {
             Ok(a) => reply.attr(&TTL, &self.attr(&a)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match call("readlink", || self.vfs.readlink(ino.0)) {
+            Ok(target) => reply.data(target.as_bytes()),
             Err(e) => reply.error(e),
         }
     }

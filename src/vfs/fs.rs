@@ -13,6 +13,7 @@ use super::{Attr, DirEntry, NodeKind, OpenMode, VfsError};
 use crate::engine::blob::{is_valid_hash, BlobStore};
 use crate::engine::discovery::{list_all, list_dir, SessionInfo};
 use crate::engine::json::{self, Value};
+use crate::engine::legacy::encode_absolute;
 use crate::engine::manager::{SessionError, SessionManager, StorageConfig};
 use crate::engine::storage::FileStorage;
 use crate::engine::time;
@@ -149,9 +150,20 @@ fn usable_name(name: &str) -> bool {
 fn kind_of(node: &Node) -> NodeKind {
     if node.is_dir() {
         NodeKind::Directory
+    } else if matches!(node, Node::ProjectLink(..)) {
+        NodeKind::Symlink
     } else {
         NodeKind::File
     }
+}
+
+/// The `projects/` name of a workspace.
+fn project_name(cwd: &str) -> String {
+    encode_absolute(cwd)
+}
+
+fn link_target(sid: &str) -> String {
+    format!("../../sessions/{sid}")
 }
 
 fn session_err(e: &SessionError) -> VfsError {
@@ -363,6 +375,24 @@ impl Vfs {
                 dir(file_ms.unwrap_or(0))
             }
             Node::HistoryDir | Node::SearchDir => dir(self.history.mtime_ms()),
+            Node::ProjectsDir => dir(Self::newest_ms(state)),
+            Node::ProjectDir(name) => {
+                let newest = state
+                    .listing
+                    .values()
+                    .filter(|l| project_name(&l.cwd) == *name)
+                    .map(|l| l.modified_ms)
+                    .max();
+                dir(newest.ok_or(VfsError::NotFound)?)
+            }
+            Node::ProjectLink(_, s) => Attr {
+                ino,
+                kind: NodeKind::Symlink,
+                size: link_target(s).len() as u64,
+                perm: 0o777,
+                nlink: 1,
+                mtime_ms: file_ms.ok_or(VfsError::NotFound)?,
+            },
             Node::HistoryPrompts => file(self.history.prompts()?.len(), self.history.mtime_ms()),
             Node::Search(query) => file(self.history.search(query)?.len(), self.history.mtime_ms()),
             Node::Blob(hash) => {
@@ -425,6 +455,7 @@ impl Vfs {
                 "sessions" => Node::SessionsDir,
                 "blobs" => Node::BlobsDir,
                 "history" => Node::HistoryDir,
+                "projects" => Node::ProjectsDir,
                 _ => return Err(VfsError::NotFound),
             },
             Node::SessionsDir => {
@@ -454,6 +485,23 @@ impl Vfs {
                 _ => return Err(VfsError::NotFound),
             },
             Node::SearchDir => Node::Search(name.to_owned()),
+            Node::ProjectsDir => {
+                let known =
+                    |state: &State| state.listing.values().any(|l| project_name(&l.cwd) == name);
+                if !known(&state) {
+                    self.refresh_listing(&mut state);
+                }
+                if !known(&state) {
+                    return Err(VfsError::NotFound);
+                }
+                Node::ProjectDir(name.to_owned())
+            }
+            Node::ProjectDir(project) => match state.listing.get(name) {
+                Some(l) if project_name(&l.cwd) == *project => {
+                    Node::ProjectLink(project.clone(), name.to_owned())
+                }
+                _ => return Err(VfsError::NotFound),
+            },
             Node::SessionBlobsDir(s) => {
                 let s = s.clone();
                 let loaded = self.loaded(&mut state, &s)?;
@@ -495,7 +543,33 @@ impl Vfs {
                 (Node::SessionsDir, "sessions".to_owned()),
                 (Node::BlobsDir, "blobs".to_owned()),
                 (Node::HistoryDir, "history".to_owned()),
+                (Node::ProjectsDir, "projects".to_owned()),
             ],
+            Node::ProjectsDir => {
+                self.refresh_listing(&mut state);
+                let names: std::collections::BTreeSet<String> = state
+                    .listing
+                    .values()
+                    .map(|l| project_name(&l.cwd))
+                    .filter(|n| usable_name(n))
+                    .collect();
+                names
+                    .into_iter()
+                    .map(|n| (Node::ProjectDir(n.clone()), n))
+                    .collect()
+            }
+            Node::ProjectDir(project) => {
+                let mut ids: Vec<String> = state
+                    .listing
+                    .iter()
+                    .filter(|(_, l)| project_name(&l.cwd) == *project)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                ids.sort();
+                ids.into_iter()
+                    .map(|id| (Node::ProjectLink(project.clone(), id.clone()), id))
+                    .collect()
+            }
             Node::HistoryDir => vec![
                 (Node::HistoryPrompts, "prompts.jsonl".to_owned()),
                 (Node::SearchDir, "search".to_owned()),
@@ -653,6 +727,8 @@ impl Vfs {
             Node::Errors(s) => Ok(Arc::new(errors_text(state, s).into_bytes())),
             Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
             Node::HistoryPrompts => Ok(Arc::new(self.history.prompts()?)),
+            // The kernel follows links; a link itself is never opened.
+            Node::ProjectLink(..) => Err(VfsError::NotFound),
             Node::Search(query) => Ok(Arc::new(self.history.search(query)?)),
             Node::Blob(hash) => {
                 let store = BlobStore::new(&self.config.blob_dir, Arc::new(FileStorage));
@@ -667,6 +743,8 @@ impl Vfs {
             | Node::BlobsDir
             | Node::HistoryDir
             | Node::SearchDir
+            | Node::ProjectsDir
+            | Node::ProjectDir(_)
             | Node::SessionDir(_)
             | Node::SessionBlobsDir(_)
             | Node::EntriesDir(_) => Err(VfsError::IsADirectory),
@@ -954,6 +1032,16 @@ impl Vfs {
             failures.push(("history".to_owned(), e));
         }
         failures
+    }
+
+    /// The target of symlink `ino`.
+    pub fn readlink(&self, ino: u64) -> Result<String, VfsError> {
+        let state = self.state.lock();
+        match Self::node(&state, ino)? {
+            Node::ProjectLink(_, sid) if state.listing.contains_key(&sid) => Ok(link_target(&sid)),
+            Node::ProjectLink(..) => Err(VfsError::NotFound),
+            _ => Err(VfsError::InvalidArgument("not a symlink".into())),
+        }
     }
 
     /// The root's inode number.

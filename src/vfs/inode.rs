@@ -14,6 +14,11 @@ pub enum Node {
     BlobsDir,
     /// `blobs/<sha256>`.
     Blob(String),
+    ProjectsDir,
+    /// `projects/<encoded-cwd>/`.
+    ProjectDir(String),
+    /// `projects/<encoded-cwd>/<session-id>`: project name, session id.
+    ProjectLink(String, String),
     HistoryDir,
     HistoryPrompts,
     SearchDir,
@@ -43,7 +48,10 @@ impl Node {
             | Node::HistoryDir
             | Node::HistoryPrompts
             | Node::SearchDir
-            | Node::Search(_) => None,
+            | Node::Search(_)
+            | Node::ProjectsDir
+            | Node::ProjectDir(_) => None,
+            Node::ProjectLink(_, s) => Some(s),
             Node::SessionDir(s)
             | Node::Header(s)
             | Node::EntriesDir(s)
@@ -64,6 +72,8 @@ impl Node {
                 | Node::BlobsDir
                 | Node::HistoryDir
                 | Node::SearchDir
+                | Node::ProjectsDir
+                | Node::ProjectDir(_)
                 | Node::SessionDir(_)
                 | Node::SessionBlobsDir(_)
                 | Node::EntriesDir(_)

@@ -13,6 +13,9 @@
 //! /sessions/<session-id>/blobs/<sha256>      the blobs the session references (same inodes
 //!                                             as under /blobs)
 //! /blobs/<sha256>                             the blob store's contents (checked on read)
+//! /projects/<encoded-cwd>/<session-id>        symlink to ../../sessions/<session-id>; the
+//!                                             workspace path encoded as the agent's legacy
+//!                                             directory names are (`--home-u-proj--`)
 //! /history/prompts.jsonl                      the prompt history, one JSON object a line
 //! /history/search/<query>                     the prompts matching <query>
 //! ```
@@ -76,6 +79,7 @@ pub enum VfsError {
 pub enum NodeKind {
     Directory,
     File,
+    Symlink,
 }
 
 /// A node's attributes (ownership is the adapter's: the mounting user).
@@ -84,7 +88,7 @@ pub struct Attr {
     pub ino: u64,
     pub kind: NodeKind,
     pub size: u64,
-    /// Permission bits (0o600 files, 0o700 directories).
+    /// Permission bits (0o600 files, 0o700 directories, 0o777 symlinks).
     pub perm: u16,
     pub nlink: u32,
     /// Modification time, milliseconds since the epoch.
