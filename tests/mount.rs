@@ -421,3 +421,41 @@ fn projects_hold_symlinks_that_lead_to_the_sessions() {
         format!("{}\n", s.ids[2])
     );
 }
+
+#[test]
+fn ctrl_c_with_a_file_still_open_detaches_and_applies_its_pending_line() {
+    use std::io::Write;
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let new = mount
+        .path()
+        .join("sessions")
+        .join(&s.sid)
+        .join("entries/new");
+    let mut open = fs::OpenOptions::new().append(true).open(&new).unwrap();
+    // An unterminated line waits for the close.
+    open.write_all(br#"{"role":"user","content":"pending"}"#)
+        .unwrap();
+    assert_eq!(s.entry_count(), 3);
+    mount.signal(libc::SIGINT);
+    // The busy mount is detached at once; the server lives until the file is closed.
+    let start = std::time::Instant::now();
+    while is_mounted(mount.path()) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "still mounted: {}",
+            mount.log_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(open);
+    let status = mount.wait_exit().expect("the server exits");
+    assert!(status.success(), "{status}: {}", mount.log_text());
+    let loaded = load_session(&s.file).unwrap();
+    assert_eq!(loaded.session.entry_count(), 4);
+    let last = loaded.session.entries().last().unwrap();
+    assert_eq!(last.message().unwrap().get_str("content"), Some("pending"));
+}

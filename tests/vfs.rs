@@ -474,3 +474,40 @@ fn projects_link_each_workspace_to_its_sessions() {
         Err(VfsError::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn the_lru_closes_and_reloads_sessions_without_changing_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, first_ids) = setup(tmp.path());
+    // A second workspace, so a second session.
+    let ws = tmp.path().join("workspace2");
+    fs::create_dir_all(&ws).unwrap();
+    let m = SessionManager::create_managed(
+        &ws,
+        &tmp.path().join("agent/sessions"),
+        StorageConfig::files(tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    m.append_message(message("user", "other")).unwrap();
+    m.append_message(message("assistant", "reply")).unwrap();
+    m.close().unwrap();
+    let second = m.session_id();
+
+    let v = vfs(tmp.path(), false); // max_loaded: 1
+    let a = session_ino(&v, &first);
+    let a_leaf = v.lookup(a, "leaf").unwrap().ino;
+    // Branch in the first session, then touch the second (evicting the first).
+    write_file(&v, a_leaf, &[format!("{}\n", first_ids[0]).as_bytes()]).unwrap();
+    let b = session_ino(&v, &second);
+    let b_entries = v.lookup(b, "entries").unwrap().ino;
+    assert_eq!(v.readdir(b_entries).unwrap().len(), 3);
+    // Reloaded from its file, the first session's leaf is the file's last entry again:
+    // a branch lives in the loaded session only.
+    assert_eq!(
+        read_all(&v, a_leaf),
+        format!("{}\n", first_ids[2]).into_bytes()
+    );
+    assert_eq!(session_ino(&v, &first), a);
+    assert_eq!(v.lookup(a, "leaf").unwrap().ino, a_leaf);
+    assert!(v.close_all().is_empty());
+}

@@ -31,6 +31,9 @@
 //! - A session is loaded on first touch and kept in an LRU of managers; on every access its
 //!   file is compared (size, mtime, inode) with what the model last saw, and a file changed
 //!   from outside (the agent appending) is reloaded, so the view is fresh at once.
+//! - A leaf moved through `leaf` lives in the loaded session, as in the agent: the file
+//!   records it only through the next append. A session closed by the LRU or reloaded
+//!   after an outside change comes back with the file's leaf (its last entry).
 //! - The model never prints; callers log.
 //!
 //! [`SessionManager`]: crate::engine::manager::SessionManager

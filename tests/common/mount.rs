@@ -134,11 +134,18 @@ impl Mount {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Sends `signal` to the server.
+    pub fn signal(&self, signal: i32) {
+        if let Some(child) = &self.child {
+            // SAFETY: kill on the pid of our own child.
+            unsafe { libc::kill(child.id() as i32, signal) };
+        }
+    }
+
     /// Sends SIGTERM and waits for the server to exit; returns its status.
     pub fn stop(&mut self) -> Option<ExitStatus> {
+        self.signal(libc::SIGTERM);
         let child = self.child.as_mut()?;
-        // SAFETY: kill on the pid of our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let start = Instant::now();
         while start.elapsed() < PATIENCE {
             if let Some(status) = child.try_wait().unwrap() {
