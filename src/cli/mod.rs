@@ -4,9 +4,12 @@ mod agent;
 mod append;
 mod context;
 mod entries;
+#[path = "../../platform/fuse/mod.rs"]
+mod fuse;
 mod generate;
 mod history;
 mod ls;
+mod mount;
 mod output;
 
 use std::path::PathBuf;
@@ -112,6 +115,34 @@ enum Command {
         #[arg(long, value_enum, default_value = "5", value_name = "VERSION")]
         version: VersionArg,
     },
+    /// Mount the session store as a filesystem and serve it in the foreground.
+    ///
+    /// Layout: sessions/<id>/{header.json, entries/NNNNNN-<id>.json, entries/new, leaf,
+    /// context.json, errors}. `echo ID > leaf` branches (an empty write resets the leaf);
+    /// each JSON line written to entries/new is appended. Ctrl-C or SIGTERM unmounts.
+    Mount {
+        /// An existing empty directory.
+        mountpoint: PathBuf,
+        /// The agent directory whose sessions to show
+        /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+        #[arg(long, value_name = "DIR")]
+        agent_dir: Option<PathBuf>,
+        /// Show the sessions of this one directory instead.
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+        /// Refuse every write (EROFS).
+        #[arg(long)]
+        read_only: bool,
+        /// Let other users reach the mount (needs root or user_allow_other in
+        /// /etc/fuse.conf); file permissions still apply.
+        #[arg(long)]
+        allow_other: bool,
+    },
+    /// Unmount a `gjcfs mount` (its server then closes every session and exits).
+    Umount {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+    },
 }
 
 #[derive(Args)]
@@ -175,6 +206,22 @@ pub fn run() -> ExitCode {
             };
             generate::run(&out, limit.limit(), seed, format)
         }
+        Command::Mount {
+            mountpoint,
+            agent_dir,
+            session_dir,
+            read_only,
+            allow_other,
+        } => mount::run(
+            &mountpoint,
+            mount::Options {
+                agent_dir: agent_dir.as_deref(),
+                session_dir: session_dir.as_deref(),
+                read_only,
+                allow_other,
+            },
+        ),
+        Command::Umount { mountpoint } => mount::umount(&mountpoint),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod mount;
+
 use std::path::PathBuf;
 
 use gjcfs::engine::json::{self, Value};

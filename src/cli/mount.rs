@@ -1,0 +1,237 @@
+//! `gjcfs mount MOUNTPOINT`: serves the session store through FUSE in the foreground until
+//! Ctrl-C or SIGTERM (or an outside unmount), then unmounts and closes every session.
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::Path;
+use std::process::Command;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use fuser::{Config, MountOption, SessionACL};
+use gjcfs::vfs::{SessionSource, Vfs, VfsConfig};
+
+use super::fuse::FuseAdapter;
+
+/// How many sessions stay loaded at once.
+const MAX_LOADED: usize = 64;
+
+pub struct Options<'a> {
+    pub agent_dir: Option<&'a Path>,
+    pub session_dir: Option<&'a Path>,
+    pub read_only: bool,
+    pub allow_other: bool,
+}
+
+pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
+    let Options {
+        agent_dir,
+        session_dir,
+        read_only,
+        allow_other,
+    } = options;
+    let dirs = super::agent::agent_dirs(agent_dir)?;
+    let source = match session_dir {
+        Some(dir) => SessionSource::Dir(dir.to_owned()),
+        None => SessionSource::SessionsRoot(dirs.sessions_root()),
+    };
+    let mountpoint = std::path::absolute(mountpoint)
+        .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
+    clear_stale_mount(&mountpoint);
+    if !mountpoint.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&mountpoint)
+            .with_context(|| format!("{}: cannot create the mountpoint", mountpoint.display()))?;
+    }
+    if !mountpoint.is_dir() {
+        bail!("{}: not a directory", mountpoint.display());
+    }
+
+    // Signals are taken by one thread with sigwait; blocked before any other thread starts
+    // so every thread inherits the mask.
+    let signals = block_termination_signals()?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut signal = 0;
+        // SAFETY: `signals` is an initialized set; `signal` is a valid out pointer.
+        if unsafe { libc::sigwait(&signals, &mut signal) } == 0 {
+            let _ = tx.send(signal);
+        }
+    });
+
+    let vfs = Arc::new(Vfs::new(VfsConfig {
+        source,
+        blob_dir: dirs.blob_dir(),
+        read_only,
+        max_loaded: MAX_LOADED,
+        history_db: dirs.history_db(),
+    }));
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let adapter = FuseAdapter::new(vfs.clone(), uid, gid);
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName("gjcfs".to_owned()),
+        MountOption::Subtype("gjcfs".to_owned()),
+        MountOption::NoAtime,
+    ];
+    if read_only {
+        config.mount_options.push(MountOption::RO);
+    }
+    if allow_other {
+        config.acl = SessionACL::All;
+    }
+    if allow_other || auto_unmount_allowed() {
+        // The mount goes away with the process even if it is killed; fusermount3 needs
+        // allow_other for it, which fuser restricts to root and the owner unless
+        // --allow-other asked for everyone.
+        config.mount_options.push(MountOption::AutoUnmount);
+        if !allow_other {
+            config.acl = SessionACL::RootAndOwner;
+        }
+    }
+    let session = fuser::spawn_mount(adapter, &mountpoint, &config)
+        .with_context(|| format!("{}: cannot mount", mountpoint.display()))?;
+    eprintln!("gjcfs: mounted at {}", mountpoint.display());
+
+    let signalled = loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(_) => break true,
+            Err(mpsc::RecvTimeoutError::Timeout) if !session.guard.is_finished() => {}
+            Err(_) => break false,
+        }
+    };
+    let served = if signalled {
+        // Unmount ourselves (fuser's own unmount only closes the auto_unmount socket and
+        // relies on a fusermount3 watcher being alive); the session thread then ends.
+        unmount(&mountpoint);
+        session.join()
+    } else {
+        session.join()
+    };
+    let failures = vfs.close_all();
+    for (sid, reason) in &failures {
+        eprintln!("gjcfs: session {sid}: {reason}");
+    }
+    served.context("the filesystem session failed")?;
+    if !failures.is_empty() {
+        bail!("{} session(s) could not be closed cleanly", failures.len());
+    }
+    eprintln!("gjcfs: unmounted {}", mountpoint.display());
+    Ok(())
+}
+
+/// `gjcfs umount MOUNTPOINT`: `fusermount3 -u`; the server sees its session end.
+pub fn umount(mountpoint: &Path) -> Result<()> {
+    let mountpoint = std::path::absolute(mountpoint)
+        .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
+    if !is_mounted(&mountpoint) {
+        bail!("{}: not mounted", mountpoint.display());
+    }
+    let status = Command::new("fusermount3")
+        .arg("-u")
+        .arg(&mountpoint)
+        .status()
+        .context("cannot run fusermount3")?;
+    if !status.success() {
+        bail!("fusermount3 -u {} failed ({status})", mountpoint.display());
+    }
+    Ok(())
+}
+
+fn block_termination_signals() -> Result<libc::sigset_t> {
+    // SAFETY: sigset_t is plain data initialized by sigemptyset before use; the calls only
+    // touch the set and this thread's mask.
+    unsafe {
+        // A shell starts background jobs with SIGINT ignored, and an ignored signal is
+        // discarded even while blocked: restore the default so sigwait receives it.
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if rc != 0 {
+            bail!(
+                "cannot block signals: {}",
+                std::io::Error::from_raw_os_error(rc)
+            );
+        }
+        Ok(set)
+    }
+}
+
+/// Whether fusermount3 will accept `auto_unmount` (it needs `allow_other`: root, or
+/// `user_allow_other` in /etc/fuse.conf).
+fn auto_unmount_allowed() -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    std::fs::read_to_string("/etc/fuse.conf")
+        .is_ok_and(|text| text.lines().any(|line| line.trim() == "user_allow_other"))
+}
+
+/// `/proc/mounts` escapes space, tab, newline and backslash as octal.
+fn mounts_escape(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            ' ' => out.push_str("\\040"),
+            '\t' => out.push_str("\\011"),
+            '\n' => out.push_str("\\012"),
+            '\\' => out.push_str("\\134"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn is_mounted(path: &Path) -> bool {
+    let wanted = mounts_escape(path);
+    std::fs::read_to_string("/proc/mounts").is_ok_and(|text| {
+        text.lines()
+            .any(|line| line.split(' ').nth(1) == Some(wanted.as_str()))
+    })
+}
+
+/// A mount left at the mountpoint (a crashed earlier run: "transport endpoint is not
+/// connected") is detached before mounting again.
+fn clear_stale_mount(mountpoint: &Path) {
+    if is_mounted(mountpoint) {
+        eprintln!(
+            "gjcfs: {} is already mounted; detaching the stale mount",
+            mountpoint.display()
+        );
+        lazy_unmount(mountpoint);
+    }
+}
+
+/// `fusermount3 -u`, and if the mount is busy, `fusermount3 -uz` (detached now, gone when
+/// the last open file closes).
+fn unmount(mountpoint: &Path) {
+    let status = Command::new("fusermount3")
+        .arg("-u")
+        .arg(mountpoint)
+        .status();
+    if !matches!(status, Ok(s) if s.success()) && is_mounted(mountpoint) {
+        eprintln!("gjcfs: unmount failed; detaching lazily");
+        lazy_unmount(mountpoint);
+    }
+}
+
+fn lazy_unmount(mountpoint: &Path) {
+    let status = Command::new("fusermount3")
+        .arg("-uz")
+        .arg(mountpoint)
+        .status();
+    if !matches!(status, Ok(s) if s.success()) {
+        eprintln!("gjcfs: fusermount3 -uz {} failed", mountpoint.display());
+    }
+}

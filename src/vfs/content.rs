@@ -1,0 +1,167 @@
+//! File contents, computed by the engine from a loaded session and cached per generation.
+//!
+//! A generation is (record count, leaf id): every change the mount can make (an append, a
+//! branch, a reset) changes it, and while it is unchanged every rendered byte stays valid.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::engine::blob::{is_valid_hash, BLOB_REF_PREFIX};
+use crate::engine::json::{self, Value};
+use crate::engine::manager::SessionManager;
+use crate::engine::record::Record;
+use crate::engine::session::Session;
+use crate::engine::time::parse_iso_millis;
+
+pub type Bytes = Arc<Vec<u8>>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generation {
+    records: usize,
+    leaf: Option<String>,
+}
+
+impl Generation {
+    pub fn of(session: &Session) -> Self {
+        Generation {
+            records: session.records().len(),
+            leaf: session.leaf_id().map(str::to_owned),
+        }
+    }
+}
+
+/// One entry as a file.
+#[derive(Debug, Clone)]
+pub struct EntryFile {
+    pub id: String,
+    /// `NNNNNN-<id>.json`, the zero-padded index in file order.
+    pub name: String,
+    pub mtime_ms: Option<i64>,
+    record_index: usize,
+}
+
+/// What a session shows, rendered for one generation.
+#[derive(Debug)]
+pub struct Rendered {
+    pub generation: Generation,
+    pub header: Bytes,
+    pub header_mtime_ms: Option<i64>,
+    pub leaf: Bytes,
+    pub entries: Vec<EntryFile>,
+    by_id: HashMap<String, usize>,
+    entry_bytes: HashMap<usize, Bytes>,
+    context: Option<Bytes>,
+    blob_refs: Option<Vec<String>>,
+}
+
+fn pretty_record(record: &Record) -> Vec<u8> {
+    let mut out = Vec::new();
+    json::write_pretty(&Value::Object(record.fields().clone()), &mut out, 0);
+    out.push(b'\n');
+    out
+}
+
+/// `NNNNNN-<id>.json`.
+pub fn entry_file_name(index: usize, id: &str) -> String {
+    format!("{index:06}-{id}.json")
+}
+
+impl Rendered {
+    pub fn new(session: &Session) -> Self {
+        let mut entries = Vec::new();
+        let mut by_id = HashMap::new();
+        for (n, index) in session.entry_indices().enumerate() {
+            let record = session.record(index);
+            let Some(id) = record.id() else { continue };
+            by_id.insert(id.to_owned(), entries.len());
+            entries.push(EntryFile {
+                id: id.to_owned(),
+                name: entry_file_name(n, id),
+                mtime_ms: record.timestamp().and_then(parse_iso_millis),
+                record_index: index,
+            });
+        }
+        let leaf = match session.leaf_id() {
+            Some(id) => format!("{id}\n").into_bytes(),
+            None => Vec::new(),
+        };
+        Rendered {
+            generation: Generation::of(session),
+            header: Arc::new(pretty_record(&session.records()[0])),
+            header_mtime_ms: session.header().timestamp().and_then(parse_iso_millis),
+            leaf: Arc::new(leaf),
+            entries,
+            by_id,
+            entry_bytes: HashMap::new(),
+            context: None,
+            blob_refs: None,
+        }
+    }
+
+    /// The entry named `name`: `NNNNNN-<id>.json` or `<id>.json`.
+    pub fn find_entry(&self, name: &str) -> Option<&EntryFile> {
+        let stem = name.strip_suffix(".json")?;
+        if let Some(&i) = self.by_id.get(stem) {
+            return Some(&self.entries[i]);
+        }
+        let (_, id) = stem.split_once('-')?;
+        let entry = &self.entries[*self.by_id.get(id)?];
+        (entry.name == name).then_some(entry)
+    }
+
+    pub fn entry(&self, id: &str) -> Option<&EntryFile> {
+        self.by_id.get(id).map(|&i| &self.entries[i])
+    }
+
+    /// The pretty JSON of entry `id`.
+    pub fn entry_bytes(&mut self, manager: &SessionManager, id: &str) -> Option<Bytes> {
+        let index = self.entry(id)?.record_index;
+        if let Some(bytes) = self.entry_bytes.get(&index) {
+            return Some(bytes.clone());
+        }
+        let bytes = Arc::new(manager.read(|s| pretty_record(s.record(index))));
+        self.entry_bytes.insert(index, bytes.clone());
+        Some(bytes)
+    }
+
+    /// The blobs the session's records reference (`blob:sha256:<hex>` anywhere in a
+    /// record), sorted, each once.
+    pub fn blob_refs(&mut self, manager: &SessionManager) -> &[String] {
+        self.blob_refs.get_or_insert_with(|| {
+            let mut found = std::collections::BTreeSet::new();
+            manager.read(|session| {
+                for record in session.records() {
+                    let line = record.to_line();
+                    let mut rest = line.as_str();
+                    while let Some(at) = rest.find(BLOB_REF_PREFIX) {
+                        let after = &rest[at + BLOB_REF_PREFIX.len()..];
+                        if let Some(hash) = after.get(..64).filter(|h| is_valid_hash(h)) {
+                            found.insert(hash.to_owned());
+                        }
+                        rest = after;
+                    }
+                }
+            });
+            found.into_iter().collect()
+        })
+    }
+
+    /// `context.json`: the context at the leaf with blob references resolved.
+    pub fn context_bytes(&mut self, manager: &SessionManager) -> Result<Bytes, std::io::Error> {
+        if let Some(bytes) = &self.context {
+            return Ok(bytes.clone());
+        }
+        let blobs = manager.blobs();
+        let mut out = Vec::new();
+        manager.with_context(|context| {
+            context
+                .clone()
+                .with_blobs_resolved(&blobs)
+                .write_pretty(&mut out)
+        })?;
+        out.push(b'\n');
+        let bytes = Arc::new(out);
+        self.context = Some(bytes.clone());
+        Ok(bytes)
+    }
+}

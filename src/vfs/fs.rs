@@ -1,0 +1,1089 @@
+//! [`Vfs`]: the operations of the model over the engine's sessions.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::content::{Bytes, Generation, Rendered};
+use super::history::HistoryView;
+use super::inode::{InodeTable, Node, ROOT_INO};
+use super::{Attr, DirEntry, NodeKind, OpenMode, VfsError};
+use crate::engine::blob::{is_valid_hash, BlobStore};
+use crate::engine::discovery::{list_all, list_dir, SessionInfo};
+use crate::engine::json::{self, Value};
+use crate::engine::legacy::encode_absolute;
+use crate::engine::manager::{SessionError, SessionManager, StorageConfig};
+use crate::engine::storage::FileStorage;
+use crate::engine::time;
+
+/// How many failed-write reasons a session's `errors` file keeps.
+const ERRORS_KEPT: usize = 32;
+/// The longest content a `leaf` handle accepts.
+const LEAF_MAX: usize = 4096;
+
+/// Where the sessions come from.
+#[derive(Debug, Clone)]
+pub enum SessionSource {
+    /// `<agentDir>/sessions`: every scope and legacy directory under it.
+    SessionsRoot(PathBuf),
+    /// One directory of session files (`--session-dir`).
+    Dir(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct VfsConfig {
+    pub source: SessionSource,
+    /// The blob store managers resolve and write images through.
+    pub blob_dir: PathBuf,
+    pub read_only: bool,
+    /// How many sessions stay loaded at once (least recently used ones are closed).
+    pub max_loaded: usize,
+    /// The agent's prompt history database (`history/`); never created by the model.
+    pub history_db: PathBuf,
+}
+
+/// An opened file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    pub fh: u64,
+    /// The content may change while cached (leaf, context, errors, the append point):
+    /// the adapter should bypass the page cache.
+    pub direct_io: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Listed {
+    path: PathBuf,
+    cwd: String,
+    modified_ms: i64,
+}
+
+struct Loaded {
+    manager: Arc<SessionManager>,
+    rendered: Rendered,
+    /// The session file as this model last saw it (after loading or its own writes); a
+    /// different file on disk means someone else wrote it and the session is reloaded.
+    synced: Option<FileStamp>,
+}
+
+/// What tells one state of a file from another: size, mtime and inode (a rewrite replaces
+/// the file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    mtime: std::time::SystemTime,
+    ino: u64,
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileStamp {
+            len: meta.len(),
+            mtime: meta.modified().ok()?,
+            ino: meta.ino(),
+        })
+    }
+
+    fn millis(&self) -> i64 {
+        self.mtime
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+}
+
+#[derive(Debug)]
+enum Handle {
+    /// A snapshot taken at open.
+    Read(Bytes),
+    Leaf {
+        sid: String,
+        buf: Vec<u8>,
+        /// The content differs from what was applied (a write, a truncate, O_TRUNC).
+        dirty: bool,
+        /// A write or a truncate through the handle happened (not just O_TRUNC): a flush
+        /// applies the content. A bare O_TRUNC waits for release, because a shell's
+        /// redirection flushes a duplicate descriptor before it writes.
+        written: bool,
+    },
+    New {
+        sid: String,
+        partial: Vec<u8>,
+    },
+}
+
+#[derive(Default)]
+struct State {
+    inodes: InodeTable,
+    listing: HashMap<String, Listed>,
+    loaded: HashMap<String, Loaded>,
+    /// Loaded session ids, least recently used first.
+    lru: VecDeque<String>,
+    handles: HashMap<u64, Handle>,
+    next_fh: u64,
+    errors: HashMap<String, VecDeque<String>>,
+}
+
+/// The filesystem model. All operations are serialized by one lock.
+pub struct Vfs {
+    config: VfsConfig,
+    state: Mutex<State>,
+    history: HistoryView,
+}
+
+const SESSION_FILES: [&str; 6] = [
+    "header.json",
+    "entries",
+    "leaf",
+    "context.json",
+    "errors",
+    "blobs",
+];
+
+fn usable_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('\0')
+}
+
+fn kind_of(node: &Node) -> NodeKind {
+    if node.is_dir() {
+        NodeKind::Directory
+    } else if matches!(node, Node::ProjectLink(..)) {
+        NodeKind::Symlink
+    } else {
+        NodeKind::File
+    }
+}
+
+/// The `projects/` name of a workspace.
+fn project_name(cwd: &str) -> String {
+    encode_absolute(cwd)
+}
+
+fn link_target(sid: &str) -> String {
+    format!("../../sessions/{sid}")
+}
+
+fn session_err(e: &SessionError) -> VfsError {
+    match e {
+        SessionError::EntryNotFound(_) | SessionError::InvalidEntry(_) => {
+            VfsError::InvalidArgument(e.to_string())
+        }
+        _ => VfsError::Io(e.to_string()),
+    }
+}
+
+impl Vfs {
+    pub fn new(config: VfsConfig) -> Self {
+        let vfs = Vfs {
+            history: HistoryView::new(&config.history_db),
+            config,
+            state: Mutex::new(State::default()),
+        };
+        vfs.refresh_listing(&mut vfs.state.lock());
+        vfs
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.config.read_only
+    }
+
+    fn refresh_listing(&self, state: &mut State) {
+        let storage = FileStorage;
+        let infos: Vec<SessionInfo> = match &self.config.source {
+            SessionSource::SessionsRoot(root) => list_all(&storage, root).unwrap_or_default(),
+            SessionSource::Dir(dir) => list_dir(&storage, dir).unwrap_or_default(),
+        };
+        state.listing = infos
+            .into_iter()
+            .filter(|info| usable_name(&info.id))
+            .map(|info| {
+                (
+                    info.id,
+                    Listed {
+                        path: info.path,
+                        cwd: info.cwd,
+                        modified_ms: info.modified_ms,
+                    },
+                )
+            })
+            .collect();
+    }
+
+    fn open_manager(&self, listed: &Listed) -> Result<SessionManager, SessionError> {
+        let config = StorageConfig::files(&self.config.blob_dir);
+        let managed = listed
+            .path
+            .parent()
+            .and_then(Path::file_name)
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("v2-"));
+        if managed {
+            SessionManager::open_managed(&listed.path, config)
+        } else {
+            SessionManager::open(&listed.path, &listed.cwd, config)
+        }
+    }
+
+    /// The loaded session `sid`, loading it on first touch and re-rendering when its
+    /// generation changed.
+    fn loaded<'s>(&self, state: &'s mut State, sid: &str) -> Result<&'s mut Loaded, VfsError> {
+        self.drop_if_changed_outside(state, sid);
+        if !state.loaded.contains_key(sid) {
+            let listed = state.listing.get(sid).ok_or(VfsError::NotFound)?.clone();
+            let manager = self
+                .open_manager(&listed)
+                .map_err(|e| VfsError::Io(e.to_string()))?;
+            let rendered = manager.read(Rendered::new);
+            let synced = manager.session_file().as_deref().and_then(FileStamp::of);
+            state.loaded.insert(
+                sid.to_owned(),
+                Loaded {
+                    manager: Arc::new(manager),
+                    rendered,
+                    synced,
+                },
+            );
+            Self::note_stamp(state, sid, synced);
+            state.lru.push_back(sid.to_owned());
+            while state.lru.len() > self.config.max_loaded.max(1) {
+                let Some(old) = state.lru.pop_front() else {
+                    break;
+                };
+                Self::unload(state, &old);
+            }
+        } else if let Some(pos) = state.lru.iter().position(|s| s == sid) {
+            let id = state.lru.remove(pos).unwrap_or_default();
+            state.lru.push_back(id);
+        }
+        let loaded = state.loaded.get_mut(sid).ok_or(VfsError::NotFound)?;
+        let now = loaded.manager.read(Generation::of);
+        if now != loaded.rendered.generation {
+            loaded.rendered = loaded.manager.read(Rendered::new);
+        }
+        Ok(loaded)
+    }
+
+    /// Closes a loaded session (its manager flushes); a failure goes to `errors`.
+    fn unload(state: &mut State, sid: &str) {
+        state.lru.retain(|s| s != sid);
+        if let Some(loaded) = state.loaded.remove(sid) {
+            if let Err(e) = loaded.manager.close() {
+                push_error(state, sid, &format!("close: {e}"));
+            }
+        }
+    }
+
+    /// Unloads `sid` when its file changed since the model last saw it (the agent appended
+    /// outside the mount), so the next touch loads it afresh.
+    fn drop_if_changed_outside(&self, state: &mut State, sid: &str) {
+        let Some(loaded) = state.loaded.get(sid) else {
+            return;
+        };
+        let Some(path) = loaded.manager.session_file() else {
+            return;
+        };
+        if FileStamp::of(&path) != loaded.synced {
+            Self::unload(state, sid);
+        }
+    }
+
+    /// Records the file as it is after this model's own write.
+    fn resync(state: &mut State, sid: &str) {
+        let Some(loaded) = state.loaded.get_mut(sid) else {
+            return;
+        };
+        let stamp = loaded
+            .manager
+            .session_file()
+            .as_deref()
+            .and_then(FileStamp::of);
+        loaded.synced = stamp;
+        Self::note_stamp(state, sid, stamp);
+    }
+
+    fn note_stamp(state: &mut State, sid: &str, stamp: Option<FileStamp>) {
+        if let (Some(listed), Some(stamp)) = (state.listing.get_mut(sid), stamp) {
+            listed.modified_ms = stamp.millis();
+        }
+    }
+
+    /// Size and mtime (ms) of the blob store directory, or of one blob in it.
+    fn blob_meta(&self, hash: Option<&str>) -> Result<(u64, i64), VfsError> {
+        let path = match hash {
+            Some(h) => self.config.blob_dir.join(h),
+            None => self.config.blob_dir.clone(),
+        };
+        match std::fs::metadata(&path) {
+            Ok(meta) => {
+                let ms = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_millis() as i64);
+                Ok((meta.len(), ms))
+            }
+            // A store not created yet is an empty directory.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && hash.is_none() => Ok((0, 0)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(VfsError::NotFound),
+            Err(e) => Err(VfsError::Io(e.to_string())),
+        }
+    }
+
+    fn node(state: &State, ino: u64) -> Result<Node, VfsError> {
+        state.inodes.node(ino).cloned().ok_or(VfsError::NotFound)
+    }
+
+    fn newest_ms(state: &State) -> i64 {
+        state
+            .listing
+            .values()
+            .map(|l| l.modified_ms)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn attr_of(&self, state: &mut State, node: &Node) -> Result<Attr, VfsError> {
+        let ino = state.inodes.ino(node);
+        let dir = |mtime_ms| Attr {
+            ino,
+            kind: NodeKind::Directory,
+            size: 0,
+            perm: 0o700,
+            nlink: 2,
+            mtime_ms,
+        };
+        let file = |size: usize, mtime_ms| Attr {
+            ino,
+            kind: NodeKind::File,
+            size: size as u64,
+            perm: 0o600,
+            nlink: 1,
+            mtime_ms,
+        };
+        let file_ms = node
+            .session()
+            .and_then(|s| state.listing.get(s))
+            .map(|l| l.modified_ms);
+        let attr = match node {
+            Node::Root | Node::SessionsDir => dir(Self::newest_ms(state)),
+            Node::BlobsDir => dir(self.blob_meta(None)?.1),
+            Node::SessionBlobsDir(s) => {
+                self.loaded(state, s)?;
+                dir(file_ms.unwrap_or(0))
+            }
+            Node::HistoryDir | Node::SearchDir => dir(self.history.mtime_ms()),
+            Node::ProjectsDir => dir(Self::newest_ms(state)),
+            Node::ProjectDir(name) => {
+                let newest = state
+                    .listing
+                    .values()
+                    .filter(|l| project_name(&l.cwd) == *name)
+                    .map(|l| l.modified_ms)
+                    .max();
+                dir(newest.ok_or(VfsError::NotFound)?)
+            }
+            Node::ProjectLink(_, s) => Attr {
+                ino,
+                kind: NodeKind::Symlink,
+                size: link_target(s).len() as u64,
+                perm: 0o777,
+                nlink: 1,
+                mtime_ms: file_ms.ok_or(VfsError::NotFound)?,
+            },
+            Node::HistoryPrompts => file(self.history.prompts()?.len(), self.history.mtime_ms()),
+            Node::Search(query) => file(self.history.search(query)?.len(), self.history.mtime_ms()),
+            Node::Blob(hash) => {
+                let (len, mtime) = self.blob_meta(Some(hash))?;
+                file(len as usize, mtime)
+            }
+            Node::SessionDir(_) => dir(file_ms.ok_or(VfsError::NotFound)?),
+            Node::Header(s) => {
+                let r = &self.loaded(state, s)?.rendered;
+                file(r.header.len(), r.header_mtime_ms.or(file_ms).unwrap_or(0))
+            }
+            Node::EntriesDir(s) => {
+                let r = &self.loaded(state, s)?.rendered;
+                let last = r.entries.iter().filter_map(|e| e.mtime_ms).max();
+                dir(last.or(file_ms).unwrap_or(0))
+            }
+            Node::Entry(s, id) => {
+                let loaded = self.loaded(state, s)?;
+                let mtime = loaded
+                    .rendered
+                    .entry(id)
+                    .ok_or(VfsError::NotFound)?
+                    .mtime_ms;
+                let bytes = loaded
+                    .rendered
+                    .entry_bytes(&loaded.manager, id)
+                    .ok_or(VfsError::NotFound)?;
+                file(bytes.len(), mtime.or(file_ms).unwrap_or(0))
+            }
+            Node::EntriesNew(s) => {
+                self.loaded(state, s)?;
+                file(0, file_ms.unwrap_or(0))
+            }
+            Node::Leaf(s) => {
+                let r = &self.loaded(state, s)?.rendered;
+                file(r.leaf.len(), file_ms.unwrap_or(0))
+            }
+            Node::Context(s) => {
+                let loaded = self.loaded(state, s)?;
+                let bytes = loaded
+                    .rendered
+                    .context_bytes(&loaded.manager)
+                    .map_err(|e| VfsError::Io(e.to_string()))?;
+                file(bytes.len(), file_ms.unwrap_or(0))
+            }
+            Node::Errors(s) => {
+                self.loaded(state, s)?;
+                file(errors_text(state, s).len(), file_ms.unwrap_or(0))
+            }
+        };
+        Ok(attr)
+    }
+
+    /// The node `name` in directory `parent`.
+    pub fn lookup(&self, parent: u64, name: &str) -> Result<Attr, VfsError> {
+        let mut state = self.state.lock();
+        let dir = Self::node(&state, parent)?;
+        let child = match &dir {
+            Node::Root => match name {
+                "sessions" => Node::SessionsDir,
+                "blobs" => Node::BlobsDir,
+                "history" => Node::HistoryDir,
+                "projects" => Node::ProjectsDir,
+                _ => return Err(VfsError::NotFound),
+            },
+            Node::SessionsDir => {
+                if !state.listing.contains_key(name) {
+                    self.refresh_listing(&mut state);
+                }
+                if !state.listing.contains_key(name) {
+                    return Err(VfsError::NotFound);
+                }
+                Node::SessionDir(name.to_owned())
+            }
+            Node::SessionDir(s) => {
+                let s = s.clone();
+                match name {
+                    "header.json" => Node::Header(s),
+                    "entries" => Node::EntriesDir(s),
+                    "leaf" => Node::Leaf(s),
+                    "context.json" => Node::Context(s),
+                    "errors" => Node::Errors(s),
+                    "blobs" => Node::SessionBlobsDir(s),
+                    _ => return Err(VfsError::NotFound),
+                }
+            }
+            Node::HistoryDir => match name {
+                "prompts.jsonl" => Node::HistoryPrompts,
+                "search" => Node::SearchDir,
+                _ => return Err(VfsError::NotFound),
+            },
+            Node::SearchDir => Node::Search(name.to_owned()),
+            Node::ProjectsDir => {
+                let known =
+                    |state: &State| state.listing.values().any(|l| project_name(&l.cwd) == name);
+                if !known(&state) {
+                    self.refresh_listing(&mut state);
+                }
+                if !known(&state) {
+                    return Err(VfsError::NotFound);
+                }
+                Node::ProjectDir(name.to_owned())
+            }
+            Node::ProjectDir(project) => match state.listing.get(name) {
+                Some(l) if project_name(&l.cwd) == *project => {
+                    Node::ProjectLink(project.clone(), name.to_owned())
+                }
+                _ => return Err(VfsError::NotFound),
+            },
+            Node::SessionBlobsDir(s) => {
+                let s = s.clone();
+                let loaded = self.loaded(&mut state, &s)?;
+                let refs = loaded.rendered.blob_refs(&loaded.manager);
+                if !refs.iter().any(|h| h == name) {
+                    return Err(VfsError::NotFound);
+                }
+                Node::Blob(name.to_owned())
+            }
+            Node::BlobsDir if is_valid_hash(name) => Node::Blob(name.to_owned()),
+            Node::BlobsDir => return Err(VfsError::NotFound),
+            Node::EntriesDir(s) => {
+                let s = s.clone();
+                if name == "new" {
+                    Node::EntriesNew(s)
+                } else {
+                    let r = &self.loaded(&mut state, &s)?.rendered;
+                    let id = r.find_entry(name).ok_or(VfsError::NotFound)?.id.clone();
+                    Node::Entry(s, id)
+                }
+            }
+            _ => return Err(VfsError::NotADirectory),
+        };
+        self.attr_of(&mut state, &child)
+    }
+
+    pub fn getattr(&self, ino: u64) -> Result<Attr, VfsError> {
+        let mut state = self.state.lock();
+        let node = Self::node(&state, ino)?;
+        self.attr_of(&mut state, &node)
+    }
+
+    /// The entries of directory `ino` (without `.` and `..`).
+    pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>, VfsError> {
+        let mut state = self.state.lock();
+        let dir = Self::node(&state, ino)?;
+        let children: Vec<(Node, String)> = match &dir {
+            Node::Root => vec![
+                (Node::SessionsDir, "sessions".to_owned()),
+                (Node::BlobsDir, "blobs".to_owned()),
+                (Node::HistoryDir, "history".to_owned()),
+                (Node::ProjectsDir, "projects".to_owned()),
+            ],
+            Node::ProjectsDir => {
+                self.refresh_listing(&mut state);
+                let names: std::collections::BTreeSet<String> = state
+                    .listing
+                    .values()
+                    .map(|l| project_name(&l.cwd))
+                    .filter(|n| usable_name(n))
+                    .collect();
+                names
+                    .into_iter()
+                    .map(|n| (Node::ProjectDir(n.clone()), n))
+                    .collect()
+            }
+            Node::ProjectDir(project) => {
+                let mut ids: Vec<String> = state
+                    .listing
+                    .iter()
+                    .filter(|(_, l)| project_name(&l.cwd) == *project)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                ids.sort();
+                ids.into_iter()
+                    .map(|id| (Node::ProjectLink(project.clone(), id.clone()), id))
+                    .collect()
+            }
+            Node::HistoryDir => vec![
+                (Node::HistoryPrompts, "prompts.jsonl".to_owned()),
+                (Node::SearchDir, "search".to_owned()),
+            ],
+            Node::SessionBlobsDir(s) => {
+                let loaded = self.loaded(&mut state, s)?;
+                let refs = loaded.rendered.blob_refs(&loaded.manager).to_vec();
+                // Referenced blobs missing from the store are not listed.
+                refs.into_iter()
+                    .filter(|h| self.config.blob_dir.join(h).is_file())
+                    .map(|h| (Node::Blob(h.clone()), h))
+                    .collect()
+            }
+            // Any name is a query; none is listed.
+            Node::SearchDir => Vec::new(),
+            Node::BlobsDir => {
+                let mut hashes: Vec<String> = std::fs::read_dir(&self.config.blob_dir)
+                    .map(|dir| {
+                        dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                            .filter(|name| is_valid_hash(name))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                hashes.sort();
+                hashes
+                    .into_iter()
+                    .map(|h| (Node::Blob(h.clone()), h))
+                    .collect()
+            }
+            Node::SessionsDir => {
+                self.refresh_listing(&mut state);
+                let mut ids: Vec<String> = state.listing.keys().cloned().collect();
+                ids.sort();
+                ids.into_iter()
+                    .map(|id| (Node::SessionDir(id.clone()), id))
+                    .collect()
+            }
+            Node::SessionDir(s) => {
+                if !state.listing.contains_key(s) {
+                    return Err(VfsError::NotFound);
+                }
+                SESSION_FILES
+                    .iter()
+                    .map(|name| {
+                        let s = s.clone();
+                        let node = match *name {
+                            "header.json" => Node::Header(s),
+                            "entries" => Node::EntriesDir(s),
+                            "leaf" => Node::Leaf(s),
+                            "context.json" => Node::Context(s),
+                            "blobs" => Node::SessionBlobsDir(s),
+                            _ => Node::Errors(s),
+                        };
+                        (node, (*name).to_owned())
+                    })
+                    .collect()
+            }
+            Node::EntriesDir(s) => {
+                let r = &self.loaded(&mut state, s)?.rendered;
+                let mut out: Vec<(Node, String)> = r
+                    .entries
+                    .iter()
+                    .filter(|e| usable_name(&e.id))
+                    .map(|e| (Node::Entry(s.clone(), e.id.clone()), e.name.clone()))
+                    .collect();
+                out.push((Node::EntriesNew(s.clone()), "new".to_owned()));
+                out
+            }
+            _ => return Err(VfsError::NotADirectory),
+        };
+        Ok(children
+            .into_iter()
+            .map(|(node, name)| DirEntry {
+                ino: state.inodes.ino(&node),
+                kind: kind_of(&node),
+                name,
+            })
+            .collect())
+    }
+
+    pub fn open(&self, ino: u64, mode: OpenMode) -> Result<Opened, VfsError> {
+        let mut state = self.state.lock();
+        let node = Self::node(&state, ino)?;
+        if node.is_dir() {
+            return if mode.write {
+                Err(VfsError::IsADirectory)
+            } else {
+                Ok(Opened {
+                    fh: 0,
+                    direct_io: false,
+                })
+            };
+        }
+        if mode.write && self.config.read_only {
+            return Err(VfsError::ReadOnly);
+        }
+        let (handle, direct_io) = match &node {
+            Node::Leaf(s) if mode.write => {
+                let current = self.loaded(&mut state, s)?.rendered.leaf.to_vec();
+                let buf = if mode.truncate { Vec::new() } else { current };
+                let handle = Handle::Leaf {
+                    sid: s.clone(),
+                    buf,
+                    dirty: mode.truncate,
+                    written: false,
+                };
+                (handle, true)
+            }
+            Node::EntriesNew(s) => {
+                self.loaded(&mut state, s)?;
+                let handle = Handle::New {
+                    sid: s.clone(),
+                    partial: Vec::new(),
+                };
+                (handle, true)
+            }
+            _ if mode.write => return Err(VfsError::AccessDenied),
+            other => {
+                let direct = matches!(
+                    other,
+                    Node::Leaf(_)
+                        | Node::Context(_)
+                        | Node::Errors(_)
+                        | Node::HistoryPrompts
+                        | Node::Search(_)
+                );
+                (Handle::Read(self.content(&mut state, other)?), direct)
+            }
+        };
+        state.next_fh += 1;
+        let fh = state.next_fh;
+        state.handles.insert(fh, handle);
+        Ok(Opened { fh, direct_io })
+    }
+
+    /// The bytes of a readable file now.
+    fn content(&self, state: &mut State, node: &Node) -> Result<Bytes, VfsError> {
+        match node {
+            Node::Header(s) => Ok(self.loaded(state, s)?.rendered.header.clone()),
+            Node::Leaf(s) => Ok(self.loaded(state, s)?.rendered.leaf.clone()),
+            Node::Entry(s, id) => {
+                let loaded = self.loaded(state, s)?;
+                loaded
+                    .rendered
+                    .entry_bytes(&loaded.manager, id)
+                    .ok_or(VfsError::NotFound)
+            }
+            Node::Context(s) => {
+                let loaded = self.loaded(state, s)?;
+                loaded
+                    .rendered
+                    .context_bytes(&loaded.manager)
+                    .map_err(|e| VfsError::Io(e.to_string()))
+            }
+            Node::Errors(s) => Ok(Arc::new(errors_text(state, s).into_bytes())),
+            Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
+            Node::HistoryPrompts => Ok(Arc::new(self.history.prompts()?)),
+            // The kernel follows links; a link itself is never opened.
+            Node::ProjectLink(..) => Err(VfsError::NotFound),
+            Node::Search(query) => Ok(Arc::new(self.history.search(query)?)),
+            Node::Blob(hash) => {
+                let store = BlobStore::new(&self.config.blob_dir, Arc::new(FileStorage));
+                match store.get_checked(hash) {
+                    Ok(Some(bytes)) => Ok(Arc::new(bytes)),
+                    Ok(None) => Err(VfsError::NotFound),
+                    Err(e) => Err(VfsError::Io(e.to_string())),
+                }
+            }
+            Node::Root
+            | Node::SessionsDir
+            | Node::BlobsDir
+            | Node::HistoryDir
+            | Node::SearchDir
+            | Node::ProjectsDir
+            | Node::ProjectDir(_)
+            | Node::SessionDir(_)
+            | Node::SessionBlobsDir(_)
+            | Node::EntriesDir(_) => Err(VfsError::IsADirectory),
+        }
+    }
+
+    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, VfsError> {
+        let state = self.state.lock();
+        let bytes: &[u8] = match state.handles.get(&fh).ok_or(VfsError::BadHandle)? {
+            Handle::Read(bytes) => bytes,
+            Handle::Leaf { buf, .. } => buf,
+            Handle::New { .. } => &[],
+        };
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        let end = start.saturating_add(size as usize).min(bytes.len());
+        Ok(bytes[start..end].to_vec())
+    }
+
+    /// Writes `data` at `offset` (`leaf`) or appends it (`entries/new`, offsets ignored:
+    /// each complete line is one entry). Returns the count of bytes taken.
+    pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> Result<usize, VfsError> {
+        if self.config.read_only {
+            return Err(VfsError::ReadOnly);
+        }
+        let mut state = self.state.lock();
+        match state.handles.get_mut(&fh).ok_or(VfsError::BadHandle)? {
+            Handle::Read(_) => Err(VfsError::BadHandle),
+            Handle::Leaf {
+                sid,
+                buf,
+                dirty,
+                written,
+            } => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                let end = start.saturating_add(data.len());
+                if end > LEAF_MAX {
+                    let sid = sid.clone();
+                    return Err(self.fail(&mut state, &sid, "leaf", "content too long".into()));
+                }
+                if buf.len() < end {
+                    buf.resize(end, 0);
+                }
+                buf[start..end].copy_from_slice(data);
+                *dirty = true;
+                *written = true;
+                if !buf.ends_with(b"\n") {
+                    return Ok(data.len());
+                }
+                // A complete line is checked now, so the writer sees a bad id as a failed
+                // write (shells do not check close); it takes effect at flush.
+                let (sid, content) = (sid.clone(), buf.clone());
+                if let Err(e) = self.check_leaf(&mut state, &sid, &content) {
+                    if let Some(Handle::Leaf { dirty, .. }) = state.handles.get_mut(&fh) {
+                        *dirty = false;
+                    }
+                    return Err(e);
+                }
+                Ok(data.len())
+            }
+            Handle::New { sid, partial } => {
+                partial.extend_from_slice(data);
+                let Some(last_newline) = partial.iter().rposition(|&b| b == b'\n') else {
+                    return Ok(data.len());
+                };
+                let complete: Vec<u8> = partial.drain(..=last_newline).collect();
+                let sid = sid.clone();
+                match self.append_lines(&mut state, &sid, &complete) {
+                    Ok(()) => Ok(data.len()),
+                    Err(e) => {
+                        if let Some(Handle::New { partial, .. }) = state.handles.get_mut(&fh) {
+                            partial.clear();
+                        }
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Parses every line of `text` first (a malformed line appends nothing), then appends
+    /// them in order through the manager's validation.
+    fn append_lines(&self, state: &mut State, sid: &str, text: &[u8]) -> Result<(), VfsError> {
+        let mut objects = Vec::new();
+        for line in text.split(|&b| b == b'\n') {
+            let Ok(line) = std::str::from_utf8(line) else {
+                return Err(self.fail(state, sid, "entries/new", "not UTF-8".into()));
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            match json::parse(line) {
+                Ok(Value::Object(object)) => objects.push(object),
+                Ok(_) => {
+                    return Err(self.fail(state, sid, "entries/new", "not a JSON object".into()))
+                }
+                Err(e) => {
+                    return Err(self.fail(state, sid, "entries/new", format!("invalid JSON: {e}")))
+                }
+            }
+        }
+        let manager = self.loaded(state, sid)?.manager.clone();
+        for object in objects {
+            let appended = manager.append_external(object);
+            Self::resync(state, sid);
+            if let Err(e) = appended {
+                push_error(state, sid, &format!("entries/new: {e}"));
+                return Err(session_err(&e));
+            }
+        }
+        Ok(())
+    }
+
+    fn fail(&self, state: &mut State, sid: &str, what: &str, reason: String) -> VfsError {
+        push_error(state, sid, &format!("{what}: {reason}"));
+        VfsError::InvalidArgument(reason)
+    }
+
+    /// Applies what a handle holds: a `leaf` write moves the leaf, the last unterminated
+    /// line of `entries/new` is appended. Errors are reported here (close's result).
+    pub fn flush(&self, fh: u64) -> Result<(), VfsError> {
+        self.apply(fh, false)
+    }
+
+    fn apply(&self, fh: u64, releasing: bool) -> Result<(), VfsError> {
+        let mut state = self.state.lock();
+        let pending = match state.handles.get_mut(&fh) {
+            None => return Ok(()),
+            Some(Handle::Read(_)) => return Ok(()),
+            Some(Handle::Leaf {
+                sid,
+                buf,
+                dirty,
+                written,
+            }) => {
+                if !*dirty || !(*written || releasing) {
+                    return Ok(());
+                }
+                *dirty = false;
+                (sid.clone(), Pending::Leaf(buf.clone()))
+            }
+            Some(Handle::New { sid, partial }) => {
+                if partial.is_empty() {
+                    return Ok(());
+                }
+                (sid.clone(), Pending::Line(std::mem::take(partial)))
+            }
+        };
+        match pending {
+            (sid, Pending::Leaf(buf)) => self.set_leaf(&mut state, &sid, &buf),
+            (sid, Pending::Line(line)) => self.append_lines(&mut state, &sid, &line),
+        }
+    }
+
+    /// The entry a `leaf` content names (`None`: reset), or the recorded failure.
+    fn check_leaf(
+        &self,
+        state: &mut State,
+        sid: &str,
+        buf: &[u8],
+    ) -> Result<Option<String>, VfsError> {
+        let Ok(text) = std::str::from_utf8(buf) else {
+            return Err(self.fail(state, sid, "leaf", "not UTF-8".into()));
+        };
+        let id = text.strip_suffix('\n').unwrap_or(text);
+        if id.is_empty() {
+            return Ok(None);
+        }
+        if id.contains('\n') {
+            return Err(self.fail(state, sid, "leaf", "more than one line".into()));
+        }
+        let known = self
+            .loaded(state, sid)?
+            .manager
+            .read(|s| s.index_of(id).is_some());
+        if !known {
+            return Err(self.fail(state, sid, "leaf", format!("unknown entry id {id:?}")));
+        }
+        Ok(Some(id.to_owned()))
+    }
+
+    fn set_leaf(&self, state: &mut State, sid: &str, buf: &[u8]) -> Result<(), VfsError> {
+        let target = self.check_leaf(state, sid, buf)?;
+        let manager = self.loaded(state, sid)?.manager.clone();
+        match target {
+            None => {
+                manager.reset_leaf();
+                Ok(())
+            }
+            Some(id) => manager
+                .branch(&id)
+                .map_err(|e| self.fail(state, sid, "leaf", e.to_string())),
+        }
+    }
+
+    /// Flushes what is still pending and forgets the handle.
+    pub fn release(&self, fh: u64) -> Result<(), VfsError> {
+        let flushed = self.apply(fh, true);
+        self.state.lock().handles.remove(&fh);
+        flushed
+    }
+
+    /// Truncation (`setattr` with a size). On an open `leaf` handle it truncates what the
+    /// handle will write; without a handle, `leaf` truncated to 0 resets the leaf at once.
+    pub fn set_size(&self, ino: u64, fh: Option<u64>, size: u64) -> Result<Attr, VfsError> {
+        if self.config.read_only {
+            return Err(VfsError::ReadOnly);
+        }
+        let mut state = self.state.lock();
+        let node = Self::node(&state, ino)?;
+        match &node {
+            Node::Leaf(s) => {
+                let handle = fh.and_then(|fh| state.handles.get_mut(&fh));
+                match handle {
+                    Some(Handle::Leaf {
+                        buf,
+                        dirty,
+                        written,
+                        ..
+                    }) => {
+                        let size = usize::try_from(size).unwrap_or(usize::MAX);
+                        if size > LEAF_MAX {
+                            return Err(VfsError::InvalidArgument("leaf too long".into()));
+                        }
+                        buf.resize(size, 0);
+                        *dirty = true;
+                        *written = true;
+                    }
+                    _ if size == 0 => self.set_leaf(&mut state, s, b"")?,
+                    _ => return Err(VfsError::InvalidArgument("leaf: size must be 0".into())),
+                }
+            }
+            Node::EntriesNew(_) if size == 0 => {}
+            n if n.is_dir() => return Err(VfsError::IsADirectory),
+            _ => return Err(VfsError::AccessDenied),
+        }
+        self.attr_of(&mut state, &node)
+    }
+
+    /// Attribute changes other than size (mode, owner, times): never allowed.
+    pub fn set_other_attr(&self, ino: u64) -> Result<Attr, VfsError> {
+        let state = self.state.lock();
+        Self::node(&state, ino)?;
+        Err(if self.config.read_only {
+            VfsError::ReadOnly
+        } else {
+            VfsError::NotPermitted
+        })
+    }
+
+    /// Namespace changes (create, mkdir, unlink, rmdir, rename, link, symlink) in `parent`:
+    /// the layout is fixed, so each is refused with the reason that fits.
+    pub fn change_namespace(&self, parent: u64, change: NamespaceChange) -> VfsError {
+        let state = self.state.lock();
+        let Ok(dir) = Self::node(&state, parent) else {
+            return VfsError::NotFound;
+        };
+        if !dir.is_dir() {
+            return VfsError::NotADirectory;
+        }
+        if self.config.read_only {
+            return VfsError::ReadOnly;
+        }
+        match change {
+            NamespaceChange::Create => VfsError::AccessDenied,
+            NamespaceChange::Remove | NamespaceChange::Rename | NamespaceChange::Link => {
+                VfsError::NotPermitted
+            }
+        }
+    }
+
+    /// Closes every loaded manager (flushing its writes) and the history database; returns
+    /// the failures (session id or `history`, reason).
+    pub fn close_all(&self) -> Vec<(String, String)> {
+        let mut state = self.state.lock();
+        state.lru.clear();
+        let mut failures = Vec::new();
+        for (sid, loaded) in state.loaded.drain() {
+            if let Err(e) = loaded.manager.close() {
+                failures.push((sid, e.to_string()));
+            }
+        }
+        if let Err(e) = self.history.close() {
+            failures.push(("history".to_owned(), e));
+        }
+        failures
+    }
+
+    /// The target of symlink `ino`.
+    pub fn readlink(&self, ino: u64) -> Result<String, VfsError> {
+        let state = self.state.lock();
+        match Self::node(&state, ino)? {
+            Node::ProjectLink(_, sid) if state.listing.contains_key(&sid) => Ok(link_target(&sid)),
+            Node::ProjectLink(..) => Err(VfsError::NotFound),
+            _ => Err(VfsError::InvalidArgument("not a symlink".into())),
+        }
+    }
+
+    /// The root's inode number.
+    pub fn root(&self) -> u64 {
+        ROOT_INO
+    }
+}
+
+enum Pending {
+    Leaf(Vec<u8>),
+    Line(Vec<u8>),
+}
+
+/// A change to the fixed layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamespaceChange {
+    /// create, mknod, mkdir, symlink.
+    Create,
+    /// unlink, rmdir.
+    Remove,
+    Rename,
+    /// A hard link.
+    Link,
+}
+
+fn push_error(state: &mut State, sid: &str, reason: &str) {
+    let log = state.errors.entry(sid.to_owned()).or_default();
+    let line = format!(
+        "{} {}\n",
+        time::format_iso_millis(time::now_millis()),
+        reason.replace('\n', " ")
+    );
+    log.push_back(line);
+    while log.len() > ERRORS_KEPT {
+        log.pop_front();
+    }
+}
+
+fn errors_text(state: &State, sid: &str) -> String {
+    state
+        .errors
+        .get(sid)
+        .map(|log| log.iter().map(String::as_str).collect())
+        .unwrap_or_default()
+}

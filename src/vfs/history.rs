@@ -1,0 +1,104 @@
+//! `history/`: the agent's prompt history database, read through the engine.
+//!
+//! The database is opened on first use and only if it exists (the mount never creates
+//! one). `prompts.jsonl` holds the newest [`MAX_LIMIT`] prompts, oldest first;
+//! `search/<query>` the prompts matching `<query>` as the agent's search ranks them.
+
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+
+use super::VfsError;
+use crate::engine::history::{HistoryEntry, HistoryStorage, MAX_LIMIT};
+use crate::engine::json::{self, Object, Value};
+
+pub struct HistoryView {
+    path: PathBuf,
+    storage: Mutex<Option<HistoryStorage>>,
+}
+
+/// `{"id":…,"prompt":…,"created_at":…,"cwd":…}` and a newline; `cwd` only when recorded.
+fn json_line(entry: &HistoryEntry, out: &mut Vec<u8>) {
+    let mut obj = Object::new();
+    obj.insert("id", Value::number(entry.id as f64));
+    obj.insert("prompt", Value::string(entry.prompt.as_str()));
+    obj.insert("created_at", Value::number(entry.created_at as f64));
+    if let Some(cwd) = &entry.cwd {
+        obj.insert("cwd", Value::string(cwd.as_str()));
+    }
+    json::write_object_compact(&obj, out);
+    out.push(b'\n');
+}
+
+fn lines<'a>(entries: impl Iterator<Item = &'a HistoryEntry>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for entry in entries {
+        json_line(entry, &mut out);
+    }
+    out
+}
+
+impl HistoryView {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        HistoryView {
+            path: path.into(),
+            storage: Mutex::new(None),
+        }
+    }
+
+    /// Runs `f` on the open database; `None` when there is no database.
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&HistoryStorage) -> Result<R, VfsError>,
+    ) -> Result<Option<R>, VfsError> {
+        let mut storage = self.storage.lock();
+        if storage.is_none() {
+            if !self.path.is_file() {
+                return Ok(None);
+            }
+            let opened =
+                HistoryStorage::open(&self.path).map_err(|e| VfsError::Io(e.to_string()))?;
+            *storage = Some(opened);
+        }
+        match storage.as_ref() {
+            Some(s) => f(s).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    pub fn prompts(&self) -> Result<Vec<u8>, VfsError> {
+        let entries = self.with(|s| {
+            s.get_recent(MAX_LIMIT, None)
+                .map_err(|e| VfsError::Io(e.to_string()))
+        })?;
+        Ok(entries.map_or_else(Vec::new, |e| lines(e.iter().rev())))
+    }
+
+    pub fn search(&self, query: &str) -> Result<Vec<u8>, VfsError> {
+        let entries = self.with(|s| {
+            s.search(query, MAX_LIMIT, None)
+                .map_err(|e| VfsError::Io(e.to_string()))
+        })?;
+        Ok(entries.map_or_else(Vec::new, |e| lines(e.iter())))
+    }
+
+    /// The newest mtime of the database and its write-ahead log, ms since the epoch.
+    pub fn mtime_ms(&self) -> i64 {
+        let wal = PathBuf::from(format!("{}-wal", self.path.display()));
+        [self.path.as_path(), wal.as_path()]
+            .iter()
+            .filter_map(|p: &&Path| std::fs::metadata(p).ok()?.modified().ok())
+            .filter_map(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as i64)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Closes the database if it was opened.
+    pub fn close(&self) -> Result<(), String> {
+        match self.storage.lock().take() {
+            Some(storage) => storage.close().map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+}

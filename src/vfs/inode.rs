@@ -1,0 +1,136 @@
+//! The inode table: every node ever named gets one number, kept for the life of the table.
+
+use std::collections::HashMap;
+
+/// The root directory's inode number.
+pub const ROOT_INO: u64 = 1;
+
+/// A node of the layout, identified by what it shows (not by where it was found).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Node {
+    Root,
+    SessionsDir,
+    /// `blobs/`: the agent's content-addressed blob store.
+    BlobsDir,
+    /// `blobs/<sha256>`.
+    Blob(String),
+    ProjectsDir,
+    /// `projects/<encoded-cwd>/`.
+    ProjectDir(String),
+    /// `projects/<encoded-cwd>/<session-id>`: project name, session id.
+    ProjectLink(String, String),
+    HistoryDir,
+    HistoryPrompts,
+    SearchDir,
+    /// `history/search/<query>`.
+    Search(String),
+    SessionDir(String),
+    Header(String),
+    EntriesDir(String),
+    /// An entry: session id, entry id.
+    Entry(String, String),
+    EntriesNew(String),
+    Leaf(String),
+    Context(String),
+    Errors(String),
+    /// `sessions/<id>/blobs/`: the blobs the session references (children are [`Node::Blob`]).
+    SessionBlobsDir(String),
+}
+
+impl Node {
+    /// The session a node belongs to.
+    pub fn session(&self) -> Option<&str> {
+        match self {
+            Node::Root
+            | Node::SessionsDir
+            | Node::BlobsDir
+            | Node::Blob(_)
+            | Node::HistoryDir
+            | Node::HistoryPrompts
+            | Node::SearchDir
+            | Node::Search(_)
+            | Node::ProjectsDir
+            | Node::ProjectDir(_) => None,
+            Node::ProjectLink(_, s) => Some(s),
+            Node::SessionDir(s)
+            | Node::Header(s)
+            | Node::EntriesDir(s)
+            | Node::Entry(s, _)
+            | Node::EntriesNew(s)
+            | Node::Leaf(s)
+            | Node::Context(s)
+            | Node::Errors(s)
+            | Node::SessionBlobsDir(s) => Some(s),
+        }
+    }
+
+    pub fn is_dir(&self) -> bool {
+        matches!(
+            self,
+            Node::Root
+                | Node::SessionsDir
+                | Node::BlobsDir
+                | Node::HistoryDir
+                | Node::SearchDir
+                | Node::ProjectsDir
+                | Node::ProjectDir(_)
+                | Node::SessionDir(_)
+                | Node::SessionBlobsDir(_)
+                | Node::EntriesDir(_)
+        )
+    }
+}
+
+/// Node ↔ inode number. Numbers start at [`ROOT_INO`] and are never reused.
+#[derive(Debug)]
+pub struct InodeTable {
+    nodes: Vec<Node>,
+    numbers: HashMap<Node, u64>,
+}
+
+impl Default for InodeTable {
+    fn default() -> Self {
+        let mut table = InodeTable {
+            nodes: Vec::new(),
+            numbers: HashMap::new(),
+        };
+        table.ino(&Node::Root);
+        table
+    }
+}
+
+impl InodeTable {
+    /// The number of `node`, assigned on first use.
+    pub fn ino(&mut self, node: &Node) -> u64 {
+        if let Some(&ino) = self.numbers.get(node) {
+            return ino;
+        }
+        self.nodes.push(node.clone());
+        let ino = self.nodes.len() as u64;
+        self.numbers.insert(node.clone(), ino);
+        ino
+    }
+
+    pub fn node(&self, ino: u64) -> Option<&Node> {
+        let index = usize::try_from(ino.checked_sub(1)?).ok()?;
+        self.nodes.get(index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_stable_and_distinct() {
+        let mut t = InodeTable::default();
+        assert_eq!(t.ino(&Node::Root), ROOT_INO);
+        let a = t.ino(&Node::Leaf("s".into()));
+        let b = t.ino(&Node::Header("s".into()));
+        assert_ne!(a, b);
+        assert_eq!(t.ino(&Node::Leaf("s".into())), a);
+        assert_eq!(t.node(a), Some(&Node::Leaf("s".into())));
+        assert_eq!(t.node(0), None);
+        assert_eq!(t.node(99), None);
+    }
+}

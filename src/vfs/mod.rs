@@ -1,0 +1,115 @@
+//! A platform-neutral model of the mounted session store: nodes, attributes, handles and
+//! the semantics of every filesystem operation, with no kernel types. Platform adapters
+//! (`platform/fuse/`) only translate calls and map [`VfsError`] to error codes.
+//!
+//! Layout:
+//! ```text
+//! /sessions/<session-id>/header.json        the header, pretty JSON
+//! /sessions/<session-id>/entries/NNNNNN-<id>.json   each entry in file order (also `<id>.json`)
+//! /sessions/<session-id>/entries/new        write-only append point (one JSON object a line)
+//! /sessions/<session-id>/leaf               the current leaf id; writable
+//! /sessions/<session-id>/context.json       the context at the leaf, blobs resolved
+//! /sessions/<session-id>/errors             the last failed writes' reasons
+//! /sessions/<session-id>/blobs/<sha256>      the blobs the session references (same inodes
+//!                                             as under /blobs)
+//! /blobs/<sha256>                             the blob store's contents (checked on read)
+//! /projects/<encoded-cwd>/<session-id>        symlink to ../../sessions/<session-id>; the
+//!                                             workspace path encoded as the agent's legacy
+//!                                             directory names are (`--home-u-proj--`)
+//! /history/prompts.jsonl                      the prompt history, one JSON object a line
+//! /history/search/<query>                     the prompts matching <query>
+//! ```
+//!
+//! Invariants:
+//! - An inode number, once given to a node, names that node for the life of the [`Vfs`]
+//!   (lookup and readdir agree; numbers are never reused).
+//! - Every file's size is the exact length of the bytes a read returns at that moment; the
+//!   bytes are computed by the engine and cached per session generation.
+//! - A write either takes effect through the [`SessionManager`] or fails with a
+//!   [`VfsError`]; nothing is ever accepted and dropped. Failed writes are recorded in the
+//!   session's `errors` file.
+//! - A session is loaded on first touch and kept in an LRU of managers; on every access its
+//!   file is compared (size, mtime, inode) with what the model last saw, and a file changed
+//!   from outside (the agent appending) is reloaded, so the view is fresh at once.
+//! - A leaf moved through `leaf` lives in the loaded session, as in the agent: the file
+//!   records it only through the next append. A session closed by the LRU or reloaded
+//!   after an outside change comes back with the file's leaf (its last entry).
+//! - The model never prints; callers log.
+//!
+//! [`SessionManager`]: crate::engine::manager::SessionManager
+
+mod content;
+mod fs;
+mod history;
+mod inode;
+
+pub use fs::{NamespaceChange, Opened, SessionSource, Vfs, VfsConfig};
+pub use inode::{Node, ROOT_INO};
+
+/// Why an operation failed, in filesystem terms.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VfsError {
+    #[error("no such file or directory")]
+    NotFound,
+    #[error("not a directory")]
+    NotADirectory,
+    #[error("is a directory")]
+    IsADirectory,
+    /// The mount is read-only.
+    #[error("read-only mount")]
+    ReadOnly,
+    /// The operation is never allowed on this node (delete, rename, chmod, …).
+    #[error("operation not permitted")]
+    NotPermitted,
+    /// The node does not allow this kind of access (writing a read-only file, creating a
+    /// file in a directory of the model).
+    #[error("permission denied")]
+    AccessDenied,
+    /// A write whose content was rejected (unknown leaf id, invalid entry); the reason is
+    /// also in the session's `errors` file.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An unknown or already released file handle.
+    #[error("bad file handle")]
+    BadHandle,
+    /// The engine failed to read or write the session.
+    #[error("I/O error: {0}")]
+    Io(String),
+}
+
+/// What a node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    Directory,
+    File,
+    Symlink,
+}
+
+/// A node's attributes (ownership is the adapter's: the mounting user).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attr {
+    pub ino: u64,
+    pub kind: NodeKind,
+    pub size: u64,
+    /// Permission bits (0o600 files, 0o700 directories, 0o777 symlinks).
+    pub perm: u16,
+    pub nlink: u32,
+    /// Modification time, milliseconds since the epoch.
+    pub mtime_ms: i64,
+}
+
+/// One directory entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub ino: u64,
+    pub kind: NodeKind,
+    pub name: String,
+}
+
+/// How a file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpenMode {
+    pub read: bool,
+    pub write: bool,
+    pub truncate: bool,
+}

@@ -1,0 +1,184 @@
+//! A mounted `gjcfs mount` for tests: started on a temporary mountpoint, waited for in
+//! /proc/mounts, and always unmounted and reaped on drop, also when the test panics.
+//!
+//! Without /dev/fuse or fusermount3 a test is skipped with a message — except under CI
+//! (`CI=true`), where that fails it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+/// How long a mount may take to appear or a stopped server to exit.
+const PATIENCE: Duration = Duration::from_secs(20);
+const POLL: Duration = Duration::from_millis(20);
+
+/// Whether FUSE can be used here; panics under CI when it cannot.
+pub fn fuse_usable() -> bool {
+    let dev = Path::new("/dev/fuse").exists();
+    let helper = Command::new("fusermount3")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if dev && helper {
+        return true;
+    }
+    let why = format!("FUSE unavailable (/dev/fuse: {dev}, fusermount3: {helper})");
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{why}; CI must be able to mount");
+    }
+    eprintln!("skipping: {why}");
+    false
+}
+
+fn escape(path: &Path) -> String {
+    path.to_string_lossy()
+        .replace('\\', "\\134")
+        .replace(' ', "\\040")
+}
+
+pub fn is_mounted(path: &Path) -> bool {
+    let wanted = escape(path);
+    fs::read_to_string("/proc/mounts").is_ok_and(|text| {
+        text.lines()
+            .any(|line| line.split(' ').nth(1) == Some(wanted.as_str()))
+    })
+}
+
+pub struct Mount {
+    child: Option<Child>,
+    mountpoint: PathBuf,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Mount {
+    /// Runs `gjcfs mount <tmp>/mnt ARGS…` and waits until it serves.
+    pub fn start(args: &[&str]) -> Mount {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mountpoint = dir.path().join("mnt");
+        fs::create_dir(&mountpoint).unwrap();
+        let log = dir.path().join("mount.log");
+        let mut mount = Mount {
+            child: None,
+            mountpoint,
+            log,
+            _dir: dir,
+        };
+        mount.spawn(args);
+        mount
+    }
+
+    /// Starts the server on this mountpoint again (after [`Mount::crash`]).
+    pub fn restart(&mut self, args: &[&str]) {
+        assert!(self.child.is_none(), "the server is still running");
+        self.spawn(args);
+    }
+
+    fn spawn(&mut self, args: &[&str]) {
+        let child = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
+            .arg("mount")
+            .arg(&self.mountpoint)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&self.log).unwrap())
+            .spawn()
+            .expect("gjcfs starts");
+        self.child = Some(child);
+        let start = Instant::now();
+        // Mounted, and answering (a stale mount is listed but fails every call).
+        while !(is_mounted(&self.mountpoint) && self.mountpoint.join("sessions").is_dir()) {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().unwrap()) {
+                panic!("gjcfs mount exited with {status}: {}", self.log_text());
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "not mounted after {PATIENCE:?}: {}",
+                self.log_text()
+            );
+            sleep(POLL);
+        }
+    }
+
+    /// Kills the server with SIGKILL, leaving whatever the kernel keeps of the mount.
+    pub fn crash(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Waits for the server to exit on its own (after an outside unmount).
+    pub fn wait_exit(&mut self) -> Option<ExitStatus> {
+        let child = self.child.as_mut()?;
+        let start = Instant::now();
+        while start.elapsed() < PATIENCE {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return Some(status);
+            }
+            sleep(POLL);
+        }
+        None
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.mountpoint
+    }
+
+    pub fn log_text(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends `signal` to the server.
+    pub fn signal(&self, signal: i32) {
+        if let Some(child) = &self.child {
+            // SAFETY: kill on the pid of our own child.
+            unsafe { libc::kill(child.id() as i32, signal) };
+        }
+    }
+
+    /// Sends SIGTERM and waits for the server to exit; returns its status.
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        self.signal(libc::SIGTERM);
+        let child = self.child.as_mut()?;
+        let start = Instant::now();
+        while start.elapsed() < PATIENCE {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return Some(status);
+            }
+            sleep(POLL);
+        }
+        None
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if self.child.is_some() && self.stop().is_none() {
+            for flag in ["-u", "-uz"] {
+                if is_mounted(&self.mountpoint) {
+                    let _ = Command::new("fusermount3")
+                        .arg(flag)
+                        .arg(&self.mountpoint)
+                        .status();
+                }
+            }
+            if let Some(mut child) = self.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        if is_mounted(&self.mountpoint) {
+            let _ = Command::new("fusermount3")
+                .arg("-uz")
+                .arg(&self.mountpoint)
+                .status();
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! `gjcfs mount` through a real FUSE mount, driven with ordinary tools.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::mount::{fuse_usable, is_mounted, Mount};
+use gjcfs::engine::json::{self, Value};
+use gjcfs::engine::load_session;
+use gjcfs::engine::manager::{SessionManager, StorageConfig};
+
+struct Store {
+    tmp: tempfile::TempDir,
+    sid: String,
+    file: PathBuf,
+    /// user q, assistant a, user q2.
+    ids: Vec<String>,
+}
+
+impl Store {
+    fn agent_dir(&self) -> String {
+        self.tmp.path().join("agent").to_string_lossy().into_owned()
+    }
+
+    fn entry_count(&self) -> usize {
+        load_session(&self.file).unwrap().session.entry_count()
+    }
+}
+
+fn message(role: &str, text: &str) -> Value {
+    json::parse(&format!(
+        r#"{{"role":"{role}","content":"{text}","provider":"p","model":"m","timestamp":1}}"#
+    ))
+    .unwrap()
+}
+
+fn store() -> Store {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("workspace");
+    fs::create_dir_all(&ws).unwrap();
+    let m = SessionManager::create_managed(
+        &ws,
+        &tmp.path().join("agent/sessions"),
+        StorageConfig::files(tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    let ids = vec![
+        m.append_message(message("user", "question MOUNTTOKEN"))
+            .unwrap(),
+        m.append_message(message("assistant", "answer")).unwrap(),
+        m.append_message(message("user", "q2")).unwrap(),
+    ];
+    m.close().unwrap();
+    Store {
+        sid: m.session_id(),
+        file: m.session_file().unwrap(),
+        tmp,
+        ids,
+    }
+}
+
+fn run(program: &str, args: &[&str]) -> Output {
+    Command::new(program)
+        .args(args)
+        .output()
+        .expect("tool runs")
+}
+
+fn ok(program: &str, args: &[&str]) -> String {
+    let out = run(program, args);
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn sh(script: &str) -> Output {
+    run("sh", &["-c", script])
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn context_messages(dir: &Path) -> usize {
+    let text = ok("cat", &[p(&dir.join("context.json"))]);
+    let value = json::parse(&text).expect("context.json is JSON");
+    let messages = value.as_object().unwrap().get("messages").unwrap();
+    messages.as_array().unwrap().len()
+}
+
+#[test]
+fn a_session_reads_through_ls_cat_grep_and_stat() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let sessions = mount.path().join("sessions");
+    assert_eq!(ok("ls", &[p(&sessions)]), format!("{}\n", s.sid));
+    let dir = sessions.join(&s.sid);
+
+    let header = json::parse(&ok("cat", &[p(&dir.join("header.json"))])).unwrap();
+    assert_eq!(
+        header.as_object().unwrap().get_str("id"),
+        Some(s.sid.as_str())
+    );
+    assert_eq!(context_messages(&dir), 3);
+
+    let names: Vec<String> = s
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| format!("{i:06}-{id}.json"))
+        .chain(["new".to_owned()])
+        .collect();
+    assert_eq!(
+        ok("ls", &[p(&dir.join("entries"))]),
+        names.join("\n") + "\n"
+    );
+
+    let hits = ok("grep", &["-rl", "MOUNTTOKEN", p(&dir.join("entries"))]);
+    assert_eq!(hits.trim(), p(&dir.join("entries").join(&names[0])));
+
+    for file in [
+        dir.join("header.json"),
+        dir.join("context.json"),
+        dir.join("leaf"),
+        dir.join("entries").join(&names[1]),
+    ] {
+        let size: u64 = ok("stat", &["-c", "%s", p(&file)]).trim().parse().unwrap();
+        assert_eq!(size, fs::read(&file).unwrap().len() as u64, "{file:?}");
+    }
+    assert_eq!(
+        ok("cat", &[p(&dir.join("leaf"))]),
+        format!("{}\n", s.ids[2])
+    );
+
+    let by_index = ok(
+        "stat",
+        &["-c", "%i %a", p(&dir.join("entries").join(&names[1]))],
+    );
+    let by_id = ok(
+        "stat",
+        &[
+            "-c",
+            "%i %a",
+            p(&dir.join("entries").join(format!("{}.json", s.ids[1]))),
+        ],
+    );
+    assert_eq!(by_index, by_id);
+    assert!(by_index.trim().ends_with(" 600"), "{by_index}");
+    assert!(ok("stat", &["-c", "%a", p(&dir)]).trim() == "700");
+}
+
+#[test]
+fn echo_into_leaf_branches_and_an_unknown_id_fails() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let leaf = dir.join("leaf");
+
+    let out = sh(&format!("echo {} > {}", s.ids[0], p(&leaf)));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(ok("cat", &[p(&leaf)]), format!("{}\n", s.ids[0]));
+    assert_eq!(context_messages(&dir), 1);
+
+    let out = sh(&format!("echo nope > {}", p(&leaf)));
+    assert!(!out.status.success(), "an unknown id must fail the write");
+    assert_eq!(ok("cat", &[p(&leaf)]), format!("{}\n", s.ids[0]));
+    assert!(ok("cat", &[p(&dir.join("errors"))]).contains("nope"));
+
+    let out = sh(&format!(": > {}", p(&leaf)));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(ok("cat", &[p(&leaf)]), "");
+    assert_eq!(context_messages(&dir), 0);
+}
+
+#[test]
+fn lines_written_to_entries_new_are_appended_and_invalid_ones_are_not() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let new = mount
+        .path()
+        .join("sessions")
+        .join(&s.sid)
+        .join("entries/new");
+    let out = sh(&format!(
+        r#"printf '{{"role":"user","content":"hi from the mount"}}\n' >> {}"#,
+        p(&new)
+    ));
+    assert!(out.status.success(), "{out:?}");
+    let loaded = load_session(&s.file).unwrap();
+    assert_eq!(loaded.session.entry_count(), 4);
+    let last = loaded.session.entries().last().unwrap();
+    assert_eq!(last.parent_id(), Some(s.ids[2].as_str()));
+    let content = last.message().unwrap().get_str("content");
+    assert_eq!(content, Some("hi from the mount"));
+
+    for bad in ["not json", r#"{"type":"bogus"}"#, r#"[1,2]"#] {
+        let out = sh(&format!("printf '%s\\n' '{bad}' >> {}", p(&new)));
+        assert!(!out.status.success(), "{bad} must be refused");
+    }
+    assert_eq!(s.entry_count(), 4);
+    let entries = ok("ls", &[p(new.parent().unwrap())]);
+    assert_eq!(entries.lines().count(), 5);
+}
+
+#[test]
+fn removing_renaming_and_creating_fail() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let header = dir.join("header.json");
+    for (program, args) in [
+        ("rm", vec![p(&header).to_owned()]),
+        ("rm", vec!["-rf".to_owned(), p(&dir).to_owned()]),
+        (
+            "mv",
+            vec![p(&header).to_owned(), p(&dir.join("h2")).to_owned()],
+        ),
+        ("mkdir", vec![p(&dir.join("sub")).to_owned()]),
+        ("touch", vec![p(&dir.join("new-file")).to_owned()]),
+        ("chmod", vec!["644".to_owned(), p(&header).to_owned()]),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert!(!run(program, &args).status.success(), "{program} {args:?}");
+    }
+    let out = sh(&format!("echo x > {}", p(&header)));
+    assert!(!out.status.success());
+    assert!(header.is_file());
+    assert_eq!(s.entry_count(), 3);
+}
+
+#[test]
+fn a_read_only_mount_refuses_every_write() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir(), "--read-only"]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let out = sh(&format!("echo {} > {}", s.ids[0], p(&dir.join("leaf"))));
+    assert!(!out.status.success());
+    let out = sh(&format!(
+        r#"printf '{{"role":"user","content":"x"}}\n' >> {}"#,
+        p(&dir.join("entries/new"))
+    ));
+    assert!(!out.status.success());
+    assert_eq!(
+        ok("cat", &[p(&dir.join("leaf"))]),
+        format!("{}\n", s.ids[2])
+    );
+    assert_eq!(s.entry_count(), 3);
+}
+
+#[test]
+fn sigterm_unmounts_and_exits_cleanly() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mut mount = Mount::start(&["--session-dir", p(s.file.parent().unwrap())]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    assert_eq!(
+        ok("cat", &[p(&dir.join("leaf"))]),
+        format!("{}\n", s.ids[2])
+    );
+    let status = mount.stop().expect("the server exits");
+    assert!(status.success(), "{status}: {}", mount.log_text());
+    assert!(!is_mounted(mount.path()));
+    assert_eq!(s.entry_count(), 3);
+}
+
+#[test]
+fn an_append_by_the_agent_outside_the_mount_shows_up() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 4);
+    let agent = SessionManager::open_managed(
+        &s.file,
+        StorageConfig::files(s.tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    let added = agent
+        .append_message(message("assistant", "outside"))
+        .unwrap();
+    agent.close().unwrap();
+    assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 5);
+    assert_eq!(ok("cat", &[p(&dir.join("leaf"))]), format!("{added}\n"));
+    assert_eq!(context_messages(&dir), 4);
+}
+
+#[test]
+fn a_stale_mount_left_by_a_killed_server_is_cleared_on_start() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let args = ["--agent-dir", &s.agent_dir()];
+    let mut mount = Mount::start(&args);
+    mount.crash();
+    mount.restart(&args);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    assert_eq!(
+        ok("cat", &[p(&dir.join("leaf"))]),
+        format!("{}\n", s.ids[2])
+    );
+}
+
+#[test]
+fn gjcfs_umount_ends_the_server() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    ok(env!("CARGO_BIN_EXE_gjcfs"), &["umount", p(mount.path())]);
+    let status = mount.wait_exit().expect("the server exits");
+    assert!(status.success(), "{status}: {}", mount.log_text());
+    assert!(!is_mounted(mount.path()));
+}
+
+#[test]
+fn blobs_read_back_through_cat() {
+    use gjcfs::engine::blob::BlobStore;
+    use gjcfs::engine::storage::FileStorage;
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let blobs = BlobStore::new(
+        s.tmp.path().join("agent/blobs"),
+        std::sync::Arc::new(FileStorage),
+    );
+    let hash = blobs.put(b"\x89PNG not really").unwrap();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("blobs");
+    assert_eq!(ok("ls", &[p(&dir)]), format!("{hash}\n"));
+    let out = run("cat", &[p(&dir.join(&hash))]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, b"\x89PNG not really");
+
+    // Referenced by an entry appended through the mount, it shows under the session too.
+    let session = mount.path().join("sessions").join(&s.sid);
+    assert_eq!(ok("ls", &[p(&session.join("blobs"))]), "");
+    let entry =
+        format!(r#"{{"type":"custom","customType":"img","data":{{"ref":"blob:sha256:{hash}"}}}}"#);
+    let out = sh(&format!(
+        "printf '%s\\n' '{entry}' >> {}",
+        p(&session.join("entries/new"))
+    ));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(ok("ls", &[p(&session.join("blobs"))]), format!("{hash}\n"));
+    let inode = |path: &Path| ok("stat", &["-c", "%i", p(path)]);
+    assert_eq!(
+        inode(&session.join("blobs").join(&hash)),
+        inode(&dir.join(&hash))
+    );
+}
+
+#[test]
+fn history_reads_through_cat() {
+    use gjcfs::engine::history::HistoryStorage;
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let storage = HistoryStorage::open(s.tmp.path().join("agent/history.db")).unwrap();
+    storage.add("rename the module", Some("/w"));
+    storage.add("explain the tree", Some("/w"));
+    storage.close().unwrap();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let history = mount.path().join("history");
+    let prompts = ok("cat", &[p(&history.join("prompts.jsonl"))]);
+    let parsed: Vec<Value> = prompts.lines().map(|l| json::parse(l).unwrap()).collect();
+    assert_eq!(parsed.len(), 2);
+    assert_eq!(
+        parsed[1].as_object().unwrap().get_str("prompt"),
+        Some("explain the tree")
+    );
+    let found = ok("cat", &[p(&history.join("search").join("renam"))]);
+    assert_eq!(found.lines().count(), 1);
+    assert!(found.contains("rename the module"));
+}
+
+#[test]
+fn projects_hold_symlinks_that_lead_to_the_sessions() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let projects = mount.path().join("projects");
+    let names = ok("ls", &[p(&projects)]);
+    assert_eq!(names.lines().count(), 1);
+    let link = projects.join(names.trim()).join(&s.sid);
+    assert_eq!(
+        ok("readlink", &[p(&link)]),
+        format!("../../sessions/{}\n", s.sid)
+    );
+    assert_eq!(
+        ok("cat", &[p(&link.join("leaf"))]),
+        format!("{}\n", s.ids[2])
+    );
+}
+
+#[test]
+fn ctrl_c_with_a_file_still_open_detaches_and_applies_its_pending_line() {
+    use std::io::Write;
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let new = mount
+        .path()
+        .join("sessions")
+        .join(&s.sid)
+        .join("entries/new");
+    let mut open = fs::OpenOptions::new().append(true).open(&new).unwrap();
+    // An unterminated line waits for the close.
+    open.write_all(br#"{"role":"user","content":"pending"}"#)
+        .unwrap();
+    assert_eq!(s.entry_count(), 3);
+    mount.signal(libc::SIGINT);
+    // The busy mount is detached at once; the server lives until the file is closed.
+    let start = std::time::Instant::now();
+    while is_mounted(mount.path()) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "still mounted: {}",
+            mount.log_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(open);
+    let status = mount.wait_exit().expect("the server exits");
+    assert!(status.success(), "{status}: {}", mount.log_text());
+    let loaded = load_session(&s.file).unwrap();
+    assert_eq!(loaded.session.entry_count(), 4);
+    let last = loaded.session.entries().last().unwrap();
+    assert_eq!(last.message().unwrap().get_str("content"), Some("pending"));
+}

@@ -1,0 +1,513 @@
+//! The filesystem model without a kernel: layout, sizes, stable inodes, write semantics.
+
+use std::fs;
+use std::path::Path;
+
+use gjcfs::engine::json::{self, Value};
+use gjcfs::engine::load_session;
+use gjcfs::engine::manager::{SessionManager, StorageConfig};
+use gjcfs::vfs::{
+    NamespaceChange, NodeKind, OpenMode, SessionSource, Vfs, VfsConfig, VfsError, ROOT_INO,
+};
+
+fn message(role: &str, text: &str) -> Value {
+    json::parse(&format!(
+        r#"{{"role":"{role}","content":"{text}","provider":"p","model":"m","timestamp":1}}"#
+    ))
+    .unwrap()
+}
+
+/// A managed session with q → a → q2, and its ids.
+fn setup(tmp: &Path) -> (String, Vec<String>) {
+    let ws = tmp.join("workspace");
+    fs::create_dir_all(&ws).unwrap();
+    let m = SessionManager::create_managed(
+        &ws,
+        &tmp.join("agent/sessions"),
+        StorageConfig::files(tmp.join("agent/blobs")),
+    )
+    .unwrap();
+    let ids = vec![
+        m.append_message(message("user", "q")).unwrap(),
+        m.append_message(message("assistant", "a")).unwrap(),
+        m.append_message(message("user", "q2")).unwrap(),
+    ];
+    m.close().unwrap();
+    (m.session_id(), ids)
+}
+
+fn vfs(tmp: &Path, read_only: bool) -> Vfs {
+    Vfs::new(VfsConfig {
+        source: SessionSource::SessionsRoot(tmp.join("agent/sessions")),
+        blob_dir: tmp.join("agent/blobs"),
+        read_only,
+        max_loaded: 1,
+        history_db: tmp.join("agent/history.db"),
+    })
+}
+
+fn read_all(v: &Vfs, ino: u64) -> Vec<u8> {
+    let o = v
+        .open(
+            ino,
+            OpenMode {
+                read: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let bytes = v.read(o.fh, 0, 1 << 20).unwrap();
+    v.release(o.fh).unwrap();
+    bytes
+}
+
+fn session_ino(v: &Vfs, sid: &str) -> u64 {
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
+    v.lookup(sessions, sid).unwrap().ino
+}
+
+fn write_file(v: &Vfs, ino: u64, pieces: &[&[u8]]) -> Result<(), VfsError> {
+    let mode = OpenMode {
+        write: true,
+        truncate: true,
+        ..Default::default()
+    };
+    let o = v.open(ino, mode)?;
+    let mut offset = 0;
+    for piece in pieces {
+        if let Err(e) = v.write(o.fh, offset, piece) {
+            v.release(o.fh).ok();
+            return Err(e);
+        }
+        offset += piece.len() as u64;
+    }
+    v.release(o.fh)
+}
+
+#[test]
+fn layout_sizes_and_inodes_agree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, ids) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap();
+    assert_eq!(sessions.kind, NodeKind::Directory);
+    assert_eq!(sessions.perm, 0o700);
+    let listed = v.readdir(sessions.ino).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name, sid);
+    let sdir = session_ino(&v, &sid);
+    assert_eq!(listed[0].ino, sdir);
+    let names: Vec<String> = v
+        .readdir(sdir)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "header.json",
+            "entries",
+            "leaf",
+            "context.json",
+            "errors",
+            "blobs"
+        ]
+    );
+
+    let header = v.lookup(sdir, "header.json").unwrap();
+    let bytes = read_all(&v, header.ino);
+    assert_eq!(header.size, bytes.len() as u64);
+    assert_eq!(header.perm, 0o600);
+    let value = json::parse(std::str::from_utf8(&bytes).unwrap()).unwrap();
+    assert_eq!(value.as_object().unwrap().get_str("id"), Some(sid.as_str()));
+
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    let listing = v.readdir(entries).unwrap();
+    let expected: Vec<String> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| format!("{i:06}-{id}.json"))
+        .chain(["new".to_owned()])
+        .collect();
+    let names: Vec<String> = listing.iter().map(|e| e.name.clone()).collect();
+    assert_eq!(names, expected);
+    let by_index = v.lookup(entries, &expected[1]).unwrap();
+    let by_id = v.lookup(entries, &format!("{}.json", ids[1])).unwrap();
+    assert_eq!(by_index.ino, by_id.ino);
+    assert_eq!(listing[1].ino, by_id.ino);
+    let entry = read_all(&v, by_id.ino);
+    assert_eq!(by_id.size, entry.len() as u64);
+    assert!(String::from_utf8(entry)
+        .unwrap()
+        .contains("\"content\": \"a\""));
+    assert_eq!(
+        v.lookup(entries, "000001-nope.json"),
+        Err(VfsError::NotFound)
+    );
+
+    let leaf = v.lookup(sdir, "leaf").unwrap();
+    assert_eq!(read_all(&v, leaf.ino), format!("{}\n", ids[2]).into_bytes());
+    let context = v.lookup(sdir, "context.json").unwrap();
+    assert_eq!(context.size, read_all(&v, context.ino).len() as u64);
+    // Looked up again (the LRU holds one session), the numbers are the same.
+    assert_eq!(session_ino(&v, &sid), sdir);
+    assert_eq!(v.getattr(by_id.ino).unwrap(), by_id);
+}
+
+#[test]
+fn leaf_writes_branch_reset_or_fail_without_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, ids) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let leaf = v.lookup(sdir, "leaf").unwrap().ino;
+    let context = v.lookup(sdir, "context.json").unwrap().ino;
+
+    let line = format!("{}\n", ids[1]);
+    let (a, b) = line.as_bytes().split_at(5);
+    write_file(&v, leaf, &[a, b]).unwrap();
+    assert_eq!(read_all(&v, leaf), line.as_bytes());
+    let ctx = json::parse(std::str::from_utf8(&read_all(&v, context)).unwrap()).unwrap();
+    let messages = ctx.as_object().unwrap().get("messages").unwrap();
+    assert_eq!(messages.as_array().unwrap().len(), 2);
+
+    let err = write_file(&v, leaf, &[b"nope\n"]).unwrap_err();
+    assert!(matches!(err, VfsError::InvalidArgument(_)), "{err:?}");
+    assert_eq!(read_all(&v, leaf), line.as_bytes());
+    let errors = v.lookup(sdir, "errors").unwrap();
+    let text = String::from_utf8(read_all(&v, errors.ino)).unwrap();
+    assert!(text.contains("leaf: ") && text.contains("nope"), "{text}");
+    assert_eq!(errors.size, text.len() as u64);
+
+    // A shell's redirection flushes a duplicate descriptor before writing: a bare O_TRUNC
+    // does not reset the leaf then, and the failed write leaves it as it was.
+    let o = v
+        .open(
+            leaf,
+            OpenMode {
+                write: true,
+                truncate: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    v.flush(o.fh).unwrap();
+    assert_eq!(read_all(&v, leaf), line.as_bytes());
+    assert!(v.write(o.fh, 0, b"nope\n").is_err());
+    v.flush(o.fh).unwrap();
+    v.release(o.fh).unwrap();
+    assert_eq!(read_all(&v, leaf), line.as_bytes());
+
+    // O_TRUNC and nothing written: reset at release.
+    write_file(&v, leaf, &[]).unwrap();
+    assert!(read_all(&v, leaf).is_empty());
+    write_file(&v, leaf, &[ids[0].as_bytes()]).unwrap();
+    assert_eq!(read_all(&v, leaf), format!("{}\n", ids[0]).into_bytes());
+    write_file(&v, leaf, &[b"\n"]).unwrap();
+    assert!(read_all(&v, leaf).is_empty());
+}
+
+#[test]
+fn entries_new_appends_lines_and_rejects_invalid_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    let new = v.lookup(entries, "new").unwrap().ino;
+    let file = fs::read_dir(tmp.path().join("agent/sessions"))
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .find(|p| p.is_dir())
+        .and_then(|d| {
+            fs::read_dir(d)
+                .unwrap()
+                .map(|f| f.unwrap().path())
+                .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        })
+        .unwrap();
+    let count = || load_session(&file).unwrap().session.entry_count();
+    assert_eq!(count(), 3);
+
+    // Split across writes, the last line unterminated: appended at release.
+    write_file(
+        &v,
+        new,
+        &[
+            b"{\"role\":\"user\",",
+            b"\"content\":\"one\"}\n{\"role\":\"user\",\"content\":\"two\"}",
+        ],
+    )
+    .unwrap();
+    assert_eq!(count(), 5);
+    assert_eq!(v.readdir(entries).unwrap().len(), 6);
+
+    for bad in [
+        &b"not json\n"[..],
+        b"[1]\n",
+        b"{\"type\":\"bogus\"}\n",
+        b"{\"type\":\"message\",\"id\":\"x\",\"message\":{\"role\":\"user\",\"content\":\"c\"}}\n",
+    ] {
+        let err = write_file(&v, new, &[bad]).unwrap_err();
+        assert!(
+            matches!(err, VfsError::InvalidArgument(_)),
+            "{bad:?}: {err:?}"
+        );
+    }
+    assert_eq!(count(), 5);
+}
+
+#[test]
+fn everything_else_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let header = v.lookup(sdir, "header.json").unwrap().ino;
+    let write = OpenMode {
+        write: true,
+        ..Default::default()
+    };
+    assert_eq!(v.open(header, write), Err(VfsError::AccessDenied));
+    assert_eq!(v.open(sdir, write), Err(VfsError::IsADirectory));
+    assert_eq!(v.set_size(header, None, 0), Err(VfsError::AccessDenied));
+    assert_eq!(v.set_other_attr(header), Err(VfsError::NotPermitted));
+    assert_eq!(
+        v.change_namespace(sdir, NamespaceChange::Remove),
+        VfsError::NotPermitted
+    );
+    assert_eq!(
+        v.change_namespace(sdir, NamespaceChange::Create),
+        VfsError::AccessDenied
+    );
+    assert_eq!(
+        v.change_namespace(header, NamespaceChange::Create),
+        VfsError::NotADirectory
+    );
+
+    let ro = vfs(tmp.path(), true);
+    let sdir = session_ino(&ro, &sid);
+    let leaf = ro.lookup(sdir, "leaf").unwrap().ino;
+    assert_eq!(ro.open(leaf, write), Err(VfsError::ReadOnly));
+    assert_eq!(ro.set_size(leaf, None, 0), Err(VfsError::ReadOnly));
+    assert_eq!(
+        ro.change_namespace(sdir, NamespaceChange::Rename),
+        VfsError::ReadOnly
+    );
+}
+
+#[test]
+fn an_append_outside_the_model_is_seen_on_the_next_access() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, ids) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    let leaf = v.lookup(sdir, "leaf").unwrap().ino;
+    assert_eq!(v.readdir(entries).unwrap().len(), 4);
+    let entry_ino = v.lookup(entries, &format!("{}.json", ids[0])).unwrap().ino;
+
+    let file = fs::read_dir(tmp.path().join("agent/sessions"))
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .filter(|p| p.is_dir())
+        .flat_map(|d| fs::read_dir(d).unwrap().map(|f| f.unwrap().path()))
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    let agent =
+        SessionManager::open_managed(&file, StorageConfig::files(tmp.path().join("agent/blobs")))
+            .unwrap();
+    let added = agent
+        .append_message(message("assistant", "outside"))
+        .unwrap();
+    agent.close().unwrap();
+
+    assert_eq!(v.readdir(entries).unwrap().len(), 5);
+    assert_eq!(read_all(&v, leaf), format!("{added}\n").into_bytes());
+    // Reloading keeps the numbers.
+    assert_eq!(
+        v.lookup(entries, &format!("{}.json", ids[0])).unwrap().ino,
+        entry_ino
+    );
+}
+
+#[test]
+fn blobs_are_listed_and_read_checked() {
+    use gjcfs::engine::blob::BlobStore;
+    use gjcfs::engine::storage::FileStorage;
+    let tmp = tempfile::tempdir().unwrap();
+    setup(tmp.path());
+    let store = BlobStore::new(
+        tmp.path().join("agent/blobs"),
+        std::sync::Arc::new(FileStorage),
+    );
+    let hash = store.put(b"image bytes").unwrap();
+    let v = vfs(tmp.path(), false);
+    let names: Vec<String> = v
+        .readdir(ROOT_INO)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["sessions", "blobs", "history", "projects"]);
+    let blobs = v.lookup(ROOT_INO, "blobs").unwrap().ino;
+    let listed = v.readdir(blobs).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name, hash);
+    let blob = v.lookup(blobs, &hash).unwrap();
+    assert_eq!(blob.ino, listed[0].ino);
+    assert_eq!(blob.size, 11);
+    assert_eq!(read_all(&v, blob.ino), b"image bytes");
+    assert_eq!(v.lookup(blobs, "not-a-hash"), Err(VfsError::NotFound));
+    assert_eq!(v.lookup(blobs, &"0".repeat(64)), Err(VfsError::NotFound));
+
+    // A blob whose bytes no longer match its name is not served.
+    fs::write(tmp.path().join("agent/blobs").join(&hash), b"tampered!!!").unwrap();
+    let opened = v.open(
+        blob.ino,
+        OpenMode {
+            read: true,
+            ..Default::default()
+        },
+    );
+    assert!(matches!(opened, Err(VfsError::Io(_))), "{opened:?}");
+}
+
+#[test]
+fn history_prompts_and_search_come_from_the_database() {
+    use gjcfs::engine::history::HistoryStorage;
+    let tmp = tempfile::tempdir().unwrap();
+    setup(tmp.path());
+    let db = tmp.path().join("agent/history.db");
+    let v = vfs(tmp.path(), false);
+    let history = v.lookup(ROOT_INO, "history").unwrap().ino;
+    let prompts = v.lookup(history, "prompts.jsonl").unwrap();
+    assert_eq!(prompts.size, 0);
+    assert!(read_all(&v, prompts.ino).is_empty());
+    assert!(!db.exists(), "the mount never creates the database");
+    v.close_all();
+
+    let storage = HistoryStorage::open(&db).unwrap();
+    storage.add("fix the parser", Some("/w"));
+    storage.add("write the docs", Some("/w"));
+    storage.close().unwrap();
+
+    let v = vfs(tmp.path(), false);
+    let history = v.lookup(ROOT_INO, "history").unwrap().ino;
+    let prompts = v.lookup(history, "prompts.jsonl").unwrap();
+    let text = String::from_utf8(read_all(&v, prompts.ino)).unwrap();
+    assert_eq!(prompts.size, text.len() as u64);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].contains("\"prompt\":\"fix the parser\""), "{text}");
+    assert!(lines[1].contains("\"prompt\":\"write the docs\""), "{text}");
+
+    let search = v.lookup(history, "search").unwrap().ino;
+    assert!(v.readdir(search).unwrap().is_empty());
+    let hit = v.lookup(search, "pars").unwrap();
+    let found = String::from_utf8(read_all(&v, hit.ino)).unwrap();
+    assert_eq!(found.lines().count(), 1);
+    assert!(found.contains("fix the parser"));
+    assert_eq!(hit.size, found.len() as u64);
+    assert!(read_all(&v, v.lookup(search, "nothing here").unwrap().ino).is_empty());
+    assert!(v.close_all().is_empty());
+}
+
+#[test]
+fn a_session_lists_the_blobs_it_references() {
+    use gjcfs::engine::blob::BlobStore;
+    use gjcfs::engine::storage::FileStorage;
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let store = BlobStore::new(
+        tmp.path().join("agent/blobs"),
+        std::sync::Arc::new(FileStorage),
+    );
+    let used = store.put(b"used").unwrap();
+    let missing = "a".repeat(64);
+    store.put(b"unused").unwrap();
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    let new = v.lookup(entries, "new").unwrap().ino;
+    let line = format!(
+        r#"{{"type":"custom","customType":"img","data":{{"a":"blob:sha256:{used}","b":"blob:sha256:{missing}"}}}}"#
+    );
+    write_file(&v, new, &[line.as_bytes(), b"\n"]).unwrap();
+
+    let sblobs = v.lookup(sdir, "blobs").unwrap().ino;
+    let listed = v.readdir(sblobs).unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].name, used);
+    let top = v.lookup(ROOT_INO, "blobs").unwrap().ino;
+    assert_eq!(v.lookup(top, &used).unwrap().ino, listed[0].ino);
+    assert_eq!(read_all(&v, listed[0].ino), b"used");
+    assert_eq!(v.lookup(sblobs, &missing), Err(VfsError::NotFound));
+    assert_eq!(v.readdir(top).unwrap().len(), 2);
+}
+
+#[test]
+fn projects_link_each_workspace_to_its_sessions() {
+    use gjcfs::engine::legacy::encode_absolute;
+    use gjcfs::vfs::NodeKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let projects = v.lookup(ROOT_INO, "projects").unwrap().ino;
+    let listed = v.readdir(projects).unwrap();
+    assert_eq!(listed.len(), 1);
+    let cwd = tmp.path().join("workspace");
+    assert_eq!(listed[0].name, encode_absolute(cwd.to_str().unwrap()));
+    let links = v.readdir(listed[0].ino).unwrap();
+    assert_eq!(links.len(), 1);
+    assert_eq!(links[0].name, sid);
+    assert_eq!(links[0].kind, NodeKind::Symlink);
+    let link = v.lookup(listed[0].ino, &sid).unwrap();
+    assert_eq!(link.ino, links[0].ino);
+    let target = v.readlink(link.ino).unwrap();
+    assert_eq!(target, format!("../../sessions/{sid}"));
+    assert_eq!(link.size, target.len() as u64);
+    assert_eq!(v.lookup(listed[0].ino, "other"), Err(VfsError::NotFound));
+    assert!(matches!(
+        v.readlink(projects),
+        Err(VfsError::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn the_lru_closes_and_reloads_sessions_without_changing_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, first_ids) = setup(tmp.path());
+    // A second workspace, so a second session.
+    let ws = tmp.path().join("workspace2");
+    fs::create_dir_all(&ws).unwrap();
+    let m = SessionManager::create_managed(
+        &ws,
+        &tmp.path().join("agent/sessions"),
+        StorageConfig::files(tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    m.append_message(message("user", "other")).unwrap();
+    m.append_message(message("assistant", "reply")).unwrap();
+    m.close().unwrap();
+    let second = m.session_id();
+
+    let v = vfs(tmp.path(), false); // max_loaded: 1
+    let a = session_ino(&v, &first);
+    let a_leaf = v.lookup(a, "leaf").unwrap().ino;
+    // Branch in the first session, then touch the second (evicting the first).
+    write_file(&v, a_leaf, &[format!("{}\n", first_ids[0]).as_bytes()]).unwrap();
+    let b = session_ino(&v, &second);
+    let b_entries = v.lookup(b, "entries").unwrap().ino;
+    assert_eq!(v.readdir(b_entries).unwrap().len(), 3);
+    // Reloaded from its file, the first session's leaf is the file's last entry again:
+    // a branch lives in the loaded session only.
+    assert_eq!(
+        read_all(&v, a_leaf),
+        format!("{}\n", first_ids[2]).into_bytes()
+    );
+    assert_eq!(session_ino(&v, &first), a);
+    assert_eq!(v.lookup(a, "leaf").unwrap().ino, a_leaf);
+    assert!(v.close_all().is_empty());
+}
