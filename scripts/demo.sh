@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Mounts the demo sessions shipped in demo/sessions (or the directory given as $2) at
+# MOUNTPOINT (default /tmp/gjcfs-demo) and serves them in the foreground until Ctrl-C.
+# Installs fuse3 first when it is missing and this runs as root on Debian/Ubuntu.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mountpoint=${1:-/tmp/gjcfs-demo}
+sessions=${2:-demo/sessions}
+
+if ! command -v fusermount3 >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "gjcfs demo: installing fuse3 (fusermount3)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 >/dev/null 2>&1 ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3; }
+  else
+    echo "gjcfs demo: fusermount3 is missing; install the fuse3 package" >&2
+    exit 1
+  fi
+fi
+if [ ! -e /dev/fuse ]; then
+  echo "gjcfs demo: /dev/fuse is missing; this machine cannot mount FUSE filesystems" >&2
+  exit 1
+fi
+
+cargo build --release --quiet
+cat >&2 <<EOM
+gjcfs demo: mounting $sessions at $mountpoint (Ctrl-C unmounts). In another terminal:
+  ls $mountpoint/sessions
+  cat $mountpoint/sessions/*/context.json | head -40
+  ls $mountpoint/sessions/*/entries | head
+  grep -rl compaction $mountpoint/sessions/*/entries | head
+EOM
+exec target/release/gjcfs mount "$mountpoint" --session-dir "$sessions"
