@@ -9,6 +9,7 @@ use std::path::Path;
 use gjcfs::engine::agent_dir::{AgentDirs, Environment};
 use gjcfs::engine::breadcrumb::write_breadcrumb;
 use gjcfs::engine::json::{self, Value};
+use gjcfs::engine::legacy::MigrationPolicy;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 use gjcfs::engine::resume::{breadcrumb_dir, continue_recent};
 
@@ -50,7 +51,7 @@ fn continue_prefers_the_breadcrumb_then_the_newest_valid_session() {
     fs::write(newest_broken.session_file().unwrap(), b"{ broken\n").unwrap();
 
     // No breadcrumb: the newest session that opens strictly.
-    let m = continue_recent(&ws, &d, cfg(), None).unwrap();
+    let m = continue_recent(&ws, &d, cfg(), None, MigrationPolicy::CopyRetain).unwrap();
     assert_eq!(m.session_id(), newer.session_id());
 
     // A breadcrumb for another workspace is ignored.
@@ -64,7 +65,7 @@ fn continue_prefers_the_breadcrumb_then_the_newest_valid_session() {
     )
     .unwrap();
     assert_eq!(
-        continue_recent(&ws, &d, cfg(), Some("pts-8"))
+        continue_recent(&ws, &d, cfg(), Some("pts-8"), MigrationPolicy::CopyRetain)
             .unwrap()
             .session_id(),
         newer.session_id()
@@ -78,7 +79,7 @@ fn continue_prefers_the_breadcrumb_then_the_newest_valid_session() {
         &older.session_file().unwrap(),
     )
     .unwrap();
-    let m = continue_recent(&ws, &d, cfg(), Some("pts-7")).unwrap();
+    let m = continue_recent(&ws, &d, cfg(), Some("pts-7"), MigrationPolicy::CopyRetain).unwrap();
     assert_eq!(m.session_id(), older.session_id());
     m.append_message(message("user")).unwrap();
     assert_eq!(
@@ -96,7 +97,14 @@ fn continue_starts_a_new_session_and_leaves_a_breadcrumb() {
     let ws = tmp.path().join("ws");
     fs::create_dir(&ws).unwrap();
     let d = dirs(&tmp.path().join("agent"));
-    let m = continue_recent(&ws, &d, StorageConfig::files(d.blob_dir()), Some("pts-1")).unwrap();
+    let m = continue_recent(
+        &ws,
+        &d,
+        StorageConfig::files(d.blob_dir()),
+        Some("pts-1"),
+        MigrationPolicy::CopyRetain,
+    )
+    .unwrap();
     let file = m.session_file().unwrap();
     assert!(
         !file.exists(),
@@ -106,7 +114,85 @@ fn continue_starts_a_new_session_and_leaves_a_breadcrumb() {
     assert_eq!(crumb, format!("{}\n{}\n", ws.display(), file.display()));
     m.append_message(message("assistant")).unwrap();
     // The next continue in this terminal finds it through the breadcrumb.
-    let again =
-        continue_recent(&ws, &d, StorageConfig::files(d.blob_dir()), Some("pts-1")).unwrap();
+    let again = continue_recent(
+        &ws,
+        &d,
+        StorageConfig::files(d.blob_dir()),
+        Some("pts-1"),
+        MigrationPolicy::CopyRetain,
+    )
+    .unwrap();
     assert_eq!(again.session_id(), m.session_id());
+}
+
+#[test]
+fn a_legacy_session_is_continued_through_a_copy_in_the_scope() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    fs::create_dir(&ws).unwrap();
+    let canonical = fs::canonicalize(&ws).unwrap();
+    let d = dirs(&tmp.path().join("agent"));
+    let legacy_dir = d
+        .sessions_root()
+        .join(gjcfs::engine::legacy::encode_absolute(
+            canonical.to_str().unwrap(),
+        ));
+    fs::create_dir_all(&legacy_dir).unwrap();
+    let text = fs::read_to_string(common::fixture("v1-minimal.jsonl"))
+        .unwrap()
+        .replace(
+            "\"cwd\":\"/tmp\"",
+            &format!("\"cwd\":\"{}\"", canonical.display()),
+        );
+    let source = legacy_dir.join("2025-01-01T00-00-00-000Z_sess-1.jsonl");
+    fs::write(&source, &text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&source, fs::Permissions::from_mode(0o600)).unwrap();
+
+    let err = continue_recent(
+        &ws,
+        &d,
+        StorageConfig::files(d.blob_dir()),
+        None,
+        MigrationPolicy::Disabled,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("legacy_migration_disabled")
+            || err.to_string().contains("disabled"),
+        "{err}"
+    );
+
+    let m = continue_recent(
+        &ws,
+        &d,
+        StorageConfig::files(d.blob_dir()),
+        None,
+        MigrationPolicy::CopyRetain,
+    )
+    .unwrap();
+    assert_eq!(m.session_id(), "sess-1");
+    let copy = m.session_file().unwrap();
+    assert_ne!(copy, source);
+    assert!(copy
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("v2-"));
+    m.append_message(message("user")).unwrap();
+    assert_eq!(
+        fs::read_to_string(&source).unwrap(),
+        text,
+        "the legacy source is retained unchanged"
+    );
+    assert_eq!(
+        gjcfs::engine::load_session(&copy)
+            .unwrap()
+            .session
+            .entry_count(),
+        3
+    );
 }

@@ -3,7 +3,9 @@
 //! Candidates, each opened strictly (a malformed, unstable or future-version file is skipped):
 //! 1. the terminal's breadcrumb, when its cwd is this workspace and the file's header cwd
 //!    resolves to the same directory;
-//! 2. the sessions of the workspace's managed scope, newest first;
+//! 2. the workspace's managed candidates (its v2 scope and its legacy directories), newest
+//!    first; a legacy one is copied into the scope first (copy-retain). A disabled migration
+//!    policy, a busy migration or an artifact over the copy bounds is an error, not a skip;
 //! 3. otherwise a new session in the scope.
 //!
 //! The breadcrumb is then written for the session chosen (best effort).
@@ -12,8 +14,10 @@ use std::path::{Path, PathBuf};
 
 use super::agent_dir::{AgentDirs, Category};
 use super::breadcrumb::{read_breadcrumb, write_breadcrumb};
-use super::discovery::list_dir;
 use super::inspect::inspect_strict;
+use super::legacy::{
+    list_candidates, path_for_writing, Candidate, LegacyError, LegacyRoots, MigrationPolicy,
+};
 use super::manager::{SessionManager, SessionResult, StorageConfig};
 use super::scope::{resolve_identity, scope_dir_name};
 
@@ -38,39 +42,57 @@ fn from_breadcrumb(dirs: &AgentDirs, terminal: &str, cwd: &Path) -> Option<PathB
     same_dir(&header_cwd, cwd).then_some(file)
 }
 
+/// Errors that stop `continueRecent` instead of skipping the candidate.
+fn is_fatal(e: &LegacyError) -> bool {
+    matches!(
+        e.code(),
+        "legacy_migration_disabled" | "artifact_capacity_exceeded" | "migration_busy"
+    )
+}
+
 /// `continueRecent`: the session to continue in the workspace `cwd`, or a new one.
 pub fn continue_recent(
     cwd: &Path,
     dirs: &AgentDirs,
     config: StorageConfig,
     terminal: Option<&str>,
+    policy: MigrationPolicy,
 ) -> SessionResult<SessionManager> {
     let identity = resolve_identity(cwd)?;
-    let scope = dirs.sessions_root().join(scope_dir_name(&identity));
-    let crumb = terminal.and_then(|t| from_breadcrumb(dirs, t, cwd));
-    let candidates = list_dir(config.storage.as_ref(), &scope).unwrap_or_default();
-    let chosen = crumb
-        .into_iter()
-        .chain(candidates.into_iter().map(|c| c.path))
-        .find_map(|path| {
-            let in_scope = path.parent() == Some(scope.as_path());
-            let opened = if in_scope {
-                SessionManager::open_managed(&path, config.clone())
-            } else {
-                inspect_strict(&path)
-                    .map_err(|e| super::manager::SessionError::Inspect {
-                        path: e.path,
-                        failure: e.failure,
-                    })
-                    .and_then(|_| {
-                        SessionManager::open(&path, &cwd.to_string_lossy(), config.clone())
-                    })
+    let root = dirs.sessions_root();
+    let scope = root.join(scope_dir_name(&identity));
+    let mut manager = None;
+    if let Some(file) = terminal.and_then(|t| from_breadcrumb(dirs, t, cwd)) {
+        manager = if file.parent() == Some(scope.as_path()) {
+            SessionManager::open_managed(&file, config.clone()).ok()
+        } else {
+            SessionManager::open(&file, &cwd.to_string_lossy(), config.clone()).ok()
+        };
+    }
+    if manager.is_none() {
+        let mut candidates = list_candidates(&root, cwd, &LegacyRoots::current())
+            .map(|listing| listing.owned)
+            .unwrap_or_default();
+        let mtime = |c: &Candidate| std::fs::metadata(&c.path).and_then(|m| m.modified()).ok();
+        candidates.sort_by_key(|c| std::cmp::Reverse(mtime(c)));
+        for candidate in &candidates {
+            if inspect_strict(&candidate.path).is_err() {
+                continue;
+            }
+            let path = match path_for_writing(&root, cwd, candidate, policy) {
+                Ok(path) => path,
+                Err(e) if is_fatal(&e) => return Err(e.into()),
+                Err(_) => continue,
             };
-            opened.ok()
-        });
-    let manager = match chosen {
+            if let Ok(opened) = SessionManager::open_managed(&path, config.clone()) {
+                manager = Some(opened);
+                break;
+            }
+        }
+    }
+    let manager = match manager {
         Some(manager) => manager,
-        None => SessionManager::create_managed(cwd, &dirs.sessions_root(), config)?,
+        None => SessionManager::create_managed(cwd, &root, config)?,
     };
     if let (Some(terminal), Some(file)) = (terminal, manager.session_file()) {
         let _ = write_breadcrumb(&breadcrumb_dir(dirs), terminal, &manager.cwd(), &file);

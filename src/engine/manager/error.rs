@@ -69,6 +69,8 @@ pub enum SessionError {
     NoFile,
     #[error(transparent)]
     Scope(#[from] crate::engine::scope::ScopeError),
+    #[error(transparent)]
+    Legacy(#[from] crate::engine::legacy::LegacyError),
     #[error("{path} already exists")]
     AlreadyExists { path: PathBuf },
 }
