@@ -34,6 +34,7 @@ pub mod scope;
 pub mod session;
 pub mod storage;
 pub mod time;
+pub mod usage;
 
 pub use agent_dir::{AgentDirError, AgentDirs};
 pub use context::SessionContext;
