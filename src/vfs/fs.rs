@@ -233,11 +233,15 @@ impl Vfs {
         self.drop_if_changed_outside(state, sid);
         if !state.loaded.contains_key(sid) {
             let listed = state.listing.get(sid).ok_or(VfsError::NotFound)?.clone();
+            // The stamp is taken before the load: an append landing in between then shows
+            // as a change on the next access. Taken after, it would hide that append for
+            // good (the stamp would match a file newer than the loaded session).
+            let before = FileStamp::of(&listed.path);
             let manager = self
                 .open_manager(&listed)
                 .map_err(|e| VfsError::Io(e.to_string()))?;
             let rendered = manager.read(Rendered::new);
-            let synced = manager.session_file().as_deref().and_then(FileStamp::of);
+            let synced = before;
             state.loaded.insert(
                 sid.to_owned(),
                 Loaded {
