@@ -459,3 +459,185 @@ fn ctrl_c_with_a_file_still_open_detaches_and_applies_its_pending_line() {
     let last = loaded.session.entries().last().unwrap();
     assert_eq!(last.message().unwrap().get_str("content"), Some("pending"));
 }
+
+/// Reads one file of the mount whole and parses it; a torn read would not parse.
+fn read_json(path: &Path) -> (Vec<u8>, Value) {
+    // An entry file listed a moment ago exists; anything else is a failure of the mount.
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let text = String::from_utf8(bytes.clone()).expect("UTF-8");
+    match json::parse(&text) {
+        Ok(value) => (bytes, value),
+        Err(e) => panic!("{path:?} is not complete JSON ({e}): {text:?}"),
+    }
+}
+
+#[test]
+fn readers_see_whole_files_while_the_agent_appends_outside_the_mount() {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    if !fuse_usable() {
+        return;
+    }
+    const APPENDS: usize = 120;
+    const READERS: usize = 3;
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let done = Arc::new(AtomicBool::new(false));
+
+    let readers: Vec<_> = (0..READERS)
+        .map(|_| {
+            let dir = dir.clone();
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || {
+                let mut seen: HashMap<String, Vec<u8>> = HashMap::new();
+                let mut last_messages = 0;
+                let mut rounds = 0;
+                // At least one round after the appender is done.
+                loop {
+                    let finished = done.load(Ordering::SeqCst);
+                    let (_, context) = read_json(&dir.join("context.json"));
+                    let messages = context
+                        .as_object()
+                        .unwrap()
+                        .get("messages")
+                        .unwrap()
+                        .as_array()
+                        .unwrap()
+                        .len();
+                    assert!(
+                        messages >= last_messages,
+                        "the context went back from {last_messages} to {messages} messages"
+                    );
+                    last_messages = messages;
+                    for item in fs::read_dir(dir.join("entries")).unwrap() {
+                        let name = item.unwrap().file_name().into_string().unwrap();
+                        if name == "new" {
+                            continue;
+                        }
+                        let (bytes, value) = read_json(&dir.join("entries").join(&name));
+                        assert!(value.as_object().unwrap().get_str("id").is_some());
+                        if let Some(before) = seen.get(&name) {
+                            assert_eq!(before, &bytes, "{name} changed after it was read");
+                        } else {
+                            seen.insert(name, bytes);
+                        }
+                    }
+                    rounds += 1;
+                    if finished {
+                        return (rounds, seen.len());
+                    }
+                }
+            })
+        })
+        .collect();
+
+    let agent = SessionManager::open_managed(
+        &s.file,
+        StorageConfig::files(s.tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    let mut added = Vec::new();
+    for i in 0..APPENDS {
+        let role = if i % 2 == 0 { "assistant" } else { "user" };
+        added.push(
+            agent
+                .append_message(message(role, &format!("outside {i}")))
+                .unwrap(),
+        );
+    }
+    agent.close().unwrap();
+    done.store(true, Ordering::SeqCst);
+    for reader in readers {
+        let (rounds, seen) = reader.join().expect("a reader failed");
+        assert!(rounds >= 1 && seen >= 3, "{rounds} rounds, {seen} entries");
+    }
+
+    // Everything appended shows (a bounded number of tries, no clock).
+    let total = 3 + APPENDS;
+    let mut listed = 0;
+    for _ in 0..50 {
+        listed = fs::read_dir(dir.join("entries")).unwrap().count() - 1;
+        if listed == total {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(listed, total);
+    assert_eq!(context_messages(&dir), total);
+    assert_eq!(
+        ok("cat", &[p(&dir.join("leaf"))]),
+        format!("{}\n", added.last().unwrap())
+    );
+    for (i, id) in added.iter().enumerate() {
+        let (_, value) = read_json(&dir.join("entries").join(format!("{id}.json")));
+        let message = value.as_object().unwrap().get("message").unwrap();
+        assert_eq!(
+            message.as_object().unwrap().get_str("content"),
+            Some(format!("outside {i}").as_str())
+        );
+    }
+}
+
+#[test]
+fn concurrent_writers_to_entries_new_each_land_exactly_once() {
+    use std::collections::HashMap;
+    use std::io::Write;
+    if !fuse_usable() {
+        return;
+    }
+    const WRITERS: usize = 4;
+    const LINES: usize = 25;
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let new = mount
+        .path()
+        .join("sessions")
+        .join(&s.sid)
+        .join("entries/new");
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let new = new.clone();
+            std::thread::spawn(move || {
+                let mut file = fs::OpenOptions::new().append(true).open(&new).unwrap();
+                for i in 0..LINES {
+                    // One write call per line; every few lines on a fresh handle.
+                    if i % 10 == 9 {
+                        file = fs::OpenOptions::new().append(true).open(&new).unwrap();
+                    }
+                    let line = format!("{{\"role\":\"user\",\"content\":\"w{w} line {i}\"}}\n");
+                    file.write_all(line.as_bytes()).unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().expect("a writer failed");
+    }
+    drop(mount);
+
+    let loaded = load_session(&s.file).unwrap();
+    let session = &loaded.session;
+    assert_eq!(session.entry_count(), 3 + WRITERS * LINES);
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for entry in session.entries().skip(3) {
+        let content = entry.message().unwrap().get_str("content").unwrap();
+        *counts.entry(content.to_owned()).or_default() += 1;
+    }
+    for w in 0..WRITERS {
+        for i in 0..LINES {
+            assert_eq!(
+                counts.get(&format!("w{w} line {i}")),
+                Some(&1),
+                "w{w} line {i}"
+            );
+        }
+    }
+    // Each append is the child of the one before: one unbroken chain.
+    let entries: Vec<_> = session.entries().collect();
+    for pair in entries.windows(2) {
+        assert_eq!(pair[1].parent_id(), pair[0].id());
+    }
+    assert_eq!(session.leaf_id(), entries.last().unwrap().id());
+}

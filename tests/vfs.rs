@@ -511,3 +511,40 @@ fn the_lru_closes_and_reloads_sessions_without_changing_numbers() {
     assert_eq!(v.lookup(a, "leaf").unwrap().ino, a_leaf);
     assert!(v.close_all().is_empty());
 }
+
+#[test]
+fn a_continued_listing_keeps_the_scan_and_a_fresh_one_rescans() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, _) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
+    let names = |rescan: bool| -> Vec<String> {
+        let mut names: Vec<String> = v
+            .readdir_from(sessions, rescan)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(true), vec![first.clone()]);
+    // A second session written by the agent.
+    let m = SessionManager::create_managed(
+        &tmp.path().join("workspace"),
+        &tmp.path().join("agent/sessions"),
+        StorageConfig::files(tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    m.append_message(message("user", "q")).unwrap();
+    m.append_message(message("assistant", "a")).unwrap();
+    m.close().unwrap();
+    let second = m.session_id();
+    assert_eq!(names(false), vec![first.clone()]);
+    // A lookup of a session the scan has not seen yet still finds it.
+    assert!(v.lookup(sessions, &second).is_ok());
+    let mut both = vec![first, second.clone()];
+    both.sort();
+    assert_eq!(names(true), both);
+    assert_eq!(v.readdir(sessions).unwrap().len(), 2);
+}

@@ -346,7 +346,8 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let entries = match call("readdir", || self.vfs.readdir(ino.0)) {
+        // Only the first call of a listing rescans the sessions.
+        let entries = match call("readdir", || self.vfs.readdir_from(ino.0, offset == 0)) {
             Ok(entries) => entries,
             Err(e) => return reply.error(e),
         };

@@ -114,6 +114,13 @@ enum Command {
         /// Session format: 5 (current) or 1 (legacy: no ids, linear, firstKeptEntryIndex).
         #[arg(long, value_enum, default_value = "5", value_name = "VERSION")]
         version: VersionArg,
+        /// The workspace written into the header's `cwd` (kept as generated if absent).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Write the session into the managed scope of `--cwd` (prepared and bound if
+        /// new) in this agent directory; OUT is then the file's name inside the scope.
+        #[arg(long, value_name = "AGENT_DIR", requires = "cwd")]
+        scope: Option<PathBuf>,
     },
     /// Mount the session store as a filesystem and serve it in the foreground.
     ///
@@ -199,12 +206,18 @@ pub fn run() -> ExitCode {
             limit,
             seed,
             version,
+            cwd,
+            scope,
         } => {
             let format = match version {
                 VersionArg::V5 => Format::V5,
                 VersionArg::V1 => Format::V1,
             };
-            generate::run(&out, limit.limit(), seed, format)
+            let target = generate::Target {
+                cwd: cwd.as_deref(),
+                scope: scope.as_deref(),
+            };
+            generate::run(&out, limit.limit(), seed, format, target)
         }
         Command::Mount {
             mountpoint,

@@ -233,11 +233,15 @@ impl Vfs {
         self.drop_if_changed_outside(state, sid);
         if !state.loaded.contains_key(sid) {
             let listed = state.listing.get(sid).ok_or(VfsError::NotFound)?.clone();
+            // The stamp is taken before the load: an append landing in between then shows
+            // as a change on the next access. Taken after, it would hide that append for
+            // good (the stamp would match a file newer than the loaded session).
+            let before = FileStamp::of(&listed.path);
             let manager = self
                 .open_manager(&listed)
                 .map_err(|e| VfsError::Io(e.to_string()))?;
             let rendered = manager.read(Rendered::new);
-            let synced = manager.session_file().as_deref().and_then(FileStamp::of);
+            let synced = before;
             state.loaded.insert(
                 sid.to_owned(),
                 Loaded {
@@ -534,8 +538,17 @@ impl Vfs {
         self.attr_of(&mut state, &node)
     }
 
-    /// The entries of directory `ino` (without `.` and `..`).
+    /// The entries of directory `ino` (without `.` and `..`), the session listing rescanned.
     pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>, VfsError> {
+        self.readdir_from(ino, true)
+    }
+
+    /// The entries of directory `ino`; with `rescan` false, `sessions/` and `projects/`
+    /// come from the listing as last scanned. A listing read in several calls (the kernel
+    /// asks for a large directory a buffer at a time) rescans only for its first call:
+    /// a scan reads every session file's head, and one per call made `ls` of 10,000
+    /// sessions quadratic.
+    pub fn readdir_from(&self, ino: u64, rescan: bool) -> Result<Vec<DirEntry>, VfsError> {
         let mut state = self.state.lock();
         let dir = Self::node(&state, ino)?;
         let children: Vec<(Node, String)> = match &dir {
@@ -546,7 +559,9 @@ impl Vfs {
                 (Node::ProjectsDir, "projects".to_owned()),
             ],
             Node::ProjectsDir => {
-                self.refresh_listing(&mut state);
+                if rescan {
+                    self.refresh_listing(&mut state);
+                }
                 let names: std::collections::BTreeSet<String> = state
                     .listing
                     .values()
@@ -600,7 +615,9 @@ impl Vfs {
                     .collect()
             }
             Node::SessionsDir => {
-                self.refresh_listing(&mut state);
+                if rescan {
+                    self.refresh_listing(&mut state);
+                }
                 let mut ids: Vec<String> = state.listing.keys().cloned().collect();
                 ids.sort();
                 ids.into_iter()

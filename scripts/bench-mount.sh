@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# Benchmark of `gjcfs mount` next to the raw session files, in the same hyperfine runs.
+#
+# Builds the release binary, generates stores under target/bench/mount/, mounts each with
+# `gjcfs mount MP --session-dir DIR` in the background and measures:
+#   (a) `grep -r TOKEN MP/sessions` vs `grep -r TOKEN DIR` on a ~100 MB store (target <= 3x);
+#   (b) `ls -l MP/sessions/` with 10,000 sessions (target < 1 s);
+#   (c) `cat MP/sessions/<id>/context.json` of a 100,000-entry session: cold, the first read
+#       after a fresh mount (target < 0.5 s), and warm (target < 50 ms);
+#   (d) 10,000 lines written to `entries/new` in one stream, in entries/s, next to
+#       `gjcfs append FILE` with the same lines.
+# The mount is always undone on exit (fusermount3 -u, then -uz; the server is killed).
+#
+# Environment: RUNS (default 10), WARMUP (default 2), COLD (cold runs, default 3),
+# SESSIONS (default 10000), BIG_ENTRIES (default 100000).
+set -euo pipefail
+
+RUNS=${RUNS:-10}
+WARMUP=${WARMUP:-2}
+COLD=${COLD:-3}
+SESSIONS=${SESSIONS:-10000}
+BIG_ENTRIES=${BIG_ENTRIES:-100000}
+TOKEN=GJCFS_BENCH_ABSENT_TOKEN
+
+cd "$(dirname "$0")/.."
+OUT=target/bench/mount
+BIN=$PWD/target/release/gjcfs
+MP=$OUT/mnt
+mkdir -p "$OUT" "$MP"
+MP=$(cd "$MP" && pwd)
+
+die() {
+	echo "bench-mount: error: $*" >&2
+	exit 1
+}
+
+SERVER=
+unmount() {
+	if grep -q " $MP fuse" /proc/mounts; then
+		fusermount3 -u "$MP" 2>/dev/null || fusermount3 -uz "$MP" 2>/dev/null || true
+	fi
+	if [ -n "$SERVER" ]; then
+		# Let it exit after the unmount; kill it if it does not.
+		for _ in $(seq 50); do kill -0 "$SERVER" 2>/dev/null || break; sleep 0.1; done
+		kill "$SERVER" 2>/dev/null || true
+		wait "$SERVER" 2>/dev/null || true
+		SERVER=
+	fi
+}
+trap unmount EXIT
+
+mount_store() { # mount_store DIR
+	unmount
+	"$BIN" mount "$MP" --session-dir "$1" 2>>"$OUT/mount.log" &
+	SERVER=$!
+	for _ in $(seq 400); do
+		if grep -q " $MP fuse" /proc/mounts && [ -d "$MP/sessions" ]; then
+			return 0
+		fi
+		kill -0 "$SERVER" 2>/dev/null || die "gjcfs mount exited: $(tail -3 "$OUT/mount.log")"
+		sleep 0.05
+	done
+	die "not mounted after 20 s"
+}
+
+if ! command -v hyperfine >/dev/null; then
+	echo "bench-mount: installing hyperfine" >&2
+	apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null ||
+		die "hyperfine is missing and could not be installed"
+fi
+command -v fusermount3 >/dev/null || die "fusermount3 is missing (apt-get install fuse3)"
+[ -e /dev/fuse ] || die "/dev/fuse is missing"
+
+cargo build --release --quiet || die "cargo build --release failed"
+
+echo "== machine"
+echo "nproc: $(nproc)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+declare -a SUMMARY=()
+FAILED=0
+check() { # check LABEL OK(0|1) TEXT
+	if [ "$2" = 1 ]; then SUMMARY+=("PASS  $1: $3"); else
+		SUMMARY+=("FAIL  $1: $3")
+		FAILED=1
+	fi
+}
+mean_of() { # mean_of CSV NAME -> seconds
+	awk -F, -v n="$2" '$1 == n { print $2 }' "$1"
+}
+
+# DIR/NAME: a copy of SRC under header id number N (the id names the session).
+copy_session() { # copy_session SRC NAME N DIR
+	local id
+	id=$(printf '00000000-0000-7000-8000-%012d' "$3")
+	sed "1s/\"id\":\"[^\"]*\"/\"id\":\"$id\"/" "$1" >"$4/$2"
+}
+
+# --- stores --------------------------------------------------------------------------
+GREP_DIR=$OUT/grep-store
+if [ ! -d "$GREP_DIR" ]; then
+	mkdir -p "$GREP_DIR.tmp"
+	for seed in $(seq 1 10); do
+		"$BIN" generate "$GREP_DIR.tmp/s$seed.jsonl" --size 10MB --seed "$seed" 2>/dev/null
+	done
+	mv "$GREP_DIR.tmp" "$GREP_DIR"
+fi
+LS_DIR=$OUT/ls-store-$SESSIONS
+if [ ! -d "$LS_DIR" ]; then
+	mkdir -p "$LS_DIR.tmp"
+	"$BIN" generate "$OUT/small.jsonl" --entries 5 --seed 7 2>/dev/null
+	# One sed pass writes every copy (a process per file would take minutes).
+	awk -v n="$SESSIONS" -v dir="$LS_DIR.tmp" '
+		{ lines[NR] = $0 }
+		END {
+			for (i = 1; i <= n; i++) {
+				f = sprintf("%s/s%05d.jsonl", dir, i)
+				h = lines[1]
+				sub(/"id":"[^"]*"/, sprintf("\"id\":\"00000000-0000-7000-8000-%012d\"", i), h)
+				print h > f
+				for (j = 2; j <= NR; j++) print lines[j] > f
+				close(f)
+			}
+		}' "$OUT/small.jsonl"
+	mv "$LS_DIR.tmp" "$LS_DIR"
+fi
+BIG_DIR=$OUT/big-store-$BIG_ENTRIES
+if [ ! -d "$BIG_DIR" ]; then
+	mkdir -p "$BIG_DIR.tmp"
+	"$BIN" generate "$BIG_DIR.tmp/big.jsonl" --entries "$BIG_ENTRIES" --seed 1 2>/dev/null
+	mv "$BIG_DIR.tmp" "$BIG_DIR"
+fi
+grep_bytes=$(du -sb "$GREP_DIR" | cut -f1)
+big_bytes=$(stat -c %s "$BIG_DIR/big.jsonl")
+echo "grep store: $(ls "$GREP_DIR" | wc -l) sessions, $grep_bytes bytes"
+echo "ls store: $(ls "$LS_DIR" | wc -l) sessions"
+echo "big session: $BIG_ENTRIES entries, $big_bytes bytes"
+
+# --- (a) grep -r -----------------------------------------------------------------------
+echo
+echo "== (a) grep -r on the ~100 MB store"
+mount_store "$GREP_DIR"
+hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/grep.csv" -i \
+	-n "grep -r raw" "grep -r $TOKEN $GREP_DIR" \
+	-n "grep -r mount" "grep -r $TOKEN $MP/sessions" || die "hyperfine failed (grep)"
+mounted_bytes=$(find "$MP/sessions" -type f ! -name new -printf '%s\n' | awk '{ s += $1 } END { print s }')
+raw=$(mean_of "$OUT/grep.csv" "grep -r raw")
+mnt=$(mean_of "$OUT/grep.csv" "grep -r mount")
+ratio=$(awk -v a="$mnt" -v b="$raw" 'BEGIN { printf "%.1f", a / b }')
+check "(a) grep -r" "$(awk -v r="$ratio" 'BEGIN { print (r <= 3) ? 1 : 0 }')" \
+	"mount $(awk -v t="$mnt" 'BEGIN { printf "%.0f", t * 1000 }') ms vs raw $(awk -v t="$raw" 'BEGIN { printf "%.0f", t * 1000 }') ms = ${ratio}x (target <= 3x); the mount serves $mounted_bytes bytes for $grep_bytes raw"
+
+# --- (b) ls -l of 10,000 sessions ----------------------------------------------------
+echo
+echo "== (b) ls -l of $SESSIONS sessions"
+mount_store "$LS_DIR"
+hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/ls.csv" \
+	-n "ls -l raw" "ls -l $LS_DIR > /dev/null" \
+	-n "ls -l mount" "ls -l $MP/sessions/ > /dev/null" || die "hyperfine failed (ls)"
+[ "$(ls "$MP/sessions" | wc -l)" = "$SESSIONS" ] || die "the mount does not list $SESSIONS sessions"
+mnt=$(mean_of "$OUT/ls.csv" "ls -l mount")
+check "(b) ls -l" "$(awk -v t="$mnt" 'BEGIN { print (t < 1) ? 1 : 0 }')" \
+	"$(awk -v t="$mnt" 'BEGIN { printf "%.0f", t * 1000 }') ms (raw $(awk -v t="$(mean_of "$OUT/ls.csv" "ls -l raw")" 'BEGIN { printf "%.0f", t * 1000 }') ms; target < 1000 ms)"
+
+# --- (c) context.json of a 100,000-entry session ----------------------------------------
+echo
+echo "== (c) cat context.json of a $BIG_ENTRIES-entry session"
+big_id=$(head -1 "$BIG_DIR/big.jsonl" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+cold_total=0
+cold_list=
+for i in $(seq "$COLD"); do
+	mount_store "$BIG_DIR"
+	start=$(date +%s%N)
+	cat "$MP/sessions/$big_id/context.json" >/dev/null
+	end=$(date +%s%N)
+	ms=$(((end - start) / 1000000))
+	cold_list="$cold_list $ms"
+	cold_total=$((cold_total + ms))
+done
+cold=$((cold_total / COLD))
+echo "cold runs (ms):$cold_list"
+check "(c) context.json cold" "$((cold < 500))" \
+	"mean ${cold} ms over $COLD fresh mounts (runs:$cold_list ms; target < 500 ms)"
+hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/context.csv" \
+	-n "cat raw file" "cat $BIG_DIR/big.jsonl > /dev/null" \
+	-n "gjcfs context" "$BIN context $BIG_DIR/big.jsonl > /dev/null" \
+	-n "cat context.json warm" "cat $MP/sessions/$big_id/context.json > /dev/null" ||
+	die "hyperfine failed (context)"
+warm=$(mean_of "$OUT/context.csv" "cat context.json warm")
+check "(c) context.json warm" "$(awk -v t="$warm" 'BEGIN { print (t < 0.05) ? 1 : 0 }')" \
+	"$(awk -v t="$warm" 'BEGIN { printf "%.1f", t * 1000 }') ms (target < 50 ms)"
+
+# --- (d) appends -------------------------------------------------------------------------
+echo
+echo "== (d) 10,000 appends through entries/new vs gjcfs append"
+APPEND_DIR=$OUT/append-store
+rm -rf "$APPEND_DIR" "$OUT/append-engine"
+mkdir -p "$APPEND_DIR" "$OUT/append-engine"
+copy_session "$OUT/small.jsonl" mount.jsonl 1 "$APPEND_DIR"
+copy_session "$OUT/small.jsonl" engine.jsonl 2 "$OUT/append-engine"
+awk 'BEGIN { for (i = 0; i < 10000; i++) printf "{\"role\":\"user\",\"content\":\"bench line %d\"}\n", i }' \
+	>"$OUT/lines.jsonl"
+mount_store "$APPEND_DIR"
+new=$MP/sessions/00000000-0000-7000-8000-000000000001/entries/new
+ARUNS=$(((RUNS + 1) / 2))
+hyperfine --style basic --runs "$ARUNS" --export-csv "$OUT/append.csv" \
+	-n "gjcfs append" "$BIN append $OUT/append-engine/engine.jsonl --agent-dir $OUT/agent < $OUT/lines.jsonl" \
+	-n "entries/new" "cat $OUT/lines.jsonl > $new" || die "hyperfine failed (append)"
+unmount
+for f in "$APPEND_DIR/mount.jsonl" "$OUT/append-engine/engine.jsonl"; do
+	n=$(($(wc -l <"$f") - 6))
+	[ "$n" = $((ARUNS * 10000)) ] || die "$f holds $n appended lines, not $((ARUNS * 10000))"
+done
+eng=$(mean_of "$OUT/append.csv" "gjcfs append")
+mnt=$(mean_of "$OUT/append.csv" "entries/new")
+SUMMARY+=("      (d) appends: entries/new $(awk -v t="$mnt" 'BEGIN { printf "%.0f", 10000 / t }') entries/s ($(awk -v t="$mnt" 'BEGIN { printf "%.0f", t * 1000 }') ms), gjcfs append $(awk -v t="$eng" 'BEGIN { printf "%.0f", 10000 / t }') entries/s ($(awk -v t="$eng" 'BEGIN { printf "%.0f", t * 1000 }') ms)")
+
+echo
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "== summary (mean of $RUNS runs unless stated)"
+for line in "${SUMMARY[@]}"; do echo "$line"; done
+if [ "$FAILED" != 0 ]; then
+	echo "bench-mount: some targets were missed" >&2
+	exit 1
+fi
+echo "bench-mount: all targets met"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds a demo agent directory with gjcfs's own tools, at DIR (default target/demo-agent):
+#   DIR/workspace                     the demo workspace (an empty project directory)
+#   DIR/agent/sessions/v2-<digest>/   its managed scope: three generated sessions (branches,
+#                                     compactions, labels) and one holding a user image that
+#                                     the append put into the blob store
+#   DIR/agent/blobs/                  that image
+#   DIR/agent/sessions/--<cwd>--/     a legacy directory holding a v1 transcript
+#   DIR/agent/history.db              a prompt history
+# Mount it with `gjcfs mount MP --agent-dir DIR/agent`. Replaces an existing DIR/agent.
+# GJCFS names the gjcfs binary to use (default: build the release binary).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-target/demo-agent}
+if [ -z "${GJCFS:-}" ]; then
+	cargo build --release --quiet
+	GJCFS=$PWD/target/release/gjcfs
+fi
+mkdir -p "$dir/workspace"
+dir=$(cd "$dir" && pwd -P)
+ws=$dir/workspace
+agent=$dir/agent
+rm -rf "$agent"
+mkdir -p -m 700 "$agent"
+
+gen() { "$GJCFS" generate "$@" 2>/dev/null; }
+
+# The managed scope of the workspace.
+gen 2026-04-15T13-44-13-429Z_main.jsonl --entries 600 --seed 1 --cwd "$ws" --scope "$agent"
+gen 2026-04-16T09-02-51-007Z_refactor.jsonl --entries 150 --seed 2 --cwd "$ws" --scope "$agent"
+gen 2026-04-17T17-30-05-310Z_review.jsonl --entries 40 --seed 3 --cwd "$ws" --scope "$agent"
+gen 2026-04-18T08-15-00-000Z_image.jsonl --entries 12 --seed 4 --cwd "$ws" --scope "$agent"
+scope=$(dirname "$(ls "$agent"/sessions/v2-*/*_image.jsonl)")
+
+# A screenshot-sized image (2,048 random bytes = 2,732 base64 characters): the append stores
+# it in the blob store and leaves a reference in the transcript.
+image=$(head -c 2048 /dev/urandom | base64 -w0)
+printf '{"role":"user","content":[{"type":"text","text":"What does this screenshot show?"},{"type":"image","data":"%s","mimeType":"image/png"}]}\n' \
+	"$image" | "$GJCFS" append "$scope/2026-04-18T08-15-00-000Z_image.jsonl" --agent-dir "$agent" >/dev/null
+
+# A legacy directory (the workspace path encoded: / becomes -) with a v1 transcript.
+legacy=$agent/sessions/--$(printf '%s' "${ws#/}" | tr '/\\:' '---')--
+mkdir -p -m 700 "$legacy"
+gen "$legacy/2025-11-02T10-00-00-000Z_legacy.jsonl" --entries 80 --seed 5 --version 1 --cwd "$ws"
+
+"$GJCFS" history add --cwd "$ws" --agent-dir "$agent" \
+	"rename the session module" \
+	"explain the branch summary in the tree" \
+	"why does the compaction keep the last tool result?" >/dev/null
+
+echo "gjcfs demo agent: $agent (workspace $ws)" >&2
+"$GJCFS" ls --all --agent-dir "$agent" >&2
