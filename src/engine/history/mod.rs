@@ -209,13 +209,17 @@ impl HistoryStorage {
             })?;
         }
         let err = |e| HistoryError::sqlite(path, e);
-        let reader = connect(path).map_err(err)?;
-        prepare_schema(&reader).map_err(err)?;
+        let reader = retry_busy(|| {
+            let conn = connect(path)?;
+            prepare_schema(&conn)?;
+            Ok(conn)
+        })
+        .map_err(err)?;
         let last_prompt: Option<String> = reader
             .query_row(LAST_PROMPT, [], |row| Ok(text(row.get_ref(0)?)))
             .optional()
             .map_err(err)?;
-        let writer_conn = connect(path).map_err(err)?;
+        let writer_conn = retry_busy(|| connect(path)).map_err(err)?;
 
         let shared = Arc::new(Shared {
             path: path.to_owned(),
@@ -442,6 +446,27 @@ fn insert_batch(conn: &mut Connection, batch: &[QueuedPrompt]) -> rusqlite::Resu
 }
 
 /// Opens a connection with the agent's settings.
+/// Runs `step` again while it fails with SQLITE_BUSY, for up to the busy timeout. Opening a
+/// database that another process is creating at the same moment can be refused at once
+/// (SQLite's deadlock avoidance skips the busy handler when two connections both need to
+/// upgrade their locks, e.g. one switching to WAL while the other creates the schema).
+fn retry_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = std::time::Duration::from_millis(2);
+    loop {
+        match step() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn connect(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
