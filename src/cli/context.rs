@@ -13,7 +13,12 @@ use gjcfs::engine::storage::FileStorage;
 use super::output::warn_skipped;
 
 pub fn run(file: &Path, leaf: Option<&str>, agent_dir: Option<&Path>) -> Result<()> {
-    let blob_dir = super::agent::agent_dirs(agent_dir)?.blob_dir();
+    // An explicit agent directory must resolve; without one, a missing home directory only
+    // means blob references cannot be resolved (they are printed as stored).
+    let blob_dir = match agent_dir {
+        Some(_) => Some(super::agent::agent_dirs(agent_dir)?.blob_dir()),
+        None => super::agent::agent_dirs(None).ok().map(|d| d.blob_dir()),
+    };
     let loaded = load_session(file)?;
     warn_skipped(file, &loaded.skipped);
     let session = &loaded.session;
@@ -22,8 +27,10 @@ pub fn run(file: &Path, leaf: Option<&str>, agent_dir: Option<&Path>) -> Result<
         Some(id) if session.index_of(id).is_some() => session.build_context_for(id),
         Some(id) => bail!("{}: entry {id} not found", file.display()),
     };
-    let blobs = BlobStore::new(blob_dir, Arc::new(FileStorage));
-    let context = context.with_blobs_resolved(&blobs);
+    let context = match blob_dir {
+        Some(dir) => context.with_blobs_resolved(&BlobStore::new(dir, Arc::new(FileStorage))),
+        None => context,
+    };
     let mut out = BufWriter::new(std::io::stdout().lock());
     context.write_pretty(&mut out)?;
     out.write_all(b"\n")?;
