@@ -145,16 +145,7 @@ impl Mount {
     /// Sends SIGTERM and waits for the server to exit; returns its status.
     pub fn stop(&mut self) -> Option<ExitStatus> {
         self.signal(libc::SIGTERM);
-        let child = self.child.as_mut()?;
-        let start = Instant::now();
-        while start.elapsed() < PATIENCE {
-            if let Some(status) = child.try_wait().unwrap() {
-                self.child = None;
-                return Some(status);
-            }
-            sleep(POLL);
-        }
-        None
+        self.wait_exit()
     }
 }
 
