@@ -3,8 +3,10 @@
 mod common;
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use common::mount::{fuse_usable, is_mounted, Mount};
 use gjcfs::engine::json::{self, Value};
@@ -306,6 +308,110 @@ fn an_append_by_the_agent_outside_the_mount_shows_up() {
     assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 5);
     assert_eq!(ok("cat", &[p(&dir.join("leaf"))]), format!("{added}\n"));
     assert_eq!(context_messages(&dir), 4);
+}
+
+/// Polls `f` until it holds, for up to `limit`.
+fn within(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if f() {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn cached_entries_and_headers_follow_patches_written_outside() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let entry = dir.join("entries").join(format!("{}.json", s.ids[0]));
+    let header = dir.join("header.json");
+    // Read twice: the second read is served from the kernel's cache.
+    for _ in 0..2 {
+        assert!(ok("cat", &[p(&entry)]).contains("question MOUNTTOKEN"));
+        assert!(!ok("cat", &[p(&header)]).contains("renamed outside"));
+    }
+    let size_before = fs::metadata(&entry).unwrap().len();
+    // The agent patches the first message and renames the session, by appending lines.
+    let patch = format!(
+        "{{\"type\":\"entry_patch\",\"entryId\":\"{}\",\"patch\":{{\"message\":{{\"role\":\"user\",\"content\":\"patched outside, much longer than before\"}}}}}}\n\
+         {{\"type\":\"header_patch\",\"patch\":{{\"title\":\"renamed outside\"}}}}\n",
+        s.ids[0]
+    );
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&s.file)
+        .unwrap()
+        .write_all(patch.as_bytes())
+        .unwrap();
+    // Nobody touches the mount: the server notices by itself and drops the kernel's copies.
+    std::thread::sleep(Duration::from_millis(1200));
+    assert!(
+        within(Duration::from_secs(2), || ok("cat", &[p(&entry)])
+            .contains("patched outside, much longer than before")),
+        "the patched entry is shown"
+    );
+    let shown = ok("cat", &[p(&entry)]);
+    assert!(!shown.contains("MOUNTTOKEN"), "{shown}");
+    assert_eq!(fs::metadata(&entry).unwrap().len(), shown.len() as u64);
+    assert_ne!(shown.len() as u64, size_before);
+    let header_text = ok("cat", &[p(&header)]);
+    assert!(header_text.contains("renamed outside"), "{header_text}");
+    assert_eq!(
+        fs::metadata(&header).unwrap().len(),
+        header_text.len() as u64
+    );
+}
+
+#[test]
+fn stat_after_a_branch_shows_the_new_sizes_at_once() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let context = dir.join("context.json");
+    let leaf = dir.join("leaf");
+    let full = ok("cat", &[p(&context)]);
+    assert_eq!(fs::metadata(&context).unwrap().len(), full.len() as u64);
+    ok("sh", &["-c", &format!("echo {} > {}", s.ids[0], p(&leaf))]);
+    // No waiting: the model announced the change, the kernel dropped its attributes
+    // (stat first: a read to the end would correct the size by itself).
+    let stat_size = fs::metadata(&context).unwrap().len();
+    assert_eq!(
+        fs::metadata(&leaf).unwrap().len(),
+        s.ids[0].len() as u64 + 1
+    );
+    let short = ok("cat", &[p(&context)]);
+    assert!(short.len() < full.len());
+    assert_eq!(stat_size, short.len() as u64);
+}
+
+#[test]
+fn mounting_over_a_served_mount_fails_and_leaves_it_alone() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let out = run(
+        env!("CARGO_BIN_EXE_gjcfs"),
+        &["mount", p(mount.path()), "--agent-dir", &s.agent_dir()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already mounted"), "{err}");
+    let leaf = mount.path().join("sessions").join(&s.sid).join("leaf");
+    assert_eq!(ok("cat", &[p(&leaf)]), format!("{}\n", s.ids[2]));
 }
 
 #[test]

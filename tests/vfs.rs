@@ -513,22 +513,23 @@ fn the_lru_closes_and_reloads_sessions_without_changing_numbers() {
 }
 
 #[test]
-fn a_continued_listing_keeps_the_scan_and_a_fresh_one_rescans() {
+fn an_open_directory_keeps_its_listing_and_a_new_open_rescans() {
     let tmp = tempfile::tempdir().unwrap();
     let (first, _) = setup(tmp.path());
     let v = vfs(tmp.path(), false);
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
-    let names = |rescan: bool| -> Vec<String> {
+    let names = |fh: u64| -> Vec<String> {
         let mut names: Vec<String> = v
-            .readdir_from(sessions, rescan)
+            .dir_entries(fh)
             .unwrap()
-            .into_iter()
-            .map(|e| e.name)
+            .iter()
+            .map(|e| e.name.clone())
             .collect();
         names.sort();
         names
     };
-    assert_eq!(names(true), vec![first.clone()]);
+    let before = v.opendir(sessions).unwrap();
+    assert_eq!(names(before), vec![first.clone()]);
     // A second session written by the agent.
     let m = SessionManager::create_managed(
         &tmp.path().join("workspace"),
@@ -540,11 +541,15 @@ fn a_continued_listing_keeps_the_scan_and_a_fresh_one_rescans() {
     m.append_message(message("assistant", "a")).unwrap();
     m.close().unwrap();
     let second = m.session_id();
-    assert_eq!(names(false), vec![first.clone()]);
+    assert_eq!(names(before), vec![first.clone()]);
     // A lookup of a session the scan has not seen yet still finds it.
     assert!(v.lookup(sessions, &second).is_ok());
+    let after = v.opendir(sessions).unwrap();
     let mut both = vec![first, second.clone()];
     both.sort();
-    assert_eq!(names(true), both);
+    assert_eq!(names(after), both);
+    v.release(before).unwrap();
+    assert_eq!(v.dir_entries(before), Err(VfsError::BadHandle));
+    assert_eq!(names(after).len(), 2);
     assert_eq!(v.readdir(sessions).unwrap().len(), 2);
 }

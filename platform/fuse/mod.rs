@@ -10,14 +10,27 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use fuser::{
     BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
     INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr,
-    ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request,
-    TimeOrNow, WriteFlags,
+    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
-use gjcfs::vfs::{Attr, NamespaceChange, NodeKind, OpenMode, Vfs, VfsError};
+use gjcfs::vfs::{Attr, Caching, DirEntry, NamespaceChange, NodeKind, OpenMode, Vfs, VfsError};
 
-/// Attributes and names are never cached by the kernel: contents change with every branch
-/// and append, and a stale size would cut reads short.
-const TTL: Duration = Duration::ZERO;
+/// How long the kernel keeps the attributes and name of a node that changes (leaf,
+/// context, listings): short, because a change made outside (the agent appending) is seen
+/// only when the kernel asks again. Every change the model knows of is also announced and
+/// invalidated at once. Never zero: the kernel would then look up every name again.
+const SHORT_TTL: Duration = Duration::from_secs(1);
+/// How long the kernel keeps a stable node (entries, blobs): they change only in ways the
+/// model announces.
+const LONG_TTL: Duration = Duration::from_secs(24 * 3600);
+
+fn ttl(attr: &Attr) -> &'static Duration {
+    if attr.stable {
+        &LONG_TTL
+    } else {
+        &SHORT_TTL
+    }
+}
 
 /// The one mapping from model errors to error codes.
 pub fn to_errno(error: &VfsError) -> Errno {
@@ -124,19 +137,23 @@ impl Filesystem for FuseAdapter {
         if let Err(missing) = config.add_capabilities(InitFlags::FUSE_ATOMIC_O_TRUNC) {
             eprintln!("gjcfs mount: the kernel lacks {missing:?}; O_TRUNC on leaf resets it");
         }
+        // Listings carry the attributes (`ls -l`, `grep -r` need no lookup per name).
+        // Optional: without them the kernel looks names up one by one.
+        let _ = config
+            .add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
         Ok(())
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match call("lookup", || self.vfs.lookup(parent.0, name_str(name)?)) {
-            Ok(a) => reply.entry(&TTL, &self.attr(&a), Generation(0)),
+            Ok(a) => reply.entry(ttl(&a), &self.attr(&a), Generation(0)),
             Err(e) => reply.error(e),
         }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match call("getattr", || self.vfs.getattr(ino.0)) {
-            Ok(a) => reply.attr(&TTL, &self.attr(&a)),
+            Ok(a) => reply.attr(ttl(&a), &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
@@ -177,7 +194,7 @@ impl Filesystem for FuseAdapter {
             None => self.vfs.getattr(ino.0),
         });
         match result {
-            Ok(a) => reply.attr(&TTL, &self.attr(&a)),
+            Ok(a) => reply.attr(ttl(&a), &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
@@ -259,11 +276,15 @@ impl Filesystem for FuseAdapter {
         };
         match call("open", || self.vfs.open(ino.0, mode)) {
             Ok(opened) => {
-                let flags = if opened.direct_io {
-                    FopenFlags::FOPEN_DIRECT_IO
-                } else {
-                    FopenFlags::empty()
+                let mut flags = match opened.caching {
+                    Caching::Direct => FopenFlags::FOPEN_DIRECT_IO,
+                    Caching::UntilReopen => FopenFlags::empty(),
+                    Caching::Keep => FopenFlags::FOPEN_KEEP_CACHE,
                 };
+                if !mode.write {
+                    // Nothing to apply at close: spare the round trip.
+                    flags |= FopenFlags::FOPEN_NOFLUSH;
+                }
                 reply.opened(FileHandle(opened.fh), flags)
             }
             Err(e) => reply.error(e),
@@ -338,29 +359,81 @@ impl Filesystem for FuseAdapter {
         }
     }
 
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match call("opendir", || self.vfs.opendir(ino.0)) {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        match call("releasedir", || self.vfs.release(fh.0)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
     fn readdir(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        // Only the first call of a listing rescans the sessions.
-        let entries = match call("readdir", || self.vfs.readdir_from(ino.0, offset == 0)) {
+        let entries = match call("readdir", || self.vfs.dir_entries(fh.0)) {
             Ok(entries) => entries,
             Err(e) => return reply.error(e),
         };
-        let dots = [(ino.0, "."), (ino.0, "..")]
-            .into_iter()
-            .map(|(i, n)| (i, FileType::Directory, n.to_owned()));
-        let all = dots.chain(
-            entries
-                .into_iter()
-                .map(|e| (e.ino, file_type(e.kind), e.name)),
-        );
-        for (i, (child, kind, name)) in all.enumerate().skip(offset as usize) {
-            if reply.add(INodeNo(child), (i + 1) as u64, kind, name) {
+        for (next, entry) in with_dots(ino.0, &entries).skip(offset as usize) {
+            if reply.add(INodeNo(entry.ino), next, file_type(entry.kind), &entry.name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let listed = call("readdirplus", || {
+            Ok((self.vfs.dir_entries(fh.0)?, self.vfs.getattr(ino.0)?))
+        });
+        let (entries, own) = match listed {
+            Ok(listed) => listed,
+            Err(e) => return reply.error(e),
+        };
+        for (next, entry) in with_dots(ino.0, &entries).skip(offset as usize) {
+            // The kernel makes no name of `.` and `..`; their attributes are not used.
+            let attr = if entry.name == "." || entry.name == ".." {
+                own
+            } else {
+                match call("readdirplus", || self.vfs.getattr(entry.ino)) {
+                    Ok(attr) => attr,
+                    Err(e) => return reply.error(e),
+                }
+            };
+            let full = reply.add(
+                INodeNo(entry.ino),
+                next,
+                &entry.name,
+                ttl(&attr),
+                &self.attr(&attr),
+                Generation(0),
+            );
+            if full {
                 break;
             }
         }
@@ -379,6 +452,20 @@ impl Filesystem for FuseAdapter {
     ) {
         reply.error(self.refusal(parent, NamespaceChange::Create));
     }
+}
+
+/// `.`, `..` and the entries, each with the offset of the one after it.
+fn with_dots(ino: u64, entries: &[DirEntry]) -> impl Iterator<Item = (u64, DirEntry)> + '_ {
+    let dot = |name: &str| DirEntry {
+        ino,
+        kind: NodeKind::Directory,
+        name: name.to_owned(),
+    };
+    [dot("."), dot("..")]
+        .into_iter()
+        .chain(entries.iter().cloned())
+        .enumerate()
+        .map(|(i, entry)| (i as u64 + 1, entry))
 }
 
 #[cfg(test)]

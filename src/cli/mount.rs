@@ -1,21 +1,27 @@
 //! `gjcfs mount MOUNTPOINT`: serves the session store through FUSE in the foreground until
 //! Ctrl-C or SIGTERM (or an outside unmount), then unmounts and closes every session.
 
+use std::collections::BTreeSet;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 use std::process::Command;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use fuser::{Config, MountOption, SessionACL};
-use gjcfs::vfs::{SessionSource, Vfs, VfsConfig};
+use fuser::{Config, INodeNo, MountOption, Notifier, SessionACL};
+use gjcfs::vfs::{Invalidator, SessionSource, Vfs, VfsConfig};
+use parking_lot::Mutex;
 
 use super::fuse::FuseAdapter;
 
 /// How many sessions stay loaded at once.
 const MAX_LOADED: usize = 64;
+/// Threads serving kernel requests (Linux; one elsewhere).
+const SERVER_THREADS: usize = if cfg!(target_os = "linux") { 4 } else { 1 };
+/// How often loaded sessions are checked for changes made outside the mount.
+const POLL_EVERY: Duration = Duration::from_millis(500);
 
 pub struct Options<'a> {
     pub agent_dir: Option<&'a Path>,
@@ -38,7 +44,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     };
     let mountpoint = std::path::absolute(mountpoint)
         .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
-    clear_stale_mount(&mountpoint);
+    clear_stale_mount(&mountpoint)?;
     if !mountpoint.exists() {
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -73,6 +79,8 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let adapter = FuseAdapter::new(vfs.clone(), uid, gid);
     let mut config = Config::default();
+    config.n_threads = Some(SERVER_THREADS);
+    config.clone_fd = SERVER_THREADS > 1;
     config.mount_options = vec![
         MountOption::FSName("gjcfs".to_owned()),
         MountOption::Subtype("gjcfs".to_owned()),
@@ -96,11 +104,18 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     let session = fuser::spawn_mount(adapter, &mountpoint, &config)
         .with_context(|| format!("{}: cannot mount", mountpoint.display()))?;
     eprintln!("gjcfs: mounted at {}", mountpoint.display());
+    vfs.set_invalidator(invalidator(session.notifier()));
 
+    let mut polled = Instant::now();
     let signalled = loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(_) => break true,
-            Err(mpsc::RecvTimeoutError::Timeout) if !session.guard.is_finished() => {}
+            Err(mpsc::RecvTimeoutError::Timeout) if !session.guard.is_finished() => {
+                if polled.elapsed() >= POLL_EVERY {
+                    vfs.poll_outside_changes();
+                    polled = Instant::now();
+                }
+            }
             Err(_) => break false,
         }
     };
@@ -122,6 +137,28 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     }
     eprintln!("gjcfs: unmounted {}", mountpoint.display());
     Ok(())
+}
+
+/// The model's change hook: the inode numbers go to a thread of their own that tells the
+/// kernel to drop its cached attributes and pages. A handler must not notify the kernel
+/// itself (the kernel may wait on a request that handler is serving).
+fn invalidator(notifier: Notifier) -> Invalidator {
+    let (tx, rx) = mpsc::channel::<Vec<u64>>();
+    std::thread::spawn(move || {
+        while let Ok(first) = rx.recv() {
+            let mut inos: BTreeSet<u64> = first.into_iter().collect();
+            inos.extend(rx.try_iter().flatten());
+            for ino in inos {
+                // ENOENT: the kernel holds nothing of that node. Other failures (the mount
+                // going away) leave nothing to invalidate either.
+                let _ = notifier.inval_inode(INodeNo(ino), 0, 0);
+            }
+        }
+    });
+    let tx = Mutex::new(tx);
+    Box::new(move |inos: &[u64]| {
+        let _ = tx.lock().send(inos.to_vec());
+    })
 }
 
 /// `gjcfs umount MOUNTPOINT`: `fusermount3 -u`; the server sees its session end.
@@ -201,16 +238,49 @@ fn is_mounted(path: &Path) -> bool {
     })
 }
 
-/// A mount left at the mountpoint (a crashed earlier run: "transport endpoint is not
-/// connected") is detached before mounting again.
-fn clear_stale_mount(mountpoint: &Path) {
-    if is_mounted(mountpoint) {
-        eprintln!(
-            "gjcfs: {} is already mounted; detaching the stale mount",
-            mountpoint.display()
-        );
-        lazy_unmount(mountpoint);
+/// Whether a server answers for the filesystem at `path`: statfs always reaches it (a
+/// dead mount's cached names and attributes may still answer a stat).
+fn answers(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a valid NUL-terminated path and a zeroed out-struct.
+    unsafe {
+        let mut buf: libc::statvfs = std::mem::zeroed();
+        libc::statvfs(c_path.as_ptr(), &mut buf) == 0
     }
+}
+
+/// How long a dead server's mount is given to go away by itself.
+const STALE_PATIENCE: Duration = Duration::from_secs(2);
+
+/// A mount left at the mountpoint by a crashed earlier run ("transport endpoint is not
+/// connected") is detached before mounting again. The dead server's auto-unmount watcher
+/// may be about to remove it: it is given a moment first, because a watcher that runs
+/// after the new mount would unmount that one instead. A mount whose server still answers
+/// is an error.
+fn clear_stale_mount(mountpoint: &Path) -> Result<()> {
+    let started = Instant::now();
+    while is_mounted(mountpoint) {
+        if answers(mountpoint) {
+            bail!(
+                "{}: already mounted and served; run `gjcfs umount {}` first",
+                mountpoint.display(),
+                mountpoint.display()
+            );
+        }
+        if started.elapsed() >= STALE_PATIENCE {
+            eprintln!(
+                "gjcfs: {} holds a dead mount; detaching it",
+                mountpoint.display()
+            );
+            lazy_unmount(mountpoint);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 /// `fusermount3 -u`, and if the mount is busy, `fusermount3 -uz` (detached now, gone when

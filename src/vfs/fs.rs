@@ -48,16 +48,33 @@ pub struct VfsConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opened {
     pub fh: u64,
-    /// The content may change while cached (leaf, context, errors, the append point):
-    /// the adapter should bypass the page cache.
-    pub direct_io: bool,
+    pub caching: Caching,
 }
+
+/// What a kernel may keep of an opened file's content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caching {
+    /// Nothing: every read comes to the model (leaf, context, errors, the append point,
+    /// history views: contents that change with every write or query).
+    Direct,
+    /// Cached while open, dropped at the next open (header.json).
+    UntilReopen,
+    /// Kept across opens until the model announces a change (entries, blobs).
+    Keep,
+}
+
+/// Called with the inode numbers whose attributes or content changed, so the platform
+/// can drop what its kernel cached of them. It must not block on the filesystem.
+pub type Invalidator = Box<dyn Fn(&[u64]) + Send + Sync>;
 
 #[derive(Debug, Clone)]
 struct Listed {
     path: PathBuf,
     cwd: String,
     modified_ms: i64,
+    /// The file as the model last loaded it; a different file at the next load means the
+    /// kernel's cached entries of the session are stale.
+    seen: Option<FileStamp>,
 }
 
 struct Loaded {
@@ -99,6 +116,8 @@ impl FileStamp {
 enum Handle {
     /// A snapshot taken at open.
     Read(Bytes),
+    /// A directory's entries, listed at open.
+    Dir(Arc<Vec<DirEntry>>),
     Leaf {
         sid: String,
         buf: Vec<u8>,
@@ -132,6 +151,7 @@ pub struct Vfs {
     config: VfsConfig,
     state: Mutex<State>,
     history: HistoryView,
+    invalidator: std::sync::OnceLock<Invalidator>,
 }
 
 const SESSION_FILES: [&str; 6] = [
@@ -181,6 +201,7 @@ impl Vfs {
             history: HistoryView::new(&config.history_db),
             config,
             state: Mutex::new(State::default()),
+            invalidator: std::sync::OnceLock::new(),
         };
         vfs.refresh_listing(&mut vfs.state.lock());
         vfs
@@ -190,22 +211,63 @@ impl Vfs {
         self.config.read_only
     }
 
+    /// Installs the hook told about every change (once; later calls are ignored).
+    pub fn set_invalidator(&self, invalidator: Invalidator) {
+        let _ = self.invalidator.set(invalidator);
+    }
+
+    /// Announces that session `sid` changed: every node of it, its entries too when their
+    /// content may have changed (not after an append or a branch, which only add entries
+    /// and move the leaf).
+    fn announce(&self, state: &State, sid: &str, entries_too: bool) {
+        let Some(invalidate) = self.invalidator.get() else {
+            return;
+        };
+        let inos: Vec<u64> = state
+            .inodes
+            .of_session(sid)
+            .iter()
+            .copied()
+            .filter(|&ino| entries_too || !matches!(state.inodes.node(ino), Some(Node::Entry(..))))
+            .collect();
+        if !inos.is_empty() {
+            invalidate(&inos);
+        }
+    }
+
+    /// Checks every loaded session's file and drops the ones changed from outside (the
+    /// agent appending), announcing the change. The mount calls it about twice a second,
+    /// so cached views follow the agent's writes even when nobody asks the model.
+    pub fn poll_outside_changes(&self) {
+        let mut state = self.state.lock();
+        let sids: Vec<String> = state.loaded.keys().cloned().collect();
+        for sid in sids {
+            self.drop_if_changed_outside(&mut state, &sid);
+        }
+    }
+
     fn refresh_listing(&self, state: &mut State) {
         let storage = FileStorage;
         let infos: Vec<SessionInfo> = match &self.config.source {
             SessionSource::SessionsRoot(root) => list_all(&storage, root).unwrap_or_default(),
             SessionSource::Dir(dir) => list_dir(&storage, dir).unwrap_or_default(),
         };
+        let previous = std::mem::take(&mut state.listing);
         state.listing = infos
             .into_iter()
             .filter(|info| usable_name(&info.id))
             .map(|info| {
+                let seen = previous
+                    .get(&info.id)
+                    .filter(|old| old.path == info.path)
+                    .and_then(|old| old.seen);
                 (
                     info.id,
                     Listed {
                         path: info.path,
                         cwd: info.cwd,
                         modified_ms: info.modified_ms,
+                        seen,
                     },
                 )
             })
@@ -237,6 +299,9 @@ impl Vfs {
             // as a change on the next access. Taken after, it would hide that append for
             // good (the stamp would match a file newer than the loaded session).
             let before = FileStamp::of(&listed.path);
+            // A reload comes back with the file's leaf; a file changed while not loaded
+            // also makes what the kernel kept of its entries stale.
+            self.announce(state, sid, listed.seen.is_some() && listed.seen != before);
             let manager = self
                 .open_manager(&listed)
                 .map_err(|e| VfsError::Io(e.to_string()))?;
@@ -291,6 +356,7 @@ impl Vfs {
         };
         if FileStamp::of(&path) != loaded.synced {
             Self::unload(state, sid);
+            self.announce(state, sid, true);
         }
     }
 
@@ -311,6 +377,7 @@ impl Vfs {
     fn note_stamp(state: &mut State, sid: &str, stamp: Option<FileStamp>) {
         if let (Some(listed), Some(stamp)) = (state.listing.get_mut(sid), stamp) {
             listed.modified_ms = stamp.millis();
+            listed.seen = Some(stamp);
         }
     }
 
@@ -358,6 +425,7 @@ impl Vfs {
             perm: 0o700,
             nlink: 2,
             mtime_ms,
+            stable: false,
         };
         let file = |size: usize, mtime_ms| Attr {
             ino,
@@ -366,6 +434,7 @@ impl Vfs {
             perm: 0o600,
             nlink: 1,
             mtime_ms,
+            stable: false,
         };
         let file_ms = node
             .session()
@@ -396,12 +465,16 @@ impl Vfs {
                 perm: 0o777,
                 nlink: 1,
                 mtime_ms: file_ms.ok_or(VfsError::NotFound)?,
+                stable: false,
             },
             Node::HistoryPrompts => file(self.history.prompts()?.len(), self.history.mtime_ms()),
             Node::Search(query) => file(self.history.search(query)?.len(), self.history.mtime_ms()),
             Node::Blob(hash) => {
                 let (len, mtime) = self.blob_meta(Some(hash))?;
-                file(len as usize, mtime)
+                Attr {
+                    stable: true,
+                    ..file(len as usize, mtime)
+                }
             }
             Node::SessionDir(_) => dir(file_ms.ok_or(VfsError::NotFound)?),
             Node::Header(s) => {
@@ -424,7 +497,10 @@ impl Vfs {
                     .rendered
                     .entry_bytes(&loaded.manager, id)
                     .ok_or(VfsError::NotFound)?;
-                file(bytes.len(), mtime.or(file_ms).unwrap_or(0))
+                Attr {
+                    stable: true,
+                    ..file(bytes.len(), mtime.or(file_ms).unwrap_or(0))
+                }
             }
             Node::EntriesNew(s) => {
                 self.loaded(state, s)?;
@@ -540,17 +616,33 @@ impl Vfs {
 
     /// The entries of directory `ino` (without `.` and `..`), the session listing rescanned.
     pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>, VfsError> {
-        self.readdir_from(ino, true)
+        let mut state = self.state.lock();
+        self.list(&mut state, ino)
     }
 
-    /// The entries of directory `ino`; with `rescan` false, `sessions/` and `projects/`
-    /// come from the listing as last scanned. A listing read in several calls (the kernel
-    /// asks for a large directory a buffer at a time) rescans only for its first call:
-    /// a scan reads every session file's head, and one per call made `ls` of 10,000
-    /// sessions quadratic.
-    pub fn readdir_from(&self, ino: u64, rescan: bool) -> Result<Vec<DirEntry>, VfsError> {
+    /// Opens directory `ino`: its entries are listed now (the session listing rescanned)
+    /// and [`Vfs::dir_entries`] serves them from this snapshot until [`Vfs::release`]. The
+    /// kernel reads a large directory a buffer at a time; one scan per call made listing
+    /// 10,000 sessions quadratic.
+    pub fn opendir(&self, ino: u64) -> Result<u64, VfsError> {
         let mut state = self.state.lock();
-        let dir = Self::node(&state, ino)?;
+        let entries = Arc::new(self.list(&mut state, ino)?);
+        state.next_fh += 1;
+        let fh = state.next_fh;
+        state.handles.insert(fh, Handle::Dir(entries));
+        Ok(fh)
+    }
+
+    /// The entries of an open directory, as listed at [`Vfs::opendir`].
+    pub fn dir_entries(&self, fh: u64) -> Result<Arc<Vec<DirEntry>>, VfsError> {
+        match self.state.lock().handles.get(&fh) {
+            Some(Handle::Dir(entries)) => Ok(entries.clone()),
+            _ => Err(VfsError::BadHandle),
+        }
+    }
+
+    fn list(&self, state: &mut State, ino: u64) -> Result<Vec<DirEntry>, VfsError> {
+        let dir = Self::node(state, ino)?;
         let children: Vec<(Node, String)> = match &dir {
             Node::Root => vec![
                 (Node::SessionsDir, "sessions".to_owned()),
@@ -559,9 +651,7 @@ impl Vfs {
                 (Node::ProjectsDir, "projects".to_owned()),
             ],
             Node::ProjectsDir => {
-                if rescan {
-                    self.refresh_listing(&mut state);
-                }
+                self.refresh_listing(state);
                 let names: std::collections::BTreeSet<String> = state
                     .listing
                     .values()
@@ -590,7 +680,7 @@ impl Vfs {
                 (Node::SearchDir, "search".to_owned()),
             ],
             Node::SessionBlobsDir(s) => {
-                let loaded = self.loaded(&mut state, s)?;
+                let loaded = self.loaded(state, s)?;
                 let refs = loaded.rendered.blob_refs(&loaded.manager).to_vec();
                 // Referenced blobs missing from the store are not listed.
                 refs.into_iter()
@@ -615,9 +705,7 @@ impl Vfs {
                     .collect()
             }
             Node::SessionsDir => {
-                if rescan {
-                    self.refresh_listing(&mut state);
-                }
+                self.refresh_listing(state);
                 let mut ids: Vec<String> = state.listing.keys().cloned().collect();
                 ids.sort();
                 ids.into_iter()
@@ -645,7 +733,7 @@ impl Vfs {
                     .collect()
             }
             Node::EntriesDir(s) => {
-                let r = &self.loaded(&mut state, s)?.rendered;
+                let r = &self.loaded(state, s)?.rendered;
                 let mut out: Vec<(Node, String)> = r
                     .entries
                     .iter()
@@ -676,14 +764,14 @@ impl Vfs {
             } else {
                 Ok(Opened {
                     fh: 0,
-                    direct_io: false,
+                    caching: Caching::UntilReopen,
                 })
             };
         }
         if mode.write && self.config.read_only {
             return Err(VfsError::ReadOnly);
         }
-        let (handle, direct_io) = match &node {
+        let (handle, caching) = match &node {
             Node::Leaf(s) if mode.write => {
                 let current = self.loaded(&mut state, s)?.rendered.leaf.to_vec();
                 let buf = if mode.truncate { Vec::new() } else { current };
@@ -693,7 +781,7 @@ impl Vfs {
                     dirty: mode.truncate,
                     written: false,
                 };
-                (handle, true)
+                (handle, Caching::Direct)
             }
             Node::EntriesNew(s) => {
                 self.loaded(&mut state, s)?;
@@ -701,25 +789,22 @@ impl Vfs {
                     sid: s.clone(),
                     partial: Vec::new(),
                 };
-                (handle, true)
+                (handle, Caching::Direct)
             }
             _ if mode.write => return Err(VfsError::AccessDenied),
             other => {
-                let direct = matches!(
-                    other,
-                    Node::Leaf(_)
-                        | Node::Context(_)
-                        | Node::Errors(_)
-                        | Node::HistoryPrompts
-                        | Node::Search(_)
-                );
-                (Handle::Read(self.content(&mut state, other)?), direct)
+                let caching = match other {
+                    Node::Entry(..) | Node::Blob(_) => Caching::Keep,
+                    Node::Header(_) => Caching::UntilReopen,
+                    _ => Caching::Direct,
+                };
+                (Handle::Read(self.content(&mut state, other)?), caching)
             }
         };
         state.next_fh += 1;
         let fh = state.next_fh;
         state.handles.insert(fh, handle);
-        Ok(Opened { fh, direct_io })
+        Ok(Opened { fh, caching })
     }
 
     /// The bytes of a readable file now.
@@ -772,6 +857,7 @@ impl Vfs {
         let state = self.state.lock();
         let bytes: &[u8] = match state.handles.get(&fh).ok_or(VfsError::BadHandle)? {
             Handle::Read(bytes) => bytes,
+            Handle::Dir(_) => return Err(VfsError::IsADirectory),
             Handle::Leaf { buf, .. } => buf,
             Handle::New { .. } => &[],
         };
@@ -790,7 +876,7 @@ impl Vfs {
         }
         let mut state = self.state.lock();
         match state.handles.get_mut(&fh).ok_or(VfsError::BadHandle)? {
-            Handle::Read(_) => Err(VfsError::BadHandle),
+            Handle::Read(_) | Handle::Dir(_) => Err(VfsError::BadHandle),
             Handle::Leaf {
                 sid,
                 buf,
@@ -865,19 +951,23 @@ impl Vfs {
             }
         }
         let manager = self.loaded(state, sid)?.manager.clone();
+        let mut result = Ok(());
         for object in objects {
             let appended = manager.append_external(object);
             Self::resync(state, sid);
             if let Err(e) = appended {
                 push_error(state, sid, &format!("entries/new: {e}"));
-                return Err(session_err(&e));
+                result = Err(session_err(&e));
+                break;
             }
         }
-        Ok(())
+        self.announce(state, sid, false);
+        result
     }
 
     fn fail(&self, state: &mut State, sid: &str, what: &str, reason: String) -> VfsError {
         push_error(state, sid, &format!("{what}: {reason}"));
+        self.announce(state, sid, false);
         VfsError::InvalidArgument(reason)
     }
 
@@ -891,7 +981,7 @@ impl Vfs {
         let mut state = self.state.lock();
         let pending = match state.handles.get_mut(&fh) {
             None => return Ok(()),
-            Some(Handle::Read(_)) => return Ok(()),
+            Some(Handle::Read(_) | Handle::Dir(_)) => return Ok(()),
             Some(Handle::Leaf {
                 sid,
                 buf,
@@ -947,7 +1037,7 @@ impl Vfs {
     fn set_leaf(&self, state: &mut State, sid: &str, buf: &[u8]) -> Result<(), VfsError> {
         let target = self.check_leaf(state, sid, buf)?;
         let manager = self.loaded(state, sid)?.manager.clone();
-        match target {
+        let moved = match target {
             None => {
                 manager.reset_leaf();
                 Ok(())
@@ -955,7 +1045,9 @@ impl Vfs {
             Some(id) => manager
                 .branch(&id)
                 .map_err(|e| self.fail(state, sid, "leaf", e.to_string())),
-        }
+        };
+        self.announce(state, sid, false);
+        moved
     }
 
     /// Flushes what is still pending and forgets the handle.

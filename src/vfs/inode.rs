@@ -86,6 +86,8 @@ impl Node {
 pub struct InodeTable {
     nodes: Vec<Node>,
     numbers: HashMap<Node, u64>,
+    /// Session id → the numbers of its nodes, in the order they were given.
+    by_session: HashMap<String, Vec<u64>>,
 }
 
 impl Default for InodeTable {
@@ -93,6 +95,7 @@ impl Default for InodeTable {
         let mut table = InodeTable {
             nodes: Vec::new(),
             numbers: HashMap::new(),
+            by_session: HashMap::new(),
         };
         table.ino(&Node::Root);
         table
@@ -108,7 +111,15 @@ impl InodeTable {
         self.nodes.push(node.clone());
         let ino = self.nodes.len() as u64;
         self.numbers.insert(node.clone(), ino);
+        if let Some(sid) = node.session() {
+            self.by_session.entry(sid.to_owned()).or_default().push(ino);
+        }
         ino
+    }
+
+    /// The numbers given so far to the nodes of session `sid`.
+    pub fn of_session(&self, sid: &str) -> &[u64] {
+        self.by_session.get(sid).map_or(&[], Vec::as_slice)
     }
 
     pub fn node(&self, ino: u64) -> Option<&Node> {
@@ -132,5 +143,9 @@ mod tests {
         assert_eq!(t.node(a), Some(&Node::Leaf("s".into())));
         assert_eq!(t.node(0), None);
         assert_eq!(t.node(99), None);
+        let other = t.ino(&Node::Leaf("t".into()));
+        assert_eq!(t.of_session("s"), &[a, b]);
+        assert_eq!(t.of_session("t"), &[other]);
+        assert!(t.of_session("u").is_empty());
     }
 }

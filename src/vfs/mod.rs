@@ -31,6 +31,13 @@
 //! - A session is loaded on first touch and kept in an LRU of managers; on every access its
 //!   file is compared (size, mtime, inode) with what the model last saw, and a file changed
 //!   from outside (the agent appending) is reloaded, so the view is fresh at once.
+//!   [`Vfs::poll_outside_changes`] makes the same check for every loaded session without
+//!   waiting for an access.
+//! - Kernel caches: every change the model makes or notices (an append, a branch, a failed
+//!   write's reason, an outside change, a reload) is announced through the invalidation hook
+//!   with the inode numbers of the session's nodes — its entries too when their content may
+//!   have changed (an outside change, which may carry entry patches). Stable nodes
+//!   ([`Attr::stable`]: entries, blobs) may therefore be cached long; the others briefly.
 //! - A leaf moved through `leaf` lives in the loaded session, as in the agent: the file
 //!   records it only through the next append. A session closed by the LRU or reloaded
 //!   after an outside change comes back with the file's leaf (its last entry).
@@ -43,7 +50,7 @@ mod fs;
 mod history;
 mod inode;
 
-pub use fs::{NamespaceChange, Opened, SessionSource, Vfs, VfsConfig};
+pub use fs::{Caching, Invalidator, NamespaceChange, Opened, SessionSource, Vfs, VfsConfig};
 pub use inode::{Node, ROOT_INO};
 
 /// Why an operation failed, in filesystem terms.
@@ -96,6 +103,10 @@ pub struct Attr {
     pub nlink: u32,
     /// Modification time, milliseconds since the epoch.
     pub mtime_ms: i64,
+    /// The node's attributes and content change only in ways the model announces through
+    /// its invalidation hook (entries, blobs): a kernel may cache them long. Other nodes'
+    /// attributes are cached briefly.
+    pub stable: bool,
 }
 
 /// One directory entry.

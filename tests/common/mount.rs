@@ -48,6 +48,19 @@ pub fn is_mounted(path: &Path) -> bool {
     })
 }
 
+/// Whether a server answers for the filesystem at `path` (statfs always reaches it).
+pub fn answers(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a valid NUL-terminated path and a zeroed out-struct.
+    unsafe {
+        let mut buf: libc::statvfs = std::mem::zeroed();
+        libc::statvfs(c_path.as_ptr(), &mut buf) == 0
+    }
+}
+
 pub struct Mount {
     child: Option<Child>,
     mountpoint: PathBuf,
@@ -90,8 +103,9 @@ impl Mount {
             .expect("gjcfs starts");
         self.child = Some(child);
         let start = Instant::now();
-        // Mounted, and answering (a stale mount is listed but fails every call).
-        while !(is_mounted(&self.mountpoint) && self.mountpoint.join("sessions").is_dir()) {
+        // Mounted, and answering (a stale mount is listed but fails every call the kernel
+        // cannot answer from its caches; statfs is never cached).
+        while !(is_mounted(&self.mountpoint) && answers(&self.mountpoint)) {
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().unwrap()) {
                 panic!("gjcfs mount exited with {status}: {}", self.log_text());
             }
