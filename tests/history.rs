@@ -894,3 +894,28 @@ fn a_failing_full_text_step_falls_back_to_substrings() {
         ["deploy the site"]
     );
 }
+
+#[test]
+fn every_prompt_is_listed_oldest_first_beyond_the_recent_limit() {
+    let db = db();
+    let storage = HistoryStorage::open(&db.path).unwrap();
+    let conn = raw(&db.path);
+    // Timestamps out of id order: the order is by time, then id.
+    let owned: Vec<(String, i64)> = (0..1500)
+        .map(|i| (format!("prompt {i}"), 1_000_000 + (i * 7919) % 1500))
+        .collect();
+    let rows: Vec<(&str, i64, Option<&str>)> = owned
+        .iter()
+        .map(|(p, t)| (p.as_str(), *t, Some("/w")))
+        .collect();
+    insert_raw(&conn, &rows);
+    let mut all = Vec::new();
+    storage.for_each_oldest_first(|e| all.push(e)).unwrap();
+    assert_eq!(all.len(), 1500);
+    assert!(all
+        .windows(2)
+        .all(|w| (w[0].created_at, w[0].id) < (w[1].created_at, w[1].id)));
+    let mut recent = storage.get_recent(1000, None).unwrap();
+    recent.reverse();
+    assert_eq!(all[500..], recent[..]);
+}

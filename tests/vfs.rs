@@ -553,3 +553,35 @@ fn an_open_directory_keeps_its_listing_and_a_new_open_rescans() {
     assert_eq!(names(after).len(), 2);
     assert_eq!(v.readdir(sessions).unwrap().len(), 2);
 }
+
+#[test]
+fn history_prompts_hold_every_prompt_and_follow_new_ones() {
+    use gjcfs::engine::history::HistoryStorage;
+    let tmp = tempfile::tempdir().unwrap();
+    setup(tmp.path());
+    let db = tmp.path().join("agent/history.db");
+    let storage = HistoryStorage::open(&db).unwrap();
+    for i in 0..1200 {
+        assert!(storage.add(&format!("prompt number {i}"), None));
+    }
+    storage.flush().unwrap();
+    let v = vfs(tmp.path(), false);
+    let history = v.lookup(ROOT_INO, "history").unwrap().ino;
+    let lines = |v: &gjcfs::vfs::Vfs| {
+        let prompts = v.lookup(history, "prompts.jsonl").unwrap();
+        let text = String::from_utf8(read_all(v, prompts.ino)).unwrap();
+        assert_eq!(prompts.size, text.len() as u64);
+        text.lines().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let first = lines(&v);
+    assert_eq!(first.len(), 1200);
+    assert!(first[0].contains("\"prompt\":\"prompt number 0\""));
+    assert!(first[1199].contains("\"prompt\":\"prompt number 1199\""));
+    // Another process (the agent) records one more while the view is cached.
+    storage.add("one more", None);
+    storage.close().unwrap();
+    let second = lines(&v);
+    assert_eq!(second.len(), 1201);
+    assert!(second[1200].contains("\"prompt\":\"one more\""));
+    assert!(v.close_all().is_empty());
+}

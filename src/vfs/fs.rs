@@ -828,7 +828,7 @@ impl Vfs {
             }
             Node::Errors(s) => Ok(Arc::new(errors_text(state, s).into_bytes())),
             Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
-            Node::HistoryPrompts => Ok(Arc::new(self.history.prompts()?)),
+            Node::HistoryPrompts => self.history.prompts(),
             // The kernel follows links; a link itself is never opened.
             Node::ProjectLink(..) => Err(VfsError::NotFound),
             Node::Search(query) => Ok(Arc::new(self.history.search(query)?)),

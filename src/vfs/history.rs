@@ -1,10 +1,12 @@
 //! `history/`: the agent's prompt history database, read through the engine.
 //!
 //! The database is opened on first use and only if it exists (the mount never creates
-//! one). `prompts.jsonl` holds the newest [`MAX_LIMIT`] prompts, oldest first;
-//! `search/<query>` the prompts matching `<query>` as the agent's search ranks them.
+//! one). `prompts.jsonl` holds every prompt, oldest first, rendered once per state of the
+//! database files (their sizes and mtimes) and kept; `search/<query>` the prompts matching
+//! `<query>` as the agent's search ranks them (at most [`MAX_LIMIT`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -15,7 +17,13 @@ use crate::engine::json::{self, Object, Value};
 pub struct HistoryView {
     path: PathBuf,
     storage: Mutex<Option<HistoryStorage>>,
+    /// `prompts.jsonl` and the state of the database files it was rendered from.
+    prompts: Mutex<Option<(DbStamp, Arc<Vec<u8>>)>>,
 }
+
+/// Size and mtime of the database and of its write-ahead log: a commit by any process
+/// changes one of them.
+type DbStamp = [(u64, std::time::SystemTime); 2];
 
 /// `{"id":…,"prompt":…,"created_at":…,"cwd":…}` and a newline; `cwd` only when recorded.
 fn json_line(entry: &HistoryEntry, out: &mut Vec<u8>) {
@@ -43,6 +51,7 @@ impl HistoryView {
         HistoryView {
             path: path.into(),
             storage: Mutex::new(None),
+            prompts: Mutex::new(None),
         }
     }
 
@@ -66,12 +75,36 @@ impl HistoryView {
         }
     }
 
-    pub fn prompts(&self) -> Result<Vec<u8>, VfsError> {
-        let entries = self.with(|s| {
-            s.get_recent(MAX_LIMIT, None)
+    fn wal_path(&self) -> PathBuf {
+        PathBuf::from(format!("{}-wal", self.path.display()))
+    }
+
+    fn stamp(&self) -> DbStamp {
+        let of = |p: &Path| {
+            std::fs::metadata(p)
+                .ok()
+                .and_then(|m| Some((m.len(), m.modified().ok()?)))
+                .unwrap_or((0, std::time::UNIX_EPOCH))
+        };
+        [of(&self.path), of(&self.wal_path())]
+    }
+
+    /// `prompts.jsonl`: every prompt, oldest first.
+    pub fn prompts(&self) -> Result<Arc<Vec<u8>>, VfsError> {
+        let stamp = self.stamp();
+        if let Some((seen, bytes)) = &*self.prompts.lock() {
+            if *seen == stamp {
+                return Ok(bytes.clone());
+            }
+        }
+        let mut out = Vec::new();
+        self.with(|s| {
+            s.for_each_oldest_first(|entry| json_line(&entry, &mut out))
                 .map_err(|e| VfsError::Io(e.to_string()))
         })?;
-        Ok(entries.map_or_else(Vec::new, |e| lines(e.iter().rev())))
+        let bytes = Arc::new(out);
+        *self.prompts.lock() = Some((stamp, bytes.clone()));
+        Ok(bytes)
     }
 
     pub fn search(&self, query: &str) -> Result<Vec<u8>, VfsError> {
@@ -84,7 +117,7 @@ impl HistoryView {
 
     /// The newest mtime of the database and its write-ahead log, ms since the epoch.
     pub fn mtime_ms(&self) -> i64 {
-        let wal = PathBuf::from(format!("{}-wal", self.path.display()));
+        let wal = self.wal_path();
         [self.path.as_path(), wal.as_path()]
             .iter()
             .filter_map(|p: &&Path| std::fs::metadata(p).ok()?.modified().ok())

@@ -103,6 +103,8 @@ const RECENT: &str =
     "SELECT id, prompt, created_at, cwd FROM history ORDER BY created_at DESC, id DESC LIMIT ?1";
 const RECENT_BY_CWD: &str = "SELECT id, prompt, created_at, cwd FROM history WHERE cwd = ?1 \
      ORDER BY created_at DESC, id DESC LIMIT ?2";
+const ALL_OLDEST_FIRST: &str =
+    "SELECT id, prompt, created_at, cwd FROM history ORDER BY created_at ASC, id ASC";
 const LAST_PROMPT: &str = "SELECT prompt FROM history ORDER BY id DESC LIMIT 1";
 
 /// One prompt as stored. `created_at` is in seconds since the epoch.
@@ -327,6 +329,24 @@ impl HistoryStorage {
             Some(cwd) => query_entries(&conn, RECENT_BY_CWD, rusqlite::params![cwd, limit as i64]),
         };
         rows.map_err(|e| HistoryError::sqlite(&self.shared.path, e))
+    }
+
+    /// Every prompt, oldest first (the reverse of [`HistoryStorage::get_recent`]'s order,
+    /// without its limit), each passed to `f` as it is read.
+    pub fn for_each_oldest_first(
+        &self,
+        mut f: impl FnMut(HistoryEntry),
+    ) -> Result<(), HistoryError> {
+        let conn = self.reader();
+        let result = (|| {
+            let mut stmt = conn.prepare_cached(ALL_OLDEST_FIRST)?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                f(entry(row)?);
+            }
+            Ok(())
+        })();
+        result.map_err(|e| HistoryError::sqlite(&self.shared.path, e))
     }
 
     /// Searches prompts (details §15; the [`search`](mod@search) module says how): full-text
