@@ -49,7 +49,9 @@ pub struct Rendered {
     pub leaf: Bytes,
     pub entries: Vec<EntryFile>,
     by_id: HashMap<String, usize>,
-    entry_bytes: HashMap<usize, Bytes>,
+    /// Sizes of the entry files rendered so far (the bytes are not kept: a kernel caches
+    /// entries itself, and a session of 100,000 entries read whole would hold them all).
+    entry_sizes: HashMap<usize, u64>,
     context: Option<Bytes>,
     blob_refs: Option<Vec<String>>,
 }
@@ -92,7 +94,7 @@ impl Rendered {
             leaf: Arc::new(leaf),
             entries,
             by_id,
-            entry_bytes: HashMap::new(),
+            entry_sizes: HashMap::new(),
             context: None,
             blob_refs: None,
         }
@@ -116,12 +118,18 @@ impl Rendered {
     /// The pretty JSON of entry `id`.
     pub fn entry_bytes(&mut self, manager: &SessionManager, id: &str) -> Option<Bytes> {
         let index = self.entry(id)?.record_index;
-        if let Some(bytes) = self.entry_bytes.get(&index) {
-            return Some(bytes.clone());
-        }
         let bytes = Arc::new(manager.read(|s| pretty_record(s.record(index))));
-        self.entry_bytes.insert(index, bytes.clone());
+        self.entry_sizes.insert(index, bytes.len() as u64);
         Some(bytes)
+    }
+
+    /// The size of entry `id`'s file.
+    pub fn entry_size(&mut self, manager: &SessionManager, id: &str) -> Option<u64> {
+        let index = self.entry(id)?.record_index;
+        match self.entry_sizes.get(&index) {
+            Some(&size) => Some(size),
+            None => self.entry_bytes(manager, id).map(|b| b.len() as u64),
+        }
     }
 
     /// The blobs the session's records reference (`blob:sha256:<hex>` anywhere in a

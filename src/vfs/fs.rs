@@ -493,13 +493,13 @@ impl Vfs {
                     .entry(id)
                     .ok_or(VfsError::NotFound)?
                     .mtime_ms;
-                let bytes = loaded
+                let size = loaded
                     .rendered
-                    .entry_bytes(&loaded.manager, id)
+                    .entry_size(&loaded.manager, id)
                     .ok_or(VfsError::NotFound)?;
                 Attr {
                     stable: true,
-                    ..file(bytes.len(), mtime.or(file_ms).unwrap_or(0))
+                    ..file(size as usize, mtime.or(file_ms).unwrap_or(0))
                 }
             }
             Node::EntriesNew(s) => {
