@@ -36,6 +36,7 @@ pub mod sanitize;
 pub mod scope;
 pub mod session;
 pub mod storage;
+pub mod store_usage;
 pub mod time;
 pub mod usage;
 pub mod views;
