@@ -9,7 +9,9 @@
 //!   followed by a space; `[<label>]` is the entry's current label; `<kind>` is the message
 //!   role for a `message` entry (`toolResult(<tool name>)` for a tool result) and the entry
 //!   type for any other entry; `<preview>` is up to [`PREVIEW_CHARS`] characters of the
-//!   entry's text on one line ([`one_line`]); `  ← leaf` marks the current leaf.
+//!   entry's text on one line ([`one_line`]) — for an assistant message without text, its
+//!   tool calls (`→ read, edit`) or else why it stopped (`(aborted: …)`); `  ← leaf` marks
+//!   the current leaf.
 //! - Children are ordered by timestamp, as in the agent, except that the child whose
 //!   subtree holds the current leaf comes last. The last child of an entry continues in the
 //!   entry's own column, without a connector, so the path from the root to the leaf (and a
@@ -242,6 +244,12 @@ fn message_line(m: &Object) -> (String, String) {
             if line.is_empty() && !calls.is_empty() {
                 line.push("→ ".chars());
                 line.push(calls.join(", ").chars());
+            }
+            let stopped = str_member(m, "stopReason").filter(|r| r != "stop" && r != "toolUse");
+            if let (true, Some(reason)) = (line.is_empty(), stopped) {
+                let error =
+                    str_member(m, "errorMessage").map_or_else(String::new, |e| format!(": {e}"));
+                line.push(format!("({reason}{error})").chars());
             }
             role
         }
