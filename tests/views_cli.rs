@@ -97,44 +97,42 @@ fn show_prints_each_view_of_a_file_as_the_library_renders_it() {
     );
 }
 
+/// `gjcfs show TARGET ARGS… --session-dir DIR`.
+fn show_in(dir: &Path, target: &str, args: &[&str]) -> Output {
+    let mut all = vec!["show", target];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--session-dir", s(dir)]);
+    gjcfs(&all)
+}
+
 #[test]
 fn show_finds_a_session_by_id_or_unique_prefix() {
     let dir = session_dir();
-    let by_id = ok(&gjcfs(&[
-        "show",
+    let dir = dir.path();
+    let by_id = ok(&show_in(
+        dir,
         "0194a1b2-0000-7000-8000-00000000e2e2",
-        "--format",
-        "tree",
-        "--session-dir",
-        s(dir.path()),
-    ]));
+        &["--format", "tree"],
+    ));
     assert!(by_id.ends_with("e21 label: e10 → reading  ← leaf\n"));
-    let by_prefix = ok(&gjcfs(&[
-        "show",
+    let by_prefix = ok(&show_in(
+        dir,
         "0194a1b2-0000-7000-8000-00000000e1",
-        "--format",
-        "usage",
-        "--session-dir",
-        s(dir.path()),
-    ]));
+        &["--format", "usage"],
+    ));
     assert!(by_prefix.contains("\"records\": 5"));
 
-    let err = failed(&gjcfs(&[
-        "show",
-        "0194a1b2",
-        "--session-dir",
-        s(dir.path()),
-    ]));
+    let err = failed(&show_in(dir, "0194a1b2", &[]));
     assert_eq!(
         err,
         "gjcfs: error: 0194a1b2 is ambiguous: 2 sessions match (0194a1b2-0000-7000-8000-00000000e1e1, 0194a1b2-0000-7000-8000-00000000e2e2)\n"
     );
-    let err = failed(&gjcfs(&["show", "ffff", "--session-dir", s(dir.path())]));
+    let err = failed(&show_in(dir, "ffff", &[]));
     assert_eq!(
         err,
         format!(
             "gjcfs: error: no session matches ffff in {}\n",
-            dir.path().display()
+            dir.display()
         )
     );
     let err = failed(&gjcfs(&["show", "missing/file.jsonl"]));
