@@ -55,6 +55,9 @@ pub fn run(args: ShowArgs) -> Result<()> {
         Format::Usage => out.write_all(&usage::session_usage_json(session))?,
     }
     out.flush()?;
+    // The process ends next: leave the records to the OS instead of freeing them one by
+    // one (a tenth of a second for a 300 MB session).
+    std::mem::forget(loaded);
     Ok(())
 }
 
