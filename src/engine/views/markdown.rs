@@ -3,11 +3,11 @@
 //!
 //! Format (invariants):
 //! - The first line is `# <title>` (the header's title on one line, else `Session <id>`),
-//!   followed by a blank line and a list of facts: `- session: `<id>``, `- cwd: `<cwd>``,
-//!   `- leaf: `<entry id>`` (`none` for a null leaf), `- messages: <n>`,
+//!   followed by a blank line and a list of facts: ``- session: `<id>` ``,
+//!   ``- cwd: `<cwd>` ``, ``- leaf: `<entry id>` `` (`none` for a null leaf), `- messages: <n>`,
 //!   `- thinking level: <level>` and, when the context names one, `- model: <provider/model>`.
 //! - Then one section per context message, in context order, each opened by one heading line
-//!   `## <n>. <role>[ · <detail>][ · <time>][ · `<entry id>`]` and ended by a blank line:
+//!   ``## <n>. <role>[ · <detail>][ · <time>][ · `<entry id>`]`` and ended by a blank line:
 //!   `<n>` counts from 1; `<role>` is the message's `role` as stored; `<detail>` is the model
 //!   (`provider/model`) of an assistant message, the tool name of a tool result (`, error`
 //!   added for an error result) or the `customType` of a custom message; `<time>` is the
@@ -17,7 +17,7 @@
 //! - User, developer, assistant and custom text is written as written, unshortened.
 //!   A thinking block becomes `<details><summary>thinking</summary>`, a blank line, the
 //!   thinking text, a blank line and `</details>`; a redacted one becomes
-//!   `*(redacted thinking)*`. A tool call becomes `**Tool call** `<name>` · `<call id>``
+//!   `*(redacted thinking)*`. A tool call becomes ``**Tool call** `<name>` · `<call id>` ``
 //!   followed by its arguments as pretty JSON in a fenced `json` block.
 //! - Tool output (the text of a tool result, the output of a bash or python execution, and
 //!   the JSON of a message with an unknown shape) is written in a fenced block, cut after
@@ -25,7 +25,7 @@
 //!   block is followed by `… (truncated: <bytes> bytes, <lines> lines in full)` with the
 //!   full sizes. Empty output is written as `*(no output)*`.
 //! - A compaction summary opens with `**Compaction summary** (<n> tokens before
-//!   compaction)`, a branch summary with `**Branch summary** (branched from `<id>`)`; the
+//!   compaction)`, a branch summary with ``**Branch summary** (branched from `<id>`)``; the
 //!   summary text follows as written.
 //! - An image stored as a blob (`blob:sha256:<hex>`) becomes `![image](<prefix><hex>)`,
 //!   `<prefix>` being the caller's (`blobs/` beside a mounted session); an inline image
@@ -33,8 +33,9 @@
 //!   written.
 //! - Fences are made of backticks, one more than the longest run of backticks in the fenced
 //!   text (at least three), so no content can close them.
-//! - The output ends with exactly one newline. Nothing is read from disk: blobs are linked,
-//!   not resolved.
+//! - Every block (the facts, a heading, a paragraph, a fenced block) is followed by a blank
+//!   line, so the output ends in `\n\n`. Nothing is read from disk: blobs are linked, not
+//!   resolved.
 
 use std::borrow::Cow;
 use std::io::{self, Write};
