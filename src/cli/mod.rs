@@ -11,6 +11,9 @@ mod history;
 mod ls;
 mod mount;
 mod output;
+mod show;
+mod store;
+mod usage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -145,6 +148,27 @@ enum Command {
         #[arg(long)]
         allow_other: bool,
     },
+    /// Render a session for reading: the context at its leaf as Markdown (md), every entry
+    /// of its tree one a line (tree), or its token usage and cost (usage, JSON).
+    ///
+    /// The session is loaded leniently, migrated in memory and never written. Image blobs
+    /// are linked, not printed.
+    ///
+    /// Examples:
+    ///   gjcfs show 019b9267 --format tree
+    ///   gjcfs show path/to/session.jsonl --format md > context.md
+    #[command(verbatim_doc_comment)]
+    Show(show::ShowArgs),
+    /// Token usage and cost summed over every session of the store, each reply counted once:
+    /// a fork or branched copy repeats its parent's entries, and the copies are not counted
+    /// again.
+    ///
+    /// Examples:
+    ///   gjcfs usage
+    ///   gjcfs usage --by day
+    ///   gjcfs usage --by model --json
+    #[command(verbatim_doc_comment)]
+    Usage(usage::UsageArgs),
     /// Unmount a `gjcfs mount` (its server then closes every session and exits).
     Umount {
         /// The mountpoint.
@@ -235,6 +259,8 @@ pub fn run() -> ExitCode {
             },
         ),
         Command::Umount { mountpoint } => mount::umount(&mountpoint),
+        Command::Show(args) => show::run(args),
+        Command::Usage(args) => usage::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -20,6 +20,9 @@ use super::time::parse_iso_millis;
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionContext<'a> {
     pub messages: Vec<Cow<'a, Value>>,
+    /// `sources[i]`: the record index of the entry `messages[i]` comes from (the compaction
+    /// entry for its summary).
+    pub sources: Vec<usize>,
     pub thinking_level: Value,
     pub service_tier: Option<Value>,
     /// Role → `provider/model`.
@@ -42,6 +45,7 @@ impl Default for SessionContext<'_> {
     fn default() -> Self {
         SessionContext {
             messages: Vec::new(),
+            sources: Vec::new(),
             thinking_level: Value::string("off"),
             service_tier: None,
             models: Object::new(),
@@ -87,32 +91,54 @@ pub fn build_session_context(session: &Session, leaf: Option<usize>) -> SessionC
     }
     let compaction_at = scan.compaction_at;
     let mut ctx = scan.finish();
-    let emit = |messages: &mut Vec<_>, i: usize| {
-        if let Some(message) = emitted_message(session.record(i)) {
-            messages.push(message);
-        }
+    let mut out = Emitted {
+        messages: Vec::with_capacity(path.len()),
+        sources: Vec::with_capacity(path.len()),
     };
-    let mut messages = Vec::with_capacity(path.len());
     match compaction_at {
-        None => path.iter().for_each(|&i| emit(&mut messages, i)),
+        None => path.iter().for_each(|&i| out.emit(session, i)),
         Some(at) => {
             let compaction = session.record(path[at]);
             let payload = remote_compaction_payload(compaction);
             let keep_before = payload.is_none();
-            messages.push(Cow::Owned(compaction_summary_message(compaction, payload)));
+            out.push(
+                path[at],
+                Cow::Owned(compaction_summary_message(compaction, payload)),
+            );
             if keep_before {
                 if let Some(first_kept) = compaction.get_str("firstKeptEntryId") {
                     let before = &path[..at];
                     if let Some(start) = first_position_of(session, before, first_kept) {
-                        before[start..].iter().for_each(|&i| emit(&mut messages, i));
+                        before[start..].iter().for_each(|&i| out.emit(session, i));
                     }
                 }
             }
-            path[at + 1..].iter().for_each(|&i| emit(&mut messages, i));
+            path[at + 1..].iter().for_each(|&i| out.emit(session, i));
         }
     }
-    ctx.messages = messages;
+    ctx.messages = out.messages;
+    ctx.sources = out.sources;
     ctx
+}
+
+/// The messages of a context being built, each with the record index it comes from.
+struct Emitted<'a> {
+    messages: Vec<Cow<'a, Value>>,
+    sources: Vec<usize>,
+}
+
+impl<'a> Emitted<'a> {
+    fn push(&mut self, source: usize, message: Cow<'a, Value>) {
+        self.messages.push(message);
+        self.sources.push(source);
+    }
+
+    /// Adds the message the entry at record index `i` contributes, if any.
+    fn emit(&mut self, session: &'a Session, i: usize) {
+        if let Some(message) = emitted_message(session.record(i)) {
+            self.push(i, message);
+        }
+    }
 }
 
 /// The first position on `path` of an entry with id `id`. Without duplicate ids in the
@@ -543,6 +569,29 @@ mod tests {
             json::to_compact(&ctx.messages[0]),
             "{\"role\":\"compactionSummary\",\"summary\":\"s\",\"tokensBefore\":1,\"providerPayload\":{\"type\":\"openaiResponsesHistory\",\"provider\":\"openai\",\"items\":[{\"type\":\"message\"}]},\"timestamp\":1767225602000}"
         );
+    }
+
+    #[test]
+    fn sources_name_the_entry_each_message_comes_from() {
+        let text = concat!(
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"cwd\":\"/\"}\n",
+            "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{\"role\":\"user\",\"content\":\"dropped\"}}\n",
+            "{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"a\",\"timestamp\":\"2026-01-01T00:00:02.000Z\",\"message\":{\"role\":\"user\",\"content\":\"kept\"}}\n",
+            "{\"type\":\"compaction\",\"id\":\"c\",\"parentId\":\"b\",\"timestamp\":\"2026-01-01T00:00:03.000Z\",\"summary\":\"s\",\"firstKeptEntryId\":\"b\",\"tokensBefore\":1}\n",
+            "{\"type\":\"custom_message\",\"customType\":\"n\",\"content\":\"note\",\"display\":true,\"id\":\"d\",\"parentId\":\"c\",\"timestamp\":\"2026-01-01T00:00:04.000Z\"}\n",
+            "{\"type\":\"label\",\"id\":\"e\",\"parentId\":\"d\",\"timestamp\":\"2026-01-01T00:00:05.000Z\",\"targetId\":\"b\",\"label\":\"l\"}\n",
+            "{\"type\":\"branch_summary\",\"id\":\"f\",\"parentId\":\"e\",\"timestamp\":\"2026-01-01T00:00:06.000Z\",\"fromId\":\"a\",\"summary\":\"x\"}\n",
+        );
+        let session = Session::from_records(parse_session_entries(text).unwrap().records);
+        let ctx = session.build_context();
+        let ids: Vec<&str> = ctx
+            .sources
+            .iter()
+            .map(|&i| session.record(i).id().unwrap())
+            .collect();
+        assert_eq!(ids, ["c", "b", "d", "f"]);
+        assert_eq!(ctx.sources.len(), ctx.messages.len());
+        assert!(SessionContext::default().sources.is_empty());
     }
 
     #[test]

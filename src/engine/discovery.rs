@@ -140,6 +140,43 @@ pub fn is_transcript_name(name: &str) -> bool {
     name.ends_with(".jsonl") && !name.starts_with('.')
 }
 
+/// The transcript files directly in `dir` (listable names, see [`is_transcript_name`]),
+/// sorted by path. Nothing is read, and no backup is recovered.
+pub fn transcript_paths(storage: &dyn SessionStorage, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = storage
+        .list_files(dir)?
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(is_transcript_name)
+        })
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
+/// The transcript files in every directory of the sessions root (v2 scopes and legacy
+/// layouts), sorted by path; none when the root does not exist. A directory that cannot be
+/// listed is skipped, as [`list_all`] skips it.
+pub fn all_transcript_paths(
+    storage: &dyn SessionStorage,
+    sessions_root: &Path,
+) -> io::Result<Vec<PathBuf>> {
+    let dirs = match storage.list_dirs(sessions_root) {
+        Ok(dirs) => dirs,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut paths: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|dir| transcript_paths(storage, dir).ok())
+        .flatten()
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
 /// Every session in `dir`, newest first (ties by path). Orphaned rewrite backups are put
 /// back first; unreadable or non-session files are skipped.
 pub fn list_dir(storage: &dyn SessionStorage, dir: &Path) -> io::Result<Vec<SessionInfo>> {

@@ -8,6 +8,9 @@
 //! Storage: [`scope`] is the managed v2 layout, [`legacy`] finds a workspace's sessions in
 //! the older encoded directories and migrates them into it (copy-retain).
 //!
+//! Read-only renderings of a session (context as Markdown, the entry tree, usage) are in
+//! [`views`].
+//!
 //! Beside sessions: [`agent_dir`] says where the agent keeps its files, and [`history`] is
 //! the agent's SQLite prompt history.
 
@@ -33,8 +36,10 @@ pub mod sanitize;
 pub mod scope;
 pub mod session;
 pub mod storage;
+pub mod store_usage;
 pub mod time;
 pub mod usage;
+pub mod views;
 
 pub use agent_dir::{AgentDirError, AgentDirs};
 pub use context::SessionContext;

@@ -11,7 +11,7 @@
 //! - Labels come from `label` entries in file order: a truthy label sets, an empty or absent
 //!   one clears.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::json::{self, Value};
 use super::record::{Header, Record, RecordType};
@@ -243,6 +243,39 @@ impl Session {
         &self.labels
     }
 
+    /// Label name → entry id, for labels usable as file names ([`is_label_file_name`]): the
+    /// entries that currently carry a label (as [`Session::label`] resolves them) and are in
+    /// the session. When several entries carry the same label, the one labelled last (in file
+    /// order) wins. Labels that are not usable file names, and labels of ids not in the
+    /// session, are skipped.
+    pub fn label_targets(&self) -> BTreeMap<String, String> {
+        // The position of the label entry that set each current label.
+        let mut set_at: HashMap<&str, usize> = HashMap::new();
+        for (i, record) in self.records.iter().enumerate() {
+            if record.record_type() == RecordType::Label {
+                if let Some(target) = record.get_str("targetId") {
+                    set_at.insert(target, i);
+                }
+            }
+        }
+        let mut winners: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
+        for (target, label) in &self.labels {
+            let usable = is_label_file_name(label) && self.by_id.contains_key(target.as_str());
+            let at = set_at.get(target.as_str()).copied().unwrap_or_default();
+            if usable
+                && winners
+                    .get(label.as_str())
+                    .is_none_or(|&(prev, _)| at > prev)
+            {
+                winners.insert(label, (at, target));
+            }
+        }
+        winners
+            .into_iter()
+            .map(|(label, (_, target))| (label.to_owned(), target.to_owned()))
+            .collect()
+    }
+
     /// Root-to-`from` path as record indices; cycles and unknown parents end the walk.
     pub fn path_to(&self, from: usize) -> Vec<usize> {
         let mut visited = vec![false; self.records.len()];
@@ -316,6 +349,12 @@ impl Session {
     }
 }
 
+/// Whether a label can name a file (`labels/<label>`): not empty, no `/` or NUL, and neither
+/// `.` nor `..`.
+pub fn is_label_file_name(label: &str) -> bool {
+    !label.is_empty() && label != "." && label != ".." && !label.contains(['/', '\0'])
+}
+
 /// Union-find over record indices.
 struct DisjointSets(Vec<usize>);
 
@@ -347,6 +386,58 @@ impl DisjointSets {
 mod tests {
     use super::*;
     use crate::engine::replay::parse_session_entries;
+
+    #[test]
+    fn label_targets_resolve_the_latest_label_and_skip_unusable_names() {
+        let mut text =
+            String::from("{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"cwd\":\"/\"}\n");
+        for id in ["a", "b", "c"] {
+            text.push_str(&format!(
+                "{{\"type\":\"custom\",\"id\":\"{id}\",\"parentId\":null,\"timestamp\":\"t\"}}\n"
+            ));
+        }
+        for (n, (target, label)) in [
+            ("a", "x"),    // "x" names a …
+            ("b", "x"),    // … then b, labelled later
+            ("a", "y"),    // a's label becomes "y": "x" still names b
+            ("c", "gone"), // set, then cleared
+            ("c", ""),
+            ("b", "x"),       // set again: b stays the latest "x"
+            ("zz", "orphan"), // no such entry
+            ("c", "a/b"),     // not a file name
+            ("a", ".."),
+        ]
+        .iter()
+        .enumerate()
+        {
+            text.push_str(&format!(
+                "{{\"type\":\"label\",\"id\":\"l{n}\",\"parentId\":null,\"timestamp\":\"t\",\"targetId\":\"{target}\",\"label\":\"{label}\"}}\n"
+            ));
+        }
+        let session = Session::from_records(parse_session_entries(&text).unwrap().records);
+        let targets: Vec<(String, String)> = session.label_targets().into_iter().collect();
+        assert_eq!(targets, [("x".to_owned(), "b".to_owned())]);
+        assert_eq!(session.label("a"), Some(".."));
+        assert_eq!(session.label("c"), Some("a/b"));
+
+        // A later label on another entry takes the name over.
+        let text = text + "{\"type\":\"label\",\"id\":\"m\",\"parentId\":null,\"timestamp\":\"t\",\"targetId\":\"c\",\"label\":\"x\"}\n";
+        let session = Session::from_records(parse_session_entries(&text).unwrap().records);
+        assert_eq!(
+            session.label_targets().get("x").map(String::as_str),
+            Some("c")
+        );
+    }
+
+    #[test]
+    fn label_file_names() {
+        for good in ["checkpoint", "a b", "..x", ".hidden", "日本"] {
+            assert!(is_label_file_name(good), "{good}");
+        }
+        for bad in ["", ".", "..", "a/b", "/", "nul\0"] {
+            assert!(!is_label_file_name(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn tree_orders_siblings_with_unparsable_timestamps_last() {

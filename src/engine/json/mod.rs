@@ -9,6 +9,7 @@
 //! - containers the engine does not need to look into stay as their validated source text
 //!   ([`Value::Raw`]), which keeps large payloads cheap to load and exact to write back.
 
+pub mod lazy;
 mod number;
 mod parse;
 mod value;

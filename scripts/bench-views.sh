@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Benchmark of the views from the command line (BENCHMARKS.md ## Views).
+#
+# Builds the release binary, generates its inputs under target/bench/views/ and times, with
+# hyperfine, each command as a fresh process (nothing cached in the process; the files are
+# in the page cache):
+#   (a) `gjcfs show ID --format md` of a 100,000-entry session (target < 0.5 s), next to
+#       `gjcfs context FILE` (the same load, printing context.json) and
+#       `gjcfs show ID --format tree` in the same run;
+#   (b) `gjcfs usage` over a 10,000-session store (target < 2 s), and `--by day --json`.
+#       The store holds one generated 40-entry session (seed 1) copied under 10,000
+#       session ids, every fifth naming the one before as its parentSession (a fork, whose
+#       replies are copies), so every file is read and parsed.
+# Prints a summary and exits non-zero when a step fails or a target is missed.
+#
+# Environment: RUNS (default 10), WARMUP (default 2), SESSIONS (default 10000),
+# BIG_ENTRIES (default 100000), STORE_ENTRIES (default 40).
+set -euo pipefail
+
+RUNS=${RUNS:-10}
+WARMUP=${WARMUP:-2}
+SESSIONS=${SESSIONS:-10000}
+BIG_ENTRIES=${BIG_ENTRIES:-100000}
+STORE_ENTRIES=${STORE_ENTRIES:-40}
+
+cd "$(dirname "$0")/.."
+OUT=target/bench/views
+BIN=$PWD/target/release/gjcfs
+mkdir -p "$OUT"
+
+die() {
+	echo "bench-views: error: $*" >&2
+	exit 1
+}
+
+if ! command -v hyperfine >/dev/null; then
+	echo "bench-views: installing hyperfine" >&2
+	apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null ||
+		die "hyperfine is missing and could not be installed"
+fi
+
+cargo build --release --quiet || die "cargo build --release failed"
+
+echo "== machine"
+echo "nproc: $(nproc)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+declare -a SUMMARY=()
+FAILED=0
+check() { # check LABEL OK(0|1) TEXT
+	if [ "$2" = 1 ]; then SUMMARY+=("PASS  $1: $3"); else
+		SUMMARY+=("FAIL  $1: $3")
+		FAILED=1
+	fi
+}
+mean_of() { # mean_of CSV NAME -> seconds
+	awk -F, -v n="$2" '$1 == n { print $2 }' "$1"
+}
+ms() { # ms SECONDS -> milliseconds, rounded
+	awk -v t="$1" 'BEGIN { printf "%.0f", t * 1000 }'
+}
+
+# --- inputs ----------------------------------------------------------------------------
+BIG_DIR=$OUT/big-$BIG_ENTRIES
+if [ ! -d "$BIG_DIR" ]; then
+	mkdir -p "$BIG_DIR.tmp"
+	"$BIN" generate "$BIG_DIR.tmp/big.jsonl" --entries "$BIG_ENTRIES" --seed 1 2>/dev/null
+	mv "$BIG_DIR.tmp" "$BIG_DIR"
+fi
+big_id=$(head -1 "$BIG_DIR/big.jsonl" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+STORE=$OUT/store-$SESSIONS-$STORE_ENTRIES
+if [ ! -d "$STORE" ]; then
+	mkdir -p "$STORE.tmp"
+	"$BIN" generate "$OUT/store-source.jsonl" --entries "$STORE_ENTRIES" --seed 1 2>/dev/null
+	# One awk pass writes every copy (a process per file would take minutes).
+	awk -v n="$SESSIONS" -v dir="$STORE.tmp" '
+		function id(i) { return sprintf("00000000-0000-7000-8000-%012d", i) }
+		{ lines[NR] = $0 }
+		END {
+			for (i = 0; i < n; i++) {
+				f = sprintf("%s/2026-01-01T00-00-00-000Z_%s.jsonl", dir, id(i))
+				h = lines[1]
+				sub(/"id":"[^"]*"/, "\"id\":\"" id(i) "\"", h)
+				if (i % 5 == 4) sub(/}$/, ",\"parentSession\":\"" id(i - 1) "\"}", h)
+				print h > f
+				for (j = 2; j <= NR; j++) print lines[j] > f
+				close(f)
+			}
+		}' "$OUT/store-source.jsonl"
+	rm "$OUT/store-source.jsonl"
+	mv "$STORE.tmp" "$STORE"
+fi
+echo "big session: $BIG_ENTRIES entries, $(stat -c %s "$BIG_DIR/big.jsonl") bytes, id $big_id"
+echo "store: $(ls "$STORE" | wc -l) sessions of $STORE_ENTRIES entries, $(du -sb "$STORE" | cut -f1) bytes"
+
+# --- (a) show --format md of the 100,000-entry session -----------------------------------
+echo
+echo "== (a) gjcfs show ID --format md of a $BIG_ENTRIES-entry session"
+"$BIN" show "$big_id" --format md --session-dir "$BIG_DIR" >"$OUT/big.context.md" ||
+	die "gjcfs show failed"
+hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/show.csv" \
+	-n "gjcfs context FILE" "$BIN context $BIG_DIR/big.jsonl > /dev/null" \
+	-n "gjcfs show ID --format md" "$BIN show $big_id --format md --session-dir $BIG_DIR > /dev/null" \
+	-n "gjcfs show ID --format tree" "$BIN show $big_id --format tree --session-dir $BIG_DIR > /dev/null" ||
+	die "hyperfine failed (show)"
+md=$(mean_of "$OUT/show.csv" "gjcfs show ID --format md")
+check "(a) show --format md" "$(awk -v t="$md" 'BEGIN { print (t < 0.5) ? 1 : 0 }')" \
+	"$(ms "$md") ms (gjcfs context $(ms "$(mean_of "$OUT/show.csv" "gjcfs context FILE")") ms, --format tree $(ms "$(mean_of "$OUT/show.csv" "gjcfs show ID --format tree")") ms; target < 500 ms)"
+
+# --- (b) usage over the 10,000-session store ----------------------------------------------
+echo
+echo "== (b) gjcfs usage over $SESSIONS sessions"
+"$BIN" usage --session-dir "$STORE" || die "gjcfs usage failed"
+hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/usage.csv" \
+	-n "gjcfs usage" "$BIN usage --session-dir $STORE > /dev/null" \
+	-n "gjcfs usage --by day --json" "$BIN usage --by day --json --session-dir $STORE > /dev/null" ||
+	die "hyperfine failed (usage)"
+usage=$(mean_of "$OUT/usage.csv" "gjcfs usage")
+check "(b) usage" "$(awk -v t="$usage" 'BEGIN { print (t < 2) ? 1 : 0 }')" \
+	"$(ms "$usage") ms over $SESSIONS sessions (--by day --json $(ms "$(mean_of "$OUT/usage.csv" "gjcfs usage --by day --json")") ms; target < 2000 ms)"
+
+echo
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== summary"
+printf '%s\n' "${SUMMARY[@]}"
+exit "$FAILED"

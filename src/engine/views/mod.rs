@@ -1,0 +1,136 @@
+//! Read-only renderings of a session for people and tools, computed from a loaded
+//! [`Session`](super::Session): the context at the leaf as Markdown ([`markdown`]), the whole
+//! entry tree as text ([`tree`]) and the usage statistics as JSON ([`usage`]).
+//!
+//! Each view is a pure function of the session (and, for Markdown, of the prefix its image
+//! links start with): the same session always renders to the same bytes, nothing is read
+//! from disk, and nothing is written but the output. Every module states its format as an
+//! invariant in its own documentation.
+
+pub mod markdown;
+pub mod tree;
+pub mod usage;
+
+/// `text` on one line: runs of whitespace (newlines included) become one space, control
+/// characters and ANSI escape sequences are dropped, and the ends are trimmed. Past `max`
+/// characters the text is cut and ends in `…`.
+pub fn one_line(text: &str, max: usize) -> String {
+    let mut line = OneLine::new(max);
+    line.push(text.chars());
+    line.finish()
+}
+
+/// One line of text built from pieces by the rules of [`one_line`] (a piece boundary counts
+/// as whitespace only through [`OneLine::separate`]), which can tell when it is full, so
+/// that a reader stops decoding.
+pub(crate) struct OneLine {
+    out: String,
+    count: usize,
+    max: usize,
+    pending_space: bool,
+    full: bool,
+}
+
+impl OneLine {
+    pub(crate) fn new(max: usize) -> Self {
+        OneLine {
+            out: String::new(),
+            count: 0,
+            max,
+            pending_space: false,
+            full: false,
+        }
+    }
+
+    /// Adds characters; returns false once the line is full (it ends in `…`).
+    pub(crate) fn push(&mut self, chars: impl IntoIterator<Item = char>) -> bool {
+        let mut chars = chars.into_iter();
+        while !self.full {
+            let Some(c) = chars.next() else { break };
+            if c == '\u{1b}' {
+                skip_escape(&mut chars);
+            } else if c.is_whitespace() {
+                self.pending_space = self.count > 0;
+            } else if c.is_control() {
+            } else if self.count + usize::from(self.pending_space) >= self.max {
+                self.out.push('…');
+                self.full = true;
+            } else {
+                if self.pending_space {
+                    self.out.push(' ');
+                    self.count += 1;
+                    self.pending_space = false;
+                }
+                self.out.push(c);
+                self.count += 1;
+            }
+        }
+        !self.full
+    }
+
+    /// Separates what comes next from what came before by a space.
+    pub(crate) fn separate(&mut self) {
+        self.pending_space = self.count > 0;
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.full
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub(crate) fn finish(self) -> String {
+        self.out
+    }
+}
+
+/// Skips the rest of an escape sequence after ESC: a CSI sequence (`[` parameters, one final
+/// byte in `@`..`~`), or the one character that follows.
+fn skip_escape(chars: &mut impl Iterator<Item = char>) {
+    if chars.next() == Some('[') {
+        for c in chars.by_ref() {
+            if ('@'..='~').contains(&c) {
+                break;
+            }
+        }
+    }
+}
+
+/// `n` in decimal with a comma between groups of three digits (`12,345`).
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_collapses_whitespace_drops_escapes_and_cuts() {
+        assert_eq!(one_line("  a\n\n b\tc  ", 60), "a b c");
+        assert_eq!(one_line("\u{1b}[31m✗\u{1b}[0m failed\u{7}", 60), "✗ failed");
+        assert_eq!(one_line("abcdef", 3), "abc…");
+        assert_eq!(one_line("ab cdef", 3), "ab…");
+        assert_eq!(one_line("abc", 3), "abc");
+        assert_eq!(one_line("日本語テキスト", 2), "日本…");
+        assert_eq!(one_line("", 5), "");
+    }
+
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(12_345_678), "12,345,678");
+    }
+}

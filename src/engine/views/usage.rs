@@ -1,0 +1,56 @@
+//! `usage.json`: the session's usage statistics ([`Session::usage_statistics`], details §11)
+//! with a breakdown per model.
+//!
+//! Format (invariants): pretty JSON (two-space indent) ended by a newline, one object:
+//! - `input`, `output`, `cacheRead`, `cacheWrite`, `premiumRequests`, `cost`: the engine's
+//!   totals over every entry in file order, exactly as [`UsageTotals::to_value`] writes them;
+//! - `records`: how many usage records were counted;
+//! - `byModel`: model name ([`usage_model`](super::super::usage::usage_model)) → the same
+//!   six totals and `records` over that model's records, keys in byte order;
+//! - `skipped`: the ids of the entries whose usage record was invalid and not counted, in
+//!   file order.
+//!
+//! [`UsageTotals::to_value`]: super::super::usage::UsageTotals::to_value
+
+use std::collections::BTreeMap;
+
+use super::super::json::{self, Object, Value};
+use super::super::session::Session;
+use super::super::usage::UsageSum;
+
+/// The `usage.json` value.
+pub fn session_usage_value(session: &Session) -> Value {
+    let (stats, counted) = session.counted_usage();
+    let mut by_model: BTreeMap<&str, UsageSum> = BTreeMap::new();
+    for c in &counted {
+        by_model.entry(&c.model).or_default().add(&c.amounts);
+    }
+    let Value::Object(mut o) = stats.totals.to_value() else {
+        unreachable!("totals are an object")
+    };
+    o.insert("records", Value::number(counted.len() as f64));
+    let mut models = Object::with_capacity(by_model.len());
+    for (model, sum) in &by_model {
+        models.insert(model, sum.to_value());
+    }
+    o.insert("byModel", Value::Object(models));
+    o.insert(
+        "skipped",
+        Value::Array(
+            stats
+                .skipped
+                .iter()
+                .map(|id| Value::string(id.as_str()))
+                .collect(),
+        ),
+    );
+    Value::Object(o)
+}
+
+/// `usage.json` as bytes.
+pub fn session_usage_json(session: &Session) -> Vec<u8> {
+    let mut out = Vec::new();
+    json::write_pretty(&session_usage_value(session), &mut out, 0);
+    out.push(b'\n');
+    out
+}
