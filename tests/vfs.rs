@@ -110,6 +110,10 @@ fn layout_sizes_and_inodes_agree() {
             "entries",
             "leaf",
             "context.json",
+            "context.md",
+            "tree.txt",
+            "usage.json",
+            "labels",
             "errors",
             "blobs"
         ]
@@ -350,7 +354,10 @@ fn blobs_are_listed_and_read_checked() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    assert_eq!(names, ["sessions", "blobs", "history", "projects"]);
+    assert_eq!(
+        names,
+        ["sessions", "blobs", "history", "projects", "usage.json"]
+    );
     let blobs = v.lookup(ROOT_INO, "blobs").unwrap().ino;
     let listed = v.readdir(blobs).unwrap();
     assert_eq!(listed.len(), 1);

@@ -7,73 +7,14 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::fixture;
+use common::{fixture, golden, renumbered};
 use gjcfs::engine::json::Value;
 use gjcfs::engine::load_session;
-use gjcfs::engine::record::Record;
 use gjcfs::engine::store_usage::{scan_sessions, Grouping, StoreUsage};
 use gjcfs::engine::views::{markdown, tree, usage};
 use gjcfs::engine::Session;
-
-/// Compares `actual` with `tests/golden/<name>`, or writes it there with `GJCFS_BLESS=1`.
-fn golden(name: &str, actual: &[u8]) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("GJCFS_BLESS").is_some_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (GJCFS_BLESS=1 writes it)", path.display()));
-    if expected != actual {
-        let (expected, actual) = (
-            String::from_utf8_lossy(&expected),
-            String::from_utf8_lossy(actual),
-        );
-        let line = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(e, a)| e != a)
-            .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{name} differs from its golden file at line {}:\n  expected: {:?}\n  actual:   {:?}\n(GJCFS_BLESS=1 rewrites it)",
-            line + 1,
-            expected.lines().nth(line),
-            actual.lines().nth(line)
-        );
-    }
-}
-
-/// The session with every entry id replaced by its record index (`00000001`, …), so that
-/// the ids the v1 migration draws at random are the same in every run.
-fn renumbered(session: Session) -> Session {
-    let records = session.into_records();
-    let ids: HashMap<String, String> = records
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| !r.is_header())
-        .filter_map(|(i, r)| Some((r.id()?.to_owned(), format!("{i:08x}"))))
-        .collect();
-    let records = records
-        .into_iter()
-        .map(|r| {
-            let mut fields = r.into_fields();
-            for key in ["id", "parentId", "firstKeptEntryId", "targetId", "fromId"] {
-                let renamed = fields.get_str(key).and_then(|id| ids.get(id)).cloned();
-                if let Some(new) = renamed {
-                    fields.insert(key, Value::string(new));
-                }
-            }
-            Record::new(fields)
-        })
-        .collect();
-    Session::from_records(records)
-}
 
 fn load(path: &Path) -> Session {
     let loaded = load_session(path).expect("session loads");

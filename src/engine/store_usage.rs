@@ -239,13 +239,18 @@ impl StoreUsage {
     /// its groups (`"byDay"` / `"byProject"` / `"byModel"`: key → totals and `records`,
     /// keys in byte order). Totals are written as [`UsageSum::to_value`] writes them.
     pub fn to_value(&self, by: Option<Grouping>) -> Value {
-        let mut o = Object::with_capacity(6);
+        self.to_value_grouped(by.as_slice())
+    }
+
+    /// As [`StoreUsage::to_value`], with the groups of every grouping of `by`, in that order.
+    pub fn to_value_grouped(&self, by: &[Grouping]) -> Value {
+        let mut o = Object::with_capacity(5 + by.len());
         o.insert("sessions", Value::number(self.sessions as f64));
         o.insert("records", Value::number(self.totals.records as f64));
         o.insert("copies", Value::number(self.copies as f64));
         o.insert("skipped", Value::number(self.skipped as f64));
         o.insert("totals", self.totals.to_value());
-        if let Some(by) = by {
+        for &by in by {
             let groups = self.groups(by);
             let mut g = Object::with_capacity(groups.len());
             for (key, sum) in groups {

@@ -3,7 +3,7 @@
 //! A generation is (record count, leaf id): every change the mount can make (an append, a
 //! branch, a reset) changes it, and while it is unchanged every rendered byte stays valid.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::engine::blob::{is_valid_hash, BLOB_REF_PREFIX};
@@ -12,6 +12,7 @@ use crate::engine::manager::SessionManager;
 use crate::engine::record::Record;
 use crate::engine::session::Session;
 use crate::engine::time::parse_iso_millis;
+use crate::engine::views;
 
 pub type Bytes = Arc<Vec<u8>>;
 
@@ -54,6 +55,19 @@ pub struct Rendered {
     entry_sizes: HashMap<usize, u64>,
     context: Option<Bytes>,
     blob_refs: Option<Vec<String>>,
+    views: [Option<Bytes>; 3],
+    labels: Option<BTreeMap<String, String>>,
+}
+
+/// A rendering of the session for people ([`crate::engine::views`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// `context.md`; its image links point into the session's `blobs/`.
+    ContextMd,
+    /// `tree.txt`.
+    Tree,
+    /// `usage.json`.
+    Usage,
 }
 
 fn pretty_record(record: &Record) -> Vec<u8> {
@@ -97,6 +111,8 @@ impl Rendered {
             entry_sizes: HashMap::new(),
             context: None,
             blob_refs: None,
+            views: [None, None, None],
+            labels: None,
         }
     }
 
@@ -152,6 +168,33 @@ impl Rendered {
             });
             found.into_iter().collect()
         })
+    }
+
+    /// The bytes of `view`.
+    pub fn view_bytes(&mut self, manager: &SessionManager, view: View) -> Bytes {
+        let slot = &mut self.views[view as usize];
+        if let Some(bytes) = slot {
+            return bytes.clone();
+        }
+        let bytes = Arc::new(manager.read(|session| match view {
+            View::ContextMd => views::markdown::context_md(session, "blobs/"),
+            View::Tree => views::tree::tree_txt(session),
+            View::Usage => views::usage::session_usage_json(session),
+        }));
+        *slot = Some(bytes.clone());
+        bytes
+    }
+
+    /// Label → labelled entry id, for the labels usable as file names.
+    pub fn labels(&mut self, manager: &SessionManager) -> &BTreeMap<String, String> {
+        self.labels
+            .get_or_insert_with(|| manager.read(Session::label_targets))
+    }
+
+    /// The target of `labels/<label>`: the labelled entry's file.
+    pub fn label_target(&mut self, manager: &SessionManager, label: &str) -> Option<String> {
+        let id = self.labels(manager).get(label)?.clone();
+        Some(format!("../entries/{}", self.entry(&id)?.name))
     }
 
     /// `context.json`: the context at the leaf with blob references resolved.

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::content::{Bytes, Generation, Rendered};
+use super::content::{Bytes, Generation, Rendered, View};
 use super::history::HistoryView;
 use super::inode::{InodeTable, Node, ROOT_INO};
+use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, NodeKind, OpenMode, VfsError};
 use crate::engine::blob::{is_valid_hash, BlobStore};
 use crate::engine::discovery::{list_all, list_dir, SessionInfo};
@@ -88,14 +89,14 @@ struct Loaded {
 /// What tells one state of a file from another: size, mtime and inode (a rewrite replaces
 /// the file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileStamp {
+pub(super) struct FileStamp {
     len: u64,
     mtime: std::time::SystemTime,
     ino: u64,
 }
 
 impl FileStamp {
-    fn of(path: &Path) -> Option<Self> {
+    pub(super) fn of(path: &Path) -> Option<Self> {
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(path).ok()?;
         Some(FileStamp {
@@ -151,17 +152,51 @@ pub struct Vfs {
     config: VfsConfig,
     state: Mutex<State>,
     history: HistoryView,
+    store_usage: StoreUsageView,
     invalidator: std::sync::OnceLock<Invalidator>,
 }
 
-const SESSION_FILES: [&str; 6] = [
+/// The names in a session's directory, in listing order.
+const SESSION_FILES: [&str; 10] = [
     "header.json",
     "entries",
     "leaf",
     "context.json",
+    "context.md",
+    "tree.txt",
+    "usage.json",
+    "labels",
     "errors",
     "blobs",
 ];
+
+/// The node `name` names in session `sid`'s directory.
+fn session_child(sid: &str, name: &str) -> Option<Node> {
+    let s = sid.to_owned();
+    Some(match name {
+        "header.json" => Node::Header(s),
+        "entries" => Node::EntriesDir(s),
+        "leaf" => Node::Leaf(s),
+        "context.json" => Node::Context(s),
+        "context.md" => Node::ContextMd(s),
+        "tree.txt" => Node::Tree(s),
+        "usage.json" => Node::Usage(s),
+        "labels" => Node::LabelsDir(s),
+        "errors" => Node::Errors(s),
+        "blobs" => Node::SessionBlobsDir(s),
+        _ => return None,
+    })
+}
+
+/// The view a node shows, if it is one.
+fn view_of(node: &Node) -> Option<(&str, View)> {
+    match node {
+        Node::ContextMd(s) => Some((s, View::ContextMd)),
+        Node::Tree(s) => Some((s, View::Tree)),
+        Node::Usage(s) => Some((s, View::Usage)),
+        _ => None,
+    }
+}
 
 fn usable_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('\0')
@@ -170,7 +205,7 @@ fn usable_name(name: &str) -> bool {
 fn kind_of(node: &Node) -> NodeKind {
     if node.is_dir() {
         NodeKind::Directory
-    } else if matches!(node, Node::ProjectLink(..)) {
+    } else if matches!(node, Node::ProjectLink(..) | Node::Label(..)) {
         NodeKind::Symlink
     } else {
         NodeKind::File
@@ -199,6 +234,7 @@ impl Vfs {
     pub fn new(config: VfsConfig) -> Self {
         let vfs = Vfs {
             history: HistoryView::new(&config.history_db),
+            store_usage: StoreUsageView::new(config.source.clone()),
             config,
             state: Mutex::new(State::default()),
             invalidator: std::sync::OnceLock::new(),
@@ -522,6 +558,33 @@ impl Vfs {
                 self.loaded(state, s)?;
                 file(errors_text(state, s).len(), file_ms.unwrap_or(0))
             }
+            Node::ContextMd(s) | Node::Tree(s) | Node::Usage(s) => {
+                let (_, view) = view_of(node).ok_or(VfsError::NotFound)?;
+                let loaded = self.loaded(state, s)?;
+                let bytes = loaded.rendered.view_bytes(&loaded.manager, view);
+                file(bytes.len(), file_ms.unwrap_or(0))
+            }
+            Node::LabelsDir(s) => {
+                self.loaded(state, s)?;
+                dir(file_ms.unwrap_or(0))
+            }
+            Node::Label(s, label) => {
+                let loaded = self.loaded(state, s)?;
+                let target = loaded
+                    .rendered
+                    .label_target(&loaded.manager, label)
+                    .ok_or(VfsError::NotFound)?;
+                Attr {
+                    ino,
+                    kind: NodeKind::Symlink,
+                    size: target.len() as u64,
+                    perm: 0o777,
+                    nlink: 1,
+                    mtime_ms: file_ms.unwrap_or(0),
+                    stable: false,
+                }
+            }
+            Node::StoreUsage => file(self.store_usage.bytes()?.len(), Self::newest_ms(state)),
         };
         Ok(attr)
     }
@@ -536,6 +599,7 @@ impl Vfs {
                 "blobs" => Node::BlobsDir,
                 "history" => Node::HistoryDir,
                 "projects" => Node::ProjectsDir,
+                "usage.json" => Node::StoreUsage,
                 _ => return Err(VfsError::NotFound),
             },
             Node::SessionsDir => {
@@ -547,17 +611,14 @@ impl Vfs {
                 }
                 Node::SessionDir(name.to_owned())
             }
-            Node::SessionDir(s) => {
+            Node::SessionDir(s) => session_child(s, name).ok_or(VfsError::NotFound)?,
+            Node::LabelsDir(s) => {
                 let s = s.clone();
-                match name {
-                    "header.json" => Node::Header(s),
-                    "entries" => Node::EntriesDir(s),
-                    "leaf" => Node::Leaf(s),
-                    "context.json" => Node::Context(s),
-                    "errors" => Node::Errors(s),
-                    "blobs" => Node::SessionBlobsDir(s),
-                    _ => return Err(VfsError::NotFound),
+                let loaded = self.loaded(&mut state, &s)?;
+                if !loaded.rendered.labels(&loaded.manager).contains_key(name) {
+                    return Err(VfsError::NotFound);
                 }
+                Node::Label(s, name.to_owned())
             }
             Node::HistoryDir => match name {
                 "prompts.jsonl" => Node::HistoryPrompts,
@@ -649,6 +710,7 @@ impl Vfs {
                 (Node::BlobsDir, "blobs".to_owned()),
                 (Node::HistoryDir, "history".to_owned()),
                 (Node::ProjectsDir, "projects".to_owned()),
+                (Node::StoreUsage, "usage.json".to_owned()),
             ],
             Node::ProjectsDir => {
                 self.refresh_listing(state);
@@ -718,18 +780,16 @@ impl Vfs {
                 }
                 SESSION_FILES
                     .iter()
-                    .map(|name| {
-                        let s = s.clone();
-                        let node = match *name {
-                            "header.json" => Node::Header(s),
-                            "entries" => Node::EntriesDir(s),
-                            "leaf" => Node::Leaf(s),
-                            "context.json" => Node::Context(s),
-                            "blobs" => Node::SessionBlobsDir(s),
-                            _ => Node::Errors(s),
-                        };
-                        (node, (*name).to_owned())
-                    })
+                    .filter_map(|name| Some((session_child(s, name)?, (*name).to_owned())))
+                    .collect()
+            }
+            Node::LabelsDir(s) => {
+                let loaded = self.loaded(state, s)?;
+                loaded
+                    .rendered
+                    .labels(&loaded.manager)
+                    .keys()
+                    .map(|label| (Node::Label(s.clone(), label.clone()), label.clone()))
                     .collect()
             }
             Node::EntriesDir(s) => {
@@ -827,10 +887,16 @@ impl Vfs {
                     .map_err(|e| VfsError::Io(e.to_string()))
             }
             Node::Errors(s) => Ok(Arc::new(errors_text(state, s).into_bytes())),
+            Node::ContextMd(s) | Node::Tree(s) | Node::Usage(s) => {
+                let (_, view) = view_of(node).ok_or(VfsError::NotFound)?;
+                let loaded = self.loaded(state, s)?;
+                Ok(loaded.rendered.view_bytes(&loaded.manager, view))
+            }
+            Node::StoreUsage => self.store_usage.bytes(),
             Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
             Node::HistoryPrompts => self.history.prompts(),
             // The kernel follows links; a link itself is never opened.
-            Node::ProjectLink(..) => Err(VfsError::NotFound),
+            Node::ProjectLink(..) | Node::Label(..) => Err(VfsError::NotFound),
             Node::Search(query) => Ok(Arc::new(self.history.search(query)?)),
             Node::Blob(hash) => {
                 let store = BlobStore::new(&self.config.blob_dir, Arc::new(FileStorage));
@@ -849,7 +915,8 @@ impl Vfs {
             | Node::ProjectDir(_)
             | Node::SessionDir(_)
             | Node::SessionBlobsDir(_)
-            | Node::EntriesDir(_) => Err(VfsError::IsADirectory),
+            | Node::EntriesDir(_)
+            | Node::LabelsDir(_) => Err(VfsError::IsADirectory),
         }
     }
 
@@ -1145,10 +1212,17 @@ impl Vfs {
 
     /// The target of symlink `ino`.
     pub fn readlink(&self, ino: u64) -> Result<String, VfsError> {
-        let state = self.state.lock();
+        let mut state = self.state.lock();
         match Self::node(&state, ino)? {
             Node::ProjectLink(_, sid) if state.listing.contains_key(&sid) => Ok(link_target(&sid)),
             Node::ProjectLink(..) => Err(VfsError::NotFound),
+            Node::Label(sid, label) => {
+                let loaded = self.loaded(&mut state, &sid)?;
+                loaded
+                    .rendered
+                    .label_target(&loaded.manager, &label)
+                    .ok_or(VfsError::NotFound)
+            }
             _ => Err(VfsError::InvalidArgument("not a symlink".into())),
         }
     }

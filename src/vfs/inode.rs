@@ -35,6 +35,18 @@ pub enum Node {
     Errors(String),
     /// `sessions/<id>/blobs/`: the blobs the session references (children are [`Node::Blob`]).
     SessionBlobsDir(String),
+    /// `sessions/<id>/context.md`.
+    ContextMd(String),
+    /// `sessions/<id>/tree.txt`.
+    Tree(String),
+    /// `sessions/<id>/usage.json`.
+    Usage(String),
+    /// `sessions/<id>/labels/`.
+    LabelsDir(String),
+    /// `sessions/<id>/labels/<label>`: session id, label.
+    Label(String, String),
+    /// `usage.json` at the root: the whole store's usage.
+    StoreUsage,
 }
 
 impl Node {
@@ -50,7 +62,8 @@ impl Node {
             | Node::SearchDir
             | Node::Search(_)
             | Node::ProjectsDir
-            | Node::ProjectDir(_) => None,
+            | Node::ProjectDir(_)
+            | Node::StoreUsage => None,
             Node::ProjectLink(_, s) => Some(s),
             Node::SessionDir(s)
             | Node::Header(s)
@@ -60,7 +73,12 @@ impl Node {
             | Node::Leaf(s)
             | Node::Context(s)
             | Node::Errors(s)
-            | Node::SessionBlobsDir(s) => Some(s),
+            | Node::SessionBlobsDir(s)
+            | Node::ContextMd(s)
+            | Node::Tree(s)
+            | Node::Usage(s)
+            | Node::LabelsDir(s)
+            | Node::Label(s, _) => Some(s),
         }
     }
 
@@ -77,6 +95,7 @@ impl Node {
                 | Node::SessionDir(_)
                 | Node::SessionBlobsDir(_)
                 | Node::EntriesDir(_)
+                | Node::LabelsDir(_)
         )
     }
 }

@@ -9,6 +9,10 @@
 //! /sessions/<session-id>/entries/new        write-only append point (one JSON object a line)
 //! /sessions/<session-id>/leaf               the current leaf id; writable
 //! /sessions/<session-id>/context.json       the context at the leaf, blobs resolved
+//! /sessions/<session-id>/context.md         the context at the leaf as Markdown
+//! /sessions/<session-id>/tree.txt           the entry tree, one line per entry
+//! /sessions/<session-id>/usage.json         usage statistics, with a breakdown per model
+//! /sessions/<session-id>/labels/<label>     symlink to ../entries/NNNNNN-<id>.json
 //! /sessions/<session-id>/errors             the last failed writes' reasons
 //! /sessions/<session-id>/blobs/<sha256>      the blobs the session references (same inodes
 //!                                             as under /blobs)
@@ -18,6 +22,8 @@
 //!                                             directory names are (`--home-u-proj--`)
 //! /history/prompts.jsonl                      the prompt history, one JSON object a line
 //! /history/search/<query>                     the prompts matching <query>
+//! /usage.json                                 the store's usage, replies copied into forks
+//!                                             counted once, by day, project and model
 //! ```
 //!
 //! Invariants:
@@ -49,6 +55,7 @@ mod content;
 mod fs;
 mod history;
 mod inode;
+mod store_usage;
 
 pub use fs::{Caching, Invalidator, NamespaceChange, Opened, SessionSource, Vfs, VfsConfig};
 pub use inode::{Node, ROOT_INO};

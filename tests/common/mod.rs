@@ -123,3 +123,60 @@ pub fn contents(ctx: &gjcfs::engine::SessionContext<'_>) -> Vec<String> {
         })
         .collect()
 }
+
+/// Compares `actual` with `tests/golden/<name>`, or writes it there with `GJCFS_BLESS=1`.
+pub fn golden(name: &str, actual: &[u8]) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("GJCFS_BLESS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (GJCFS_BLESS=1 writes it)", path.display()));
+    if expected != actual {
+        let (expected, actual) = (
+            String::from_utf8_lossy(&expected),
+            String::from_utf8_lossy(actual),
+        );
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(e, a)| e != a)
+            .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{name} differs from its golden file at line {}:\n  expected: {:?}\n  actual:   {:?}\n(GJCFS_BLESS=1 rewrites it)",
+            line + 1,
+            expected.lines().nth(line),
+            actual.lines().nth(line)
+        );
+    }
+}
+
+/// The session with every entry id replaced by its record index (`00000001`, …), so that
+/// the ids the v1 migration draws at random are the same in every run.
+pub fn renumbered(session: gjcfs::engine::Session) -> gjcfs::engine::Session {
+    let records = session.into_records();
+    let ids: std::collections::HashMap<String, String> = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.is_header())
+        .filter_map(|(i, r)| Some((r.id()?.to_owned(), format!("{i:08x}"))))
+        .collect();
+    let records = records
+        .into_iter()
+        .map(|r| {
+            let mut fields = r.into_fields();
+            for key in ["id", "parentId", "firstKeptEntryId", "targetId", "fromId"] {
+                let renamed = fields.get_str(key).and_then(|id| ids.get(id)).cloned();
+                if let Some(new) = renamed {
+                    fields.insert(key, Value::string(new));
+                }
+            }
+            gjcfs::engine::record::Record::new(fields)
+        })
+        .collect();
+    gjcfs::engine::Session::from_records(records)
+}

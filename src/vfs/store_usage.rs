@@ -1,0 +1,106 @@
+//! `usage.json` at the root: the usage of every session of the store, each reply counted
+//! once across fork lineages ([`StoreUsage`]), grouped by day, project and model.
+//!
+//! Invariants:
+//! - The sessions are the transcript files of the source as they are now (a directory
+//!   scan, no file read), each with its size, mtime and inode.
+//! - A session's contribution is built from its file and kept with that stamp; it is built
+//!   again only when the stamp changes. The rendered bytes are kept with the list of
+//!   (path, stamp) they were combined from and served again while that list is unchanged,
+//!   so a warm read costs a directory scan and a stat per session.
+//! - Files that cannot be read as sessions count nothing (the CLI's `gjcfs usage` names
+//!   them).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::content::Bytes;
+use super::fs::{FileStamp, SessionSource};
+use super::VfsError;
+use crate::engine::discovery::{all_transcript_paths, transcript_paths};
+use crate::engine::json;
+use crate::engine::storage::FileStorage;
+use crate::engine::store_usage::{scan_sessions, Grouping, SessionUsageContribution, StoreUsage};
+
+/// Threads reading sessions whose contribution is not known yet.
+const SCAN_THREADS: usize = 2;
+
+#[derive(Default)]
+struct Cache {
+    contributions: HashMap<PathBuf, (FileStamp, Option<SessionUsageContribution>)>,
+    rendered: Option<(Vec<(PathBuf, FileStamp)>, Bytes)>,
+}
+
+pub struct StoreUsageView {
+    source: SessionSource,
+    cache: Mutex<Cache>,
+}
+
+impl StoreUsageView {
+    pub fn new(source: SessionSource) -> Self {
+        StoreUsageView {
+            source,
+            cache: Mutex::new(Cache::default()),
+        }
+    }
+
+    fn stamped_paths(&self) -> Result<Vec<(PathBuf, FileStamp)>, VfsError> {
+        let storage = FileStorage;
+        let paths = match &self.source {
+            SessionSource::SessionsRoot(root) => all_transcript_paths(&storage, root),
+            SessionSource::Dir(dir) => transcript_paths(&storage, dir),
+        }
+        .map_err(|e| VfsError::Io(e.to_string()))?;
+        Ok(paths
+            .into_iter()
+            .filter_map(|path| Some((FileStamp::of(&path)?, path)))
+            .map(|(stamp, path)| (path, stamp))
+            .collect())
+    }
+
+    /// The bytes of `usage.json` now.
+    pub fn bytes(&self) -> Result<Bytes, VfsError> {
+        let stamped = self.stamped_paths()?;
+        let mut cache = self.cache.lock();
+        if let Some((seen, bytes)) = &cache.rendered {
+            if *seen == stamped {
+                return Ok(bytes.clone());
+            }
+        }
+        let mut contributions = HashMap::with_capacity(stamped.len());
+        let mut stale: HashMap<PathBuf, FileStamp> = HashMap::new();
+        for (path, stamp) in &stamped {
+            match cache.contributions.remove(path) {
+                Some((known, c)) if known == *stamp => {
+                    contributions.insert(path.clone(), (known, c));
+                }
+                _ => {
+                    stale.insert(path.clone(), *stamp);
+                }
+            }
+        }
+        let stale_paths: Vec<PathBuf> = stale.keys().cloned().collect();
+        let scan = scan_sessions(&stale_paths, SCAN_THREADS, &|_| {});
+        let read = scan.contributions.into_iter().map(|(p, c)| (p, Some(c)));
+        let failed = scan.failed.into_iter().map(|(p, _)| (p, None));
+        for (path, contribution) in read.chain(failed) {
+            if let Some(&stamp) = stale.get(&path) {
+                contributions.insert(path, (stamp, contribution));
+            }
+        }
+        cache.contributions = contributions;
+        let usage =
+            StoreUsage::combine(stamped.iter().filter_map(|(path, _)| {
+                cache.contributions.get(path).and_then(|(_, c)| c.as_ref())
+            }));
+        let value = usage.to_value_grouped(&[Grouping::Day, Grouping::Project, Grouping::Model]);
+        let mut out = json::to_pretty(&value).into_bytes();
+        out.push(b'\n');
+        let bytes = Arc::new(out);
+        cache.rendered = Some((stamped, bytes.clone()));
+        Ok(bytes)
+    }
+}
