@@ -6,18 +6,35 @@
 //!   empty ([`LoadStatus::NotASession`]).
 //! - A header version above 5 (or not an integer) is an error; nothing is replayed.
 //!
-//! The file is read as a stream, one line at a time, so memory holds the records only.
+//! The file is read in chunks on several threads ([`super::lines`]) up to the length it has
+//! when opened, so memory holds the records and a read buffer per thread, never the file.
+//! [`LoadedEntries::mark`] says exactly which bytes of which file were read.
 
-use std::io::{self, BufReader};
+use std::io;
 use std::path::{Path, PathBuf};
 
+use super::lines::read_lines;
 use super::migrate::{migrate, Migration};
 use super::record::Record;
-use super::replay::{parse_session_reader, ReplayError, SkippedLine};
+use super::replay::{patches_apply, replay_lines, ReplayError, SkippedLine};
 use super::session::Session;
-use super::storage::{FileStorage, SessionStorage};
+use super::storage::{FileId, FileStorage, SessionStorage};
 
-const READ_BUFFER: usize = 1 << 20;
+/// Which bytes of which file a load read: what a later read of lines appended to the file
+/// starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadMark {
+    /// The file read (a rewrite through a rename makes another).
+    pub id: FileId,
+    /// The number of bytes read, from the start of the file.
+    pub end: u64,
+    /// The number of `\n` bytes among them.
+    pub newlines: usize,
+    /// The last bytes read (at most [`super::lines::TAIL`]).
+    pub tail: Vec<u8>,
+    /// Whether the file's first header accepts patches (version ≥ 4).
+    pub patches_apply: bool,
+}
 
 /// What a lenient load found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +54,8 @@ pub struct LoadedEntries {
     /// Header first; empty unless `status` is [`LoadStatus::Loaded`].
     pub records: Vec<Record>,
     pub skipped: Vec<SkippedLine>,
+    /// What was read, when the file exists.
+    pub mark: Option<ReadMark>,
 }
 
 /// Why a session file could not be loaded.
@@ -66,26 +85,42 @@ pub fn load_entries_from_storage(
         path: path.to_owned(),
         source,
     };
-    let file = match storage.open_read(path) {
+    let file = match storage.open_read_at(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Ok(LoadedEntries {
                 status: LoadStatus::Missing,
                 records: Vec::new(),
                 skipped: Vec::new(),
+                mark: None,
             })
         }
         Err(e) => return Err(io_error(e)),
     };
-    let replayed =
-        parse_session_reader(BufReader::with_capacity(READ_BUFFER, file)).map_err(|e| match e {
-            ReplayError::UnsupportedVersion { version } => LoadError::UnsupportedVersion {
-                path: path.to_owned(),
-                version,
-            },
-            ReplayError::Io(e) => io_error(e),
-        })?;
-    Ok(entries_from_records(replayed.records, replayed.skipped))
+    let size = file.size().map_err(io_error)?;
+    let lines = read_lines(file.as_ref(), 0, size, 1);
+    let (end, newlines, tail) = (lines.end, lines.newlines, lines.tail.clone());
+    let replayed = replay_lines(lines).map_err(|e| match e {
+        ReplayError::UnsupportedVersion { version } => LoadError::UnsupportedVersion {
+            path: path.to_owned(),
+            version,
+        },
+        ReplayError::Io(e) => io_error(e),
+    })?;
+    let mark = ReadMark {
+        id: file.id(),
+        end,
+        newlines,
+        tail,
+        patches_apply: replayed
+            .records
+            .iter()
+            .find(|r| r.is_header())
+            .is_some_and(patches_apply),
+    };
+    let mut loaded = entries_from_records(replayed.records, replayed.skipped);
+    loaded.mark = Some(mark);
+    Ok(loaded)
 }
 
 /// Applies the "first record must be a header with a string id" rule.
@@ -101,6 +136,7 @@ pub fn entries_from_records(records: Vec<Record>, skipped: Vec<SkippedLine>) -> 
         },
         records: if is_session { records } else { Vec::new() },
         skipped,
+        mark: None,
     }
 }
 
