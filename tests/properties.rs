@@ -16,6 +16,7 @@ use gjcfs::engine::json;
 use gjcfs::engine::lines::{read_lines_in, TAIL};
 use gjcfs::engine::migrate::{migrate, Migration};
 use gjcfs::engine::replay::{parse_session_entries, parse_session_reader, replay_lines};
+use gjcfs::engine::session::Summary;
 use gjcfs::engine::{Record, Session};
 
 // ---------------------------------------------------------------------------------------------
@@ -868,6 +869,48 @@ proptest! {
         }
 
         check_tree(&session, &model)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(256))]
+
+    /// The index is the same however it was built: at once, from summaries, in steps of
+    /// appended records, or entry by entry — and popping entries restores the earlier one.
+    /// The trees have duplicate ids, dangling, forward, self and non-string parents.
+    #[test]
+    fn an_index_built_in_steps_equals_one_built_at_once(
+        choices in prop::collection::vec(tree_choice(), 0..60),
+        cuts in prop::collection::vec(any::<Index>(), 0..4),
+        pushed_from in any::<Index>(),
+    ) {
+        let file = build_tree_file(&choices);
+        let records = parse_session_entries(&file.text).map_err(fail)?.records;
+        let whole = Session::from_records(records.clone());
+        let summaries: Vec<Summary> = records.iter().map(Summary::of).collect();
+        prop_assert_eq!(&Session::from_summarized(records.clone(), &summaries), &whole);
+
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| 1 + c.index(records.len())).collect();
+        cuts.push(records.len());
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut stepped = Session::from_records(records[..cuts[0]].to_vec());
+        for pair in cuts.windows(2) {
+            stepped.extend(records[pair[0]..pair[1]].to_vec());
+        }
+        prop_assert_eq!(&stepped, &whole);
+
+        let k = 1 + pushed_from.index(records.len());
+        let base = Session::from_records(records[..k].to_vec());
+        let mut pushed = base.clone();
+        for record in &records[k..] {
+            pushed.push_entry(record.clone());
+        }
+        prop_assert_eq!(&pushed, &whole);
+        for _ in k..records.len() {
+            pushed.pop_entry(base.leaf());
+        }
+        prop_assert_eq!(&pushed, &base);
     }
 }
 
@@ -2458,6 +2501,13 @@ proptest! {
                 (Ok(parallel), Ok(one)) => {
                     prop_assert_eq!(&parallel.records, &one.records, "{} chunks", k);
                     prop_assert_eq!(&parallel.skipped, &one.skipped, "{} chunks", k);
+                    // The summaries taken on the threads index exactly as the records do.
+                    let summaries = parallel.summaries.expect("summaries");
+                    let records = parallel.records;
+                    prop_assert_eq!(
+                        Session::from_summarized(records.clone(), &summaries),
+                        Session::from_records(records)
+                    );
                 }
                 (Err(parallel), Err(one)) => prop_assert_eq!(parallel.to_string(), one.to_string()),
                 (parallel, one) => prop_assert!(false, "{} chunks: {:?} vs {:?}", k, parallel.map(|r| r.records.len()), one.as_ref().map(|r| r.records.len())),

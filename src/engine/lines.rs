@@ -18,6 +18,7 @@
 use std::io;
 
 use super::record::{LineError, Record};
+use super::session::Summary;
 use super::storage::ReadAt;
 
 /// How many bytes before the end of what was read [`Lines::tail`] keeps.
@@ -34,6 +35,9 @@ pub struct ParsedLine {
     /// 1-based line number in the file.
     pub number: usize,
     pub record: Result<Record, LineError>,
+    /// The record's summary, taken on the thread that parsed it ([`read_lines`] takes one
+    /// for every record).
+    pub summary: Option<Summary>,
 }
 
 /// The lines of a range.
@@ -282,6 +286,7 @@ fn read_chunk<R: ReadAt + ?Sized>(
         if let Some(record) = record {
             chunk.parsed.push(ParsedLine {
                 number: chunk.count,
+                summary: record.as_ref().ok().map(Summary::of),
                 record,
             });
         }

@@ -17,7 +17,7 @@ use super::lines::read_lines;
 use super::migrate::{migrate, Migration};
 use super::record::Record;
 use super::replay::{patches_apply, replay_lines, ReplayError, SkippedLine};
-use super::session::Session;
+use super::session::{Session, Summary};
 use super::storage::{FileId, FileStorage, SessionStorage};
 
 /// Which bytes of which file a load read: what a later read of lines appended to the file
@@ -54,6 +54,8 @@ pub struct LoadedEntries {
     /// Header first; empty unless `status` is [`LoadStatus::Loaded`].
     pub records: Vec<Record>,
     pub skipped: Vec<SkippedLine>,
+    /// One summary per record, when the load took them.
+    pub summaries: Option<Vec<Summary>>,
     /// What was read, when the file exists.
     pub mark: Option<ReadMark>,
 }
@@ -92,6 +94,7 @@ pub fn load_entries_from_storage(
                 status: LoadStatus::Missing,
                 records: Vec::new(),
                 skipped: Vec::new(),
+                summaries: None,
                 mark: None,
             })
         }
@@ -119,6 +122,9 @@ pub fn load_entries_from_storage(
             .is_some_and(patches_apply),
     };
     let mut loaded = entries_from_records(replayed.records, replayed.skipped);
+    if loaded.status == LoadStatus::Loaded {
+        loaded.summaries = replayed.summaries;
+    }
     loaded.mark = Some(mark);
     Ok(loaded)
 }
@@ -136,7 +142,44 @@ pub fn entries_from_records(records: Vec<Record>, skipped: Vec<SkippedLine>) -> 
         },
         records: if is_session { records } else { Vec::new() },
         skipped,
+        summaries: None,
         mark: None,
+    }
+}
+
+/// Loaded records as a session.
+#[derive(Debug)]
+pub struct Built {
+    pub session: Session,
+    pub migration: Migration,
+    /// The entries the load-time sanitizer may change (all of them when not known), in
+    /// file order.
+    pub to_sanitize: Vec<usize>,
+}
+
+/// Migrates `records` and indexes them. `summaries` (one per record, as replay left them)
+/// spare indexing a walk over the records when migration changed none of them.
+pub fn build_session(mut records: Vec<Record>, summaries: Option<Vec<Summary>>) -> Built {
+    let migration = migrate(&mut records);
+    match summaries {
+        Some(summaries) if migration == Migration::NotNeeded => {
+            let to_sanitize = (0..records.len())
+                .filter(|&i| summaries[i].needs_sanitizing())
+                .collect();
+            Built {
+                session: Session::from_summarized(records, &summaries),
+                migration,
+                to_sanitize,
+            }
+        }
+        _ => {
+            let session = Session::from_records(records);
+            Built {
+                to_sanitize: session.entry_indices().collect(),
+                session,
+                migration,
+            }
+        }
     }
 }
 
@@ -156,11 +199,10 @@ pub fn load_session(path: &Path) -> Result<LoadedSession, LoadError> {
         LoadStatus::Missing => return Err(LoadError::Missing { path: path.into() }),
         LoadStatus::NotASession => return Err(LoadError::NotASession { path: path.into() }),
     }
-    let mut records = loaded.records;
-    let migration = migrate(&mut records);
+    let built = build_session(loaded.records, loaded.summaries);
     Ok(LoadedSession {
-        session: Session::from_records(records),
-        migration,
+        session: built.session,
+        migration: built.migration,
         skipped: loaded.skipped,
     })
 }

@@ -26,7 +26,7 @@ use std::io::BufRead;
 use super::json::{self, Object, Value};
 use super::lines::{parse_line, Lines, ParsedLine};
 use super::record::{LineError, Record, RecordType};
-use super::session::Session;
+use super::session::{Session, Summary};
 
 /// A line that was skipped, with its 1-based number.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +40,9 @@ pub struct SkippedLine {
 pub struct Replayed {
     pub records: Vec<Record>,
     pub skipped: Vec<SkippedLine>,
+    /// One summary per record, as the records are after replay, when the lines came with
+    /// them.
+    pub summaries: Option<Vec<Summary>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,7 +140,6 @@ pub fn resume_lines(base: &Session, patches_apply: bool, lines: Vec<ParsedLine>)
 }
 
 /// Streaming replay state.
-#[derive(Default)]
 struct Replayer<'b> {
     out: Vec<Record>,
     skipped: Vec<SkippedLine>,
@@ -148,6 +150,8 @@ struct Replayer<'b> {
     base: Option<&'b Session>,
     /// Patches to `base`'s records.
     edits: Vec<BaseEdit>,
+    /// One summary per record of `out`, while every record came with one.
+    summaries: Option<Vec<Summary>>,
     /// Whether the first header accepts patches (version ≥ 4).
     patches_apply: bool,
     /// Entry id → position in `out` (the last entry with that id) for the records
@@ -158,17 +162,37 @@ struct Replayer<'b> {
     indexed: usize,
 }
 
+impl Default for Replayer<'_> {
+    fn default() -> Self {
+        Replayer {
+            out: Vec::new(),
+            skipped: Vec::new(),
+            header: None,
+            base: None,
+            edits: Vec::new(),
+            summaries: Some(Vec::new()),
+            patches_apply: false,
+            by_id: HashMap::new(),
+            indexed: 0,
+        }
+    }
+}
+
 impl Replayer<'_> {
     fn push_line(&mut self, n: usize, line: &[u8]) -> Result<(), ReplayError> {
         match parse_line(n == 1, line) {
-            Some(record) => self.push_parsed(ParsedLine { number: n, record }),
+            Some(record) => self.push_parsed(ParsedLine {
+                number: n,
+                record,
+                summary: None,
+            }),
             None => Ok(()),
         }
     }
 
     fn push_parsed(&mut self, line: ParsedLine) -> Result<(), ReplayError> {
         match line.record {
-            Ok(record) => self.push(record),
+            Ok(record) => self.push(record, line.summary),
             Err(reason) => {
                 self.skipped.push(SkippedLine {
                     line: line.number,
@@ -179,7 +203,7 @@ impl Replayer<'_> {
         }
     }
 
-    fn push(&mut self, record: Record) -> Result<(), ReplayError> {
+    fn push(&mut self, record: Record, summary: Option<Summary>) -> Result<(), ReplayError> {
         match record.record_type() {
             RecordType::HeaderPatch => {
                 if self.patches_apply {
@@ -207,6 +231,10 @@ impl Replayer<'_> {
                     self.header = Some(self.out.len());
                     self.patches_apply = patches_apply(&record);
                 }
+                match (summary, &mut self.summaries) {
+                    (Some(summary), Some(summaries)) => summaries.push(summary),
+                    _ => self.summaries = None,
+                }
                 self.out.push(record);
             }
         }
@@ -223,6 +251,9 @@ impl Replayer<'_> {
             let target = &mut self.out[at];
             if target.record_type() == RecordType::Message && message.is_truthy() {
                 target.fields_mut().insert("message", reshape(message, 1));
+                if let Some(summaries) = &mut self.summaries {
+                    summaries[at] = Summary::of(target);
+                }
             }
             return;
         }
@@ -256,6 +287,7 @@ impl Replayer<'_> {
         Replayed {
             records: self.out,
             skipped: self.skipped,
+            summaries: self.summaries,
         }
     }
 }

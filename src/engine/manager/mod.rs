@@ -36,11 +36,11 @@ use super::context::SessionContext;
 use super::ids;
 use super::inspect::parse_strict;
 use super::json::{Object, Value};
-use super::load::{load_entries_from_storage, LoadStatus};
+use super::load::{build_session, load_entries_from_storage, LoadStatus};
 use super::migrate::{migrate, Migration, CURRENT_SESSION_VERSION};
 use super::persist::prepare_for_persist;
 use super::record::{Record, RecordType};
-use super::sanitize::sanitize_openai_replay;
+use super::sanitize::{sanitize_entries, sanitize_openai_replay};
 use super::session::Session;
 use super::storage::{MemoryStorage, OpenMode, SessionStorage, StorageWriter};
 use super::time;
@@ -495,11 +495,10 @@ impl SessionManager {
             state.full_rewrite()?;
             return Ok(Self::from_state(state));
         }
-        let mut records = loaded.records;
-        let migration = migrate(&mut records);
-        state.adopt(Session::from_records(records), Some(path.to_owned()), true);
-        state.needs_full_rewrite = matches!(migration, Migration::Migrated { .. });
-        let patches = sanitize_openai_replay(&mut state.session);
+        let built = build_session(loaded.records, loaded.summaries);
+        state.adopt(built.session, Some(path.to_owned()), true);
+        state.needs_full_rewrite = matches!(built.migration, Migration::Migrated { .. });
+        let patches = sanitize_entries(&mut state.session, built.to_sanitize);
         state.persist_patches(&patches)?;
         Ok(Self::from_state(state))
     }
