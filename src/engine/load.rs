@@ -13,7 +13,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::lines::read_lines;
+use super::lines::{read_lines, Lines, TAIL};
 use super::migrate::{migrate, Migration};
 use super::record::Record;
 use super::replay::{patches_apply, replay_lines, ReplayError, SkippedLine};
@@ -30,10 +30,52 @@ pub struct ReadMark {
     pub end: u64,
     /// The number of `\n` bytes among them.
     pub newlines: usize,
-    /// The last bytes read (at most [`super::lines::TAIL`]).
+    /// The last bytes read (at most [`TAIL`]).
     pub tail: Vec<u8>,
     /// Whether the file's first header accepts patches (version ≥ 4).
     pub patches_apply: bool,
+}
+
+impl ReadMark {
+    /// The mark of a whole file read as `lines`.
+    pub fn of(id: FileId, lines: &Lines) -> Self {
+        let first_header = lines
+            .parsed
+            .iter()
+            .find_map(|line| line.record.as_ref().ok().filter(|r| r.is_header()));
+        ReadMark {
+            id,
+            end: lines.end,
+            newlines: lines.newlines,
+            tail: lines.tail.clone(),
+            patches_apply: first_header.is_some_and(patches_apply),
+        }
+    }
+
+    /// Whether the last line read has no newline yet.
+    pub fn torn(&self) -> bool {
+        self.tail.last().is_some_and(|&b| b != b'\n')
+    }
+
+    /// Moves the mark over `bytes`, the next bytes of the file.
+    pub fn advance(&mut self, bytes: &[u8]) {
+        self.advance_by(
+            bytes.len() as u64,
+            memchr::memchr_iter(b'\n', bytes).count(),
+            bytes,
+        );
+    }
+
+    /// Moves the mark over `len` more bytes holding `newlines` newlines and ending with
+    /// `tail` (their last bytes, at most [`TAIL`]).
+    pub fn advance_by(&mut self, len: u64, newlines: usize, tail: &[u8]) {
+        self.end += len;
+        self.newlines += newlines;
+        let tail = &tail[tail.len().saturating_sub(TAIL)..];
+        self.tail.extend_from_slice(tail);
+        let excess = self.tail.len().saturating_sub(TAIL);
+        self.tail.drain(..excess);
+    }
 }
 
 /// What a lenient load found.
@@ -102,7 +144,7 @@ pub fn load_entries_from_storage(
     };
     let size = file.size().map_err(io_error)?;
     let lines = read_lines(file.as_ref(), 0, size, 1);
-    let (end, newlines, tail) = (lines.end, lines.newlines, lines.tail.clone());
+    let mark = ReadMark::of(file.id(), &lines);
     let replayed = replay_lines(lines).map_err(|e| match e {
         ReplayError::UnsupportedVersion { version } => LoadError::UnsupportedVersion {
             path: path.to_owned(),
@@ -110,17 +152,6 @@ pub fn load_entries_from_storage(
         },
         ReplayError::Io(e) => io_error(e),
     })?;
-    let mark = ReadMark {
-        id: file.id(),
-        end,
-        newlines,
-        tail,
-        patches_apply: replayed
-            .records
-            .iter()
-            .find(|r| r.is_header())
-            .is_some_and(patches_apply),
-    };
     let mut loaded = entries_from_records(replayed.records, replayed.skipped);
     if loaded.status == LoadStatus::Loaded {
         loaded.summaries = replayed.summaries;

@@ -35,7 +35,7 @@ pub fn sanitize_entries(
         };
         let sanitized = sanitized_message(message);
         let entry_id = session.record(i).id().unwrap_or_default().to_owned();
-        session.replace_message(i, sanitized.clone());
+        session.replace_message(i, Value::Object(sanitized.clone()));
         let mut patch = Object::with_capacity(1);
         patch.insert("message", Value::Object(sanitized));
         let mut record = Object::with_capacity(3);

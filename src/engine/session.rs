@@ -404,10 +404,8 @@ impl Session {
     }
 
     /// Replaces the `message` of the `message` entry at `index` (entry patches, sanitizing).
-    pub fn replace_message(&mut self, index: usize, message: super::json::Object) {
-        self.records[index]
-            .fields_mut()
-            .insert("message", Value::Object(message));
+    pub fn replace_message(&mut self, index: usize, message: Value) {
+        self.records[index].fields_mut().insert("message", message);
     }
 
     /// Moves the leaf to an existing entry (`branch`).
