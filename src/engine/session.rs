@@ -235,7 +235,8 @@ impl Session {
         for i in from..self.records.len() {
             self.apply_label(i);
         }
-        self.leaf = self.entry_indices().last();
+        let last_entry = self.entry_indices().next_back();
+        self.leaf = last_entry;
     }
 
     fn apply_label(&mut self, i: usize) {
