@@ -13,8 +13,10 @@ use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
 
 use gjcfs::engine::json;
+use gjcfs::engine::lines::{read_lines_in, TAIL};
 use gjcfs::engine::migrate::{migrate, Migration};
-use gjcfs::engine::replay::{parse_session_entries, parse_session_reader};
+use gjcfs::engine::replay::{parse_session_entries, parse_session_reader, replay_lines};
+use gjcfs::engine::session::Summary;
 use gjcfs::engine::{Record, Session};
 
 // ---------------------------------------------------------------------------------------------
@@ -867,6 +869,48 @@ proptest! {
         }
 
         check_tree(&session, &model)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(256))]
+
+    /// The index is the same however it was built: at once, from summaries, in steps of
+    /// appended records, or entry by entry — and popping entries restores the earlier one.
+    /// The trees have duplicate ids, dangling, forward, self and non-string parents.
+    #[test]
+    fn an_index_built_in_steps_equals_one_built_at_once(
+        choices in prop::collection::vec(tree_choice(), 0..60),
+        cuts in prop::collection::vec(any::<Index>(), 0..4),
+        pushed_from in any::<Index>(),
+    ) {
+        let file = build_tree_file(&choices);
+        let records = parse_session_entries(&file.text).map_err(fail)?.records;
+        let whole = Session::from_records(records.clone());
+        let summaries: Vec<Summary> = records.iter().map(Summary::of).collect();
+        prop_assert_eq!(&Session::from_summarized(records.clone(), &summaries), &whole);
+
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| 1 + c.index(records.len())).collect();
+        cuts.push(records.len());
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut stepped = Session::from_records(records[..cuts[0]].to_vec());
+        for pair in cuts.windows(2) {
+            stepped.extend(records[pair[0]..pair[1]].to_vec());
+        }
+        prop_assert_eq!(&stepped, &whole);
+
+        let k = 1 + pushed_from.index(records.len());
+        let base = Session::from_records(records[..k].to_vec());
+        let mut pushed = base.clone();
+        for record in &records[k..] {
+            pushed.push_entry(record.clone());
+        }
+        prop_assert_eq!(&pushed, &whole);
+        for _ in k..records.len() {
+            pushed.pop_entry(base.leaf());
+        }
+        prop_assert_eq!(&pushed, &base);
     }
 }
 
@@ -2353,5 +2397,121 @@ proptest! {
         prop_assert_eq!(lines_of(&replayed.records), lines);
         prop_assert_eq!(replayed.skipped.len(), 1);
         prop_assert_eq!(replayed.skipped[0].line, at + 1);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Reading in parallel.
+
+/// Damage done to one line of a generated file.
+#[derive(Clone, Debug)]
+enum Damage {
+    /// The line ends with `\r\n`.
+    Crlf,
+    /// A blank line (empty, spaces and tabs, or a lone `\r`) goes before it.
+    BlankBefore(u8),
+    /// A byte that is never valid UTF-8 alone goes in at this position.
+    InvalidByte(Index, u8),
+    /// The line is cut short at this position (a torn write).
+    Tear(Index),
+}
+
+fn damage() -> impl Strategy<Value = (Index, Damage)> {
+    let kind = prop_oneof![
+        Just(Damage::Crlf),
+        any::<u8>().prop_map(Damage::BlankBefore),
+        (any::<Index>(), any::<u8>()).prop_map(|(at, b)| Damage::InvalidByte(at, b)),
+        any::<Index>().prop_map(Damage::Tear),
+    ];
+    (any::<Index>(), kind)
+}
+
+/// A session file of patch-replay lines (a header of any version, 6 included), damaged.
+fn damaged_file(
+    version: Option<i64>,
+    items: &[PatchItem],
+    damage: &[(Index, Damage)],
+    bom: bool,
+    final_newline: bool,
+) -> Vec<u8> {
+    let mut lines: Vec<Vec<u8>> = vec![canon(&patch_header(version, true)).into_bytes()];
+    lines.extend(
+        items
+            .iter()
+            .map(|item| build_patch_line(item).0.into_bytes()),
+    );
+    for (at, damage) in damage {
+        let i = at.index(lines.len());
+        match damage {
+            Damage::Crlf => lines[i].push(b'\r'),
+            Damage::BlankBefore(k) => {
+                let blank = [&b""[..], b"  \t ", b"\r"][*k as usize % 3];
+                lines.insert(i, blank.to_vec());
+            }
+            Damage::InvalidByte(pos, b) => {
+                let pos = pos.index(lines[i].len() + 1);
+                lines[i].insert(pos, 0x80 | (b & 0x7F) | if b % 2 == 0 { 0x40 } else { 0 });
+            }
+            Damage::Tear(pos) => {
+                let len = lines[i].len();
+                lines[i].truncate(pos.index(len + 1));
+            }
+        }
+    }
+    let mut bytes = if bom {
+        "\u{FEFF}".as_bytes().to_vec()
+    } else {
+        Vec::new()
+    };
+    bytes.extend(lines.join(&b'\n'));
+    if final_newline {
+        bytes.push(b'\n');
+    }
+    bytes
+}
+
+proptest! {
+    #![proptest_config(cases(512))]
+
+    /// Cut into any number of chunks, read on as many threads, a file replays to exactly
+    /// what one pass gives: the same records, the same skipped lines with their numbers, the
+    /// same error; and the reader reports the same bytes read.
+    #[test]
+    fn parallel_reading_replays_exactly_as_one_pass(
+        version in prop::option::of(1i64..=6),
+        items in prop::collection::vec(patch_item(), 0..24),
+        damage in prop::collection::vec(damage(), 0..8),
+        bom in any::<bool>(),
+        final_newline in any::<bool>(),
+        chunks in 2usize..40,
+    ) {
+        let bytes = damaged_file(version, &items, &damage, bom, final_newline);
+        let one_pass = parse_session_reader(&bytes[..]);
+        let newlines = bytes.iter().filter(|&&b| b == b'\n').count();
+        let invalid = std::str::from_utf8(&bytes).err().map(|e| e.valid_up_to() as u64);
+        let tail = &bytes[bytes.len().saturating_sub(TAIL)..];
+        for k in [1, 2, 3, chunks] {
+            let lines = read_lines_in(&bytes[..], 0, bytes.len() as u64, 1, k);
+            prop_assert_eq!(lines.newlines, newlines);
+            prop_assert_eq!(lines.count, newlines + usize::from(!bytes.ends_with(b"\n") && !bytes.is_empty()));
+            prop_assert_eq!(lines.end, bytes.len() as u64);
+            prop_assert_eq!(lines.invalid_utf8, invalid);
+            prop_assert_eq!(&lines.tail[..], tail);
+            match (replay_lines(lines), &one_pass) {
+                (Ok(parallel), Ok(one)) => {
+                    prop_assert_eq!(&parallel.records, &one.records, "{} chunks", k);
+                    prop_assert_eq!(&parallel.skipped, &one.skipped, "{} chunks", k);
+                    // The summaries taken on the threads index exactly as the records do.
+                    let summaries = parallel.summaries.expect("summaries");
+                    let records = parallel.records;
+                    prop_assert_eq!(
+                        Session::from_summarized(records.clone(), &summaries),
+                        Session::from_records(records)
+                    );
+                }
+                (Err(parallel), Err(one)) => prop_assert_eq!(parallel.to_string(), one.to_string()),
+                (parallel, one) => prop_assert!(false, "{} chunks: {:?} vs {:?}", k, parallel.map(|r| r.records.len()), one.as_ref().map(|r| r.records.len())),
+            }
+        }
     }
 }

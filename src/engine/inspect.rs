@@ -22,10 +22,11 @@ use sha2::{Digest, Sha256};
 
 use super::context::chain_normalizes;
 use super::json::Value;
-use super::load::{entries_from_records, LoadStatus};
-use super::migrate::{migrate, Migration};
+use super::lines::{read_lines, Lines};
+use super::load::{build_session, entries_from_records, Built, LoadStatus};
+use super::migrate::Migration;
 use super::record::{Record, RecordType};
-use super::replay::parse_session_entries;
+use super::replay::replay_lines;
 use super::session::Session;
 
 /// Why strict inspection refused a file.
@@ -184,10 +185,17 @@ fn read_stable(path: &Path) -> Result<(PathBuf, Vec<u8>, StatKey), InspectFailur
 
 /// The content checks of strict inspection, then migration and the schema check.
 pub fn parse_strict(bytes: &[u8]) -> Result<(Session, Migration), InspectFailure> {
+    let built = strict_session(read_lines(bytes, 0, bytes.len() as u64, 1))?;
+    Ok((built.session, built.migration))
+}
+
+/// [`parse_strict`] over the lines of a whole file, read already (without a read error).
+pub fn strict_session(lines: Lines) -> Result<Built, InspectFailure> {
     let malformed = |why: String| InspectFailure::Malformed(why);
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| malformed(format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
-    let replayed = parse_session_entries(text).map_err(|e| malformed(e.to_string()))?;
+    if let Some(at) = lines.invalid_utf8 {
+        return Err(malformed(format!("invalid UTF-8 at byte {at}")));
+    }
+    let replayed = replay_lines(lines).map_err(|e| malformed(e.to_string()))?;
     if let Some(bad) = replayed.skipped.first() {
         return Err(malformed(format!("line {}: {}", bad.line, bad.reason)));
     }
@@ -197,15 +205,14 @@ pub fn parse_strict(bytes: &[u8]) -> Result<(Session, Migration), InspectFailure
             "the first record is not a session header with an id".into(),
         ));
     }
-    let mut records = loaded.records;
-    let migration = migrate(&mut records);
-    for record in &records {
+    let built = build_session(loaded.records, replayed.summaries);
+    for record in built.session.records() {
         if let Some(why) = schema_violation(record) {
             let id = record.id().unwrap_or("?");
             return Err(malformed(format!("record {id}: {why}")));
         }
     }
-    Ok((Session::from_records(records), migration))
+    Ok(built)
 }
 
 fn is_string(v: Option<&Value>) -> bool {

@@ -6,18 +6,77 @@
 //!   empty ([`LoadStatus::NotASession`]).
 //! - A header version above 5 (or not an integer) is an error; nothing is replayed.
 //!
-//! The file is read as a stream, one line at a time, so memory holds the records only.
+//! The file is read in chunks on several threads ([`super::lines`]) up to the length it has
+//! when opened, so memory holds the records and a read buffer per thread, never the file.
+//! [`LoadedEntries::mark`] says exactly which bytes of which file were read.
 
-use std::io::{self, BufReader};
+use std::io;
 use std::path::{Path, PathBuf};
 
+use super::lines::{read_lines, Lines, TAIL};
 use super::migrate::{migrate, Migration};
 use super::record::Record;
-use super::replay::{parse_session_reader, ReplayError, SkippedLine};
-use super::session::Session;
-use super::storage::{FileStorage, SessionStorage};
+use super::replay::{patches_apply, replay_lines, ReplayError, SkippedLine};
+use super::session::{Session, Summary};
+use super::storage::{FileId, FileStorage, SessionStorage};
 
-const READ_BUFFER: usize = 1 << 20;
+/// Which bytes of which file a load read: what a later read of lines appended to the file
+/// starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadMark {
+    /// The file read (a rewrite through a rename makes another).
+    pub id: FileId,
+    /// The number of bytes read, from the start of the file.
+    pub end: u64,
+    /// The number of `\n` bytes among them.
+    pub newlines: usize,
+    /// The last bytes read (at most [`TAIL`]).
+    pub tail: Vec<u8>,
+    /// Whether the file's first header accepts patches (version ≥ 4).
+    pub patches_apply: bool,
+}
+
+impl ReadMark {
+    /// The mark of a whole file read as `lines`.
+    pub fn of(id: FileId, lines: &Lines) -> Self {
+        let first_header = lines
+            .parsed
+            .iter()
+            .find_map(|line| line.record.as_ref().ok().filter(|r| r.is_header()));
+        ReadMark {
+            id,
+            end: lines.end,
+            newlines: lines.newlines,
+            tail: lines.tail.clone(),
+            patches_apply: first_header.is_some_and(patches_apply),
+        }
+    }
+
+    /// Whether the last line read has no newline yet.
+    pub fn torn(&self) -> bool {
+        self.tail.last().is_some_and(|&b| b != b'\n')
+    }
+
+    /// Moves the mark over `bytes`, the next bytes of the file.
+    pub fn advance(&mut self, bytes: &[u8]) {
+        self.advance_by(
+            bytes.len() as u64,
+            memchr::memchr_iter(b'\n', bytes).count(),
+            bytes,
+        );
+    }
+
+    /// Moves the mark over `len` more bytes holding `newlines` newlines and ending with
+    /// `tail` (their last bytes, at most [`TAIL`]).
+    pub fn advance_by(&mut self, len: u64, newlines: usize, tail: &[u8]) {
+        self.end += len;
+        self.newlines += newlines;
+        let tail = &tail[tail.len().saturating_sub(TAIL)..];
+        self.tail.extend_from_slice(tail);
+        let excess = self.tail.len().saturating_sub(TAIL);
+        self.tail.drain(..excess);
+    }
+}
 
 /// What a lenient load found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +96,10 @@ pub struct LoadedEntries {
     /// Header first; empty unless `status` is [`LoadStatus::Loaded`].
     pub records: Vec<Record>,
     pub skipped: Vec<SkippedLine>,
+    /// One summary per record, when the load took them.
+    pub summaries: Option<Vec<Summary>>,
+    /// What was read, when the file exists.
+    pub mark: Option<ReadMark>,
 }
 
 /// Why a session file could not be loaded.
@@ -66,26 +129,35 @@ pub fn load_entries_from_storage(
         path: path.to_owned(),
         source,
     };
-    let file = match storage.open_read(path) {
+    let file = match storage.open_read_at(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Ok(LoadedEntries {
                 status: LoadStatus::Missing,
                 records: Vec::new(),
                 skipped: Vec::new(),
+                summaries: None,
+                mark: None,
             })
         }
         Err(e) => return Err(io_error(e)),
     };
-    let replayed =
-        parse_session_reader(BufReader::with_capacity(READ_BUFFER, file)).map_err(|e| match e {
-            ReplayError::UnsupportedVersion { version } => LoadError::UnsupportedVersion {
-                path: path.to_owned(),
-                version,
-            },
-            ReplayError::Io(e) => io_error(e),
-        })?;
-    Ok(entries_from_records(replayed.records, replayed.skipped))
+    let size = file.size().map_err(io_error)?;
+    let lines = read_lines(file.as_ref(), 0, size, 1);
+    let mark = ReadMark::of(file.id(), &lines);
+    let replayed = replay_lines(lines).map_err(|e| match e {
+        ReplayError::UnsupportedVersion { version } => LoadError::UnsupportedVersion {
+            path: path.to_owned(),
+            version,
+        },
+        ReplayError::Io(e) => io_error(e),
+    })?;
+    let mut loaded = entries_from_records(replayed.records, replayed.skipped);
+    if loaded.status == LoadStatus::Loaded {
+        loaded.summaries = replayed.summaries;
+    }
+    loaded.mark = Some(mark);
+    Ok(loaded)
 }
 
 /// Applies the "first record must be a header with a string id" rule.
@@ -101,6 +173,44 @@ pub fn entries_from_records(records: Vec<Record>, skipped: Vec<SkippedLine>) -> 
         },
         records: if is_session { records } else { Vec::new() },
         skipped,
+        summaries: None,
+        mark: None,
+    }
+}
+
+/// Loaded records as a session.
+#[derive(Debug)]
+pub struct Built {
+    pub session: Session,
+    pub migration: Migration,
+    /// The entries the load-time sanitizer may change (all of them when not known), in
+    /// file order.
+    pub to_sanitize: Vec<usize>,
+}
+
+/// Migrates `records` and indexes them. `summaries` (one per record, as replay left them)
+/// spare indexing a walk over the records when migration changed none of them.
+pub fn build_session(mut records: Vec<Record>, summaries: Option<Vec<Summary>>) -> Built {
+    let migration = migrate(&mut records);
+    match summaries {
+        Some(summaries) if migration == Migration::NotNeeded => {
+            let to_sanitize = (0..records.len())
+                .filter(|&i| summaries[i].needs_sanitizing())
+                .collect();
+            Built {
+                session: Session::from_summarized(records, &summaries),
+                migration,
+                to_sanitize,
+            }
+        }
+        _ => {
+            let session = Session::from_records(records);
+            Built {
+                to_sanitize: session.entry_indices().collect(),
+                session,
+                migration,
+            }
+        }
     }
 }
 
@@ -120,11 +230,10 @@ pub fn load_session(path: &Path) -> Result<LoadedSession, LoadError> {
         LoadStatus::Missing => return Err(LoadError::Missing { path: path.into() }),
         LoadStatus::NotASession => return Err(LoadError::NotASession { path: path.into() }),
     }
-    let mut records = loaded.records;
-    let migration = migrate(&mut records);
+    let built = build_session(loaded.records, loaded.summaries);
     Ok(LoadedSession {
-        session: Session::from_records(records),
-        migration,
+        session: built.session,
+        migration: built.migration,
         skipped: loaded.skipped,
     })
 }

@@ -25,6 +25,7 @@ pub mod inspect;
 pub mod js_text;
 pub mod json;
 pub mod legacy;
+pub mod lines;
 pub mod load;
 pub mod manager;
 pub mod migrate;

@@ -14,12 +14,19 @@
 //!   dropped otherwise. An entry patch only reaches a `message` entry already seen, and
 //!   replaces its `message` wholesale. Later patches win.
 //! - Every other record is kept in file order, later `session` records included.
+//!
+//! Resuming: [`resume_lines`] replays lines that follow the lines a session was loaded from
+//! exactly as one pass over the whole file would — the first header and the entries patches
+//! reach are the session's — without changing the session: the patches it makes to the
+//! session's records come back as [`BaseEdit`]s for the caller to apply.
 
 use std::collections::HashMap;
 use std::io::BufRead;
 
 use super::json::{self, Object, Value};
+use super::lines::{parse_line, Lines, ParsedLine};
 use super::record::{LineError, Record, RecordType};
+use super::session::{Session, Summary};
 
 /// A line that was skipped, with its 1-based number.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +40,9 @@ pub struct SkippedLine {
 pub struct Replayed {
     pub records: Vec<Record>,
     pub skipped: Vec<SkippedLine>,
+    /// One summary per record, as the records are after replay, when the lines came with
+    /// them.
+    pub summaries: Option<Vec<Summary>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +57,7 @@ pub enum ReplayError {
 pub fn parse_session_entries(text: &str) -> Result<Replayed, ReplayError> {
     let mut replayer = Replayer::default();
     for (n, line) in text.split('\n').enumerate() {
-        replayer.push_line(n + 1, line)?;
+        replayer.push_line(n + 1, line.as_bytes())?;
     }
     Ok(replayer.finish())
 }
@@ -67,23 +77,81 @@ pub fn parse_session_reader(mut reader: impl BufRead) -> Result<Replayed, Replay
         if buf.last() == Some(&b'\n') {
             buf.pop();
         }
-        // Valid UTF-8 (the normal case) is checked by the fast validator and borrowed; only
-        // a line with invalid bytes goes through the lossy decoder.
-        match std::str::from_utf8(&buf) {
-            Ok(line) => replayer.push_line(n, line)?,
-            Err(_) => replayer.push_line(n, &String::from_utf8_lossy(&buf))?,
-        }
+        replayer.push_line(n, &buf)?;
     }
     Ok(replayer.finish())
 }
 
+/// `parseSessionEntries` over lines read and parsed already ([`super::lines`]); a read
+/// error that stopped the reading is reported after the lines before it are replayed.
+pub fn replay_lines(lines: Lines) -> Result<Replayed, ReplayError> {
+    let mut replayer = Replayer::default();
+    for line in lines.parsed {
+        replayer.push_parsed(line)?;
+    }
+    match lines.error {
+        Some(e) => Err(ReplayError::Io(e)),
+        None => Ok(replayer.finish()),
+    }
+}
+
+/// Whether a file whose first header is `header` applies patches (version ≥ 4).
+pub fn patches_apply(header: &Record) -> bool {
+    header.get("version").and_then(Value::as_f64) >= Some(4.0)
+}
+
+/// A change replay makes to a record of the session it resumes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BaseEdit {
+    /// The members a header patch sets on the first header.
+    Header(Object),
+    /// An entry patch's message for the `message` entry at this record index.
+    Message { index: usize, message: Value },
+}
+
+/// Lines replayed after the records of a session already loaded.
+#[derive(Debug, Default)]
+pub struct Resumed {
+    /// The records the lines add, patches applied.
+    pub records: Vec<Record>,
+    /// The patches to the session's own records, in file order.
+    pub edits: Vec<BaseEdit>,
+    pub skipped: Vec<SkippedLine>,
+}
+
+/// Replays `lines` as if they followed the lines `base` was loaded from; `patches_apply`
+/// is what the file's first header said ([`patches_apply`]). `base` is not changed: its
+/// patches come back as [`Resumed::edits`].
+pub fn resume_lines(base: &Session, patches_apply: bool, lines: Vec<ParsedLine>) -> Resumed {
+    let mut replayer = Replayer {
+        base: Some(base),
+        patches_apply,
+        ..Replayer::default()
+    };
+    for line in lines {
+        // The first header is in `base`, so no version check can fail.
+        let _ = replayer.push_parsed(line);
+    }
+    Resumed {
+        records: replayer.out,
+        edits: replayer.edits,
+        skipped: replayer.skipped,
+    }
+}
+
 /// Streaming replay state.
-#[derive(Default)]
-struct Replayer {
+struct Replayer<'b> {
     out: Vec<Record>,
     skipped: Vec<SkippedLine>,
     /// Index of the first `session` record in `out`.
     header: Option<usize>,
+    /// The session these lines follow, if any: it holds the first header, and the entries
+    /// before the ones in `out`.
+    base: Option<&'b Session>,
+    /// Patches to `base`'s records.
+    edits: Vec<BaseEdit>,
+    /// One summary per record of `out`, while every record came with one.
+    summaries: Option<Vec<Summary>>,
     /// Whether the first header accepts patches (version ≥ 4).
     patches_apply: bool,
     /// Entry id → position in `out` (the last entry with that id) for the records
@@ -94,34 +162,60 @@ struct Replayer {
     indexed: usize,
 }
 
-impl Replayer {
-    fn push_line(&mut self, n: usize, line: &str) -> Result<(), ReplayError> {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        let line = if n == 1 {
-            line.strip_prefix('\u{FEFF}').unwrap_or(line)
-        } else {
-            line
-        };
-        if line.trim_matches([' ', '\t', '\r']).is_empty() {
-            return Ok(());
+impl Default for Replayer<'_> {
+    fn default() -> Self {
+        Replayer {
+            out: Vec::new(),
+            skipped: Vec::new(),
+            header: None,
+            base: None,
+            edits: Vec::new(),
+            summaries: Some(Vec::new()),
+            patches_apply: false,
+            by_id: HashMap::new(),
+            indexed: 0,
         }
-        match Record::parse_line(line) {
-            Ok(record) => self.push(record),
+    }
+}
+
+impl Replayer<'_> {
+    fn push_line(&mut self, n: usize, line: &[u8]) -> Result<(), ReplayError> {
+        match parse_line(n == 1, line) {
+            Some(record) => self.push_parsed(ParsedLine {
+                number: n,
+                record,
+                summary: None,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn push_parsed(&mut self, line: ParsedLine) -> Result<(), ReplayError> {
+        match line.record {
+            Ok(record) => self.push(record, line.summary),
             Err(reason) => {
-                self.skipped.push(SkippedLine { line: n, reason });
+                self.skipped.push(SkippedLine {
+                    line: line.number,
+                    reason,
+                });
                 Ok(())
             }
         }
     }
 
-    fn push(&mut self, record: Record) -> Result<(), ReplayError> {
+    fn push(&mut self, record: Record, summary: Option<Summary>) -> Result<(), ReplayError> {
         match record.record_type() {
             RecordType::HeaderPatch => {
                 if self.patches_apply {
                     if let Some(patch) = header_patch(record.fields()) {
-                        let header = self.out[self.header.unwrap_or(0)].fields_mut();
-                        for (key, value) in patch.iter() {
-                            header.insert(&key.to_string_lossy(), value.clone());
+                        match self.header {
+                            Some(at) => {
+                                let header = self.out[at].fields_mut();
+                                for (key, value) in patch.iter() {
+                                    header.insert(&key.to_string_lossy(), value.clone());
+                                }
+                            }
+                            None => self.edits.push(BaseEdit::Header(patch.into_owned())),
                         }
                     }
                 }
@@ -132,10 +226,14 @@ impl Replayer {
                 }
             }
             ty => {
-                if ty == RecordType::Session && self.header.is_none() {
+                if ty == RecordType::Session && self.header.is_none() && self.base.is_none() {
                     check_version(&record)?;
                     self.header = Some(self.out.len());
-                    self.patches_apply = record.get("version").and_then(Value::as_f64) >= Some(4.0);
+                    self.patches_apply = patches_apply(&record);
+                }
+                match (summary, &mut self.summaries) {
+                    (Some(summary), Some(summaries)) => summaries.push(summary),
+                    _ => self.summaries = None,
                 }
                 self.out.push(record);
             }
@@ -148,13 +246,27 @@ impl Replayer {
             return;
         };
         self.index_entries();
-        let Some(&at) = self.by_id.get(entry_id) else {
+        // Entries in `out` come after the base's, so they win.
+        if let Some(&at) = self.by_id.get(entry_id) {
+            let target = &mut self.out[at];
+            if target.record_type() == RecordType::Message && message.is_truthy() {
+                target.fields_mut().insert("message", reshape(message, 1));
+                if let Some(summaries) = &mut self.summaries {
+                    summaries[at] = Summary::of(target);
+                }
+            }
+            return;
+        }
+        let Some(base) = self.base else {
             return;
         };
-        let target = &mut self.out[at];
-        if target.record_type() == RecordType::Message && message.is_truthy() {
-            let message = reshape(message, 1);
-            target.fields_mut().insert("message", message);
+        if let Some(index) = base.index_of(entry_id) {
+            if base.record(index).record_type() == RecordType::Message && message.is_truthy() {
+                self.edits.push(BaseEdit::Message {
+                    index,
+                    message: reshape(message, 1),
+                });
+            }
         }
     }
 
@@ -175,6 +287,7 @@ impl Replayer {
         Replayed {
             records: self.out,
             skipped: self.skipped,
+            summaries: self.summaries,
         }
     }
 }

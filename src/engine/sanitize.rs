@@ -14,8 +14,18 @@ const REPLAY_PAYLOAD_TYPE: &str = "openaiResponsesHistory";
 
 /// Sanitizes `session` in place and returns the `entry_patch` records describing the change.
 pub fn sanitize_openai_replay(session: &mut Session) -> Vec<Record> {
-    let targets: Vec<usize> = session
-        .entry_indices()
+    let all: Vec<usize> = session.entry_indices().collect();
+    sanitize_entries(session, all)
+}
+
+/// [`sanitize_openai_replay`] for the records at `candidates` only (every record the
+/// sanitizer would change must be among them), in the order given.
+pub fn sanitize_entries(
+    session: &mut Session,
+    candidates: impl IntoIterator<Item = usize>,
+) -> Vec<Record> {
+    let targets: Vec<usize> = candidates
+        .into_iter()
         .filter(|&i| needs_sanitizing(session.record(i)))
         .collect();
     let mut patches = Vec::with_capacity(targets.len());
@@ -25,7 +35,7 @@ pub fn sanitize_openai_replay(session: &mut Session) -> Vec<Record> {
         };
         let sanitized = sanitized_message(message);
         let entry_id = session.record(i).id().unwrap_or_default().to_owned();
-        session.replace_message(i, sanitized.clone());
+        session.replace_message(i, Value::Object(sanitized.clone()));
         let mut patch = Object::with_capacity(1);
         patch.insert("message", Value::Object(sanitized));
         let mut record = Object::with_capacity(3);
@@ -37,7 +47,8 @@ pub fn sanitize_openai_replay(session: &mut Session) -> Vec<Record> {
     patches
 }
 
-fn needs_sanitizing(record: &Record) -> bool {
+/// Whether the sanitizer changes this record.
+pub fn needs_sanitizing(record: &Record) -> bool {
     let Some(message) = record.message() else {
         return false;
     };

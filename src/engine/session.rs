@@ -5,16 +5,25 @@
 //! - `records[0]` is the header; the other records are in file order. Records of type
 //!   `session` after the first are kept (and written back) but are not entries.
 //! - `by_id` maps an entry id to the *last* entry carrying it, as the original's index does;
-//!   `parents[i]` is the index of the entry `records[i].parentId` names through `by_id`.
+//!   `parents[i]` is the index of the entry `records[i].parentId` names through `by_id`, and
+//!   `dangling` lists, by id, the entries whose string `parentId` names no entry. Adding
+//!   records keeps all three exactly as indexing every record afresh would make them.
+//! - `duplicates` counts the entries whose id an earlier entry already carries.
 //! - The leaf is an entry index or `None` (an empty session, or after [`Session::reset_leaf`]).
 //!   After loading it is the last entry in file order, whatever its type.
 //! - Labels come from `label` entries in file order: a truthy label sets, an empty or absent
 //!   one clears.
+//!
+//! Building the index of a large session reads the id and parent id of every record; read
+//! from the records themselves, that is a few cache misses per record. A [`Summary`] taken
+//! while a record is parsed (on the parsing thread, with the record in cache) holds them
+//! inline, so [`Session::from_summarized`] touches only compact memory.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::json::{self, Value};
 use super::record::{Header, Record, RecordType};
+use super::sanitize::needs_sanitizing;
 
 /// An entry id that is not in the session.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,15 +31,150 @@ use super::record::{Header, Record, RecordType};
 pub struct EntryNotFound(pub String);
 
 /// A session held in memory.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Session {
     records: Vec<Record>,
-    by_id: HashMap<Box<str>, usize>,
-    parents: Vec<Option<usize>>,
+    index: Index,
     labels: HashMap<String, String>,
     leaf: Option<usize>,
-    /// Whether two entries share an id (set conservatively: never cleared by a rollback).
-    duplicate_ids: bool,
+}
+
+/// The id index and the parent links of a session's records.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Index {
+    by_id: HashMap<Key, usize>,
+    parents: Vec<Option<usize>>,
+    dangling: HashMap<Key, Vec<usize>>,
+    duplicates: usize,
+}
+
+/// What the index reads of record `i`: whether it is a header, its id, its parent id.
+type KeyOf<'k> = dyn Fn(usize) -> (bool, Option<&'k str>, Option<&'k str>) + 'k;
+
+impl Index {
+    /// Indexes records `from..to` (the ones before are indexed): their ids, then their
+    /// parents, re-resolving earlier parents that a new id now names.
+    fn extend<'k>(&mut self, from: usize, to: usize, key: &KeyOf<'k>) {
+        let mut moved = false;
+        self.by_id.reserve(to.saturating_sub(from));
+        self.parents.reserve(to.saturating_sub(from));
+        for i in from..to {
+            if let (false, Some(id), _) = key(i) {
+                if let Some(earlier) = self.by_id.insert(Key::new(id), i) {
+                    self.duplicates += 1;
+                    moved |= earlier < from;
+                }
+            }
+        }
+        if moved {
+            // An id now names a later entry, which takes the earlier one's children.
+            self.parents.clear();
+            self.dangling.clear();
+            self.resolve(0, to, key);
+            return;
+        }
+        let found: Vec<Key> = self
+            .dangling
+            .keys()
+            .filter(|id| self.by_id.contains_key(id.as_str()))
+            .cloned()
+            .collect();
+        for id in found {
+            let parent = self.by_id.get(id.as_str()).copied();
+            for child in self.dangling.remove(id.as_str()).unwrap_or_default() {
+                self.parents[child] = parent;
+            }
+        }
+        self.resolve(from, to, key);
+    }
+
+    /// Resolves the parents of records `from..to` (`parents` holds the ones before).
+    fn resolve<'k>(&mut self, from: usize, to: usize, key: &KeyOf<'k>) {
+        for i in from..to {
+            let parent = match key(i) {
+                (false, _, Some(parent)) => parent,
+                _ => {
+                    self.parents.push(None);
+                    continue;
+                }
+            };
+            let found = self.by_id.get(parent).copied();
+            if found.is_none() {
+                self.dangling.entry(Key::new(parent)).or_default().push(i);
+            }
+            self.parents.push(found);
+        }
+    }
+}
+
+/// What indexing and the load-time sanitizer read of one record, taken when it is parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    id: Option<Key>,
+    parent_id: Option<Key>,
+    needs_sanitizing: bool,
+}
+
+impl Summary {
+    pub fn of(record: &Record) -> Self {
+        Summary {
+            id: record.id().map(Key::new),
+            parent_id: record.parent_id().map(Key::new),
+            needs_sanitizing: needs_sanitizing(record),
+        }
+    }
+
+    /// Whether the load-time sanitizer changes the record (see [`super::sanitize`]).
+    pub fn needs_sanitizing(&self) -> bool {
+        self.needs_sanitizing
+    }
+}
+
+const INLINE_KEY: usize = 22;
+
+/// An id kept inline when short (every id the agent makes is), on the heap otherwise. The
+/// id index holds its keys this way, so comparing one reads no other memory. Equality and
+/// hashing are the string's (the representation follows from the length).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Key {
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    Heap(Box<str>),
+}
+
+impl Key {
+    fn new(text: &str) -> Self {
+        if text.len() > INLINE_KEY {
+            return Key::Heap(text.into());
+        }
+        let mut bytes = [0; INLINE_KEY];
+        bytes[..text.len()].copy_from_slice(text.as_bytes());
+        Key::Inline {
+            len: text.len() as u8,
+            bytes,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Built from a `&str`, so always UTF-8.
+            Key::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..*len as usize]).unwrap_or("")
+            }
+            Key::Heap(text) => text,
+        }
+    }
+}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl std::borrow::Borrow<str> for Key {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
 }
 
 /// The entry tree: roots and children as record indices (no recursion, so any depth works).
@@ -44,43 +188,55 @@ pub struct Tree {
 impl Session {
     /// Indexes `records` (header first, already migrated). The leaf is the last entry.
     pub fn from_records(records: Vec<Record>) -> Self {
-        let mut session = Session {
-            records,
-            by_id: HashMap::new(),
-            parents: Vec::new(),
-            labels: HashMap::new(),
-            leaf: None,
-            duplicate_ids: false,
+        let mut session = Self::unindexed(records);
+        let records = &session.records;
+        let key = |i: usize| {
+            (
+                records[i].is_header(),
+                records[i].id(),
+                records[i].parent_id(),
+            )
         };
-        session.reindex();
+        session.index.extend(0, records.len(), &key);
+        session.finish_index(0);
         session
     }
 
-    /// Rebuilds every index from the records and puts the leaf on the last entry.
-    pub fn reindex(&mut self) {
-        self.by_id.clear();
-        self.labels.clear();
-        self.duplicate_ids = false;
-        for (i, record) in self.records.iter().enumerate() {
-            if let Some(id) = record.id().filter(|_| !record.is_header()) {
-                self.duplicate_ids |= self.by_id.insert(id.into(), i).is_some();
-            }
-        }
-        self.parents = (0..self.records.len())
-            .map(|i| self.resolve_parent(i))
-            .collect();
-        for i in 0..self.records.len() {
-            self.apply_label(i);
-        }
-        self.leaf = self.entry_indices().last();
+    /// [`Session::from_records`], reading each record's id and parent id from `summaries`
+    /// (one per record, taken from the records as they are now).
+    pub fn from_summarized(records: Vec<Record>, summaries: &[Summary]) -> Self {
+        assert_eq!(records.len(), summaries.len(), "one summary per record");
+        let mut session = Self::unindexed(records);
+        let records = &session.records;
+        let key = |i: usize| {
+            let summary = &summaries[i];
+            (
+                records[i].is_header(),
+                summary.id.as_ref().map(Key::as_str),
+                summary.parent_id.as_ref().map(Key::as_str),
+            )
+        };
+        session.index.extend(0, records.len(), &key);
+        session.finish_index(0);
+        session
     }
 
-    fn resolve_parent(&self, i: usize) -> Option<usize> {
-        let record = &self.records[i];
-        if record.is_header() {
-            return None;
+    fn unindexed(records: Vec<Record>) -> Self {
+        Session {
+            records,
+            index: Index::default(),
+            labels: HashMap::new(),
+            leaf: None,
         }
-        self.by_id.get(record.parent_id()?).copied()
+    }
+
+    /// Applies the labels of the records from `from` on and puts the leaf on the last entry.
+    fn finish_index(&mut self, from: usize) {
+        for i in from..self.records.len() {
+            self.apply_label(i);
+        }
+        let last_entry = self.entry_indices().next_back();
+        self.leaf = last_entry;
     }
 
     fn apply_label(&mut self, i: usize) {
@@ -137,12 +293,12 @@ impl Session {
 
     /// Whether any two entries share an id.
     pub fn has_duplicate_ids(&self) -> bool {
-        self.duplicate_ids
+        self.index.duplicates > 0
     }
 
     /// The index of the entry with `id` (the last one, if several share it).
     pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.by_id.get(id).copied()
+        self.index.by_id.get(id).copied()
     }
 
     pub fn get_entry(&self, id: &str) -> Option<&Record> {
@@ -151,7 +307,7 @@ impl Session {
 
     /// The record index of an entry's parent, when the parent is in the session.
     pub fn parent_of(&self, index: usize) -> Option<usize> {
-        self.parents.get(index).copied().flatten()
+        self.index.parents.get(index).copied().flatten()
     }
 
     pub fn leaf(&self) -> Option<usize> {
@@ -169,15 +325,34 @@ impl Session {
     /// Appends an entry as the new leaf and returns its index.
     pub fn push_entry(&mut self, record: Record) -> usize {
         let index = self.records.len();
-        if let Some(id) = record.id() {
-            self.duplicate_ids |= self.by_id.insert(id.into(), index).is_some();
-        }
         self.records.push(record);
-        let parent = self.resolve_parent(index);
-        self.parents.push(parent);
+        self.index_records(index);
         self.apply_label(index);
         self.leaf = Some(index);
         index
+    }
+
+    /// Appends records that follow the session's records in its file (entries, and
+    /// headers after the first), indexed as a load of the whole file would index them; the
+    /// leaf goes to the last entry, as after a load.
+    pub fn extend(&mut self, records: Vec<Record>) {
+        let from = self.records.len();
+        self.records.extend(records);
+        self.index_records(from);
+        self.finish_index(from);
+    }
+
+    /// Indexes the records from `from` on.
+    fn index_records(&mut self, from: usize) {
+        let records = &self.records;
+        let key = |i: usize| {
+            (
+                records[i].is_header(),
+                records[i].id(),
+                records[i].parent_id(),
+            )
+        };
+        self.index.extend(from, records.len(), &key);
     }
 
     /// Removes the last entry (an append that could not be persisted) and restores `leaf`.
@@ -185,18 +360,34 @@ impl Session {
         if self.records.len() <= 1 {
             return None;
         }
+        let index = self.records.len() - 1;
+        let id = self.records[index]
+            .id()
+            .filter(|_| !self.records[index].is_header());
+        let shared = id.is_some_and(|id| {
+            (1..index).any(|i| !self.records[i].is_header() && self.records[i].id() == Some(id))
+        });
+        let named = self.index.parents[..index].contains(&Some(index));
         let record = self.records.pop()?;
-        self.parents.pop();
-        let index = self.records.len();
-        if let Some(id) = record.id() {
-            if self.by_id.get(id) == Some(&index) {
-                self.by_id.remove(id);
-                // An earlier entry with the same id is named by it again.
-                if let Some(earlier) = (1..index).rev().find(|&i| self.records[i].id() == Some(id))
-                {
-                    self.by_id.insert(id.into(), earlier);
+        if shared || named {
+            // The entry took over an id or children from earlier records: index afresh.
+            self.index = Index::default();
+            self.index_records(0);
+        } else if !record.is_header() {
+            self.index.parents.pop();
+            if let Some(id) = record.id() {
+                self.index.by_id.remove(id);
+            }
+            if let Some(parent) = record.parent_id() {
+                if let Some(children) = self.index.dangling.get_mut(parent) {
+                    children.retain(|&child| child != index);
+                    if children.is_empty() {
+                        self.index.dangling.remove(parent);
+                    }
                 }
             }
+        } else {
+            self.index.parents.pop();
         }
         if record.record_type() == RecordType::Label {
             self.labels.clear();
@@ -214,10 +405,8 @@ impl Session {
     }
 
     /// Replaces the `message` of the `message` entry at `index` (entry patches, sanitizing).
-    pub fn replace_message(&mut self, index: usize, message: super::json::Object) {
-        self.records[index]
-            .fields_mut()
-            .insert("message", Value::Object(message));
+    pub fn replace_message(&mut self, index: usize, message: Value) {
+        self.records[index].fields_mut().insert("message", message);
     }
 
     /// Moves the leaf to an existing entry (`branch`).

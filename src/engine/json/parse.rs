@@ -42,6 +42,8 @@ pub fn parse_shallow(text: &str, depth: usize) -> Result<Value, ParseError> {
         bytes: text.as_bytes(),
         pos: 0,
         depth,
+        members: Vec::new(),
+        items: Vec::new(),
     };
     let value = p.value(0)?;
     p.skip_ws();
@@ -72,6 +74,12 @@ struct Parser<'a> {
     bytes: &'a [u8],
     pos: usize,
     depth: usize,
+    /// The members of the objects being parsed, innermost last: an object is collected
+    /// here and then moved into an allocation of exactly its size (no growth copies, no
+    /// spare capacity held for the life of the value).
+    members: Vec<(JsString, Value)>,
+    /// The same for the items of arrays.
+    items: Vec<Value>,
 }
 
 impl Parser<'_> {
@@ -132,12 +140,19 @@ impl Parser<'_> {
 
     fn object(&mut self, level: usize) -> Result<Object, ParseError> {
         self.pos += 1;
-        let mut obj = Object::new();
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
-            return Ok(obj);
+            return Ok(Object::new());
         }
+        let start = self.members.len();
+        let parsed = self.object_members(level, start);
+        let members: Vec<_> = self.members.drain(start..).collect();
+        parsed.map(|()| Object::from_members(members))
+    }
+
+    /// Parses the members of an object onto `members[start..]`, up to its `}`.
+    fn object_members(&mut self, level: usize, start: usize) -> Result<(), ParseError> {
         loop {
             self.skip_ws();
             if self.peek() != Some(b'"') {
@@ -146,13 +161,17 @@ impl Parser<'_> {
             let key = self.string()?;
             self.expect(b':', "expected ':' after an object key")?;
             let value = self.value(level + 1)?;
-            obj.push_parsed(key, value);
+            // JSON.parse keeps the first position of a duplicated key and the last value.
+            match self.members[start..].iter_mut().find(|(k, _)| *k == key) {
+                Some(slot) => slot.1 = value,
+                None => self.members.push((key, value)),
+            }
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
-                    return Ok(obj);
+                    return Ok(());
                 }
                 _ => return Err(self.error("expected ',' or '}' in an object")),
             }
@@ -161,20 +180,28 @@ impl Parser<'_> {
 
     fn array(&mut self, level: usize) -> Result<Vec<Value>, ParseError> {
         self.pos += 1;
-        let mut items = Vec::new();
         self.skip_ws();
         if self.peek() == Some(b']') {
             self.pos += 1;
-            return Ok(items);
+            return Ok(Vec::new());
         }
+        let start = self.items.len();
+        let parsed = self.array_items(level);
+        let items: Vec<_> = self.items.drain(start..).collect();
+        parsed.map(|()| items)
+    }
+
+    /// Parses the items of an array onto `items`, up to its `]`.
+    fn array_items(&mut self, level: usize) -> Result<(), ParseError> {
         loop {
-            items.push(self.value(level + 1)?);
+            let item = self.value(level + 1)?;
+            self.items.push(item);
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(items);
+                    return Ok(());
                 }
                 _ => return Err(self.error("expected ',' or ']' in an array")),
             }

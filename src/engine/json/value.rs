@@ -273,8 +273,13 @@ impl Object {
         }
     }
 
-    /// Appends a member without checking for an existing key; used by the parser, which
-    /// resolves duplicates the way `JSON.parse` does.
+    /// An object of members whose keys are distinct (the parser's).
+    pub(super) fn from_members(members: Vec<(JsString, Value)>) -> Self {
+        Object(members)
+    }
+
+    /// Appends a member, or sets the value of an existing key in its first position, the
+    /// way `JSON.parse` resolves a duplicated key.
     pub(super) fn push_parsed(&mut self, key: JsString, value: Value) {
         // JSON.parse keeps the first position of a duplicated key and the last value.
         match self.0.iter_mut().find(|(k, _)| *k == key) {

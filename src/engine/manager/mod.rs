@@ -17,9 +17,12 @@
 //!   half-applied append.
 //! - An append to a file whose last line is torn (no final newline) first ends that line, so
 //!   the new entry is never swallowed by it.
+//! - The manager knows which bytes of the file memory reflects, so that lines appended from
+//!   outside can be read on their own ([`SessionManager::refresh_from_file`]).
 
 mod entries;
 mod error;
+mod refresh;
 mod rewrite;
 
 use std::path::{Path, PathBuf};
@@ -29,20 +32,23 @@ use parking_lot::Mutex;
 
 pub use entries::{build_entry, external_entry, Base};
 pub use error::{AppendPhase, PersistError, SessionError, SessionResult};
+pub use refresh::{Refresh, ReloadReason};
 pub use rewrite::{atomic_replace, recover_orphaned_backups};
 
 use super::blob::BlobStore;
 use super::context::SessionContext;
 use super::ids;
-use super::inspect::parse_strict;
+use super::inspect::strict_session;
 use super::json::{Object, Value};
-use super::load::{load_entries_from_storage, LoadStatus};
+use super::lines::read_lines;
+use super::load::{build_session, load_entries_from_storage, LoadStatus, ReadMark};
 use super::migrate::{migrate, Migration, CURRENT_SESSION_VERSION};
 use super::persist::prepare_for_persist;
 use super::record::{Record, RecordType};
-use super::sanitize::sanitize_openai_replay;
+use super::replay::patches_apply;
+use super::sanitize::sanitize_entries;
 use super::session::Session;
-use super::storage::{MemoryStorage, OpenMode, SessionStorage, StorageWriter};
+use super::storage::{FileId, MemoryStorage, OpenMode, SessionStorage, StorageWriter};
 use super::time;
 
 /// Where a manager keeps its session.
@@ -98,6 +104,12 @@ struct State {
     managed: bool,
     writer: Option<Box<dyn StorageWriter>>,
     latched: Option<PersistError>,
+    /// Which bytes of which file memory reflects (see [`refresh`]); `None` when nothing is
+    /// on disk yet or a write failed.
+    synced: Option<ReadMark>,
+    /// Whether the file is held to the strict checks (it was opened with them), so that
+    /// appended lines are too.
+    strict_reads: bool,
 }
 
 /// A fresh header in the order a new session writes it.
@@ -178,6 +190,8 @@ impl State {
             managed: false,
             writer: None,
             latched: None,
+            synced: None,
+            strict_reads: false,
         }
     }
 
@@ -196,6 +210,7 @@ impl State {
         self.ensured_on_disk = on_disk;
         self.needs_full_rewrite = false;
         self.latched = None;
+        self.synced = None;
     }
 
     fn close_writer(&mut self) {
@@ -207,6 +222,7 @@ impl State {
     fn fail(&mut self, path: &Path, e: std::io::Error) -> PersistError {
         let err = PersistError::new(path, e);
         self.close_writer();
+        self.synced = None;
         self.latched.get_or_insert_with(|| err.clone());
         err
     }
@@ -232,6 +248,13 @@ impl State {
         }
         let config = self.config.clone();
         let records = self.session.records();
+        let mut mark = ReadMark {
+            id: FileId { dev: 0, ino: 0 },
+            end: 0,
+            newlines: 0,
+            tail: Vec::new(),
+            patches_apply: patches_apply(&records[0]),
+        };
         let result = atomic_replace(config.storage.as_ref(), &path, |w| {
             let mut buf = Vec::with_capacity(1 << 20);
             for record in records {
@@ -241,10 +264,13 @@ impl State {
                 buf.push(b'\n');
                 if buf.len() >= 1 << 20 {
                     w.write_all(&buf)?;
+                    mark.advance(&buf);
                     buf.clear();
                 }
             }
-            w.write_all(&buf)
+            w.write_all(&buf)?;
+            mark.advance(&buf);
+            Ok(())
         });
         let result = result.and_then(|()| match path.parent() {
             Some(dir) if self.managed => self.storage().sync_dir(dir),
@@ -255,6 +281,7 @@ impl State {
                 self.flushed = true;
                 self.ensured_on_disk = true;
                 self.needs_full_rewrite = false;
+                self.note_rewritten(mark);
                 Ok(())
             }
             Err(e) => Err(self.fail(&path, e)),
@@ -280,6 +307,7 @@ impl State {
                         let _ = writer.close();
                         return Err(self.fail(path, e));
                     }
+                    self.note_written(b"\n");
                 }
                 writer
             }
@@ -311,7 +339,9 @@ impl State {
             return self.managed_append(&path, &buf);
         }
         let result = self.writer(&path)?.write_all(&buf);
-        result.map_err(|e| self.fail(&path, e))
+        result.map_err(|e| self.fail(&path, e))?;
+        self.note_written(&buf);
+        Ok(())
     }
 
     /// A managed append (details §9.6): the file must still be the private file this
@@ -341,7 +371,9 @@ impl State {
                 Some(dir) => storage.sync_dir(dir),
                 None => Ok(()),
             });
-        result.map_err(|e| self.fail(path, e))
+        result.map_err(|e| self.fail(path, e))?;
+        self.note_written(buf);
+        Ok(())
     }
 
     /// `_persist` for the entry just appended at `index`.
@@ -451,6 +483,7 @@ impl SessionManager {
         let scope = super::scope::prepare_scope(sessions_root, &identity)?;
         let mut state = State::fresh(config, &cwd.to_string_lossy(), Some(scope), true);
         state.managed = true;
+        state.strict_reads = true;
         Ok(Self::from_state(state))
     }
 
@@ -495,11 +528,11 @@ impl SessionManager {
             state.full_rewrite()?;
             return Ok(Self::from_state(state));
         }
-        let mut records = loaded.records;
-        let migration = migrate(&mut records);
-        state.adopt(Session::from_records(records), Some(path.to_owned()), true);
-        state.needs_full_rewrite = matches!(migration, Migration::Migrated { .. });
-        let patches = sanitize_openai_replay(&mut state.session);
+        let built = build_session(loaded.records, loaded.summaries);
+        state.adopt(built.session, Some(path.to_owned()), true);
+        state.synced = loaded.mark;
+        state.needs_full_rewrite = matches!(built.migration, Migration::Migrated { .. });
+        let patches = sanitize_entries(&mut state.session, built.to_sanitize);
         state.persist_patches(&patches)?;
         Ok(Self::from_state(state))
     }
@@ -517,22 +550,29 @@ impl SessionManager {
                 false,
             );
             state.session_dir = path.parent().map(Path::to_path_buf);
+            state.strict_reads = true;
             return Ok(state.full_rewrite()?);
         }
-        let bytes = state
-            .storage()
-            .read(path)
-            .map_err(|e| SessionError::Persist(PersistError::new(path, e)))?;
-        let (mut session, migration) =
-            parse_strict(&bytes).map_err(|failure| SessionError::Inspect {
-                path: path.to_owned(),
-                failure,
-            })?;
-        let migrated = matches!(migration, Migration::Migrated { .. });
-        let patches = sanitize_openai_replay(&mut session);
+        let read_failed = |e| SessionError::Persist(PersistError::new(path, e));
+        let file = state.storage().open_read_at(path).map_err(read_failed)?;
+        let size = file.size().map_err(read_failed)?;
+        let mut lines = read_lines(file.as_ref(), 0, size, 1);
+        if let Some(e) = lines.error.take() {
+            return Err(read_failed(e));
+        }
+        let mark = ReadMark::of(file.id(), &lines);
+        let built = strict_session(lines).map_err(|failure| SessionError::Inspect {
+            path: path.to_owned(),
+            failure,
+        })?;
+        let mut session = built.session;
+        let migrated = matches!(built.migration, Migration::Migrated { .. });
+        let patches = sanitize_entries(&mut session, built.to_sanitize);
         state.adopt(session, Some(path.to_owned()), true);
         state.session_dir = path.parent().map(Path::to_path_buf);
         state.needs_full_rewrite = migrated;
+        state.synced = Some(mark);
+        state.strict_reads = true;
         state.persist_patches(&patches)?;
         Ok(())
     }

@@ -9,7 +9,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use super::{FileStat, OpenMode, SessionStorage, StorageWriter};
+use super::{FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage, StorageWriter};
 
 const FILE_MODE: u32 = 0o600;
 const DIR_MODE: u32 = 0o700;
@@ -53,6 +53,20 @@ impl SessionStorage for FileStorage {
             .custom_flags(no_follow())
             .open(path)?;
         Ok(Box::new(file))
+    }
+
+    fn open_read_at(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
+        use std::os::unix::fs::MetadataExt;
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(no_follow())
+            .open(path)?;
+        let meta = file.metadata()?;
+        let id = FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        };
+        Ok(Box::new(PositionalFile { file, id }))
     }
 
     fn read_tail(&self, path: &Path, max: usize) -> io::Result<Vec<u8>> {
@@ -123,6 +137,36 @@ impl SessionStorage for FileStorage {
             ScopeError::Io { source, .. } => source,
             other => io::Error::new(io::ErrorKind::PermissionDenied, other.to_string()),
         })
+    }
+}
+
+/// A file read with `pread`, which leaves the descriptor's offset alone, so threads can
+/// share it.
+#[derive(Debug)]
+struct PositionalFile {
+    file: File,
+    id: FileId,
+}
+
+impl ReadAt for PositionalFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        loop {
+            match self.file.read_at(buf, offset) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+}
+
+impl ReadFile for PositionalFile {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    fn id(&self) -> FileId {
+        self.id
     }
 }
 

@@ -11,7 +11,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{FileStat, OpenMode, SessionStorage, StorageWriter};
+use super::{FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage, StorageWriter};
 
 /// How an injected fault fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +34,9 @@ pub struct Fault {
 struct State {
     files: BTreeMap<PathBuf, Vec<u8>>,
     mtimes: BTreeMap<PathBuf, i64>,
+    /// Each file's identity (its "inode"): new for a created or put file, moved by a rename.
+    ids: BTreeMap<PathBuf, u64>,
+    next_id: u64,
     dirs: BTreeSet<PathBuf>,
     ops: u64,
     clock: i64,
@@ -87,14 +90,22 @@ impl MemoryStorage {
         self.lock().files.keys().cloned().collect()
     }
 
-    /// Puts a file in place without counting an operation (test set-up).
+    /// Puts a new file in place (replacing any file there, as a rename would) without
+    /// counting an operation (test set-up).
     pub fn put_file(&self, path: &Path, bytes: &[u8]) {
         let mut s = self.lock();
         s.clock += 1;
         let now = s.clock;
         s.files.insert(path.to_owned(), bytes.to_vec());
         s.mtimes.insert(path.to_owned(), now);
+        new_identity(&mut s, path);
     }
+}
+
+fn new_identity(state: &mut State, path: &Path) {
+    state.next_id += 1;
+    let id = state.next_id;
+    state.ids.insert(path.to_owned(), id);
 }
 
 /// Counts an operation and decides whether it fails.
@@ -168,6 +179,17 @@ impl SessionStorage for MemoryStorage {
         Ok(Box::new(io::Cursor::new(bytes)))
     }
 
+    fn open_read_at(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
+        let mut s = self.lock();
+        check(&mut s, "open_read_at")?;
+        let bytes = s.files.get(path).cloned().ok_or_else(|| not_found(path))?;
+        let ino = s.ids.get(path).copied().unwrap_or_default();
+        Ok(Box::new(MemoryReadFile {
+            bytes,
+            id: FileId { dev: 0, ino },
+        }))
+    }
+
     fn read_tail(&self, path: &Path, max: usize) -> io::Result<Vec<u8>> {
         let mut s = self.lock();
         check(&mut s, "read_tail")?;
@@ -187,7 +209,10 @@ impl SessionStorage for MemoryStorage {
                 return Err(not_found(parent));
             }
         }
-        s.files.entry(path.to_owned()).or_default();
+        if !exists {
+            s.files.insert(path.to_owned(), Vec::new());
+            new_identity(&mut s, path);
+        }
         s.clock += 1;
         let now = s.clock;
         s.mtimes.insert(path.to_owned(), now);
@@ -202,8 +227,10 @@ impl SessionStorage for MemoryStorage {
         check(&mut s, "rename")?;
         let bytes = s.files.remove(from).ok_or_else(|| not_found(from))?;
         let mtime = s.mtimes.remove(from).unwrap_or(0);
+        let id = s.ids.remove(from).unwrap_or_default();
         s.files.insert(to.to_owned(), bytes);
         s.mtimes.insert(to.to_owned(), mtime);
+        s.ids.insert(to.to_owned(), id);
         Ok(())
     }
 
@@ -211,6 +238,7 @@ impl SessionStorage for MemoryStorage {
         let mut s = self.lock();
         check(&mut s, "unlink")?;
         s.mtimes.remove(path);
+        s.ids.remove(path);
         s.files
             .remove(path)
             .map(drop)
@@ -255,6 +283,29 @@ impl SessionStorage for MemoryStorage {
         } else {
             Err(not_found(path))
         }
+    }
+}
+
+/// A snapshot of a file taken when it was opened.
+#[derive(Debug)]
+struct MemoryReadFile {
+    bytes: Vec<u8>,
+    id: FileId,
+}
+
+impl ReadAt for MemoryReadFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.bytes.read_at(buf, offset)
+    }
+}
+
+impl ReadFile for MemoryReadFile {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.bytes.len() as u64)
+    }
+
+    fn id(&self) -> FileId {
+        self.id
     }
 }
 

@@ -29,6 +29,39 @@ pub struct FileStat {
     pub is_file: bool,
 }
 
+/// What tells one file from another while both exist (device and inode on disk). A file
+/// replaced through a rename has a new identity; appends keep it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// Bytes that can be read at any offset, from several threads at once.
+pub trait ReadAt: Sync {
+    /// Reads up to `buf.len()` bytes starting at `offset`; 0 means the end of the data.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+}
+
+impl ReadAt for [u8] {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.len());
+        let n = buf.len().min(self.len() - start);
+        buf[..n].copy_from_slice(&self[start..start + n]);
+        Ok(n)
+    }
+}
+
+/// A file open for positional reads ([`SessionStorage::open_read_at`]).
+pub trait ReadFile: ReadAt + Send + std::fmt::Debug {
+    /// The open file's length now.
+    fn size(&self) -> io::Result<u64>;
+    /// The open file's identity.
+    fn id(&self) -> FileId;
+}
+
 /// How a writer opens its file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpenMode {
@@ -46,6 +79,9 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     fn stat(&self, path: &Path) -> io::Result<FileStat>;
     /// A reader over the whole file.
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>>;
+    /// The file, open for positional reads (one operation; the reads themselves are not
+    /// counted or faulted by test backends).
+    fn open_read_at(&self, path: &Path) -> io::Result<Box<dyn ReadFile>>;
     /// The whole file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         let mut bytes = Vec::new();

@@ -1,0 +1,299 @@
+//! Picking up lines appended to the session file from outside (another process appending,
+//! as the agent does), without reading the whole file again.
+//!
+//! Invariants:
+//! - The manager knows which bytes of which file memory reflects: a [`ReadMark`] set by the
+//!   load (the bytes read), moved by each of its own writes (so its own appends are never
+//!   read back), set afresh by each full rewrite, and dropped when a write fails or the
+//!   manager switches session.
+//! - [`SessionManager::refresh_from_file`] reads only the bytes after the mark, and only
+//!   complete lines: a last line without its newline yet is left for a later refresh. The
+//!   lines go through the load's own line rules and patch replay ([`resume_lines`]), the
+//!   sanitizer and, for a session opened strictly, the strict checks; memory then holds what
+//!   a load of the file gives — records, index, labels, header, and the leaf on the last
+//!   entry (a leaf moved in memory goes back there, as on a reload).
+//! - Nothing changes unless the file is the same file and still holds the bytes memory
+//!   reflects (same identity, not shorter, the same last bytes before the mark); otherwise
+//!   the answer is [`Refresh::NeedsReload`] and memory is left alone.
+//! - The sanitizer's patches for the new lines are persisted as on open; if that fails the
+//!   error is returned (and latched) with the new lines already in memory.
+
+use std::io;
+
+use super::{is_assistant, SessionError, SessionManager, SessionResult, State};
+use crate::engine::inspect::schema_violation;
+use crate::engine::lines::read_lines;
+use crate::engine::load::{LoadError, ReadMark};
+use crate::engine::record::Record;
+use crate::engine::replay::{resume_lines, BaseEdit, SkippedLine};
+use crate::engine::sanitize::sanitize_entries;
+use crate::engine::storage::ReadAt;
+
+/// What [`SessionManager::refresh_from_file`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refresh {
+    /// Memory reflects every complete line of the file (a last line still being written is
+    /// not read yet). Nothing changed.
+    Unchanged,
+    /// Complete lines were appended to the file, and memory now holds them as a load of the
+    /// file would: `records` new records (patch lines change existing records and add
+    /// none), and the lines that were skipped, with their line numbers in the file.
+    Appended {
+        records: usize,
+        skipped: Vec<SkippedLine>,
+    },
+    /// The file is no longer the bytes memory reflects plus appended lines; memory is left
+    /// as it was, and only opening the file again shows it.
+    NeedsReload(ReloadReason),
+}
+
+/// Why a refresh cannot apply what is in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReloadReason {
+    /// There is no file at the path any more.
+    Missing,
+    /// Another file is at the path (an atomic rewrite renamed it there).
+    Replaced,
+    /// The file is shorter than what memory reflects.
+    Truncated,
+    /// The last bytes memory reflects are not in the file any more.
+    Changed,
+    /// Memory holds migrations of an older format not yet written, which appended lines
+    /// cannot be read on top of.
+    Migrated,
+    /// The last line memory read had no newline and was continued.
+    TornLineContinued,
+    /// A write of this manager failed, so it does not know what the file holds.
+    Untracked,
+    /// The session was opened strictly and the appended lines fail the strict checks; the
+    /// reopen reports why.
+    Malformed(String),
+}
+
+impl SessionManager {
+    /// Brings memory up to date with complete lines appended to the session file since it
+    /// was loaded or last written by this manager, reading only those bytes.
+    ///
+    /// - The file must be the one memory reflects, and still hold its bytes: same identity
+    ///   (device and inode), not shorter, the same last bytes before what was read. Else the
+    ///   answer is [`Refresh::NeedsReload`] and memory is left alone; so it is too when
+    ///   memory holds migrations not yet written, or a write of this manager failed.
+    /// - Only complete lines are read; a last line without its newline yet is left for a
+    ///   later refresh. This manager's own appends are never read back.
+    /// - The lines go through the load's line rules and patch replay, the load-time
+    ///   sanitizer (whose patches are persisted, as on open) and, for a session opened
+    ///   strictly ([`SessionManager::set_session_file`], [`SessionManager::open_managed`]),
+    ///   the strict checks. Memory then holds what reopening the file gives: records, index,
+    ///   labels, header, and the leaf on the last entry — a leaf moved in memory goes back
+    ///   there, as on a reopen. Without new lines the leaf stays where it is.
+    pub fn refresh_from_file(&self) -> SessionResult<Refresh> {
+        self.state.lock().refresh()
+    }
+}
+
+/// The bytes of a file at `offset`, or `None` if it ends first.
+fn read_exact_at(file: &dyn ReadAt, offset: u64, len: usize) -> io::Result<Option<Vec<u8>>> {
+    let mut buf = vec![0; len];
+    let mut done = 0;
+    while done < len {
+        match file.read_at(&mut buf[done..], offset + done as u64)? {
+            0 => return Ok(None),
+            n => done += n,
+        }
+    }
+    Ok(Some(buf))
+}
+
+/// The offset of the last `\n` in `file[from..to]`.
+fn last_newline(file: &dyn ReadAt, from: u64, to: u64) -> io::Result<Option<u64>> {
+    const BLOCK: u64 = 1 << 16;
+    let mut end = to;
+    while end > from {
+        let start = end.saturating_sub(BLOCK).max(from);
+        let Some(block) = read_exact_at(file, start, (end - start) as usize)? else {
+            return Ok(None);
+        };
+        if let Some(i) = memchr::memrchr(b'\n', &block) {
+            return Ok(Some(start + i as u64));
+        }
+        end = start;
+    }
+    Ok(None)
+}
+
+impl State {
+    pub(super) fn refresh(&mut self) -> SessionResult<Refresh> {
+        use ReloadReason::*;
+        let Some(path) = self.file.clone().filter(|_| self.persist) else {
+            return Ok(Refresh::Unchanged);
+        };
+        let storage = self.config.storage.clone();
+        let Some(mark) = self.synced.clone() else {
+            // Nothing of this session was written yet, or a write failed.
+            return Ok(match storage.exists(&path) {
+                true => Refresh::NeedsReload(Untracked),
+                false => Refresh::Unchanged,
+            });
+        };
+        let io_error = |source| {
+            SessionError::Load(LoadError::Io {
+                path: path.clone(),
+                source,
+            })
+        };
+        let file = match storage.open_read_at(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(Refresh::NeedsReload(Missing))
+            }
+            Err(e) => return Err(io_error(e)),
+        };
+        if file.id() != mark.id {
+            return Ok(Refresh::NeedsReload(Replaced));
+        }
+        let size = file.size().map_err(io_error)?;
+        if size < mark.end {
+            return Ok(Refresh::NeedsReload(Truncated));
+        }
+        let tail_at = mark.end - mark.tail.len() as u64;
+        match read_exact_at(file.as_ref(), tail_at, mark.tail.len()).map_err(io_error)? {
+            None => return Ok(Refresh::NeedsReload(Truncated)),
+            Some(tail) if tail != mark.tail => return Ok(Refresh::NeedsReload(Changed)),
+            Some(_) => {}
+        }
+        if size == mark.end {
+            return Ok(Refresh::Unchanged);
+        }
+        if self.needs_full_rewrite {
+            return Ok(Refresh::NeedsReload(Migrated));
+        }
+        let mut next = mark.clone();
+        if mark.torn() {
+            // Only a newline right after it leaves the torn line as it was read.
+            match read_exact_at(file.as_ref(), mark.end, 1).map_err(io_error)? {
+                Some(byte) if byte == b"\n" => next.advance(b"\n"),
+                Some(_) => return Ok(Refresh::NeedsReload(TornLineContinued)),
+                None => return Ok(Refresh::NeedsReload(Truncated)),
+            }
+        }
+        let Some(newline) = last_newline(file.as_ref(), next.end, size).map_err(io_error)? else {
+            self.synced = Some(next);
+            return Ok(Refresh::Unchanged);
+        };
+        let end = newline + 1;
+        let lines = read_lines(file.as_ref(), next.end, end, next.newlines + 1);
+        if let Some(e) = lines.error {
+            return Err(io_error(e));
+        }
+        if lines.end < end {
+            return Ok(Refresh::NeedsReload(Truncated));
+        }
+        if self.strict_reads {
+            if let Some(why) = strict_line_failure(&lines) {
+                return Ok(Refresh::NeedsReload(Malformed(why)));
+            }
+        }
+        next.advance_by(end - next.end, lines.newlines, &lines.tail);
+        let resumed = resume_lines(&self.session, mark.patches_apply, lines.parsed);
+        if self.strict_reads {
+            if let Some(why) = self.strict_record_failure(&resumed.records, &resumed.edits) {
+                return Ok(Refresh::NeedsReload(Malformed(why)));
+            }
+        }
+
+        let mut candidates = Vec::new();
+        for edit in resumed.edits {
+            match edit {
+                BaseEdit::Header(members) => {
+                    let header = self.session.header_mut();
+                    for (key, value) in members.iter() {
+                        header.insert(&key.to_string_lossy(), value.clone());
+                    }
+                }
+                BaseEdit::Message { index, message } => {
+                    self.session.replace_message(index, message);
+                    candidates.push(index);
+                }
+            }
+        }
+        let from = self.session.records().len();
+        let records = resumed.records.len();
+        self.has_assistant |= resumed.records.iter().any(is_assistant);
+        self.session.extend(resumed.records);
+        if let Some(cwd) = self.session.header().cwd() {
+            self.cwd = cwd.to_owned();
+        }
+        self.synced = Some(next);
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates.extend(from..self.session.records().len());
+        let patches = sanitize_entries(&mut self.session, candidates);
+        self.persist_patches(&patches)?;
+        Ok(Refresh::Appended {
+            records,
+            skipped: resumed.skipped,
+        })
+    }
+
+    /// Why records appended to a strictly opened session would fail the strict checks
+    /// with the patches they make.
+    fn strict_record_failure(&self, records: &[Record], edits: &[BaseEdit]) -> Option<String> {
+        let mut header = self.session.records()[0].clone();
+        let mut edited = Vec::new();
+        for edit in edits {
+            match edit {
+                BaseEdit::Header(members) => {
+                    for (key, value) in members.iter() {
+                        header
+                            .fields_mut()
+                            .insert(&key.to_string_lossy(), value.clone());
+                    }
+                }
+                BaseEdit::Message { index, message } => {
+                    let mut record = self.session.record(*index).clone();
+                    record.fields_mut().insert("message", message.clone());
+                    edited.push(record);
+                }
+            }
+        }
+        std::iter::once(&header)
+            .chain(&edited)
+            .chain(records)
+            .find_map(|record| {
+                let why = schema_violation(record)?;
+                Some(format!("record {}: {why}", record.id().unwrap_or("?")))
+            })
+    }
+}
+
+/// Why appended lines would fail the strict line checks (invalid UTF-8, a line that is not
+/// a record).
+fn strict_line_failure(lines: &crate::engine::lines::Lines) -> Option<String> {
+    if let Some(at) = lines.invalid_utf8 {
+        return Some(format!("invalid UTF-8 at byte {at}"));
+    }
+    lines.parsed.iter().find_map(|line| {
+        let reason = line.record.as_ref().err()?;
+        Some(format!("line {}: {reason}", line.number))
+    })
+}
+
+impl State {
+    /// Moves the mark over `bytes`, just written to the end of the file.
+    pub(super) fn note_written(&mut self, bytes: &[u8]) {
+        if let Some(mark) = &mut self.synced {
+            mark.advance(bytes);
+        }
+    }
+
+    /// The mark of a file this manager just wrote whole: `mark` as counted while writing,
+    /// with the identity of the file now at the path.
+    pub(super) fn note_rewritten(&mut self, mut mark: ReadMark) {
+        let path = self.file.clone();
+        self.synced = path.and_then(|path| {
+            let file = self.config.storage.open_read_at(&path).ok()?;
+            mark.id = file.id();
+            Some(mark)
+        });
+    }
+}
