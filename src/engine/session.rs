@@ -449,7 +449,7 @@ impl Session {
         }
         let mut winners: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
         for (target, label) in &self.labels {
-            let usable = is_label_file_name(label) && self.by_id.contains_key(target.as_str());
+            let usable = is_label_file_name(label) && self.index_of(target).is_some();
             let at = set_at.get(target.as_str()).copied().unwrap_or_default();
             if usable
                 && winners
