@@ -149,8 +149,17 @@ fn lines_appended_outside_are_read_as_a_load_reads_them() {
 
     let refreshed = m.refresh_from_file().unwrap();
     let skipped = match refreshed {
-        Refresh::Appended { records, skipped } => {
+        Refresh::Appended {
+            records,
+            skipped,
+            edited,
+        } => {
             assert_eq!(records, 6);
+            assert_eq!(
+                edited,
+                [before.index_of(&target).unwrap()],
+                "the patched entry"
+            );
             skipped
         }
         other => panic!("{other:?}"),
@@ -197,7 +206,8 @@ fn a_torn_line_waits_until_it_is_complete() {
         m.refresh_from_file().unwrap(),
         Refresh::Appended {
             records: 1,
-            skipped: Vec::new()
+            skipped: Vec::new(),
+            edited: Vec::new(),
         }
     );
     assert_eq!(leaf(&m), "half");

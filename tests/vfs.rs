@@ -592,3 +592,69 @@ fn history_prompts_hold_every_prompt_and_follow_new_ones() {
     assert!(second[1200].contains("\"prompt\":\"one more\""));
     assert!(v.close_all().is_empty());
 }
+
+#[test]
+fn changes_are_announced_with_the_nodes_they_touch() {
+    use std::sync::{Arc, Mutex};
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, ids) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let told: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let sink = told.clone();
+    v.set_invalidator(Box::new(move |inos| sink.lock().unwrap().extend(inos)));
+    let take = || std::mem::take(&mut *told.lock().unwrap());
+
+    let sdir = session_ino(&v, &sid);
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    let entry_inos: Vec<u64> = ids
+        .iter()
+        .map(|id| v.lookup(entries, &format!("{id}.json")).unwrap().ino)
+        .collect();
+    let leaf = v.lookup(sdir, "leaf").unwrap().ino;
+    let context = v.lookup(sdir, "context.json").unwrap().ino;
+    take();
+
+    // A branch: the leaf and the views, no entry.
+    write_file(&v, leaf, &[format!("{}\n", ids[0]).as_bytes()]).unwrap();
+    let branch = take();
+    assert!(branch.contains(&leaf) && branch.contains(&context));
+    assert!(entry_inos.iter().all(|e| !branch.contains(e)), "{branch:?}");
+
+    // The agent patches the second entry from outside: read on its own, and of the
+    // entries only that one is announced.
+    let file = load_session_path(tmp.path());
+    let patch = format!(
+        "{{\"type\":\"entry_patch\",\"entryId\":\"{}\",\"patch\":{{\"message\":{{\"role\":\"assistant\",\"content\":\"patched\"}}}}}}\n",
+        ids[1]
+    );
+    let mut text = fs::read_to_string(&file).unwrap();
+    text.push_str(&patch);
+    fs::write(&file, text).unwrap();
+    v.poll_outside_changes();
+    let outside = take();
+    assert!(outside.contains(&entry_inos[1]) && outside.contains(&context));
+    assert!(!outside.contains(&entry_inos[0]) && !outside.contains(&entry_inos[2]));
+    let shown = String::from_utf8(read_all(&v, entry_inos[1])).unwrap();
+    assert!(shown.contains("\"patched\""), "{shown}");
+    // Nothing changed since: nothing announced.
+    v.poll_outside_changes();
+    assert!(take().is_empty());
+    assert!(v.close_all().is_empty());
+}
+
+/// The path of the one session file under `tmp`'s agent directory.
+fn load_session_path(tmp: &Path) -> std::path::PathBuf {
+    let root = tmp.join("agent/sessions");
+    let scope = fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let file = fs::read_dir(&scope)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    assert!(load_session(&file).is_ok());
+    file
+}

@@ -15,7 +15,7 @@ use crate::engine::blob::{is_valid_hash, BlobStore};
 use crate::engine::discovery::{list_all, list_dir, SessionInfo};
 use crate::engine::json::{self, Value};
 use crate::engine::legacy::encode_absolute;
-use crate::engine::manager::{SessionError, SessionManager, StorageConfig};
+use crate::engine::manager::{Refresh, SessionError, SessionManager, StorageConfig};
 use crate::engine::storage::FileStorage;
 use crate::engine::time;
 
@@ -252,10 +252,10 @@ impl Vfs {
         let _ = self.invalidator.set(invalidator);
     }
 
-    /// Announces that session `sid` changed: every node of it, its entries too when their
-    /// content may have changed (not after an append or a branch, which only add entries
-    /// and move the leaf).
-    fn announce(&self, state: &State, sid: &str, entries_too: bool) {
+    /// Announces that session `sid` changed: every node of it but the entries, and of the
+    /// entries those `entries` names (an append or a branch only adds entries and moves the
+    /// leaf; an outside change may patch entries or replace the file).
+    fn announce(&self, state: &State, sid: &str, entries: EntriesChanged<'_>) {
         let Some(invalidate) = self.invalidator.get() else {
             return;
         };
@@ -264,7 +264,12 @@ impl Vfs {
             .of_session(sid)
             .iter()
             .copied()
-            .filter(|&ino| entries_too || !matches!(state.inodes.node(ino), Some(Node::Entry(..))))
+            .filter(|&ino| match (state.inodes.node(ino), entries) {
+                (Some(Node::Entry(..)), EntriesChanged::All) => true,
+                (Some(Node::Entry(_, id)), EntriesChanged::These(ids)) => ids.contains(id),
+                (Some(Node::Entry(..)), EntriesChanged::None) => false,
+                _ => true,
+            })
             .collect();
         if !inos.is_empty() {
             invalidate(&inos);
@@ -278,7 +283,7 @@ impl Vfs {
         let mut state = self.state.lock();
         let sids: Vec<String> = state.loaded.keys().cloned().collect();
         for sid in sids {
-            self.drop_if_changed_outside(&mut state, &sid);
+            self.follow_outside_changes(&mut state, &sid);
         }
     }
 
@@ -328,7 +333,7 @@ impl Vfs {
     /// The loaded session `sid`, loading it on first touch and re-rendering when its
     /// generation changed.
     fn loaded<'s>(&self, state: &'s mut State, sid: &str) -> Result<&'s mut Loaded, VfsError> {
-        self.drop_if_changed_outside(state, sid);
+        self.follow_outside_changes(state, sid);
         if !state.loaded.contains_key(sid) {
             let listed = state.listing.get(sid).ok_or(VfsError::NotFound)?.clone();
             // The stamp is taken before the load: an append landing in between then shows
@@ -337,7 +342,13 @@ impl Vfs {
             let before = FileStamp::of(&listed.path);
             // A reload comes back with the file's leaf; a file changed while not loaded
             // also makes what the kernel kept of its entries stale.
-            self.announce(state, sid, listed.seen.is_some() && listed.seen != before);
+            let stale = listed.seen.is_some() && listed.seen != before;
+            let entries = if stale {
+                EntriesChanged::All
+            } else {
+                EntriesChanged::None
+            };
+            self.announce(state, sid, entries);
             let manager = self
                 .open_manager(&listed)
                 .map_err(|e| VfsError::Io(e.to_string()))?;
@@ -383,16 +394,38 @@ impl Vfs {
 
     /// Unloads `sid` when its file changed since the model last saw it (the agent appended
     /// outside the mount), so the next touch loads it afresh.
-    fn drop_if_changed_outside(&self, state: &mut State, sid: &str) {
-        let Some(loaded) = state.loaded.get(sid) else {
+    fn follow_outside_changes(&self, state: &mut State, sid: &str) {
+        let Some(loaded) = state.loaded.get_mut(sid) else {
             return;
         };
         let Some(path) = loaded.manager.session_file() else {
             return;
         };
-        if FileStamp::of(&path) != loaded.synced {
-            Self::unload(state, sid);
-            self.announce(state, sid, true);
+        // Taken before reading: lines landing during the refresh show as a change next time.
+        let now = FileStamp::of(&path);
+        if now == loaded.synced {
+            return;
+        }
+        match loaded.manager.refresh_from_file() {
+            Ok(Refresh::Unchanged) => loaded.synced = now,
+            Ok(Refresh::Appended { edited, .. }) => {
+                loaded.synced = now;
+                // Patched messages keep the record count: render afresh, not by generation.
+                loaded.rendered = loaded.manager.read(Rendered::new);
+                let ids: Vec<String> = loaded.manager.read(|session| {
+                    edited
+                        .iter()
+                        .filter_map(|&i| session.record(i).id().map(str::to_owned))
+                        .collect()
+                });
+                Self::note_stamp(state, sid, now);
+                self.announce(state, sid, EntriesChanged::These(&ids));
+            }
+            // Replaced, shortened or unreadable: load it afresh on the next touch.
+            Ok(Refresh::NeedsReload(_)) | Err(_) => {
+                Self::unload(state, sid);
+                self.announce(state, sid, EntriesChanged::All);
+            }
         }
     }
 
@@ -1028,13 +1061,13 @@ impl Vfs {
                 break;
             }
         }
-        self.announce(state, sid, false);
+        self.announce(state, sid, EntriesChanged::None);
         result
     }
 
     fn fail(&self, state: &mut State, sid: &str, what: &str, reason: String) -> VfsError {
         push_error(state, sid, &format!("{what}: {reason}"));
-        self.announce(state, sid, false);
+        self.announce(state, sid, EntriesChanged::None);
         VfsError::InvalidArgument(reason)
     }
 
@@ -1113,7 +1146,7 @@ impl Vfs {
                 .branch(&id)
                 .map_err(|e| self.fail(state, sid, "leaf", e.to_string())),
         };
-        self.announce(state, sid, false);
+        self.announce(state, sid, EntriesChanged::None);
         moved
     }
 
@@ -1231,6 +1264,14 @@ impl Vfs {
     pub fn root(&self) -> u64 {
         ROOT_INO
     }
+}
+
+/// Which of a session's entries changed, for [`Vfs::announce`].
+#[derive(Debug, Clone, Copy)]
+enum EntriesChanged<'a> {
+    None,
+    These(&'a [String]),
+    All,
 }
 
 enum Pending {

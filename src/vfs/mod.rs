@@ -35,8 +35,11 @@
 //!   [`VfsError`]; nothing is ever accepted and dropped. Failed writes are recorded in the
 //!   session's `errors` file.
 //! - A session is loaded on first touch and kept in an LRU of managers; on every access its
-//!   file is compared (size, mtime, inode) with what the model last saw, and a file changed
-//!   from outside (the agent appending) is reloaded, so the view is fresh at once.
+//!   file is compared (size, mtime, inode) with what the model last saw. Lines appended from
+//!   outside (the agent) are read on their own through the manager's
+//!   [`refresh_from_file`](crate::engine::manager::SessionManager::refresh_from_file), so
+//!   the view is fresh at once without reading the file again; a file replaced, shortened
+//!   or changed in place is loaded afresh on the next touch.
 //!   [`Vfs::poll_outside_changes`] makes the same check for every loaded session without
 //!   waiting for an access.
 //! - Kernel caches: every change the model makes or notices (an append, a branch, a failed

@@ -37,10 +37,12 @@ pub enum Refresh {
     Unchanged,
     /// Complete lines were appended to the file, and memory now holds them as a load of the
     /// file would: `records` new records (patch lines change existing records and add
-    /// none), and the lines that were skipped, with their line numbers in the file.
+    /// none), the lines that were skipped, with their line numbers in the file, and the
+    /// indices of records already held whose message an entry patch replaced, ascending.
     Appended {
         records: usize,
         skipped: Vec<SkippedLine>,
+        edited: Vec<usize>,
     },
     /// The file is no longer the bytes memory reflects plus appended lines; memory is left
     /// as it was, and only opening the file again shows it.
@@ -226,12 +228,14 @@ impl State {
         self.synced = Some(next);
         candidates.sort_unstable();
         candidates.dedup();
+        let edited = candidates.clone();
         candidates.extend(from..self.session.records().len());
         let patches = sanitize_entries(&mut self.session, candidates);
         self.persist_patches(&patches)?;
         Ok(Refresh::Appended {
             records,
             skipped: resumed.skipped,
+            edited,
         })
     }
 
