@@ -197,6 +197,36 @@ warm=$(mean_of "$OUT/context.csv" "cat context.json warm")
 check "(c) context.json warm" "$(awk -v t="$warm" 'BEGIN { print (t < 0.05) ? 1 : 0 }')" \
 	"$(awk -v t="$warm" 'BEGIN { printf "%.1f", t * 1000 }') ms (target < 50 ms)"
 
+# --- (e) an append outside the mount, seen through it ----------------------------------
+echo
+echo "== (e) a line appended outside to the $BIG_ENTRIES-entry session, until cat leaf shows it"
+# The session is loaded (c); each round appends one message to the file as the agent does
+# and times until `leaf` names it: the mount reads the new line on its own.
+cp "$BIG_DIR/big.jsonl" "$BIG_DIR/big.jsonl.orig"
+restore_big() { mv -f "$BIG_DIR/big.jsonl.orig" "$BIG_DIR/big.jsonl"; }
+leaf_path=$MP/sessions/$big_id/leaf
+seen_list=
+seen_total=0
+for i in $(seq 5); do
+	parent=$(cat "$leaf_path")
+	id=$(printf 'ee%06d' "$i")
+	start=$(date +%s%N)
+	printf '{"type":"message","id":"%s","parentId":"%s","timestamp":"2026-06-01T00:00:0%d.000Z","message":{"role":"user","content":"outside %d","timestamp":1}}\n' \
+		"$id" "$parent" "$i" "$i" >>"$BIG_DIR/big.jsonl"
+	until [ "$(cat "$leaf_path")" = "$id" ]; do
+		[ $(($(date +%s%N) - start)) -lt 10000000000 ] || { restore_big; die "append $i not seen in 10 s"; }
+	done
+	end=$(date +%s%N)
+	us=$(((end - start) / 1000))
+	seen_list="$seen_list $us"
+	seen_total=$((seen_total + us))
+done
+unmount
+restore_big
+seen=$((seen_total / 5))
+echo "seen after (us):$seen_list"
+SUMMARY+=("      (e) outside append to the $BIG_ENTRIES-entry session shown by cat leaf after ${seen} us on average (runs:$seen_list us; a reload of the file takes the cold time of (c))")
+
 # --- (d) appends -------------------------------------------------------------------------
 echo
 echo "== (d) 10,000 appends through entries/new vs gjcfs append"
