@@ -11,10 +11,14 @@
 #       The store holds one generated 40-entry session (seed 1) copied under 10,000
 #       session ids, every fifth naming the one before as its parentSession (a fork, whose
 #       replies are copies), so every file is read and parsed.
+#   (c) `cat sessions/ID/context.md` of the 100,000-entry session through `gjcfs mount`:
+#       cold (first read after a fresh mount; target < 0.5 s) and warm;
+#   (d) `cat usage.json` at the root of a mount of the 10,000-session store: cold (target
+#       < 2 s) and warm (target < 100 ms).
 # Prints a summary and exits non-zero when a step fails or a target is missed.
 #
 # Environment: RUNS (default 10), WARMUP (default 2), SESSIONS (default 10000),
-# BIG_ENTRIES (default 100000), STORE_ENTRIES (default 40).
+# BIG_ENTRIES (default 100000), STORE_ENTRIES (default 40), COLD (default 3).
 set -euo pipefail
 
 RUNS=${RUNS:-10}
@@ -22,16 +26,22 @@ WARMUP=${WARMUP:-2}
 SESSIONS=${SESSIONS:-10000}
 BIG_ENTRIES=${BIG_ENTRIES:-100000}
 STORE_ENTRIES=${STORE_ENTRIES:-40}
+COLD=${COLD:-3}
 
 cd "$(dirname "$0")/.."
 OUT=target/bench/views
 BIN=$PWD/target/release/gjcfs
-mkdir -p "$OUT"
+MP=$OUT/mnt
+mkdir -p "$OUT" "$MP"
+MP=$(cd "$MP" && pwd)
 
 die() {
 	echo "bench-views: error: $*" >&2
 	exit 1
 }
+
+# shellcheck source=scripts/lib-mount.sh
+. scripts/lib-mount.sh
 
 if ! command -v hyperfine >/dev/null; then
 	echo "bench-views: installing hyperfine" >&2
@@ -118,6 +128,44 @@ hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/usa
 usage=$(mean_of "$OUT/usage.csv" "gjcfs usage")
 check "(b) usage" "$(awk -v t="$usage" 'BEGIN { print (t < 2) ? 1 : 0 }')" \
 	"$(ms "$usage") ms over $SESSIONS sessions (--by day --json $(ms "$(mean_of "$OUT/usage.csv" "gjcfs usage --by day --json")") ms; target < 2000 ms)"
+
+# --- (c) the same views through the mount ---------------------------------------------
+# Cold: the first read after a fresh mount (the session or store not loaded yet), timed
+# with date over COLD mounts; warm: hyperfine on the mount left by the last cold run.
+cold_read() { # cold_read DIR PATH-IN-MOUNT -> mean ms over COLD fresh mounts
+	local total=0 list= start end ms
+	for _ in $(seq "$COLD"); do
+		mount_store "$1"
+		start=$(date +%s%N)
+		cat "$MP/$2" >/dev/null
+		end=$(date +%s%N)
+		ms=$(((end - start) / 1000000))
+		list="$list $ms"
+		total=$((total + ms))
+	done
+	echo "cold runs of $2 (ms):$list" >&2
+	echo $((total / COLD))
+}
+echo
+echo "== (c) cat sessions/ID/context.md through the mount ($BIG_ENTRIES entries)"
+md_cold=$(cold_read "$BIG_DIR" "sessions/$big_id/context.md")
+hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/mount-md.csv" \
+	-n "cat context.md warm" "cat $MP/sessions/$big_id/context.md > /dev/null" ||
+	die "hyperfine failed (context.md)"
+check "(c) context.md cold" "$((md_cold < 500))" "$md_cold ms over $COLD fresh mounts (target < 500 ms)"
+SUMMARY+=("      (c) context.md warm: $(ms "$(mean_of "$OUT/mount-md.csv" "cat context.md warm")") ms")
+
+echo
+echo "== (d) cat usage.json at the root of a mount of $SESSIONS sessions"
+usage_cold=$(cold_read "$STORE" "usage.json")
+hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/mount-usage.csv" \
+	-n "cat usage.json warm" "cat $MP/usage.json > /dev/null" ||
+	die "hyperfine failed (usage.json)"
+unmount
+usage_warm=$(mean_of "$OUT/mount-usage.csv" "cat usage.json warm")
+check "(d) usage.json cold" "$((usage_cold < 2000))" "$usage_cold ms over $COLD fresh mounts (target < 2000 ms)"
+check "(d) usage.json warm" "$(awk -v t="$usage_warm" 'BEGIN { print (t < 0.1) ? 1 : 0 }')" \
+	"$(ms "$usage_warm") ms (target < 100 ms)"
 
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
