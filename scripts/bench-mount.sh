@@ -24,45 +24,10 @@ BIG_ENTRIES=${BIG_ENTRIES:-100000}
 TOKEN=GJCFS_BENCH_ABSENT_TOKEN
 
 cd "$(dirname "$0")/.."
+BENCH=bench-mount
 OUT=target/bench/mount
-BIN=$PWD/target/release/gjcfs
-MP=$OUT/mnt
-mkdir -p "$OUT" "$MP"
-MP=$(cd "$MP" && pwd)
-
-die() {
-	echo "bench-mount: error: $*" >&2
-	exit 1
-}
-
-# shellcheck source=scripts/lib-mount.sh
-. scripts/lib-mount.sh
-
-if ! command -v hyperfine >/dev/null; then
-	echo "bench-mount: installing hyperfine" >&2
-	apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null ||
-		die "hyperfine is missing and could not be installed"
-fi
-command -v fusermount3 >/dev/null || die "fusermount3 is missing (apt-get install fuse3)"
-[ -e /dev/fuse ] || die "/dev/fuse is missing"
-
-cargo build --release --quiet || die "cargo build --release failed"
-
-echo "== machine"
-echo "nproc: $(nproc)"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-
-declare -a SUMMARY=()
-FAILED=0
-check() { # check LABEL OK(0|1) TEXT
-	if [ "$2" = 1 ]; then SUMMARY+=("PASS  $1: $3"); else
-		SUMMARY+=("FAIL  $1: $3")
-		FAILED=1
-	fi
-}
-mean_of() { # mean_of CSV NAME -> seconds
-	awk -F, -v n="$2" '$1 == n { print $2 }' "$1"
-}
+# shellcheck source=scripts/lib-bench.sh
+. scripts/lib-bench.sh
 
 # DIR/NAME: a copy of SRC under header id number N (the id names the session).
 copy_session() { # copy_session SRC NAME N DIR

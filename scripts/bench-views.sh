@@ -29,46 +29,10 @@ STORE_ENTRIES=${STORE_ENTRIES:-40}
 COLD=${COLD:-3}
 
 cd "$(dirname "$0")/.."
+BENCH=bench-views
 OUT=target/bench/views
-BIN=$PWD/target/release/gjcfs
-MP=$OUT/mnt
-mkdir -p "$OUT" "$MP"
-MP=$(cd "$MP" && pwd)
-
-die() {
-	echo "bench-views: error: $*" >&2
-	exit 1
-}
-
-# shellcheck source=scripts/lib-mount.sh
-. scripts/lib-mount.sh
-
-if ! command -v hyperfine >/dev/null; then
-	echo "bench-views: installing hyperfine" >&2
-	apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null ||
-		die "hyperfine is missing and could not be installed"
-fi
-
-cargo build --release --quiet || die "cargo build --release failed"
-
-echo "== machine"
-echo "nproc: $(nproc)"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-
-declare -a SUMMARY=()
-FAILED=0
-check() { # check LABEL OK(0|1) TEXT
-	if [ "$2" = 1 ]; then SUMMARY+=("PASS  $1: $3"); else
-		SUMMARY+=("FAIL  $1: $3")
-		FAILED=1
-	fi
-}
-mean_of() { # mean_of CSV NAME -> seconds
-	awk -F, -v n="$2" '$1 == n { print $2 }' "$1"
-}
-ms() { # ms SECONDS -> milliseconds, rounded
-	awk -v t="$1" 'BEGIN { printf "%.0f", t * 1000 }'
-}
+# shellcheck source=scripts/lib-bench.sh
+. scripts/lib-bench.sh
 
 # --- inputs ----------------------------------------------------------------------------
 BIG_DIR=$OUT/big-$BIG_ENTRIES

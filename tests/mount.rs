@@ -5,10 +5,10 @@ mod common;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
-use common::mount::{fuse_usable, is_mounted, Mount};
+use common::mount::{fuse_usable, is_mounted, ok, p, run, Mount};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
@@ -63,29 +63,8 @@ fn store() -> Store {
     }
 }
 
-fn run(program: &str, args: &[&str]) -> Output {
-    Command::new(program)
-        .args(args)
-        .output()
-        .expect("tool runs")
-}
-
-fn ok(program: &str, args: &[&str]) -> String {
-    let out = run(program, args);
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 fn sh(script: &str) -> Output {
     run("sh", &["-c", script])
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
 }
 
 fn context_messages(dir: &Path) -> usize {

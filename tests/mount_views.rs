@@ -7,34 +7,13 @@ mod common;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
+
 use std::time::{Duration, Instant};
 
-use common::mount::{fuse_usable, Mount};
+use common::mount::{fuse_usable, ok, p, run, Mount};
 use common::{fixture, gjcfs_bin, renumbered};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
-
-fn run(program: &str, args: &[&str]) -> Output {
-    Command::new(program)
-        .args(args)
-        .output()
-        .expect("tool runs")
-}
-
-fn ok(program: &str, args: &[&str]) -> String {
-    let out = run(program, args);
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
 
 fn golden_text(name: &str) -> String {
     fs::read_to_string(

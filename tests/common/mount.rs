@@ -61,6 +61,30 @@ pub fn answers(path: &Path) -> bool {
     }
 }
 
+/// Runs a tool to completion.
+pub fn run(program: &str, args: &[&str]) -> std::process::Output {
+    Command::new(program)
+        .args(args)
+        .output()
+        .expect("tool runs")
+}
+
+/// Runs a tool that must succeed; its standard output.
+pub fn ok(program: &str, args: &[&str]) -> String {
+    let out = run(program, args);
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A path as a tool argument.
+pub fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
 pub struct Mount {
     child: Option<Child>,
     mountpoint: PathBuf,

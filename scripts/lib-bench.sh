@@ -1,0 +1,80 @@
+# What the benchmark scripts share (sourced from the repository root, not run).
+#
+# Expects BENCH (the script's name, for messages) and OUT (its output directory under
+# target/bench/). Sets BIN (the release gjcfs, built here) and MP (an absolute mountpoint
+# under OUT), installs hyperfine if it is missing, prints the machine's facts, and defines:
+# - `die MESSAGE`;
+# - `check LABEL OK(0|1) TEXT`, which adds a PASS/FAIL line to SUMMARY (FAILED=1 on FAIL);
+# - `mean_of CSV NAME` (a hyperfine export's mean, in seconds) and `ms SECONDS`;
+# - `mount_store DIR`, which mounts DIR with --session-dir and waits until the server
+#   answers (statfs, which a dead mount's caches cannot answer), and `unmount`
+#   (fusermount3 -u, then -uz, then the server is killed), installed as the EXIT trap so
+#   that no mount outlives the script.
+
+BIN=$PWD/target/release/gjcfs
+MP=$OUT/mnt
+mkdir -p "$OUT" "$MP"
+MP=$(cd "$MP" && pwd)
+
+die() {
+	echo "$BENCH: error: $*" >&2
+	exit 1
+}
+
+SERVER=
+unmount() {
+	if grep -q " $MP fuse" /proc/mounts; then
+		fusermount3 -u "$MP" 2>/dev/null || fusermount3 -uz "$MP" 2>/dev/null || true
+	fi
+	if [ -n "$SERVER" ]; then
+		# Let it exit after the unmount; kill it if it does not.
+		for _ in $(seq 50); do kill -0 "$SERVER" 2>/dev/null || break; sleep 0.1; done
+		kill "$SERVER" 2>/dev/null || true
+		wait "$SERVER" 2>/dev/null || true
+		SERVER=
+	fi
+}
+trap unmount EXIT
+
+mount_store() { # mount_store DIR
+	unmount
+	"$BIN" mount "$MP" --session-dir "$1" 2>>"$OUT/mount.log" &
+	SERVER=$!
+	for _ in $(seq 400); do
+		if grep -q " $MP fuse" /proc/mounts && stat -f "$MP" >/dev/null 2>&1; then
+			return 0
+		fi
+		kill -0 "$SERVER" 2>/dev/null || die "gjcfs mount exited: $(tail -3 "$OUT/mount.log")"
+		sleep 0.05
+	done
+	die "not mounted after 20 s"
+}
+
+declare -a SUMMARY=()
+FAILED=0
+check() { # check LABEL OK(0|1) TEXT
+	if [ "$2" = 1 ]; then SUMMARY+=("PASS  $1: $3"); else
+		SUMMARY+=("FAIL  $1: $3")
+		FAILED=1
+	fi
+}
+mean_of() { # mean_of CSV NAME -> seconds
+	awk -F, -v n="$2" '$1 == n { print $2 }' "$1"
+}
+ms() { # ms SECONDS -> milliseconds, rounded
+	awk -v t="$1" 'BEGIN { printf "%.0f", t * 1000 }'
+}
+
+if ! command -v hyperfine >/dev/null; then
+	echo "$BENCH: installing hyperfine" >&2
+	apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null ||
+		die "hyperfine is missing and could not be installed"
+fi
+command -v fusermount3 >/dev/null || die "fusermount3 is missing (apt-get install fuse3)"
+[ -e /dev/fuse ] || die "/dev/fuse is missing"
+
+cargo build --release --quiet || die "cargo build --release failed"
+
+echo "== machine"
+echo "nproc: $(nproc)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
