@@ -13,6 +13,7 @@ pub mod lazy;
 mod number;
 mod parse;
 mod value;
+mod vocabulary;
 mod write;
 
 pub use number::format_js_number;

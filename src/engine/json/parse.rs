@@ -284,7 +284,7 @@ impl Parser<'_> {
             Some(b'"') => {
                 let s = &self.text[start..self.pos];
                 self.pos += 1;
-                return Ok(JsString::Utf8(s.into()));
+                return Ok(JsString::from_parsed(s));
             }
             Some(b'\\') => {}
             Some(_) => return Err(self.error("control character in a string")),

@@ -34,11 +34,31 @@ pub enum Value {
 pub struct Number(Box<str>);
 
 /// A JavaScript string: UTF-8 in the common case, WTF-8 when it holds a lone surrogate.
-#[derive(Clone, PartialEq, Eq, Hash)]
+///
+/// Equality and hashing are those of the string: a [`JsString::Static`] equals the
+/// [`JsString::Utf8`] of the same text.
+#[derive(Clone)]
 pub enum JsString {
     Utf8(Box<str>),
     /// Generalized UTF-8 holding at least one lone surrogate (`ED A0..BF xx`).
     Wtf8(Box<[u8]>),
+    /// A string of the format's own vocabulary (member names, record types, roles), shared
+    /// instead of allocated for every record that holds it.
+    Static(&'static str),
+}
+
+impl PartialEq for JsString {
+    fn eq(&self, other: &Self) -> bool {
+        self.wtf8_bytes() == other.wtf8_bytes()
+    }
+}
+
+impl Eq for JsString {}
+
+impl std::hash::Hash for JsString {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.wtf8_bytes().hash(state);
+    }
 }
 
 /// The validated source text of an object or array.
@@ -86,6 +106,7 @@ impl JsString {
     pub fn as_str(&self) -> Option<&str> {
         match self {
             JsString::Utf8(s) => Some(s),
+            JsString::Static(s) => Some(s),
             JsString::Wtf8(_) => None,
         }
     }
@@ -94,6 +115,7 @@ impl JsString {
     pub fn to_string_lossy(&self) -> Cow<'_, str> {
         match self {
             JsString::Utf8(s) => Cow::Borrowed(s),
+            JsString::Static(s) => Cow::Borrowed(s),
             JsString::Wtf8(bytes) => Cow::Owned(wtf8_to_lossy(bytes)),
         }
     }
@@ -102,7 +124,17 @@ impl JsString {
     pub fn wtf8_bytes(&self) -> &[u8] {
         match self {
             JsString::Utf8(s) => s.as_bytes(),
+            JsString::Static(s) => s.as_bytes(),
             JsString::Wtf8(bytes) => bytes,
+        }
+    }
+
+    /// Well-formed text read by the parser: shared when it is one of the format's own
+    /// words, allocated otherwise.
+    pub(super) fn from_parsed(text: &str) -> Self {
+        match super::vocabulary::word(text) {
+            Some(word) => JsString::Static(word),
+            None => JsString::Utf8(text.into()),
         }
     }
 
@@ -155,6 +187,7 @@ impl JsString {
     pub fn utf16_len(&self) -> usize {
         match self {
             JsString::Utf8(s) => s.chars().map(char::len_utf16).sum(),
+            JsString::Static(s) => s.chars().map(char::len_utf16).sum(),
             // A lone surrogate takes 3 bytes in WTF-8 and one code unit; every other
             // character is counted from its lead byte.
             JsString::Wtf8(bytes) => bytes

@@ -212,8 +212,8 @@ pub fn write_string(s: &JsString, out: &mut Vec<u8>) {
     out.push(b'"');
     match s {
         // Well-formed text needs escapes only where the parser's string scan stops.
-        JsString::Utf8(text) => {
-            let bytes = text.as_bytes();
+        JsString::Utf8(_) | JsString::Static(_) => {
+            let bytes = s.wtf8_bytes();
             let (mut run, mut at) = (0, next_string_stop(bytes, 0));
             while at < bytes.len() {
                 out.extend_from_slice(&bytes[run..at]);
