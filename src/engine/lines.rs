@@ -236,10 +236,13 @@ fn read_chunk<R: ReadAt + ?Sized>(
     to: u64,
     end: u64,
 ) -> Chunk {
+    let base = from.saturating_sub(1).max(range_start);
+    // Nothing past `end` is ever read, so a short range needs no full-size buffer.
+    let size = end.saturating_sub(base).clamp(1, BUFFER as u64) as usize;
     let mut window = Window {
         file,
-        buf: vec![0; BUFFER],
-        base: from.saturating_sub(1).max(range_start),
+        buf: vec![0; size],
+        base,
         len: 0,
         end,
     };
