@@ -85,7 +85,12 @@ pub fn parse_session_reader(mut reader: impl BufRead) -> Result<Replayed, Replay
 /// `parseSessionEntries` over lines read and parsed already ([`super::lines`]); a read
 /// error that stopped the reading is reported after the lines before it are replayed.
 pub fn replay_lines(lines: Lines) -> Result<Replayed, ReplayError> {
-    let mut replayer = Replayer::default();
+    // Nearly every line is kept, so the kept records are allocated once.
+    let mut replayer = Replayer {
+        out: Vec::with_capacity(lines.parsed.len()),
+        summaries: Some(Vec::with_capacity(lines.parsed.len())),
+        ..Replayer::default()
+    };
     for line in lines.parsed {
         replayer.push_parsed(line)?;
     }
