@@ -16,6 +16,7 @@
 //! - Memory holds the parsed records and one read buffer per chunk, never the file.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::record::{LineError, Record};
 use super::session::Summary;
@@ -26,8 +27,12 @@ pub const TAIL: usize = 64;
 
 const BUFFER: usize = 1 << 20;
 
-/// Ranges below this many bytes per thread are read on the calling thread alone.
-const MIN_CHUNK: u64 = 4 << 20;
+/// Ranges are cut into chunks of about this many bytes (a range below it is read on the
+/// calling thread alone)...
+const CHUNK: u64 = 4 << 20;
+
+/// ... and into at most this many chunks per thread.
+const CHUNKS_PER_THREAD: u64 = 16;
 
 /// A non-blank line and what it parsed to.
 #[derive(Debug)]
@@ -98,12 +103,15 @@ pub fn read_lines<R: ReadAt + ?Sized>(
     end: u64,
     first_number: usize,
 ) -> Lines {
-    let chunks = (end.saturating_sub(start) / MIN_CHUNK).clamp(1, threads() as u64);
+    let most = threads() as u64 * CHUNKS_PER_THREAD;
+    let chunks = end.saturating_sub(start).div_ceil(CHUNK).clamp(1, most);
     read_lines_in(file, start, end, first_number, chunks as usize)
 }
 
-/// [`read_lines`] cut into exactly `chunks` chunks (at least one), each read on its own
-/// thread.
+/// [`read_lines`] cut into exactly `chunks` chunks (at least one). The chunks are handed out
+/// one at a time to up to as many threads as the machine has, so a thread that runs slower
+/// (a fresh allocator arena, a core shared with another process) holds up the end by one
+/// chunk at most.
 pub fn read_lines_in<R: ReadAt + ?Sized>(
     file: &R,
     start: u64,
@@ -114,28 +122,49 @@ pub fn read_lines_in<R: ReadAt + ?Sized>(
     let end = end.max(start);
     let chunks = chunks.max(1) as u64;
     let cut = |k: u64| start + ((end - start) as u128 * k as u128 / chunks as u128) as u64;
-    let read = |k: u64| read_chunk(file, start, cut(k), cut(k + 1), end);
-    let results: Vec<Chunk> = std::thread::scope(|scope| {
-        let spawned: Vec<_> = (1..chunks)
-            .map(|k| {
+    let next = AtomicU64::new(0);
+    // Takes chunks until none is left; each comes back with its number.
+    let work = || {
+        let mut buf = Vec::new();
+        let mut done = Vec::new();
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            if k >= chunks {
+                return done;
+            }
+            done.push((
+                k,
+                read_chunk(file, start, cut(k), cut(k + 1), end, &mut buf),
+            ));
+        }
+    };
+    let helpers = (threads() as u64).min(chunks) - 1;
+    let mut results: Vec<(u64, Chunk)> = std::thread::scope(|scope| {
+        let spawned: Vec<_> = (0..helpers)
+            .map(|_| {
                 std::thread::Builder::new()
                     .name("gjcfs-lines".into())
-                    .spawn_scoped(scope, move || read(k))
+                    .spawn_scoped(scope, work)
             })
             .collect();
-        let mut results = vec![read(0)];
-        for (k, handle) in (1..chunks).zip(spawned) {
-            // A thread that could not be started leaves its chunk to this one.
-            results.push(match handle {
-                Ok(handle) => handle
+        // Chunks a thread that could not be started would have taken are taken here.
+        let mut results = work();
+        for handle in spawned.into_iter().flatten() {
+            results.extend(
+                handle
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                Err(_) => read(k),
-            });
+            );
         }
         results
     });
-    merge(results, start, end, first_number)
+    results.sort_unstable_by_key(|&(k, _)| k);
+    merge(
+        results.into_iter().map(|(_, chunk)| chunk).collect(),
+        start,
+        end,
+        first_number,
+    )
 }
 
 /// How many threads large ranges are read on.
@@ -163,7 +192,7 @@ struct Chunk {
 /// A read buffer over `file[..end]`: `buf[..len]` holds the bytes at `base..base + len`.
 struct Window<'f, R: ?Sized> {
     file: &'f R,
-    buf: Vec<u8>,
+    buf: &'f mut Vec<u8>,
     base: u64,
     len: usize,
     end: u64,
@@ -228,20 +257,24 @@ impl<R: ReadAt + ?Sized> Window<'_, R> {
 }
 
 /// Reads the lines starting in `from..to`; `range_start` is where the whole range starts (a
-/// line start) and `end` where it ends.
+/// line start) and `end` where it ends. `buf` is the read buffer (kept between chunks).
 fn read_chunk<R: ReadAt + ?Sized>(
     file: &R,
     range_start: u64,
     from: u64,
     to: u64,
     end: u64,
+    buf: &mut Vec<u8>,
 ) -> Chunk {
     let base = from.saturating_sub(1).max(range_start);
     // Nothing past `end` is ever read, so a short range needs no full-size buffer.
     let size = end.saturating_sub(base).clamp(1, BUFFER as u64) as usize;
+    if buf.len() < size {
+        buf.resize(size, 0);
+    }
     let mut window = Window {
         file,
-        buf: vec![0; size],
+        buf,
         base,
         len: 0,
         end,
