@@ -110,6 +110,9 @@ struct State {
     /// Whether the file is held to the strict checks (it was opened with them), so that
     /// appended lines are too.
     strict_reads: bool,
+    /// Whether `synced` counts appends of the open writer not yet checked against where
+    /// they landed.
+    unchecked_appends: bool,
 }
 
 /// A fresh header in the order a new session writes it.
@@ -192,6 +195,7 @@ impl State {
             latched: None,
             synced: None,
             strict_reads: false,
+            unchecked_appends: false,
         }
     }
 
@@ -214,6 +218,7 @@ impl State {
     }
 
     fn close_writer(&mut self) {
+        self.check_appends();
         if let Some(writer) = self.writer.take() {
             let _ = writer.close();
         }
@@ -307,7 +312,7 @@ impl State {
                         let _ = writer.close();
                         return Err(self.fail(path, e));
                     }
-                    self.note_written(b"\n");
+                    self.note_appended(b"\n");
                 }
                 writer
             }
@@ -340,7 +345,7 @@ impl State {
         }
         let result = self.writer(&path)?.write_all(&buf);
         result.map_err(|e| self.fail(&path, e))?;
-        self.note_written(&buf);
+        self.note_appended(&buf);
         Ok(())
     }
 
@@ -372,7 +377,7 @@ impl State {
                 None => Ok(()),
             });
         result.map_err(|e| self.fail(path, e))?;
-        self.note_written(buf);
+        self.note_appended(buf);
         Ok(())
     }
 

@@ -3,9 +3,11 @@
 //!
 //! Invariants:
 //! - The manager knows which bytes of which file memory reflects: a [`ReadMark`] set by the
-//!   load (the bytes read), moved by each of its own writes (so its own appends are never
-//!   read back), set afresh by each full rewrite, and dropped when a write fails or the
-//!   manager switches session.
+//!   load (the bytes read), moved by each of its own appends (so they are never read back),
+//!   set afresh by each full rewrite, and dropped when a write fails or the manager switches
+//!   session. Before the mark is used, and when the writer closes, the writer's offset
+//!   after its last write shows whether the appends landed right at the mark; if another
+//!   process appended before one of them, the mark is dropped too.
 //! - [`SessionManager::refresh_from_file`] reads only the bytes after the mark, and only
 //!   complete lines: a last line without its newline yet is left for a later refresh. The
 //!   lines go through the load's own line rules and patch replay ([`resume_lines`]), the
@@ -65,7 +67,8 @@ pub enum ReloadReason {
     Migrated,
     /// The last line memory read had no newline and was continued.
     TornLineContinued,
-    /// A write of this manager failed, so it does not know what the file holds.
+    /// A write of this manager failed, or landed after bytes another process had appended
+    /// in the meantime, so it does not know which bytes memory reflects.
     Untracked,
     /// The session was opened strictly and the appended lines fail the strict checks; the
     /// reopen reports why.
@@ -130,6 +133,7 @@ impl State {
             return Ok(Refresh::Unchanged);
         };
         let storage = self.config.storage.clone();
+        self.check_appends();
         let Some(mark) = self.synced.clone() else {
             // Nothing of this session was written yet, or a write failed.
             return Ok(match storage.exists(&path) {
@@ -283,21 +287,37 @@ fn strict_line_failure(lines: &crate::engine::lines::Lines) -> Option<String> {
 }
 
 impl State {
-    /// Moves the mark over `bytes`, just written to the end of the file.
-    pub(super) fn note_written(&mut self, bytes: &[u8]) {
+    /// Moves the mark over `bytes`, just appended by this manager through its writer.
+    /// Where they landed is checked later ([`State::check_appends`]).
+    pub(super) fn note_appended(&mut self, bytes: &[u8]) {
         if let Some(mark) = &mut self.synced {
             mark.advance(bytes);
+            self.unchecked_appends = true;
+        }
+    }
+
+    /// Checks that the appends counted into the mark landed right at it: the writer's offset
+    /// after its last write is where that write ended, so it equals the mark's end unless
+    /// another process appended before one of them. Then the manager no longer knows which
+    /// bytes memory reflects. One check covers any number of appends.
+    pub(super) fn check_appends(&mut self) {
+        if !std::mem::take(&mut self.unchecked_appends) {
+            return;
+        }
+        let landed = self.writer.as_ref().map(|writer| writer.position());
+        if !matches!((&self.synced, landed), (Some(mark), Some(Ok(at))) if mark.end == at) {
+            self.synced = None;
         }
     }
 
     /// The mark of a file this manager just wrote whole: `mark` as counted while writing,
-    /// with the identity of the file now at the path.
+    /// with the identity of the file now at the path, if that file holds just those bytes.
     pub(super) fn note_rewritten(&mut self, mut mark: ReadMark) {
         let path = self.file.clone();
         self.synced = path.and_then(|path| {
             let file = self.config.storage.open_read_at(&path).ok()?;
             mark.id = file.id();
-            Some(mark)
+            (file.size().ok()? == mark.end).then_some(mark)
         });
     }
 }

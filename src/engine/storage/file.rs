@@ -192,6 +192,10 @@ impl StorageWriter for FileWriter {
         self.file.sync_all()
     }
 
+    fn position(&self) -> io::Result<u64> {
+        (&self.file).stream_position()
+    }
+
     fn is_file_at(&self, path: &Path) -> io::Result<bool> {
         use std::os::unix::fs::MetadataExt;
         let open = self.file.metadata()?;

@@ -219,6 +219,7 @@ impl SessionStorage for MemoryStorage {
         Ok(Box::new(MemoryWriter {
             storage: self.clone(),
             path: path.to_owned(),
+            position: 0,
         }))
     }
 
@@ -313,6 +314,8 @@ impl ReadFile for MemoryReadFile {
 struct MemoryWriter {
     storage: MemoryStorage,
     path: PathBuf,
+    /// The length of the file right after this writer's last write.
+    position: u64,
 }
 
 impl StorageWriter for MemoryWriter {
@@ -327,10 +330,12 @@ impl StorageWriter for MemoryWriter {
         s.clock += 1;
         let now = s.clock;
         s.mtimes.insert(self.path.clone(), now);
-        s.files
+        let file = s
+            .files
             .get_mut(&self.path)
-            .ok_or_else(|| not_found(&self.path))?
-            .extend_from_slice(stored);
+            .ok_or_else(|| not_found(&self.path))?;
+        file.extend_from_slice(stored);
+        self.position = file.len() as u64;
         match fault {
             Some(kind) => Err(errno(kind)),
             None => Ok(()),
@@ -339,6 +344,11 @@ impl StorageWriter for MemoryWriter {
 
     fn fsync(&mut self) -> io::Result<()> {
         check(&mut self.storage.lock(), "fsync")
+    }
+
+    fn position(&self) -> io::Result<u64> {
+        check(&mut self.storage.lock(), "position")?;
+        Ok(self.position)
     }
 
     fn is_file_at(&self, path: &Path) -> io::Result<bool> {

@@ -119,6 +119,9 @@ pub trait StorageWriter: Send + std::fmt::Debug {
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()>;
     /// Makes what was written durable.
     fn fsync(&mut self) -> io::Result<()>;
+    /// The file offset just past the last byte written. For an appending writer that is
+    /// where its last write ended, whatever other writers appended before or after it.
+    fn position(&self) -> io::Result<u64>;
     /// Whether `path` still names the file this writer writes (not replaced or removed).
     fn is_file_at(&self, path: &Path) -> io::Result<bool>;
     /// Closes the file (without an fsync).
