@@ -78,7 +78,9 @@ fn resolve(target: &str, store: &StoreArgs) -> Result<PathBuf> {
         [] => bail!("no session matches {target} in {}", store.describe()?),
         [one] => Ok(one.path.clone()),
         many => {
+            // In id order: the listing's order (newest first) changes with every write.
             let mut ids: Vec<&str> = many.iter().map(|info| info.id.as_str()).collect();
+            ids.sort_unstable();
             ids.truncate(AMBIGUOUS_SHOWN);
             let more = if many.len() > AMBIGUOUS_SHOWN {
                 ", …"
