@@ -48,8 +48,9 @@ pub struct Rendered {
     pub header: Bytes,
     pub header_mtime_ms: Option<i64>,
     pub leaf: Bytes,
-    pub entries: Vec<EntryFile>,
-    by_id: HashMap<String, usize>,
+    /// The entry files, listed when first needed (reading `context.json` of a session of
+    /// 100,000 entries does not need their names).
+    table: Option<EntryTable>,
     /// Sizes of the entry files rendered so far (the bytes are not kept: a kernel caches
     /// entries itself, and a session of 100,000 entries read whole would hold them all).
     entry_sizes: HashMap<usize, u64>,
@@ -82,8 +83,15 @@ pub fn entry_file_name(index: usize, id: &str) -> String {
     format!("{index:06}-{id}.json")
 }
 
-impl Rendered {
-    pub fn new(session: &Session) -> Self {
+/// Every entry as a file, in file order, and by id.
+#[derive(Debug)]
+struct EntryTable {
+    entries: Vec<EntryFile>,
+    by_id: HashMap<String, usize>,
+}
+
+impl EntryTable {
+    fn new(session: &Session) -> Self {
         let mut entries = Vec::new();
         let mut by_id = HashMap::new();
         for (n, index) in session.entry_indices().enumerate() {
@@ -97,6 +105,16 @@ impl Rendered {
                 record_index: index,
             });
         }
+        EntryTable { entries, by_id }
+    }
+
+    fn entry(&self, id: &str) -> Option<&EntryFile> {
+        self.by_id.get(id).map(|&i| &self.entries[i])
+    }
+}
+
+impl Rendered {
+    pub fn new(session: &Session) -> Self {
         let leaf = match session.leaf_id() {
             Some(id) => format!("{id}\n").into_bytes(),
             None => Vec::new(),
@@ -106,8 +124,7 @@ impl Rendered {
             header: Arc::new(pretty_record(&session.records()[0])),
             header_mtime_ms: session.header().timestamp().and_then(parse_iso_millis),
             leaf: Arc::new(leaf),
-            entries,
-            by_id,
+            table: None,
             entry_sizes: HashMap::new(),
             context: None,
             blob_refs: None,
@@ -116,24 +133,35 @@ impl Rendered {
         }
     }
 
+    fn table(&mut self, manager: &SessionManager) -> &EntryTable {
+        self.table
+            .get_or_insert_with(|| manager.read(EntryTable::new))
+    }
+
+    /// The entry files in file order.
+    pub fn entries(&mut self, manager: &SessionManager) -> &[EntryFile] {
+        &self.table(manager).entries
+    }
+
     /// The entry named `name`: `NNNNNN-<id>.json` or `<id>.json`.
-    pub fn find_entry(&self, name: &str) -> Option<&EntryFile> {
+    pub fn find_entry(&mut self, manager: &SessionManager, name: &str) -> Option<&EntryFile> {
+        let table = self.table(manager);
         let stem = name.strip_suffix(".json")?;
-        if let Some(&i) = self.by_id.get(stem) {
-            return Some(&self.entries[i]);
+        if let Some(entry) = table.entry(stem) {
+            return Some(entry);
         }
         let (_, id) = stem.split_once('-')?;
-        let entry = &self.entries[*self.by_id.get(id)?];
+        let entry = table.entry(id)?;
         (entry.name == name).then_some(entry)
     }
 
-    pub fn entry(&self, id: &str) -> Option<&EntryFile> {
-        self.by_id.get(id).map(|&i| &self.entries[i])
+    pub fn entry(&mut self, manager: &SessionManager, id: &str) -> Option<&EntryFile> {
+        self.table(manager).entry(id)
     }
 
     /// The pretty JSON of entry `id`.
     pub fn entry_bytes(&mut self, manager: &SessionManager, id: &str) -> Option<Bytes> {
-        let index = self.entry(id)?.record_index;
+        let index = self.entry(manager, id)?.record_index;
         let bytes = Arc::new(manager.read(|s| pretty_record(s.record(index))));
         self.entry_sizes.insert(index, bytes.len() as u64);
         Some(bytes)
@@ -141,7 +169,7 @@ impl Rendered {
 
     /// The size of entry `id`'s file.
     pub fn entry_size(&mut self, manager: &SessionManager, id: &str) -> Option<u64> {
-        let index = self.entry(id)?.record_index;
+        let index = self.entry(manager, id)?.record_index;
         match self.entry_sizes.get(&index) {
             Some(&size) => Some(size),
             None => self.entry_bytes(manager, id).map(|b| b.len() as u64),
@@ -194,7 +222,7 @@ impl Rendered {
     /// The target of `labels/<label>`: the labelled entry's file.
     pub fn label_target(&mut self, manager: &SessionManager, label: &str) -> Option<String> {
         let id = self.labels(manager).get(label)?.clone();
-        Some(format!("../entries/{}", self.entry(&id)?.name))
+        Some(format!("../entries/{}", self.entry(manager, &id)?.name))
     }
 
     /// `context.json`: the context at the leaf with blob references resolved.

@@ -551,15 +551,16 @@ impl Vfs {
                 file(r.header.len(), r.header_mtime_ms.or(file_ms).unwrap_or(0))
             }
             Node::EntriesDir(s) => {
-                let r = &self.loaded(state, s)?.rendered;
-                let last = r.entries.iter().filter_map(|e| e.mtime_ms).max();
+                let loaded = self.loaded(state, s)?;
+                let entries = loaded.rendered.entries(&loaded.manager);
+                let last = entries.iter().filter_map(|e| e.mtime_ms).max();
                 dir(last.or(file_ms).unwrap_or(0))
             }
             Node::Entry(s, id) => {
                 let loaded = self.loaded(state, s)?;
                 let mtime = loaded
                     .rendered
-                    .entry(id)
+                    .entry(&loaded.manager, id)
                     .ok_or(VfsError::NotFound)?
                     .mtime_ms;
                 let size = loaded
@@ -692,8 +693,13 @@ impl Vfs {
                 if name == "new" {
                     Node::EntriesNew(s)
                 } else {
-                    let r = &self.loaded(&mut state, &s)?.rendered;
-                    let id = r.find_entry(name).ok_or(VfsError::NotFound)?.id.clone();
+                    let loaded = self.loaded(&mut state, &s)?;
+                    let id = loaded
+                        .rendered
+                        .find_entry(&loaded.manager, name)
+                        .ok_or(VfsError::NotFound)?
+                        .id
+                        .clone();
                     Node::Entry(s, id)
                 }
             }
@@ -826,9 +832,10 @@ impl Vfs {
                     .collect()
             }
             Node::EntriesDir(s) => {
-                let r = &self.loaded(state, s)?.rendered;
-                let mut out: Vec<(Node, String)> = r
-                    .entries
+                let loaded = self.loaded(state, s)?;
+                let mut out: Vec<(Node, String)> = loaded
+                    .rendered
+                    .entries(&loaded.manager)
                     .iter()
                     .filter(|e| usable_name(&e.id))
                     .map(|e| (Node::Entry(s.clone(), e.id.clone()), e.name.clone()))
