@@ -231,16 +231,16 @@ fn session_err(e: &SessionError) -> VfsError {
 }
 
 impl Vfs {
+    /// The model over `config`'s store. Nothing is read yet: the sessions are listed when
+    /// `sessions/` or `projects/` is first looked into.
     pub fn new(config: VfsConfig) -> Self {
-        let vfs = Vfs {
+        Vfs {
             history: HistoryView::new(&config.history_db),
             store_usage: StoreUsageView::new(config.source.clone()),
             config,
             state: Mutex::new(State::default()),
             invalidator: std::sync::OnceLock::new(),
-        };
-        vfs.refresh_listing(&mut vfs.state.lock());
-        vfs
+        }
     }
 
     pub fn read_only(&self) -> bool {
@@ -476,13 +476,30 @@ impl Vfs {
         state.inodes.node(ino).cloned().ok_or(VfsError::NotFound)
     }
 
-    fn newest_ms(state: &State) -> i64 {
-        state
-            .listing
-            .values()
-            .map(|l| l.modified_ms)
-            .max()
-            .unwrap_or(0)
+    /// When a session was last added or removed: the newest mtime of the source directory
+    /// and (a sessions root) of the directories in it. No session file is read, so the
+    /// root answers at once however large the store.
+    fn source_mtime_ms(&self) -> i64 {
+        let mtime = |path: &Path| {
+            std::fs::metadata(path)
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_millis() as i64)
+        };
+        match &self.config.source {
+            SessionSource::Dir(dir) => mtime(dir),
+            SessionSource::SessionsRoot(root) => std::fs::read_dir(root)
+                .map(|dirs| {
+                    dirs.filter_map(|e| e.ok())
+                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                        .map(|e| mtime(&e.path()))
+                        .max()
+                        .unwrap_or(0)
+                })
+                .unwrap_or(0)
+                .max(mtime(root)),
+        }
     }
 
     fn attr_of(&self, state: &mut State, node: &Node) -> Result<Attr, VfsError> {
@@ -510,14 +527,14 @@ impl Vfs {
             .and_then(|s| state.listing.get(s))
             .map(|l| l.modified_ms);
         let attr = match node {
-            Node::Root | Node::SessionsDir => dir(Self::newest_ms(state)),
+            Node::Root | Node::SessionsDir => dir(self.source_mtime_ms()),
             Node::BlobsDir => dir(self.blob_meta(None)?.1),
             Node::SessionBlobsDir(s) => {
                 self.loaded(state, s)?;
                 dir(file_ms.unwrap_or(0))
             }
             Node::HistoryDir | Node::SearchDir => dir(self.history.mtime_ms()),
-            Node::ProjectsDir => dir(Self::newest_ms(state)),
+            Node::ProjectsDir => dir(self.source_mtime_ms()),
             Node::ProjectDir(name) => {
                 let newest = state
                     .listing
@@ -618,7 +635,7 @@ impl Vfs {
                     stable: false,
                 }
             }
-            Node::StoreUsage => file(self.store_usage.bytes()?.len(), Self::newest_ms(state)),
+            Node::StoreUsage => file(self.store_usage.bytes()?.len(), self.source_mtime_ms()),
         };
         Ok(attr)
     }
