@@ -96,38 +96,42 @@ check "(b) usage" "$(awk -v t="$usage" 'BEGIN { print (t < 2) ? 1 : 0 }')" \
 # --- (c) the same views through the mount ---------------------------------------------
 # Cold: the first read after a fresh mount (the session or store not loaded yet), timed
 # with date over COLD mounts; warm: hyperfine on the mount left by the last cold run.
-cold_read() { # cold_read DIR PATH-IN-MOUNT -> mean ms over COLD fresh mounts
-	local total=0 list= start end ms
+# Runs in this shell (not in a command substitution), so the mount stays tracked.
+cold_read() { # cold_read DIR PATH-IN-MOUNT; sets COLD_MS (mean) and COLD_LIST
+	local total=0 start end ms
+	COLD_LIST=
 	for _ in $(seq "$COLD"); do
 		mount_store "$1"
 		start=$(date +%s%N)
 		cat "$MP/$2" >/dev/null
 		end=$(date +%s%N)
 		ms=$(((end - start) / 1000000))
-		list="$list $ms"
+		COLD_LIST="$COLD_LIST $ms"
 		total=$((total + ms))
 	done
-	echo "cold runs of $2 (ms):$list" >&2
-	echo $((total / COLD))
+	echo "cold runs of $2 (ms):$COLD_LIST"
+	COLD_MS=$((total / COLD))
 }
 echo
 echo "== (c) cat sessions/ID/context.md through the mount ($BIG_ENTRIES entries)"
-md_cold=$(cold_read "$BIG_DIR" "sessions/$big_id/context.md")
+cold_read "$BIG_DIR" "sessions/$big_id/context.md"
+md_cold=$COLD_MS
 hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/mount-md.csv" \
 	-n "cat context.md warm" "cat $MP/sessions/$big_id/context.md > /dev/null" ||
 	die "hyperfine failed (context.md)"
-check "(c) context.md cold" "$((md_cold < 500))" "$md_cold ms over $COLD fresh mounts (target < 500 ms)"
+check "(c) context.md cold" "$((md_cold < 500))" "$md_cold ms over $COLD fresh mounts (runs:$COLD_LIST ms; target < 500 ms)"
 SUMMARY+=("      (c) context.md warm: $(ms "$(mean_of "$OUT/mount-md.csv" "cat context.md warm")") ms")
 
 echo
 echo "== (d) cat usage.json at the root of a mount of $SESSIONS sessions"
-usage_cold=$(cold_read "$STORE" "usage.json")
+cold_read "$STORE" "usage.json"
+usage_cold=$COLD_MS
 hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/mount-usage.csv" \
 	-n "cat usage.json warm" "cat $MP/usage.json > /dev/null" ||
 	die "hyperfine failed (usage.json)"
 unmount
 usage_warm=$(mean_of "$OUT/mount-usage.csv" "cat usage.json warm")
-check "(d) usage.json cold" "$((usage_cold < 2000))" "$usage_cold ms over $COLD fresh mounts (target < 2000 ms)"
+check "(d) usage.json cold" "$((usage_cold < 2000))" "$usage_cold ms over $COLD fresh mounts (runs:$COLD_LIST ms; target < 2000 ms)"
 check "(d) usage.json warm" "$(awk -v t="$usage_warm" 'BEGIN { print (t < 0.1) ? 1 : 0 }')" \
 	"$(ms "$usage_warm") ms (target < 100 ms)"
 

@@ -38,7 +38,9 @@ trap unmount EXIT
 
 mount_store() { # mount_store DIR
 	unmount
-	"$BIN" mount "$MP" --session-dir "$1" 2>>"$OUT/mount.log" &
+	# The server's stdout is not the script's: a command substitution around a mount
+	# would otherwise wait for the server to exit.
+	"$BIN" mount "$MP" --session-dir "$1" </dev/null >/dev/null 2>>"$OUT/mount.log" &
 	SERVER=$!
 	for _ in $(seq 400); do
 		if grep -q " $MP fuse" /proc/mounts && stat -f "$MP" >/dev/null 2>&1; then
