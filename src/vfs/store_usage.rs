@@ -7,13 +7,16 @@
 //! - A session's contribution is built from its file and kept with that stamp; it is built
 //!   again only when the stamp changes. The rendered bytes are kept with the list of
 //!   (path, stamp) they were combined from and served again while that list is unchanged,
-//!   so a warm read costs a directory scan and a stat per session.
+//!   so a warm read costs a directory scan and a stat per session — and nothing at all
+//!   within [`RECHECK_AFTER`] of the last scan (a `cat` asks for the size, then the bytes;
+//!   the store's usage may lag a change by that much).
 //! - Files that cannot be read as sessions count nothing (the CLI's `gjcfs usage` names
 //!   them).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -27,11 +30,18 @@ use crate::engine::store_usage::{scan_sessions, Grouping, SessionUsageContributi
 
 /// Threads reading sessions whose contribution is not known yet.
 const SCAN_THREADS: usize = 2;
+/// How long rendered bytes are served without scanning the store again.
+pub const RECHECK_AFTER: Duration = Duration::from_millis(500);
+
+/// Every transcript file with its stamp, in path order.
+type Stamps = Vec<(PathBuf, FileStamp)>;
 
 #[derive(Default)]
 struct Cache {
     contributions: HashMap<PathBuf, (FileStamp, Option<SessionUsageContribution>)>,
-    rendered: Option<(Vec<(PathBuf, FileStamp)>, Bytes)>,
+    /// The bytes, the (path, stamp) list they were combined from, and when that list was
+    /// last found unchanged.
+    rendered: Option<(Stamps, Bytes, Instant)>,
 }
 
 pub struct StoreUsageView {
@@ -47,7 +57,7 @@ impl StoreUsageView {
         }
     }
 
-    fn stamped_paths(&self) -> Result<Vec<(PathBuf, FileStamp)>, VfsError> {
+    fn stamped_paths(&self) -> Result<Stamps, VfsError> {
         let storage = FileStorage;
         let paths = match &self.source {
             SessionSource::SessionsRoot(root) => all_transcript_paths(&storage, root),
@@ -63,10 +73,16 @@ impl StoreUsageView {
 
     /// The bytes of `usage.json` now.
     pub fn bytes(&self) -> Result<Bytes, VfsError> {
-        let stamped = self.stamped_paths()?;
         let mut cache = self.cache.lock();
-        if let Some((seen, bytes)) = &cache.rendered {
+        if let Some((_, bytes, checked)) = &cache.rendered {
+            if checked.elapsed() < RECHECK_AFTER {
+                return Ok(bytes.clone());
+            }
+        }
+        let stamped = self.stamped_paths()?;
+        if let Some((seen, bytes, checked)) = &mut cache.rendered {
             if *seen == stamped {
+                *checked = Instant::now();
                 return Ok(bytes.clone());
             }
         }
@@ -100,7 +116,7 @@ impl StoreUsageView {
         let mut out = json::to_pretty(&value).into_bytes();
         out.push(b'\n');
         let bytes = Arc::new(out);
-        cache.rendered = Some((stamped, bytes.clone()));
+        cache.rendered = Some((stamped, bytes.clone(), Instant::now()));
         Ok(bytes)
     }
 }
