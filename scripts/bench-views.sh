@@ -114,6 +114,7 @@ cold_read() { # cold_read DIR PATH-IN-MOUNT; sets COLD_MS (mean) and COLD_LIST
 }
 echo
 echo "== (c) cat sessions/ID/context.md through the mount ($BIG_ENTRIES entries)"
+cat "$BIG_DIR/big.jsonl" >/dev/null # a fresh mount, not a cold disk
 cold_read "$BIG_DIR" "sessions/$big_id/context.md"
 md_cold=$COLD_MS
 hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/mount-md.csv" \
