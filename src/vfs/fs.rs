@@ -259,18 +259,15 @@ impl Vfs {
         let Some(invalidate) = self.invalidator.get() else {
             return;
         };
-        let inos: Vec<u64> = state
-            .inodes
-            .of_session(sid)
-            .iter()
-            .copied()
-            .filter(|&ino| match (state.inodes.node(ino), entries) {
-                (Some(Node::Entry(..)), EntriesChanged::All) => true,
-                (Some(Node::Entry(_, id)), EntriesChanged::These(ids)) => ids.contains(id),
-                (Some(Node::Entry(..)), EntriesChanged::None) => false,
-                _ => true,
-            })
-            .collect();
+        let mut inos: Vec<u64> = state.inodes.of_session(sid).to_vec();
+        match entries {
+            EntriesChanged::None => {}
+            EntriesChanged::These(ids) => inos.extend(
+                ids.iter()
+                    .filter_map(|id| state.inodes.known(&Node::Entry(sid.to_owned(), id.clone()))),
+            ),
+            EntriesChanged::All => inos.extend_from_slice(state.inodes.entries_of(sid)),
+        }
         if !inos.is_empty() {
             invalidate(&inos);
         }

@@ -105,8 +105,11 @@ impl Node {
 pub struct InodeTable {
     nodes: Vec<Node>,
     numbers: HashMap<Node, u64>,
-    /// Session id → the numbers of its nodes, in the order they were given.
+    /// Session id → the numbers of its nodes other than entries, in the order they were
+    /// given (few: an append announces them all).
     by_session: HashMap<String, Vec<u64>>,
+    /// Session id → the numbers of its entries (possibly many).
+    entries_of: HashMap<String, Vec<u64>>,
 }
 
 impl Default for InodeTable {
@@ -115,6 +118,7 @@ impl Default for InodeTable {
             nodes: Vec::new(),
             numbers: HashMap::new(),
             by_session: HashMap::new(),
+            entries_of: HashMap::new(),
         };
         table.ino(&Node::Root);
         table
@@ -131,14 +135,29 @@ impl InodeTable {
         let ino = self.nodes.len() as u64;
         self.numbers.insert(node.clone(), ino);
         if let Some(sid) = node.session() {
-            self.by_session.entry(sid.to_owned()).or_default().push(ino);
+            let by = if matches!(node, Node::Entry(..)) {
+                &mut self.entries_of
+            } else {
+                &mut self.by_session
+            };
+            by.entry(sid.to_owned()).or_default().push(ino);
         }
         ino
     }
 
-    /// The numbers given so far to the nodes of session `sid`.
+    /// The numbers given so far to the nodes of session `sid` other than its entries.
     pub fn of_session(&self, sid: &str) -> &[u64] {
         self.by_session.get(sid).map_or(&[], Vec::as_slice)
+    }
+
+    /// The numbers given so far to the entries of session `sid`.
+    pub fn entries_of(&self, sid: &str) -> &[u64] {
+        self.entries_of.get(sid).map_or(&[], Vec::as_slice)
+    }
+
+    /// The number of `node` if it has one.
+    pub fn known(&self, node: &Node) -> Option<u64> {
+        self.numbers.get(node).copied()
     }
 
     pub fn node(&self, ino: u64) -> Option<&Node> {
@@ -163,7 +182,11 @@ mod tests {
         assert_eq!(t.node(0), None);
         assert_eq!(t.node(99), None);
         let other = t.ino(&Node::Leaf("t".into()));
+        let entry = t.ino(&Node::Entry("s".into(), "e1".into()));
         assert_eq!(t.of_session("s"), &[a, b]);
+        assert_eq!(t.entries_of("s"), &[entry]);
+        assert_eq!(t.known(&Node::Entry("s".into(), "e1".into())), Some(entry));
+        assert_eq!(t.known(&Node::Entry("s".into(), "e2".into())), None);
         assert_eq!(t.of_session("t"), &[other]);
         assert!(t.of_session("u").is_empty());
     }
