@@ -9,11 +9,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
     BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr,
-    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyWrite, Request, TimeOrNow, WriteFlags,
+    INodeNo, InitFlags, KernelConfig, LockOwner, Notifier, OpenAccMode, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
-use gjcfs::vfs::{Attr, Caching, DirEntry, NamespaceChange, NodeKind, OpenMode, Vfs, VfsError};
+use gjcfs::vfs::{
+    Attr, Caching, DirEntry, Invalidator, NamespaceChange, NodeKind, OpenMode, Vfs, VfsError,
+};
 
 /// How long the kernel keeps the attributes and name of a node that changes (leaf,
 /// context, listings): short, because a change made outside (the agent appending) is seen
@@ -452,6 +454,28 @@ impl Filesystem for FuseAdapter {
     ) {
         reply.error(self.refusal(parent, NamespaceChange::Create));
     }
+}
+
+/// The model's change hook: the inode numbers go to a thread of their own that tells the
+/// kernel to drop its cached attributes and pages. A handler must not notify the kernel
+/// itself (the kernel may wait on a request that handler is serving).
+pub fn invalidator(notifier: Notifier) -> Invalidator {
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u64>>();
+    std::thread::spawn(move || {
+        while let Ok(first) = rx.recv() {
+            let mut inos: std::collections::BTreeSet<u64> = first.into_iter().collect();
+            inos.extend(rx.try_iter().flatten());
+            for ino in inos {
+                // ENOENT: the kernel holds nothing of that node. Other failures (the mount
+                // going away) leave nothing to invalidate either.
+                let _ = notifier.inval_inode(INodeNo(ino), 0, 0);
+            }
+        }
+    });
+    let tx = parking_lot::Mutex::new(tx);
+    Box::new(move |inos: &[u64]| {
+        let _ = tx.lock().send(inos.to_vec());
+    })
 }
 
 /// `.`, `..` and the entries, each with the offset of the one after it.

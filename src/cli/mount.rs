@@ -1,7 +1,6 @@
 //! `gjcfs mount MOUNTPOINT`: serves the session store through FUSE in the foreground until
 //! Ctrl-C or SIGTERM (or an outside unmount), then unmounts and closes every session.
 
-use std::collections::BTreeSet;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 use std::process::Command;
@@ -10,9 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use fuser::{Config, INodeNo, MountOption, Notifier, SessionACL};
-use gjcfs::vfs::{Invalidator, SessionSource, Vfs, VfsConfig};
-use parking_lot::Mutex;
+use fuser::{Config, MountOption, SessionACL};
+use gjcfs::vfs::{SessionSource, Vfs, VfsConfig};
 
 use super::fuse::FuseAdapter;
 
@@ -104,7 +102,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     let session = fuser::spawn_mount(adapter, &mountpoint, &config)
         .with_context(|| format!("{}: cannot mount", mountpoint.display()))?;
     eprintln!("gjcfs: mounted at {}", mountpoint.display());
-    vfs.set_invalidator(invalidator(session.notifier()));
+    vfs.set_invalidator(super::fuse::invalidator(session.notifier()));
 
     let mut polled = Instant::now();
     let signalled = loop {
@@ -137,28 +135,6 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     }
     eprintln!("gjcfs: unmounted {}", mountpoint.display());
     Ok(())
-}
-
-/// The model's change hook: the inode numbers go to a thread of their own that tells the
-/// kernel to drop its cached attributes and pages. A handler must not notify the kernel
-/// itself (the kernel may wait on a request that handler is serving).
-fn invalidator(notifier: Notifier) -> Invalidator {
-    let (tx, rx) = mpsc::channel::<Vec<u64>>();
-    std::thread::spawn(move || {
-        while let Ok(first) = rx.recv() {
-            let mut inos: BTreeSet<u64> = first.into_iter().collect();
-            inos.extend(rx.try_iter().flatten());
-            for ino in inos {
-                // ENOENT: the kernel holds nothing of that node. Other failures (the mount
-                // going away) leave nothing to invalidate either.
-                let _ = notifier.inval_inode(INodeNo(ino), 0, 0);
-            }
-        }
-    });
-    let tx = Mutex::new(tx);
-    Box::new(move |inos: &[u64]| {
-        let _ = tx.lock().send(inos.to_vec());
-    })
 }
 
 /// `gjcfs umount MOUNTPOINT`: `fusermount3 -u`; the server sees its session end.
