@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use common::mount::{fuse_usable, is_mounted, ok, p, run, Mount};
+use common::mount::{fuse_usable, is_mounted, ok, p, run, within, Mount};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
@@ -287,20 +287,6 @@ fn an_append_by_the_agent_outside_the_mount_shows_up() {
     assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 5);
     assert_eq!(ok("cat", &[p(&dir.join("leaf"))]), format!("{added}\n"));
     assert_eq!(context_messages(&dir), 4);
-}
-
-/// Polls `f` until it holds, for up to `limit`.
-fn within(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let start = std::time::Instant::now();
-    loop {
-        if f() {
-            return true;
-        }
-        if start.elapsed() > limit {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

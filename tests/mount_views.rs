@@ -8,9 +8,9 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::mount::{fuse_usable, ok, p, run, Mount};
+use common::mount::{fuse_usable, ok, p, run, within, Mount};
 use common::{fixture, gjcfs_bin, renumbered};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
@@ -277,15 +277,12 @@ fn the_store_usage_matches_gjcfs_usage_and_follows_new_replies() {
         .unwrap()
         .write_all(format!("{line}\n").as_bytes())
         .unwrap();
-    let start = Instant::now();
-    let after = loop {
-        let now = usage_json(&ok("cat", &[p(&root_usage)]));
-        let output = member(member(&now, "totals"), "output").as_f64().unwrap();
-        if output != before || start.elapsed() > Duration::from_secs(3) {
-            break now;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let output = |usage: &Value| member(member(usage, "totals"), "output").as_f64().unwrap();
+    let mut after = shown.clone();
+    within(Duration::from_secs(3), || {
+        after = usage_json(&ok("cat", &[p(&root_usage)]));
+        output(&after) != before
+    });
     assert_eq!(
         member(member(&after, "totals"), "output").as_f64().unwrap(),
         before + 1000.0

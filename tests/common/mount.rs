@@ -80,6 +80,20 @@ pub fn ok(program: &str, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Polls `f` until it holds, for up to `limit`; whether it did.
+pub fn within(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if f() {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        sleep(Duration::from_millis(50));
+    }
+}
+
 /// A path as a tool argument.
 pub fn p(path: &Path) -> &str {
     path.to_str().unwrap()
