@@ -22,6 +22,7 @@ pub mod discovery;
 pub mod history;
 pub mod ids;
 pub mod inspect;
+pub mod io_cause;
 pub mod js_text;
 pub mod json;
 pub mod legacy;

@@ -8,7 +8,10 @@
 //! - Object members whose key is an array index (`"0"`, `"12"`) come first in ascending
 //!   numeric order, then the others in insertion order, as JavaScript enumerates them.
 //! - Raw containers are written verbatim in compact output and re-indented in pretty output.
-//! - Pretty output is `JSON.stringify(value, null, 2)`.
+//! - Pretty output is `JSON.stringify(value, null, 2)` for values nested at most
+//!   [`MAX_PRETTY_DEPTH`] levels deep. Deeper containers go on the line of their parent,
+//!   without line breaks: indentation is quadratic in depth (a 40,000-deep array would
+//!   indent into gigabytes), so what a pretty rendering costs stays linear in its input.
 
 use super::parse::next_string_stop;
 use super::value::{JsString, Object, Value};
@@ -69,7 +72,13 @@ pub fn write_object_compact(obj: &Object, out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
+/// How many levels deep pretty output breaks lines and indents.
+pub const MAX_PRETTY_DEPTH: usize = 128;
+
 fn newline(out: &mut Vec<u8>, indent: usize) {
+    if indent > MAX_PRETTY_DEPTH {
+        return;
+    }
     out.push(b'\n');
     out.resize(out.len() + indent * 2, b' ');
 }
@@ -274,6 +283,24 @@ mod tests {
         ] {
             assert_eq!(round_trip(text), text);
         }
+    }
+
+    #[test]
+    fn pretty_output_of_deep_nesting_stays_linear_and_parses_back() {
+        let depth = 40_000;
+        let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        for value in [parse(&text).unwrap(), parse_shallow(&text, 1).unwrap()] {
+            let pretty = to_pretty(&value);
+            assert!(pretty.len() < 4 * text.len() + 64 * MAX_PRETTY_DEPTH * MAX_PRETTY_DEPTH);
+            assert!(parse(&pretty).is_ok());
+            let squeezed: String = pretty.split_whitespace().collect();
+            assert!(squeezed == text, "the pretty text holds other values");
+        }
+        let shallow = parse("[[1,{\"a\":[2]}]]").unwrap();
+        assert_eq!(
+            to_pretty(&shallow),
+            "[\n  [\n    1,\n    {\n      \"a\": [\n        2\n      ]\n    }\n  ]\n]"
+        );
     }
 
     #[test]
