@@ -378,7 +378,7 @@ fn blobs_are_listed_and_read_checked() {
             ..Default::default()
         },
     );
-    assert!(matches!(opened, Err(VfsError::Io(_))), "{opened:?}");
+    assert!(matches!(opened, Err(VfsError::Unreadable(_))), "{opened:?}");
 }
 
 #[test]

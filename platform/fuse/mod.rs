@@ -14,7 +14,8 @@ use fuser::{
     ReplyOpen, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use gjcfs::vfs::{
-    Attr, Caching, DirEntry, Invalidator, NamespaceChange, NodeKind, OpenMode, Vfs, VfsError,
+    Attr, Caching, DirEntry, Invalidator, IoCause, NamespaceChange, NodeKind, OpenMode, Vfs,
+    VfsError,
 };
 
 /// How long the kernel keeps the attributes and name of a node that changes (leaf,
@@ -45,7 +46,20 @@ pub fn to_errno(error: &VfsError) -> Errno {
         VfsError::AccessDenied => Errno::EACCES,
         VfsError::InvalidArgument(_) => Errno::EINVAL,
         VfsError::BadHandle => Errno::EBADF,
-        VfsError::Io(_) => Errno::EIO,
+        VfsError::Storage { cause, .. } => match cause {
+            IoCause::NoSpace => Errno::ENOSPC,
+            IoCause::QuotaExceeded => Errno::EDQUOT,
+            IoCause::ReadOnlyFilesystem => Errno::EROFS,
+            IoCause::PermissionDenied => Errno::EACCES,
+            IoCause::NotPermitted => Errno::EPERM,
+            IoCause::NotFound => Errno::ENOENT,
+            IoCause::FileTooLarge => Errno::EFBIG,
+            IoCause::Symlink | IoCause::NotRegularFile => Errno::EACCES,
+            IoCause::Other => Errno::EIO,
+        },
+        VfsError::Refused(_) => Errno::EACCES,
+        VfsError::Unreadable(_) => Errno::EIO,
+        VfsError::TooLarge(_) => Errno::EFBIG,
     }
 }
 
@@ -101,7 +115,7 @@ fn call<T>(what: &str, f: impl FnOnce() -> Result<T, VfsError>) -> Result<T, Err
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(e)) => {
-            if let VfsError::Io(reason) = &e {
+            if let VfsError::Storage { reason, .. } | VfsError::Unreadable(reason) = &e {
                 eprintln!("gjcfs mount: {what}: {reason}");
             }
             Err(to_errno(&e))
@@ -151,6 +165,11 @@ impl Filesystem for FuseAdapter {
             Ok(a) => reply.entry(ttl(&a), &self.attr(&a), Generation(0)),
             Err(e) => reply.error(e),
         }
+    }
+
+    // fuser's batch_forget calls this for each node.
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        let _ = catch_unwind(AssertUnwindSafe(|| self.vfs.forget(ino.0, nlookup)));
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
@@ -456,25 +475,42 @@ impl Filesystem for FuseAdapter {
     }
 }
 
+/// How long a change waits for the kernel to drop what it cached, so that a `stat` right
+/// after a write sees the change. Bounded: the kernel may hold an invalidation until a
+/// request being served (the very write that caused it) is answered.
+const INVALIDATION_WAIT: Duration = Duration::from_millis(100);
+
 /// The model's change hook: the inode numbers go to a thread of their own that tells the
-/// kernel to drop its cached attributes and pages. A handler must not notify the kernel
-/// itself (the kernel may wait on a request that handler is serving).
+/// kernel to drop its cached attributes and pages; the caller waits for that at most
+/// [`INVALIDATION_WAIT`]. A handler must not notify the kernel itself (the kernel may wait
+/// on a request that handler is serving).
 pub fn invalidator(notifier: Notifier) -> Invalidator {
-    let (tx, rx) = std::sync::mpsc::channel::<Vec<u64>>();
+    type Batch = (Vec<u64>, std::sync::mpsc::Sender<()>);
+    let (tx, rx) = std::sync::mpsc::channel::<Batch>();
     std::thread::spawn(move || {
         while let Ok(first) = rx.recv() {
-            let mut inos: std::collections::BTreeSet<u64> = first.into_iter().collect();
-            inos.extend(rx.try_iter().flatten());
+            let mut batches = vec![first];
+            batches.extend(rx.try_iter());
+            let inos: std::collections::BTreeSet<u64> = batches
+                .iter()
+                .flat_map(|(inos, _)| inos.iter().copied())
+                .collect();
             for ino in inos {
                 // ENOENT: the kernel holds nothing of that node. Other failures (the mount
                 // going away) leave nothing to invalidate either.
                 let _ = notifier.inval_inode(INodeNo(ino), 0, 0);
             }
+            for (_, done) in batches {
+                let _ = done.send(());
+            }
         }
     });
     let tx = parking_lot::Mutex::new(tx);
     Box::new(move |inos: &[u64]| {
-        let _ = tx.lock().send(inos.to_vec());
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        if tx.lock().send((inos.to_vec(), done_tx)).is_ok() {
+            let _ = done_rx.recv_timeout(INVALIDATION_WAIT);
+        }
     })
 }
 
@@ -518,8 +554,29 @@ mod tests {
             (VfsError::AccessDenied, libc::EACCES),
             (VfsError::InvalidArgument(String::new()), libc::EINVAL),
             (VfsError::BadHandle, libc::EBADF),
-            (VfsError::Io(String::new()), libc::EIO),
+            (VfsError::Refused(String::new()), libc::EACCES),
+            (VfsError::Unreadable(String::new()), libc::EIO),
+            (VfsError::TooLarge(String::new()), libc::EFBIG),
         ];
+        let storage = |cause| VfsError::Storage {
+            cause,
+            reason: String::new(),
+        };
+        let causes = [
+            (IoCause::NoSpace, libc::ENOSPC),
+            (IoCause::QuotaExceeded, libc::EDQUOT),
+            (IoCause::ReadOnlyFilesystem, libc::EROFS),
+            (IoCause::PermissionDenied, libc::EACCES),
+            (IoCause::NotPermitted, libc::EPERM),
+            (IoCause::NotFound, libc::ENOENT),
+            (IoCause::FileTooLarge, libc::EFBIG),
+            (IoCause::Symlink, libc::EACCES),
+            (IoCause::NotRegularFile, libc::EACCES),
+            (IoCause::Other, libc::EIO),
+        ];
+        let cases = cases
+            .into_iter()
+            .chain(causes.map(|(cause, code)| (storage(cause), code)));
         for (error, code) in cases {
             assert_eq!(i32::from(to_errno(&error)), code, "{error:?}");
         }

@@ -113,6 +113,9 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
                     vfs.poll_outside_changes();
                     polled = Instant::now();
                 }
+                for notice in vfs.take_notices() {
+                    eprintln!("gjcfs: {notice}");
+                }
             }
             Err(_) => break false,
         }

@@ -65,8 +65,8 @@ impl HistoryView {
             if !self.path.is_file() {
                 return Ok(None);
             }
-            let opened =
-                HistoryStorage::open(&self.path).map_err(|e| VfsError::Io(e.to_string()))?;
+            let opened = HistoryStorage::open(&self.path)
+                .map_err(|e| VfsError::Unreadable(e.to_string()))?;
             *storage = Some(opened);
         }
         match storage.as_ref() {
@@ -100,7 +100,7 @@ impl HistoryView {
         let mut out = Vec::new();
         self.with(|s| {
             s.for_each_oldest_first(|entry| json_line(&entry, &mut out))
-                .map_err(|e| VfsError::Io(e.to_string()))
+                .map_err(|e| VfsError::Unreadable(e.to_string()))
         })?;
         let bytes = Arc::new(out);
         *self.prompts.lock() = Some((stamp, bytes.clone()));
@@ -110,7 +110,7 @@ impl HistoryView {
     pub fn search(&self, query: &str) -> Result<Vec<u8>, VfsError> {
         let entries = self.with(|s| {
             s.search(query, MAX_LIMIT, None)
-                .map_err(|e| VfsError::Io(e.to_string()))
+                .map_err(|e| VfsError::Unreadable(e.to_string()))
         })?;
         Ok(entries.map_or_else(Vec::new, |e| lines(e.iter())))
     }

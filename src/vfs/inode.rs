@@ -1,4 +1,7 @@
-//! The inode table: every node ever named gets one number, kept for the life of the table.
+//! The inode table: every node named gets one number. Numbers are never reused; a node
+//! keeps its number for the life of the table, except a query (`history/search/<q>`), which
+//! is forgotten once the kernel forgets it, so that the table does not grow with every
+//! query ever asked.
 
 use std::collections::HashMap;
 
@@ -103,7 +106,10 @@ impl Node {
 /// Node ↔ inode number. Numbers start at [`ROOT_INO`] and are never reused.
 #[derive(Debug)]
 pub struct InodeTable {
-    nodes: Vec<Node>,
+    /// Node by number - 1; `None` once forgotten.
+    nodes: Vec<Option<Node>>,
+    /// The kernel's references to each forgettable node (lookups not yet forgotten).
+    lookups: HashMap<u64, u64>,
     numbers: HashMap<Node, u64>,
     /// Session id → the numbers of its nodes other than entries, in the order they were
     /// given (few: an append announces them all).
@@ -116,6 +122,7 @@ impl Default for InodeTable {
     fn default() -> Self {
         let mut table = InodeTable {
             nodes: Vec::new(),
+            lookups: HashMap::new(),
             numbers: HashMap::new(),
             by_session: HashMap::new(),
             entries_of: HashMap::new(),
@@ -131,7 +138,7 @@ impl InodeTable {
         if let Some(&ino) = self.numbers.get(node) {
             return ino;
         }
-        self.nodes.push(node.clone());
+        self.nodes.push(Some(node.clone()));
         let ino = self.nodes.len() as u64;
         self.numbers.insert(node.clone(), ino);
         if let Some(sid) = node.session() {
@@ -162,7 +169,37 @@ impl InodeTable {
 
     pub fn node(&self, ino: u64) -> Option<&Node> {
         let index = usize::try_from(ino.checked_sub(1)?).ok()?;
-        self.nodes.get(index)
+        self.nodes.get(index)?.as_ref()
+    }
+
+    /// Counts a reference the kernel took to a forgettable node (a query) by a lookup.
+    pub fn remember(&mut self, ino: u64) {
+        if matches!(self.node(ino), Some(Node::Search(_))) {
+            *self.lookups.entry(ino).or_default() += 1;
+        }
+    }
+
+    /// The kernel dropped `count` references to `ino`: a forgettable node without any is
+    /// forgotten (its number is not given again).
+    pub fn forget(&mut self, ino: u64, count: u64) {
+        let Some(left) = self.lookups.get_mut(&ino) else {
+            return;
+        };
+        *left = left.saturating_sub(count);
+        if *left > 0 {
+            return;
+        }
+        self.lookups.remove(&ino);
+        let index = usize::try_from(ino - 1).unwrap_or(usize::MAX);
+        if let Some(node) = self.nodes.get_mut(index).and_then(Option::take) {
+            self.numbers.remove(&node);
+        }
+    }
+
+    /// How many nodes have a number now.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.numbers.len()
     }
 }
 
@@ -189,5 +226,26 @@ mod tests {
         assert_eq!(t.known(&Node::Entry("s".into(), "e2".into())), None);
         assert_eq!(t.of_session("t"), &[other]);
         assert!(t.of_session("u").is_empty());
+    }
+
+    #[test]
+    fn queries_are_forgotten_with_the_kernel_s_last_reference() {
+        let mut t = InodeTable::default();
+        let q = t.ino(&Node::Search("x".into()));
+        t.remember(q);
+        t.remember(q);
+        let before = t.len();
+        t.forget(q, 1);
+        assert_eq!(t.node(q), Some(&Node::Search("x".into())));
+        t.forget(q, 1);
+        assert_eq!(t.node(q), None);
+        assert_eq!(t.len(), before - 1);
+        let again = t.ino(&Node::Search("x".into()));
+        assert!(again > q, "numbers are never reused");
+        // Other nodes are never forgotten.
+        let leaf = t.ino(&Node::Leaf("s".into()));
+        t.remember(leaf);
+        t.forget(leaf, 5);
+        assert_eq!(t.node(leaf), Some(&Node::Leaf("s".into())));
     }
 }

@@ -28,18 +28,30 @@
 //!
 //! Invariants:
 //! - An inode number, once given to a node, names that node for the life of the [`Vfs`]
-//!   (lookup and readdir agree; numbers are never reused).
+//!   (lookup and readdir agree; numbers are never reused). A name that does not exist gets
+//!   no number, and a query's node is forgotten once the kernel forgets it, so the table
+//!   does not grow with lookups of absent names or with every query ever asked.
 //! - Every file's size is the exact length of the bytes a read returns at that moment; the
 //!   bytes are computed by the engine and cached per session generation.
-//! - A write either takes effect through the [`SessionManager`] or fails with a
-//!   [`VfsError`]; nothing is ever accepted and dropped. Failed writes are recorded in the
-//!   session's `errors` file.
+//! - Reading never writes: a session is loaded leniently for reading, migrations and the
+//!   load-time sanitizer run in memory only. The first write opens it for writing through
+//!   the engine's write rules (strict checks; a legacy transcript is copied into its
+//!   workspace's managed scope first). A write either takes effect through the
+//!   [`SessionManager`] or fails with a [`VfsError`] that keeps its cause (ENOSPC stays
+//!   ENOSPC); nothing is ever accepted and dropped. The lines one write completes are
+//!   appended all together or not at all. Failed writes and refused sessions are recorded
+//!   in the session's `errors` file, which stays readable whatever state the session is in.
+//! - A failed write latches nothing in the model: the next write opens the session afresh,
+//!   so a fault that went away (a full disk, a mode briefly wrong) stops failing writes.
+//! - No lock that other requests need is held across disk I/O: each session has a lock of
+//!   its own (see `sessions.rs`), so loading a 300 MB session or computing the store's
+//!   `usage.json` never stops `ls sessions/` or the reads of another session.
 //! - A session is loaded on first touch and kept in an LRU of managers; on every access its
 //!   file is compared (size, mtime, inode) with what the model last saw. Lines appended from
 //!   outside (the agent) are read on their own through the manager's
 //!   [`refresh_from_file`](crate::engine::manager::SessionManager::refresh_from_file), so
 //!   the view is fresh at once without reading the file again; a file replaced, shortened
-//!   or changed in place is loaded afresh on the next touch.
+//!   or changed in place is loaded afresh on the next touch, and a deleted one is gone.
 //!   [`Vfs::poll_outside_changes`] makes the same check for every loaded session without
 //!   waiting for an access.
 //! - Kernel caches: every change the model makes or notices (an append, a branch, a failed
@@ -50,15 +62,28 @@
 //! - A leaf moved through `leaf` lives in the loaded session, as in the agent: the file
 //!   records it only through the next append. A session closed by the LRU or reloaded
 //!   after an outside change comes back with the file's leaf (its last entry).
+//! - Nothing from the store is followed or blocked on: the blob store and its blobs are
+//!   checked to be a real directory and regular files before they are read, a session id
+//!   that cannot name a directory (a newline, `/`, a leading `-`, over 255 bytes) is left
+//!   out of the listing and reported through [`Vfs::take_notices`].
 //! - The model never prints; callers log.
 //!
 //! [`SessionManager`]: crate::engine::manager::SessionManager
 
 mod content;
+mod disk;
+mod errors;
 mod fs;
+mod handles;
 mod history;
 mod inode;
+mod layout;
+mod nodes;
+mod sessions;
 mod store_usage;
+
+pub use crate::engine::io_cause::IoCause;
+pub use handles::{LEAF_MAX, LINE_MAX};
 
 pub use fs::{Caching, Invalidator, NamespaceChange, Opened, SessionSource, Vfs, VfsConfig};
 pub use inode::{Node, ROOT_INO};
@@ -89,9 +114,23 @@ pub enum VfsError {
     /// An unknown or already released file handle.
     #[error("bad file handle")]
     BadHandle,
-    /// The engine failed to read or write the session.
-    #[error("I/O error: {0}")]
-    Io(String),
+    /// The storage underneath failed; `cause` keeps what the failure means (a full disk,
+    /// a quota, a read-only filesystem, a refused permission).
+    #[error("{reason}")]
+    Storage { cause: IoCause, reason: String },
+    /// A safety check refuses the session or file: not owner-only, a symlink, a FIFO, a
+    /// scope whose binding does not hold, a transcript failing the strict checks a write
+    /// needs. The reason is in the session's `errors` file.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The file cannot be read as a session (a damaged header, a future version, a
+    /// corrupt blob).
+    #[error("unreadable: {0}")]
+    Unreadable(String),
+    /// Too large to take: a line of `entries/new` above [`LINE_MAX`], a leaf above
+    /// [`LEAF_MAX`].
+    #[error("too large: {0}")]
+    TooLarge(String),
 }
 
 /// What a node is.

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::content::Bytes;
-use super::fs::{FileStamp, SessionSource};
+use super::disk::FileStamp;
+use super::fs::SessionSource;
 use super::VfsError;
 use crate::engine::discovery::{all_transcript_paths, transcript_paths};
 use crate::engine::json;
@@ -63,7 +64,7 @@ impl StoreUsageView {
             SessionSource::SessionsRoot(root) => all_transcript_paths(&storage, root),
             SessionSource::Dir(dir) => transcript_paths(&storage, dir),
         }
-        .map_err(|e| VfsError::Io(e.to_string()))?;
+        .map_err(|e| super::errors::from_io(&e, format!("cannot list the store: {e}")))?;
         Ok(paths
             .into_iter()
             .filter_map(|path| Some((FileStamp::of(&path)?, path)))

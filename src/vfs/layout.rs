@@ -1,0 +1,102 @@
+//! The fixed layout: which names a directory holds and which node each name is.
+
+use super::content::View;
+use super::inode::Node;
+use super::NodeKind;
+use crate::engine::legacy::encode_absolute;
+
+/// The names in a session's directory, in listing order.
+pub(super) const SESSION_FILES: [&str; 10] = [
+    "header.json",
+    "entries",
+    "leaf",
+    "context.json",
+    "context.md",
+    "tree.txt",
+    "usage.json",
+    "labels",
+    "errors",
+    "blobs",
+];
+
+/// The longest name a directory entry may have on the filesystems the mount serves to.
+const NAME_MAX: usize = 255;
+
+/// The node `name` names in session `sid`'s directory.
+pub(super) fn session_child(sid: &str, name: &str) -> Option<Node> {
+    let s = sid.to_owned();
+    Some(match name {
+        "header.json" => Node::Header(s),
+        "entries" => Node::EntriesDir(s),
+        "leaf" => Node::Leaf(s),
+        "context.json" => Node::Context(s),
+        "context.md" => Node::ContextMd(s),
+        "tree.txt" => Node::Tree(s),
+        "usage.json" => Node::Usage(s),
+        "labels" => Node::LabelsDir(s),
+        "errors" => Node::Errors(s),
+        "blobs" => Node::SessionBlobsDir(s),
+        _ => return None,
+    })
+}
+
+/// The view a node shows, if it is one.
+pub(super) fn view_of(node: &Node) -> Option<(&str, View)> {
+    match node {
+        Node::ContextMd(s) => Some((s, View::ContextMd)),
+        Node::Tree(s) => Some((s, View::Tree)),
+        Node::Usage(s) => Some((s, View::Usage)),
+        _ => None,
+    }
+}
+
+/// Whether `name` can be a file name in a directory of the mount.
+pub(super) fn usable_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= NAME_MAX
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\0'])
+}
+
+/// Whether a session id can name its directory: a usable name without control characters
+/// (a newline in a name breaks every tool that reads `ls`), and not starting with `-` (a
+/// tool would read it as an option).
+pub(super) fn safe_session_name(id: &str) -> bool {
+    usable_name(id) && !id.starts_with('-') && !id.chars().any(char::is_control)
+}
+
+pub(super) fn kind_of(node: &Node) -> NodeKind {
+    if node.is_dir() {
+        NodeKind::Directory
+    } else if matches!(node, Node::ProjectLink(..) | Node::Label(..)) {
+        NodeKind::Symlink
+    } else {
+        NodeKind::File
+    }
+}
+
+/// The `projects/` name of a workspace.
+pub(super) fn project_name(cwd: &str) -> String {
+    encode_absolute(cwd)
+}
+
+/// Where `projects/<name>/<sid>` leads.
+pub(super) fn link_target(sid: &str) -> String {
+    format!("../../sessions/{sid}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsafe_session_ids_are_recognised() {
+        assert!(safe_session_name("0194f1a2-7c3e-7000-8000-000000000000"));
+        for bad in ["", ".", "..", "a/b", "a\nb", "a\rb", "-rf", "x\u{1b}[31m"] {
+            assert!(!safe_session_name(bad), "{bad:?}");
+        }
+        assert!(!safe_session_name(&"a".repeat(256)));
+        assert!(safe_session_name(&"a".repeat(255)));
+    }
+}

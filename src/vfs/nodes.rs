@@ -1,0 +1,400 @@
+//! What each node is: its name in its directory, its attributes, its listing and its bytes.
+
+use std::sync::Arc;
+
+use super::content::Bytes;
+use super::disk;
+use super::fs::{SessionSource, Vfs};
+use super::inode::Node;
+use super::layout::{
+    kind_of, link_target, project_name, session_child, usable_name, view_of, SESSION_FILES,
+};
+use super::{Attr, DirEntry, NodeKind, VfsError};
+use crate::engine::blob::{is_valid_hash, BlobStore};
+use crate::engine::storage::FileStorage;
+
+/// A node's attributes before it has a number.
+struct Shape {
+    kind: NodeKind,
+    size: u64,
+    perm: u16,
+    mtime_ms: i64,
+    stable: bool,
+}
+
+fn dir(mtime_ms: i64) -> Shape {
+    Shape {
+        kind: NodeKind::Directory,
+        size: 0,
+        perm: 0o700,
+        mtime_ms,
+        stable: false,
+    }
+}
+
+fn file(size: usize, mtime_ms: i64) -> Shape {
+    Shape {
+        kind: NodeKind::File,
+        size: size as u64,
+        perm: 0o600,
+        mtime_ms,
+        stable: false,
+    }
+}
+
+fn stable_file(size: usize, mtime_ms: i64) -> Shape {
+    Shape {
+        stable: true,
+        ..file(size, mtime_ms)
+    }
+}
+
+fn symlink(target_len: usize, mtime_ms: i64) -> Shape {
+    Shape {
+        kind: NodeKind::Symlink,
+        size: target_len as u64,
+        perm: 0o777,
+        mtime_ms,
+        stable: false,
+    }
+}
+
+impl Vfs {
+    /// When a session was last added or removed: the newest mtime of the source directory
+    /// and (a sessions root) of the directories in it. No session file is read, so the
+    /// root answers at once however large the store.
+    fn source_mtime_ms(&self) -> i64 {
+        match &self.config.source {
+            SessionSource::Dir(dir) => disk::mtime_ms(dir),
+            SessionSource::SessionsRoot(root) => disk::newest_dir_mtime_ms(root),
+        }
+    }
+
+    /// The node `name` names in directory `dir`, if it exists.
+    pub(super) fn child(&self, dir: &Node, name: &str) -> Result<Node, VfsError> {
+        Ok(match dir {
+            Node::Root => match name {
+                "sessions" => Node::SessionsDir,
+                "blobs" => Node::BlobsDir,
+                "history" => Node::HistoryDir,
+                "projects" => Node::ProjectsDir,
+                "usage.json" => Node::StoreUsage,
+                _ => return Err(VfsError::NotFound),
+            },
+            Node::SessionsDir => {
+                if self.listed(name).is_none() {
+                    self.rescan();
+                }
+                if self.listed(name).is_none() {
+                    return Err(VfsError::NotFound);
+                }
+                Node::SessionDir(name.to_owned())
+            }
+            Node::SessionDir(s) => session_child(s, name).ok_or(VfsError::NotFound)?,
+            Node::LabelsDir(s) => {
+                let known = self.with_session(s, |loaded| {
+                    Ok(loaded.rendered.labels(&loaded.manager).contains_key(name))
+                })?;
+                if !known {
+                    return Err(VfsError::NotFound);
+                }
+                Node::Label(s.clone(), name.to_owned())
+            }
+            Node::HistoryDir => match name {
+                "prompts.jsonl" => Node::HistoryPrompts,
+                "search" => Node::SearchDir,
+                _ => return Err(VfsError::NotFound),
+            },
+            Node::SearchDir => Node::Search(name.to_owned()),
+            Node::ProjectsDir => {
+                if !self.project_names().contains(name) {
+                    self.rescan();
+                }
+                if !self.project_names().contains(name) {
+                    return Err(VfsError::NotFound);
+                }
+                Node::ProjectDir(name.to_owned())
+            }
+            Node::ProjectDir(project) => match self.listed(name) {
+                Some(l) if project_name(&l.cwd) == *project => {
+                    Node::ProjectLink(project.clone(), name.to_owned())
+                }
+                _ => return Err(VfsError::NotFound),
+            },
+            Node::SessionBlobsDir(s) => {
+                let referenced = self.with_session(s, |loaded| {
+                    Ok(loaded
+                        .rendered
+                        .blob_refs(&loaded.manager)
+                        .iter()
+                        .any(|h| h == name))
+                })?;
+                if !referenced {
+                    return Err(VfsError::NotFound);
+                }
+                Node::Blob(name.to_owned())
+            }
+            Node::BlobsDir if is_valid_hash(name) => Node::Blob(name.to_owned()),
+            Node::BlobsDir => return Err(VfsError::NotFound),
+            Node::EntriesDir(s) if name == "new" => Node::EntriesNew(s.clone()),
+            Node::EntriesDir(s) => {
+                let id = self.with_session(s, |loaded| {
+                    Ok(loaded
+                        .rendered
+                        .find_entry(&loaded.manager, name)
+                        .map(|e| e.id.clone()))
+                })?;
+                Node::Entry(s.clone(), id.ok_or(VfsError::NotFound)?)
+            }
+            _ => return Err(VfsError::NotADirectory),
+        })
+    }
+
+    /// The mtime of a session's files: its transcript's, as listed.
+    fn file_ms(&self, sid: &str) -> Option<i64> {
+        self.listed(sid).map(|l| l.modified_ms)
+    }
+
+    /// The attributes of `node`; it gets its inode number only if it exists.
+    pub(super) fn attr_of(&self, node: &Node) -> Result<Attr, VfsError> {
+        let shape = self.shape_of(node)?;
+        Ok(Attr {
+            ino: self.ino(node),
+            kind: shape.kind,
+            size: shape.size,
+            perm: shape.perm,
+            nlink: if shape.kind == NodeKind::Directory {
+                2
+            } else {
+                1
+            },
+            mtime_ms: shape.mtime_ms,
+            stable: shape.stable,
+        })
+    }
+
+    fn shape_of(&self, node: &Node) -> Result<Shape, VfsError> {
+        let file_ms = || node.session().and_then(|s| self.file_ms(s)).unwrap_or(0);
+        Ok(match node {
+            Node::Root | Node::SessionsDir | Node::ProjectsDir => dir(self.source_mtime_ms()),
+            Node::BlobsDir => dir(disk::blob_meta(&self.config.blob_dir, None)?.1),
+            Node::HistoryDir | Node::SearchDir => dir(self.history.mtime_ms()),
+            Node::ProjectDir(name) => {
+                let newest = self
+                    .listing
+                    .lock()
+                    .values()
+                    .filter(|l| project_name(&l.cwd) == *name)
+                    .map(|l| l.modified_ms)
+                    .max();
+                dir(newest.ok_or(VfsError::NotFound)?)
+            }
+            Node::ProjectLink(_, s) => symlink(
+                link_target(s).len(),
+                self.file_ms(s).ok_or(VfsError::NotFound)?,
+            ),
+            Node::HistoryPrompts => file(self.history.prompts()?.len(), self.history.mtime_ms()),
+            Node::Search(query) => file(self.history.search(query)?.len(), self.history.mtime_ms()),
+            Node::Blob(hash) => {
+                let (len, mtime) = disk::blob_meta(&self.config.blob_dir, Some(hash))?;
+                stable_file(len as usize, mtime)
+            }
+            Node::SessionDir(s) => dir(self.file_ms(s).ok_or(VfsError::NotFound)?),
+            // Readable whatever state the session is in: it says why a session is refused.
+            Node::Errors(s) => {
+                let ms = self.file_ms(s).ok_or(VfsError::NotFound)?;
+                file(self.errors.text(s).len(), ms)
+            }
+            Node::Header(s) => self.with_session(s, |l| {
+                let r = &l.rendered;
+                Ok(file(
+                    r.header.len(),
+                    r.header_mtime_ms.unwrap_or_else(file_ms),
+                ))
+            })?,
+            Node::EntriesDir(s) => self.with_session(s, |loaded| {
+                let entries = loaded.rendered.entries(&loaded.manager);
+                let last = entries.iter().filter_map(|e| e.mtime_ms).max();
+                Ok(dir(last.unwrap_or_else(file_ms)))
+            })?,
+            Node::Entry(s, id) => self.with_session(s, |loaded| {
+                let mtime = loaded
+                    .rendered
+                    .entry(&loaded.manager, id)
+                    .ok_or(VfsError::NotFound)?
+                    .mtime_ms;
+                let size = loaded
+                    .rendered
+                    .entry_size(&loaded.manager, id)
+                    .ok_or(VfsError::NotFound)?;
+                Ok(stable_file(size as usize, mtime.unwrap_or_else(file_ms)))
+            })?,
+            Node::EntriesNew(s) => self.with_session(s, |_| Ok(file(0, file_ms())))?,
+            Node::Leaf(s) => {
+                self.with_session(s, |l| Ok(file(l.rendered.leaf.len(), file_ms())))?
+            }
+            Node::Context(s) | Node::ContextMd(s) | Node::Tree(s) | Node::Usage(s) => {
+                let bytes = self.session_content(s, node)?;
+                file(bytes.len(), file_ms())
+            }
+            Node::LabelsDir(s) | Node::SessionBlobsDir(s) => {
+                self.with_session(s, |_| Ok(dir(file_ms())))?
+            }
+            Node::Label(s, label) => self.with_session(s, |loaded| {
+                let target = loaded
+                    .rendered
+                    .label_target(&loaded.manager, label)
+                    .ok_or(VfsError::NotFound)?;
+                Ok(symlink(target.len(), file_ms()))
+            })?,
+            Node::StoreUsage => file(self.store_usage.bytes()?.len(), self.source_mtime_ms()),
+        })
+    }
+
+    /// The bytes of a session's rendered file (context and the views).
+    fn session_content(&self, sid: &str, node: &Node) -> Result<Bytes, VfsError> {
+        self.with_session(sid, |loaded| match view_of(node) {
+            Some((_, view)) => Ok(loaded.rendered.view_bytes(&loaded.manager, view)),
+            None => loaded
+                .rendered
+                .context_bytes(&loaded.manager)
+                .map_err(|e| super::errors::from_io(&e, format!("context.json: {e}"))),
+        })
+    }
+
+    pub(super) fn list(&self, ino: u64) -> Result<Vec<DirEntry>, VfsError> {
+        let dir_node = self.node(ino)?;
+        let children: Vec<(Node, String)> = match &dir_node {
+            Node::Root => vec![
+                (Node::SessionsDir, "sessions".to_owned()),
+                (Node::BlobsDir, "blobs".to_owned()),
+                (Node::HistoryDir, "history".to_owned()),
+                (Node::ProjectsDir, "projects".to_owned()),
+                (Node::StoreUsage, "usage.json".to_owned()),
+            ],
+            Node::ProjectsDir => {
+                self.rescan();
+                self.project_names()
+                    .into_iter()
+                    .map(|n| (Node::ProjectDir(n.clone()), n))
+                    .collect()
+            }
+            Node::ProjectDir(project) => {
+                let mut ids: Vec<String> = self
+                    .listing
+                    .lock()
+                    .iter()
+                    .filter(|(_, l)| project_name(&l.cwd) == *project)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                ids.sort();
+                ids.into_iter()
+                    .map(|id| (Node::ProjectLink(project.clone(), id.clone()), id))
+                    .collect()
+            }
+            Node::HistoryDir => vec![
+                (Node::HistoryPrompts, "prompts.jsonl".to_owned()),
+                (Node::SearchDir, "search".to_owned()),
+            ],
+            Node::SessionBlobsDir(s) => {
+                let refs = self.with_session(s, |loaded| {
+                    Ok(loaded.rendered.blob_refs(&loaded.manager).to_vec())
+                })?;
+                // Referenced blobs missing from the store are not listed.
+                refs.into_iter()
+                    .filter(|h| disk::has_blob(&self.config.blob_dir, h))
+                    .map(|h| (Node::Blob(h.clone()), h))
+                    .collect()
+            }
+            // Any name is a query; none is listed.
+            Node::SearchDir => Vec::new(),
+            Node::BlobsDir => disk::blob_names(&self.config.blob_dir)?
+                .into_iter()
+                .map(|h| (Node::Blob(h.clone()), h))
+                .collect(),
+            Node::SessionsDir => {
+                self.rescan();
+                let mut ids: Vec<String> = self.listing.lock().keys().cloned().collect();
+                ids.sort();
+                ids.into_iter()
+                    .map(|id| (Node::SessionDir(id.clone()), id))
+                    .collect()
+            }
+            Node::SessionDir(s) => {
+                if self.listed(s).is_none() {
+                    return Err(VfsError::NotFound);
+                }
+                SESSION_FILES
+                    .iter()
+                    .filter_map(|name| Some((session_child(s, name)?, (*name).to_owned())))
+                    .collect()
+            }
+            Node::LabelsDir(s) => self.with_session(s, |loaded| {
+                Ok(loaded
+                    .rendered
+                    .labels(&loaded.manager)
+                    .keys()
+                    .map(|label| (Node::Label(s.clone(), label.clone()), label.clone()))
+                    .collect())
+            })?,
+            Node::EntriesDir(s) => self.with_session(s, |loaded| {
+                let mut out: Vec<(Node, String)> = loaded
+                    .rendered
+                    .entries(&loaded.manager)
+                    .iter()
+                    .filter(|e| usable_name(&e.id))
+                    .map(|e| (Node::Entry(s.clone(), e.id.clone()), e.name.clone()))
+                    .collect();
+                out.push((Node::EntriesNew(s.clone()), "new".to_owned()));
+                Ok(out)
+            })?,
+            _ => return Err(VfsError::NotADirectory),
+        };
+        let mut inodes = self.inodes.lock();
+        Ok(children
+            .into_iter()
+            .map(|(node, name)| DirEntry {
+                ino: inodes.ino(&node),
+                kind: kind_of(&node),
+                name,
+            })
+            .collect())
+    }
+
+    /// The bytes of a readable file now.
+    pub(super) fn content(&self, node: &Node) -> Result<Bytes, VfsError> {
+        match node {
+            Node::Header(s) => self.with_session(s, |l| Ok(l.rendered.header.clone())),
+            Node::Leaf(s) => self.with_session(s, |l| Ok(l.rendered.leaf.clone())),
+            Node::Entry(s, id) => self.with_session(s, |loaded| {
+                loaded
+                    .rendered
+                    .entry_bytes(&loaded.manager, id)
+                    .ok_or(VfsError::NotFound)
+            }),
+            Node::Context(s) | Node::ContextMd(s) | Node::Tree(s) | Node::Usage(s) => {
+                self.session_content(s, node)
+            }
+            Node::Errors(s) => Ok(Arc::new(self.errors.text(s).into_bytes())),
+            Node::StoreUsage => self.store_usage.bytes(),
+            Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
+            Node::HistoryPrompts => self.history.prompts(),
+            // The kernel follows links; a link itself is never opened.
+            Node::ProjectLink(..) | Node::Label(..) => Err(VfsError::NotFound),
+            Node::Search(query) => Ok(Arc::new(self.history.search(query)?)),
+            Node::Blob(hash) => {
+                // A blob is a regular file of a real blob directory: checked before the
+                // open (which does not follow a symlink either).
+                disk::blob_meta(&self.config.blob_dir, Some(hash))?;
+                let store = BlobStore::new(&self.config.blob_dir, Arc::new(FileStorage));
+                match store.get_checked(hash) {
+                    Ok(Some(bytes)) => Ok(Arc::new(bytes)),
+                    Ok(None) => Err(VfsError::NotFound),
+                    Err(e) => Err(super::errors::from_blob(&e)),
+                }
+            }
+            // The directories (`Node::is_dir`).
+            _ => Err(VfsError::IsADirectory),
+        }
+    }
+}

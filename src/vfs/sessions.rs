@@ -1,0 +1,368 @@
+//! The sessions the model has loaded: one slot per session, each behind its own lock.
+//!
+//! Lock order: a session's slot, then — briefly, one at a time — the model's short locks
+//! (listing, inodes, handles, errors, the slot cache). A short lock is never held while a
+//! slot is locked or while the disk is read, so loading, rendering or writing one session
+//! never stops requests for another.
+//!
+//! A session is loaded for reading: leniently (a torn or malformed line is skipped), with
+//! migration and the load-time sanitizer applied in memory, and nothing written. The first
+//! write through the mount opens it for writing, with the strict checks a write needs (a
+//! legacy transcript is first copied into its workspace's managed scope); a write that
+//! fails leaves the session readable and the next write opens it afresh, so a fault that
+//! went away (a full disk, a mode that was briefly wrong) does not stay latched.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::content::{Generation, Rendered};
+use super::disk::FileStamp;
+use super::errors::from_session;
+use super::fs::{EntriesChanged, Vfs};
+use super::VfsError;
+use crate::engine::manager::{Refresh, SessionError, SessionManager, StorageConfig};
+
+/// A session as the listing found it.
+#[derive(Debug, Clone)]
+pub(super) struct Listed {
+    pub path: PathBuf,
+    pub cwd: String,
+    pub modified_ms: i64,
+    /// The file as the model last loaded it; a different file at the next load means the
+    /// kernel's cached entries of the session are stale.
+    pub seen: Option<FileStamp>,
+}
+
+pub(super) struct Loaded {
+    pub manager: Arc<SessionManager>,
+    /// Whether `manager` was opened for writing.
+    writable: bool,
+    pub rendered: Rendered,
+    /// The session file as this model last saw it (after loading or its own writes); a
+    /// different file on disk means someone else wrote it.
+    synced: Option<FileStamp>,
+    /// The file `manager` reads.
+    path: PathBuf,
+}
+
+#[derive(Default)]
+pub(super) struct SlotState {
+    loaded: Option<Loaded>,
+    /// The last load failure, with the state of the file it was made on: answered again
+    /// while the file is unchanged.
+    failed: Option<(Option<FileStamp>, VfsError)>,
+}
+
+type Slot = Mutex<SlotState>;
+
+/// The slots, and which sessions were used last.
+#[derive(Default)]
+pub(super) struct SlotCache {
+    slots: HashMap<String, Arc<Slot>>,
+    /// Session ids, least recently used first.
+    lru: VecDeque<String>,
+}
+
+impl SlotCache {
+    /// The slot of `sid`, marked most recently used, and the slots pushed out to keep at
+    /// most `max` (to be closed outside every lock).
+    fn get(&mut self, sid: &str, max: usize) -> (Arc<Slot>, Vec<Arc<Slot>>) {
+        if let Some(pos) = self.lru.iter().position(|s| s == sid) {
+            if let Some(id) = self.lru.remove(pos) {
+                self.lru.push_back(id);
+            }
+        } else {
+            self.lru.push_back(sid.to_owned());
+        }
+        let slot = self.slots.entry(sid.to_owned()).or_default().clone();
+        let mut evicted = Vec::new();
+        while self.lru.len() > max.max(1) {
+            let Some(old) = self.lru.pop_front() else {
+                break;
+            };
+            evicted.extend(self.slots.remove(&old));
+        }
+        (slot, evicted)
+    }
+}
+
+impl Vfs {
+    fn slot(&self, sid: &str) -> Arc<Slot> {
+        let (slot, evicted) = self.cache.lock().get(sid, self.config.max_loaded);
+        for old in evicted {
+            // A slot in use elsewhere is closed by its last user (the manager's drop).
+            if let Some(mut state) = old.try_lock() {
+                if let Some(loaded) = state.loaded.take() {
+                    let _ = loaded.manager.close();
+                }
+            }
+        }
+        slot
+    }
+
+    /// The listing entry of `sid`.
+    pub(super) fn listed(&self, sid: &str) -> Option<Listed> {
+        self.listing.lock().get(sid).cloned()
+    }
+
+    /// Runs `f` on the loaded session `sid`, loading it on first touch, following changes
+    /// made outside, and re-rendering when its generation changed.
+    pub(super) fn with_session<R>(
+        &self,
+        sid: &str,
+        f: impl FnOnce(&mut Loaded) -> Result<R, VfsError>,
+    ) -> Result<R, VfsError> {
+        let slot = self.slot(sid);
+        let mut state = slot.lock();
+        self.follow_outside_changes(sid, &mut state);
+        if state.loaded.is_none() {
+            self.load(sid, &mut state)?;
+        }
+        let loaded = state.loaded.as_mut().ok_or(VfsError::NotFound)?;
+        let now = loaded.manager.read(Generation::of);
+        if now != loaded.rendered.generation {
+            loaded.rendered = loaded.manager.read(Rendered::new);
+        }
+        f(loaded)
+    }
+
+    /// Runs `f` with session `sid` opened for writing; afterwards the model records the
+    /// file as its own write left it. A failure is recorded in `errors` under `what`.
+    pub(super) fn with_writer<R>(
+        &self,
+        sid: &str,
+        what: &str,
+        f: impl FnOnce(&SessionManager) -> Result<R, SessionError>,
+    ) -> Result<R, VfsError> {
+        if self.writes_stopped() {
+            return Err(VfsError::ReadOnly);
+        }
+        let result = self.with_session(sid, |loaded| {
+            if let Err(e) = self.make_writable(sid, loaded) {
+                return Ok(Err(e));
+            }
+            let result = f(&loaded.manager);
+            loaded.synced = FileStamp::of(&loaded.path);
+            self.note_stamp(sid, loaded.synced);
+            Ok(result)
+        })?;
+        result.map_err(|e| {
+            self.errors.push(sid, &format!("{what}: {e}"));
+            self.announce(sid, EntriesChanged::None);
+            from_session(&e)
+        })
+    }
+
+    /// Replaces a read-only manager (or one whose write failed) by one opened for writing,
+    /// keeping the leaf the reader had.
+    fn make_writable(&self, sid: &str, loaded: &mut Loaded) -> Result<(), SessionError> {
+        if loaded.writable && loaded.manager.persist_error().is_none() {
+            return Ok(());
+        }
+        let before = FileStamp::of(&loaded.path);
+        let writer = self.open_writer(&loaded.path)?;
+        // The leaf by position: a v1 file's entries get new random ids at every load.
+        let (leaf, moved) = loaded.manager.read(|reader| {
+            let leaf = reader.leaf();
+            let last = reader.entry_indices().next_back();
+            (leaf, leaf != last)
+        });
+        if moved {
+            match leaf {
+                Some(index) => {
+                    let id = writer.read(|s| {
+                        (index < s.records().len())
+                            .then(|| s.record(index).id().map(str::to_owned))
+                            .flatten()
+                    });
+                    if let Some(id) = id {
+                        writer.branch(&id)?;
+                    }
+                }
+                None => writer.reset_leaf(),
+            }
+        }
+        let path = writer.session_file().unwrap_or_else(|| loaded.path.clone());
+        let synced = if path == loaded.path {
+            before
+        } else {
+            // A legacy session now lives in its managed copy.
+            let stamp = FileStamp::of(&path);
+            if let Some(listed) = self.listing.lock().get_mut(sid) {
+                listed.path = path.clone();
+            }
+            stamp
+        };
+        loaded.rendered = writer.read(Rendered::new);
+        loaded.manager = Arc::new(writer);
+        loaded.writable = true;
+        loaded.synced = synced;
+        loaded.path = path;
+        self.note_stamp(sid, synced);
+        Ok(())
+    }
+
+    fn load(&self, sid: &str, state: &mut SlotState) -> Result<(), VfsError> {
+        let listed = self.listed(sid).ok_or(VfsError::NotFound)?;
+        // The stamp is taken before the load: an append landing in between then shows as
+        // a change on the next access. Taken after, it would hide that append for good.
+        let before = FileStamp::of(&listed.path);
+        if let Some((stamp, error)) = &state.failed {
+            if *stamp == before {
+                return Err(error.clone());
+            }
+        }
+        // A reload comes back with the file's leaf; a file changed while not loaded also
+        // makes what the kernel kept of its entries stale.
+        let stale = listed.seen.is_some() && listed.seen != before;
+        self.announce(
+            sid,
+            if stale {
+                EntriesChanged::All
+            } else {
+                EntriesChanged::None
+            },
+        );
+        match self.open_reader(&listed) {
+            Ok(manager) => {
+                state.failed = None;
+                state.loaded = Some(Loaded {
+                    rendered: manager.read(Rendered::new),
+                    manager: Arc::new(manager),
+                    writable: false,
+                    synced: before,
+                    path: listed.path,
+                });
+                self.note_stamp(sid, before);
+                Ok(())
+            }
+            Err(e) => {
+                let error = from_session(&e);
+                if error == VfsError::NotFound {
+                    // Deleted: gone from the listing too, never brought back.
+                    self.listing.lock().remove(sid);
+                } else {
+                    self.errors
+                        .push_once(sid, &format!("cannot read the session: {e}"));
+                }
+                state.failed = Some((before, error.clone()));
+                Err(error)
+            }
+        }
+    }
+
+    fn storage_config(&self) -> StorageConfig {
+        StorageConfig::files(&self.config.blob_dir)
+    }
+
+    fn open_reader(&self, listed: &Listed) -> Result<SessionManager, SessionError> {
+        let managed = is_managed(&listed.path);
+        if managed {
+            SessionManager::open_managed(&listed.path, self.storage_config())
+        } else {
+            SessionManager::open(&listed.path, &listed.cwd, self.storage_config())
+        }
+    }
+
+    fn open_writer(&self, path: &Path) -> Result<SessionManager, SessionError> {
+        if is_managed(path) {
+            SessionManager::open_managed(path, self.storage_config())
+        } else {
+            SessionManager::open(path, "", self.storage_config())
+        }
+    }
+
+    /// Drops session `sid` from memory when its file changed since the model last saw it
+    /// and the change is not lines appended (those are read on their own).
+    fn follow_outside_changes(&self, sid: &str, state: &mut SlotState) {
+        let Some(loaded) = state.loaded.as_mut() else {
+            return;
+        };
+        // Taken before reading: lines landing during the refresh show as a change next time.
+        let now = FileStamp::of(&loaded.path);
+        if now == loaded.synced {
+            return;
+        }
+        match loaded.manager.refresh_from_file() {
+            Ok(Refresh::Unchanged) => loaded.synced = now,
+            Ok(Refresh::Appended { edited, .. }) => {
+                loaded.synced = now;
+                // Patched messages keep the record count: render afresh, not by generation.
+                loaded.rendered = loaded.manager.read(Rendered::new);
+                let ids: Vec<String> = loaded.manager.read(|session| {
+                    edited
+                        .iter()
+                        .filter_map(|&i| session.record(i).id().map(str::to_owned))
+                        .collect()
+                });
+                self.note_stamp(sid, now);
+                self.announce(sid, EntriesChanged::These(&ids));
+            }
+            // Replaced, shortened or unreadable: load it afresh on the next touch.
+            Ok(Refresh::NeedsReload(_)) | Err(_) => {
+                if let Some(loaded) = state.loaded.take() {
+                    if let Err(e) = loaded.manager.close() {
+                        self.errors.push(sid, &format!("close: {e}"));
+                    }
+                }
+                self.announce(sid, EntriesChanged::All);
+            }
+        }
+    }
+
+    /// Checks every loaded session's file and follows changes made outside (the agent
+    /// appending), announcing them. The mount calls it about twice a second, so cached
+    /// views follow the agent's writes even when nobody asks the model.
+    pub fn poll_outside_changes(&self) {
+        let slots: Vec<(String, Arc<Slot>)> = {
+            let cache = self.cache.lock();
+            cache
+                .slots
+                .iter()
+                .map(|(sid, slot)| (sid.clone(), slot.clone()))
+                .collect()
+        };
+        for (sid, slot) in slots {
+            // A session busy loading or writing is checked at its next access instead.
+            if let Some(mut state) = slot.try_lock() {
+                self.follow_outside_changes(&sid, &mut state);
+            }
+        }
+    }
+
+    fn note_stamp(&self, sid: &str, stamp: Option<FileStamp>) {
+        if let (Some(listed), Some(stamp)) = (self.listing.lock().get_mut(sid), stamp) {
+            listed.modified_ms = stamp.millis();
+            listed.seen = Some(stamp);
+        }
+    }
+
+    /// Closes every loaded manager (flushing its writes); returns the failures.
+    pub(super) fn close_sessions(&self) -> Vec<(String, String)> {
+        let slots: Vec<(String, Arc<Slot>)> = {
+            let mut cache = self.cache.lock();
+            cache.lru.clear();
+            cache.slots.drain().collect()
+        };
+        let mut failures = Vec::new();
+        for (sid, slot) in slots {
+            if let Some(loaded) = slot.lock().loaded.take() {
+                if let Err(e) = loaded.manager.close() {
+                    failures.push((sid, e.to_string()));
+                }
+            }
+        }
+        failures
+    }
+}
+
+/// Whether `path` is a transcript of a managed scope (its directory is `v2-<digest>`).
+fn is_managed(path: &Path) -> bool {
+    path.parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("v2-"))
+}
