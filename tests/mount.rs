@@ -712,3 +712,112 @@ fn concurrent_writers_to_entries_new_each_land_exactly_once() {
     }
     assert_eq!(session.leaf_id(), entries.last().unwrap().id());
 }
+
+#[test]
+fn other_sessions_answer_while_a_big_session_loads() {
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let ws = s.tmp.path().join("workspace");
+    let generated = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
+        .args(["generate", "big.jsonl", "--size", "60M", "--cwd", p(&ws)])
+        .args(["--scope", &s.agent_dir()])
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{generated:?}");
+    let big_id = ok(
+        env!("CARGO_BIN_EXE_gjcfs"),
+        &["ls", "--all", "--json", "--agent-dir", &s.agent_dir()],
+    )
+    .lines()
+    .map(|line| json::parse(line).unwrap())
+    .find(|v| {
+        v.as_object()
+            .unwrap()
+            .get_str("path")
+            .unwrap()
+            .ends_with("big.jsonl")
+    })
+    .and_then(|v| v.as_object().unwrap().get_str("id").map(str::to_owned))
+    .expect("the big session is listed");
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let sessions = mount.path().join("sessions");
+    ok("ls", &[p(&sessions)]);
+    let started = Instant::now();
+    let mut big = Command::new("cat")
+        .arg(sessions.join(&big_id).join("context.json"))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Give the load time to start, then ask for other things.
+    std::thread::sleep(Duration::from_millis(150));
+    assert!(
+        big.try_wait().unwrap().is_none(),
+        "the big load is still running"
+    );
+    ok("ls", &[p(&sessions)]);
+    ok("cat", &[p(&sessions.join(&s.sid).join("header.json"))]);
+    ok("cat", &[p(&sessions.join(&s.sid).join("context.json"))]);
+    let others_done = started.elapsed();
+    let still_loading = big.try_wait().unwrap().is_none();
+    let status = big.wait().unwrap();
+    let big_done = started.elapsed();
+    assert!(status.success());
+    assert!(
+        still_loading,
+        "the other reads waited for the big load ({others_done:?}; the big one took {big_done:?})"
+    );
+}
+
+#[test]
+fn a_refused_session_answers_eacces_says_why_and_recovers_when_put_right() {
+    use std::os::unix::fs::PermissionsExt;
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let set_mode = |mode| fs::set_permissions(&s.file, fs::Permissions::from_mode(mode)).unwrap();
+    ok("cat", &[p(&dir.join("header.json"))]);
+    set_mode(0o644);
+    // A write finds the transcript no longer private: refused with EACCES, not EIO.
+    let append = |line: &str| {
+        let mut file = fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("entries/new"))
+            .unwrap();
+        file.write_all(format!("{line}\n").as_bytes())
+    };
+    let refused = append(r#"{"role":"user","content":"while 0644"}"#).unwrap_err();
+    assert_eq!(refused.raw_os_error(), Some(libc::EACCES), "{refused}");
+    let errors = ok("cat", &[p(&dir.join("errors"))]);
+    assert!(errors.contains("mode 644"), "{errors}");
+    assert_eq!(s.entry_count(), 3);
+    // Put right: the next write works (nothing stays latched).
+    set_mode(0o600);
+    let out = sh(&format!(
+        r#"echo '{{"role":"user","content":"after the fix"}}' >> {}"#,
+        p(&dir.join("entries/new"))
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(s.entry_count(), 4);
+    // A session refused from the start: every file EACCES, errors readable.
+    drop(mount);
+    set_mode(0o644);
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let out = run("cat", &[p(&dir.join("context.json"))]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"));
+    assert!(ok("cat", &[p(&dir.join("errors"))]).contains("mode 644"));
+    set_mode(0o600);
+    ok("cat", &[p(&dir.join("context.json"))]);
+}

@@ -658,3 +658,188 @@ fn load_session_path(tmp: &Path) -> std::path::PathBuf {
     assert!(load_session(&file).is_ok());
     file
 }
+
+#[test]
+fn absent_names_get_no_inode_and_queries_are_forgotten_with_the_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let blobs = v.lookup(ROOT_INO, "blobs").unwrap().ino;
+    let sdir = session_ino(&v, &sid);
+    let first = v.lookup(sdir, "leaf").unwrap().ino;
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    for n in 0..2000u32 {
+        let hash = format!("{n:064x}");
+        assert_eq!(v.lookup(blobs, &hash), Err(VfsError::NotFound));
+        assert_eq!(
+            v.lookup(entries, &format!("{n:06}-nope.json")),
+            Err(VfsError::NotFound)
+        );
+    }
+    let next = v.lookup(sdir, "tree.txt").unwrap().ino;
+    assert_eq!(next, first + 2, "the failed lookups numbered nothing");
+
+    let history = v.lookup(ROOT_INO, "history").unwrap().ino;
+    let search = v.lookup(history, "search").unwrap().ino;
+    let query = v.lookup(search, "anything").unwrap().ino;
+    assert_eq!(v.lookup(search, "anything").unwrap().ino, query);
+    v.forget(query, 1);
+    assert!(v.getattr(query).is_ok(), "one reference is left");
+    v.forget(query, 1);
+    assert_eq!(v.getattr(query), Err(VfsError::NotFound));
+    v.forget(sdir, 10);
+    assert!(v.getattr(sdir).is_ok(), "only queries are forgotten");
+}
+
+#[test]
+fn the_blob_store_is_never_followed_through_a_symlink_nor_a_fifo_opened() {
+    use std::os::unix::fs::symlink;
+    let tmp = tempfile::tempdir().unwrap();
+    setup(tmp.path());
+    let blob_dir = tmp.path().join("agent/blobs");
+    fs::create_dir_all(&blob_dir).unwrap();
+    let outside = tmp.path().join("secret");
+    fs::write(&outside, b"not a blob").unwrap();
+    let linked = "a".repeat(64);
+    symlink(&outside, blob_dir.join(&linked)).unwrap();
+    let fifo = "b".repeat(64);
+    let c_path = std::ffi::CString::new(blob_dir.join(&fifo).to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let v = vfs(tmp.path(), false);
+    let blobs = v.lookup(ROOT_INO, "blobs").unwrap().ino;
+    assert!(v.readdir(blobs).unwrap().is_empty(), "neither is listed");
+    assert_eq!(v.lookup(blobs, &linked), Err(VfsError::NotFound));
+    assert_eq!(v.lookup(blobs, &fifo), Err(VfsError::NotFound));
+
+    // A blob store that is itself a symlink is refused, not followed.
+    let real = tmp.path().join("elsewhere");
+    fs::rename(&blob_dir, &real).unwrap();
+    symlink(&real, &blob_dir).unwrap();
+    let v = vfs(tmp.path(), false);
+    assert!(matches!(
+        v.lookup(ROOT_INO, "blobs"),
+        Err(VfsError::Refused(_))
+    ));
+}
+
+#[test]
+fn session_ids_that_cannot_name_a_directory_are_left_out_and_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let dir = tmp.path().join("plain");
+    fs::create_dir_all(&dir).unwrap();
+    for (n, id) in ["bad\nid", "-rf", "ok-id"].iter().enumerate() {
+        let header = format!(
+            r#"{{"type":"session","version":5,"id":{},"timestamp":"2026-01-0{}T00:00:00.000Z","cwd":"/w"}}"#,
+            json::to_compact(&Value::string(*id)),
+            n + 1
+        );
+        fs::write(dir.join(format!("s{n}.jsonl")), header + "\n").unwrap();
+    }
+    let v = Vfs::new(VfsConfig {
+        source: SessionSource::Dir(dir),
+        blob_dir: tmp.path().join("agent/blobs"),
+        read_only: false,
+        max_loaded: 4,
+        history_db: tmp.path().join("agent/history.db"),
+    });
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
+    let names: Vec<String> = v
+        .readdir(sessions)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["ok-id"]);
+    let notices = v.take_notices();
+    assert_eq!(notices.len(), 2, "{notices:?}");
+    assert!(
+        notices.iter().any(|n| n.contains("\"bad\\nid\"")),
+        "{notices:?}"
+    );
+    v.readdir(sessions).unwrap();
+    assert!(v.take_notices().is_empty(), "each is reported once");
+    drop(sid);
+}
+
+#[test]
+fn an_overlong_line_to_entries_new_is_refused_whole_and_the_next_one_taken() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, ids) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    let new = v.lookup(entries, "new").unwrap().ino;
+    let o = v
+        .open(
+            new,
+            OpenMode {
+                write: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let chunk = vec![b'x'; 1 << 20];
+    let mut refused = None;
+    for n in 0..(gjcfs::vfs::LINE_MAX >> 20) + 2 {
+        if let Err(e) = v.write(o.fh, 0, &chunk) {
+            refused = Some((n, e));
+            break;
+        }
+    }
+    let (at, error) = refused.expect("the line is refused");
+    assert_eq!(at, gjcfs::vfs::LINE_MAX >> 20, "at the limit, not before");
+    assert!(matches!(error, VfsError::TooLarge(_)), "{error:?}");
+    let line = br#"{"role":"user","content":"after"}"#;
+    let mut tail = b"rest of the long line\n".to_vec();
+    tail.extend_from_slice(line);
+    tail.push(b'\n');
+    assert!(matches!(
+        v.write(o.fh, 0, &tail),
+        Err(VfsError::TooLarge(_))
+    ));
+    v.release(o.fh).unwrap();
+    let session = load_session(&load_session_path(tmp.path()))
+        .unwrap()
+        .session;
+    assert_eq!(
+        session.entry_count(),
+        ids.len() + 1,
+        "only the line after it"
+    );
+    let errors = v.lookup(sdir, "errors").unwrap();
+    assert!(String::from_utf8(read_all(&v, errors.ino))
+        .unwrap()
+        .contains("longer than"));
+}
+
+#[test]
+fn a_deeply_nested_message_renders_in_linear_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("plain");
+    fs::create_dir_all(&dir).unwrap();
+    let depth = 40_000;
+    let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let text = format!(
+        "{}\n{}\n",
+        r#"{"type":"session","version":5,"id":"deep","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+        format_args!(
+            r#"{{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"hi","deep":{nested}}}}}"#
+        )
+    );
+    fs::write(dir.join("deep.jsonl"), &text).unwrap();
+    let v = Vfs::new(VfsConfig {
+        source: SessionSource::Dir(dir),
+        blob_dir: tmp.path().join("blobs"),
+        read_only: true,
+        max_loaded: 4,
+        history_db: tmp.path().join("history.db"),
+    });
+    let sdir = session_ino(&v, "deep");
+    for name in ["context.json", "context.md", "tree.txt"] {
+        let node = v.lookup(sdir, name).unwrap();
+        assert!(node.size < 64 * text.len() as u64, "{name}: {}", node.size);
+        assert_eq!(read_all(&v, node.ino).len() as u64, node.size);
+    }
+}

@@ -51,8 +51,9 @@ pub(super) struct Loaded {
 #[derive(Default)]
 pub(super) struct SlotState {
     loaded: Option<Loaded>,
-    /// The last load failure, with the state of the file it was made on: answered again
-    /// while the file is unchanged.
+    /// The last failure to read the file's content, with the state of the file it was
+    /// made on: answered again while the file is unchanged (refusals by a safety check are
+    /// not kept: a mode put right must take effect at once).
     failed: Option<(Option<FileStamp>, VfsError)>,
 }
 
@@ -248,7 +249,8 @@ impl Vfs {
                     self.errors
                         .push_once(sid, &format!("cannot read the session: {e}"));
                 }
-                state.failed = Some((before, error.clone()));
+                state.failed =
+                    matches!(error, VfsError::Unreadable(_)).then(|| (before, error.clone()));
                 Err(error)
             }
         }
