@@ -36,14 +36,19 @@ fn setup(tmp: &Path) -> (String, Vec<String>) {
     (m.session_id(), ids)
 }
 
-fn vfs(tmp: &Path, read_only: bool) -> Vfs {
-    Vfs::new(VfsConfig {
+fn vfs_config(tmp: &Path, read_only: bool) -> VfsConfig {
+    VfsConfig {
         source: SessionSource::SessionsRoot(tmp.join("agent/sessions")),
         blob_dir: tmp.join("agent/blobs"),
         read_only,
         max_loaded: 1,
         history_db: tmp.join("agent/history.db"),
-    })
+        owner_uid: None,
+    }
+}
+
+fn vfs(tmp: &Path, read_only: bool) -> Vfs {
+    Vfs::new(vfs_config(tmp, read_only))
 }
 
 fn read_all(v: &Vfs, ino: u64) -> Vec<u8> {
@@ -275,7 +280,10 @@ fn everything_else_is_refused() {
     };
     assert_eq!(v.open(header, write), Err(VfsError::AccessDenied));
     assert_eq!(v.open(sdir, write), Err(VfsError::IsADirectory));
-    assert_eq!(v.set_size(header, None, 0), Err(VfsError::AccessDenied));
+    assert_eq!(
+        v.set_size(header, None, 0, None),
+        Err(VfsError::AccessDenied)
+    );
     assert_eq!(v.set_other_attr(header), Err(VfsError::NotPermitted));
     assert_eq!(
         v.change_namespace(sdir, NamespaceChange::Remove),
@@ -294,7 +302,7 @@ fn everything_else_is_refused() {
     let sdir = session_ino(&ro, &sid);
     let leaf = ro.lookup(sdir, "leaf").unwrap().ino;
     assert_eq!(ro.open(leaf, write), Err(VfsError::ReadOnly));
-    assert_eq!(ro.set_size(leaf, None, 0), Err(VfsError::ReadOnly));
+    assert_eq!(ro.set_size(leaf, None, 0, None), Err(VfsError::ReadOnly));
     assert_eq!(
         ro.change_namespace(sdir, NamespaceChange::Rename),
         VfsError::ReadOnly
@@ -743,6 +751,7 @@ fn session_ids_that_cannot_name_a_directory_are_left_out_and_reported() {
         read_only: false,
         max_loaded: 4,
         history_db: tmp.path().join("agent/history.db"),
+        owner_uid: None,
     });
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
     let names: Vec<String> = v
@@ -835,11 +844,41 @@ fn a_deeply_nested_message_renders_in_linear_size() {
         read_only: true,
         max_loaded: 4,
         history_db: tmp.path().join("history.db"),
+        owner_uid: None,
     });
     let sdir = session_ino(&v, "deep");
     for name in ["context.json", "context.md", "tree.txt"] {
         let node = v.lookup(sdir, name).unwrap();
         assert!(node.size < 64 * text.len() as u64, "{name}: {}", node.size);
         assert_eq!(read_all(&v, node.ino).len() as u64, node.size);
+    }
+}
+
+#[test]
+fn only_the_owner_and_root_may_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, ids) = setup(tmp.path());
+    let v = Vfs::new(VfsConfig {
+        owner_uid: Some(1000),
+        ..vfs_config(tmp.path(), false)
+    });
+    let sdir = session_ino(&v, &sid);
+    let leaf = v.lookup(sdir, "leaf").unwrap().ino;
+    let as_user = |uid| OpenMode {
+        write: true,
+        truncate: true,
+        caller_uid: Some(uid),
+        ..Default::default()
+    };
+    assert_eq!(v.open(leaf, as_user(1001)), Err(VfsError::AccessDenied));
+    assert_eq!(
+        v.set_size(leaf, None, 0, Some(1001)),
+        Err(VfsError::AccessDenied)
+    );
+    for uid in [1000, 0] {
+        let o = v.open(leaf, as_user(uid)).unwrap();
+        v.write(o.fh, 0, format!("{}\n", ids[0]).as_bytes())
+            .unwrap();
+        v.release(o.fh).unwrap();
     }
 }

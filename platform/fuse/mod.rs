@@ -188,7 +188,7 @@ impl Filesystem for FuseAdapter {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -208,7 +208,9 @@ impl Filesystem for FuseAdapter {
         let times = atime.is_some() || mtime.is_some();
         let result = call("setattr", || match size {
             _ if other => self.vfs.set_other_attr(ino.0),
-            Some(size) => self.vfs.set_size(ino.0, fh.map(|f| f.0), size),
+            Some(size) => self
+                .vfs
+                .set_size(ino.0, fh.map(|f| f.0), size, Some(req.uid())),
             // Times alone (touch on an open file, the kernel's own updates) change
             // nothing in the model; the data's times stay authoritative.
             None if times => self.vfs.set_other_attr(ino.0),
@@ -288,12 +290,13 @@ impl Filesystem for FuseAdapter {
         reply.error(self.refusal(newparent, NamespaceChange::Link));
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let access = flags.acc_mode();
         let mode = OpenMode {
             read: matches!(access, OpenAccMode::O_RDONLY | OpenAccMode::O_RDWR),
             write: matches!(access, OpenAccMode::O_WRONLY | OpenAccMode::O_RDWR),
             truncate: flags.0 & libc::O_TRUNC != 0,
+            caller_uid: Some(req.uid()),
         };
         match call("open", || self.vfs.open(ino.0, mode)) {
             Ok(opened) => {

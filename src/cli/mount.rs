@@ -72,6 +72,8 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         read_only,
         max_loaded: MAX_LOADED,
         history_db: dirs.history_db(),
+        // SAFETY: getuid cannot fail.
+        owner_uid: Some(unsafe { libc::getuid() }),
     }));
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };

@@ -38,6 +38,9 @@ pub struct VfsConfig {
     pub max_loaded: usize,
     /// The agent's prompt history database (`history/`); never created by the model.
     pub history_db: PathBuf,
+    /// The user whose store this is. Only they (and root) may write through the model,
+    /// whatever a kernel lets through; `None` leaves access to the platform alone.
+    pub owner_uid: Option<u32>,
 }
 
 /// An opened file.
@@ -129,6 +132,14 @@ impl Vfs {
     /// Refuses every write from now on (`EROFS`): the server is shutting down.
     pub fn stop_writes(&self) {
         self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether `caller` may write: the store's owner or root.
+    fn check_writer(&self, caller: Option<u32>) -> Result<(), VfsError> {
+        match (self.config.owner_uid, caller) {
+            (Some(owner), Some(uid)) if uid != owner && uid != 0 => Err(VfsError::AccessDenied),
+            _ => Ok(()),
+        }
     }
 
     pub(super) fn writes_stopped(&self) -> bool {
@@ -287,6 +298,9 @@ impl Vfs {
         }
         if mode.write && self.writes_stopped() {
             return Err(VfsError::ReadOnly);
+        }
+        if mode.write {
+            self.check_writer(mode.caller_uid)?;
         }
         let (handle, caching) = match &node {
             Node::Leaf(s) if mode.write => {
@@ -495,10 +509,17 @@ impl Vfs {
 
     /// Truncation (`setattr` with a size). On an open `leaf` handle it truncates what the
     /// handle will write; without a handle, `leaf` truncated to 0 resets the leaf at once.
-    pub fn set_size(&self, ino: u64, fh: Option<u64>, size: u64) -> Result<Attr, VfsError> {
+    pub fn set_size(
+        &self,
+        ino: u64,
+        fh: Option<u64>,
+        size: u64,
+        caller_uid: Option<u32>,
+    ) -> Result<Attr, VfsError> {
         if self.writes_stopped() {
             return Err(VfsError::ReadOnly);
         }
+        self.check_writer(caller_uid)?;
         let node = self.node(ino)?;
         match &node {
             Node::Leaf(s) => {

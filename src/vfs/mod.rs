@@ -172,4 +172,6 @@ pub struct OpenMode {
     pub read: bool,
     pub write: bool,
     pub truncate: bool,
+    /// The user opening it, when the platform says (see [`VfsConfig::owner_uid`]).
+    pub caller_uid: Option<u32>,
 }
