@@ -241,10 +241,11 @@ fn usage_json_sums_every_reply_and_breaks_it_down_by_model() {
 #[test]
 fn labels_resolve_to_their_latest_entries() {
     let targets: Vec<(String, String)> = elements().label_targets().into_iter().collect();
-    // "screenshot" was cleared, "a/b" is no file name, "reading" moved from e02 to e10.
+    // "screenshot" was cleared, "reading" moved from e02 to e10.
     assert_eq!(
         targets,
         [
+            ("a/b".to_owned(), "e12".to_owned()),
             ("approach-b".to_owned(), "e14".to_owned()),
             ("reading".to_owned(), "e10".to_owned())
         ]

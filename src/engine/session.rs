@@ -432,11 +432,10 @@ impl Session {
         &self.labels
     }
 
-    /// Label name → entry id, for labels usable as file names ([`is_label_file_name`]): the
-    /// entries that currently carry a label (as [`Session::label`] resolves them) and are in
-    /// the session. When several entries carry the same label, the one labelled last (in file
-    /// order) wins. Labels that are not usable file names, and labels of ids not in the
-    /// session, are skipped.
+    /// Label name → entry id: the entries that currently carry a label (as
+    /// [`Session::label`] resolves them) and are in the session. When several entries carry
+    /// the same label, the one labelled last (in file order) wins. Labels of ids not in the
+    /// session are skipped.
     pub fn label_targets(&self) -> BTreeMap<String, String> {
         // The position of the label entry that set each current label.
         let mut set_at: HashMap<&str, usize> = HashMap::new();
@@ -449,7 +448,7 @@ impl Session {
         }
         let mut winners: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
         for (target, label) in &self.labels {
-            let usable = is_label_file_name(label) && self.index_of(target).is_some();
+            let usable = !label.is_empty() && self.index_of(target).is_some();
             let at = set_at.get(target.as_str()).copied().unwrap_or_default();
             if usable
                 && winners
@@ -538,12 +537,6 @@ impl Session {
     }
 }
 
-/// Whether a label can name a file (`labels/<label>`): not empty, no `/` or NUL, and neither
-/// `.` nor `..`.
-pub fn is_label_file_name(label: &str) -> bool {
-    !label.is_empty() && label != "." && label != ".." && !label.contains(['/', '\0'])
-}
-
 /// Union-find over record indices.
 struct DisjointSets(Vec<usize>);
 
@@ -577,7 +570,7 @@ mod tests {
     use crate::engine::replay::parse_session_entries;
 
     #[test]
-    fn label_targets_resolve_the_latest_label_and_skip_unusable_names() {
+    fn label_targets_resolve_the_latest_label_of_each_entry() {
         let mut text =
             String::from("{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"cwd\":\"/\"}\n");
         for id in ["a", "b", "c"] {
@@ -593,7 +586,7 @@ mod tests {
             ("c", ""),
             ("b", "x"),       // set again: b stays the latest "x"
             ("zz", "orphan"), // no such entry
-            ("c", "a/b"),     // not a file name
+            ("c", "a/b"),     // not a file name, still a label
             ("a", ".."),
         ]
         .iter()
@@ -605,7 +598,8 @@ mod tests {
         }
         let session = Session::from_records(parse_session_entries(&text).unwrap().records);
         let targets: Vec<(String, String)> = session.label_targets().into_iter().collect();
-        assert_eq!(targets, [("x".to_owned(), "b".to_owned())]);
+        let pair = |l: &str, id: &str| (l.to_owned(), id.to_owned());
+        assert_eq!(targets, [pair("..", "a"), pair("a/b", "c"), pair("x", "b")]);
         assert_eq!(session.label("a"), Some(".."));
         assert_eq!(session.label("c"), Some("a/b"));
 
@@ -616,16 +610,6 @@ mod tests {
             session.label_targets().get("x").map(String::as_str),
             Some("c")
         );
-    }
-
-    #[test]
-    fn label_file_names() {
-        for good in ["checkpoint", "a b", "..x", ".hidden", "日本"] {
-            assert!(is_label_file_name(good), "{good}");
-        }
-        for bad in ["", ".", "..", "a/b", "/", "nul\0"] {
-            assert!(!is_label_file_name(bad), "{bad:?}");
-        }
     }
 
     #[test]

@@ -14,6 +14,8 @@ use crate::engine::session::Session;
 use crate::engine::time::parse_iso_millis;
 use crate::engine::views;
 
+use super::layout::label_file_name;
+
 pub type Bytes = Arc<Vec<u8>>;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,10 +215,15 @@ impl Rendered {
         bytes
     }
 
-    /// Label → labelled entry id, for the labels usable as file names.
+    /// Label file name ([`label_file_name`]) → labelled entry id.
     pub fn labels(&mut self, manager: &SessionManager) -> &BTreeMap<String, String> {
-        self.labels
-            .get_or_insert_with(|| manager.read(Session::label_targets))
+        self.labels.get_or_insert_with(|| {
+            manager
+                .read(Session::label_targets)
+                .into_iter()
+                .map(|(label, id)| (label_file_name(&label), id))
+                .collect()
+        })
     }
 
     /// The target of `labels/<label>`: the labelled entry's file.

@@ -81,6 +81,43 @@ pub(super) fn project_name(cwd: &str) -> String {
     encode_absolute(cwd)
 }
 
+/// How many bytes of a label over [`NAME_MAX`] bytes its file name keeps.
+const LONG_LABEL_KEPT: usize = 200;
+
+/// The file name of a label under `labels/`: the label itself when it can be one, else the
+/// label with `%`, `/`, control characters (and the dots of `.` and `..`) written as `%XX`
+/// — reversible, so every label shows, and distinct labels get distinct names. A name that
+/// would pass 255 bytes keeps its first 200 and ends in `%~` and 16 hex digits of the
+/// label's SHA-256.
+pub fn label_file_name(label: &str) -> String {
+    let mut name = String::with_capacity(label.len());
+    if label == "." || label == ".." {
+        name.push_str(&"%2E".repeat(label.len()));
+    } else {
+        for c in label.chars() {
+            if c == '%' || c == '/' || c.is_control() {
+                let mut buf = [0; 4];
+                for byte in c.encode_utf8(&mut buf).bytes() {
+                    name.push_str(&format!("%{byte:02X}"));
+                }
+            } else {
+                name.push(c);
+            }
+        }
+    }
+    if name.len() <= NAME_MAX {
+        return name;
+    }
+    use sha2::{Digest, Sha256};
+    let mut cut = LONG_LABEL_KEPT;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let digest = Sha256::digest(label.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}%~{hex}", &name[..cut])
+}
+
 /// Where `projects/<name>/<sid>` leads.
 pub(super) fn link_target(sid: &str) -> String {
     format!("../../sessions/{sid}")
@@ -89,6 +126,36 @@ pub(super) fn link_target(sid: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_label_gets_a_distinct_usable_file_name() {
+        let labels = [
+            "checkpoint",
+            "a b",
+            ".hidden",
+            "..x",
+            ".",
+            "..",
+            "a/b",
+            "a%2Fb",
+            "line\nbreak",
+            "日本",
+        ];
+        let names: Vec<String> = labels.iter().map(|l| label_file_name(l)).collect();
+        assert_eq!(names[..4], ["checkpoint", "a b", ".hidden", "..x"]);
+        assert_eq!(
+            names[4..9],
+            ["%2E", "%2E%2E", "a%2Fb", "a%252Fb", "line%0Abreak"]
+        );
+        assert_eq!(names[9], "日本");
+        for name in &names {
+            assert!(usable_name(name), "{name:?}");
+        }
+        let long = "é".repeat(300);
+        let name = label_file_name(&long);
+        assert!(name.len() <= NAME_MAX && usable_name(&name));
+        assert_ne!(name, label_file_name(&"é".repeat(301)));
+    }
 
     #[test]
     fn unsafe_session_ids_are_recognised() {

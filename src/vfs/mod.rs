@@ -84,6 +84,7 @@ mod store_usage;
 
 pub use crate::engine::io_cause::IoCause;
 pub use handles::{LEAF_MAX, LINE_MAX};
+pub use layout::label_file_name;
 
 pub use fs::{Caching, Invalidator, NamespaceChange, Opened, SessionSource, Vfs, VfsConfig};
 pub use inode::{Node, ROOT_INO};
