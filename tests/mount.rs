@@ -134,8 +134,171 @@ fn a_session_reads_through_ls_cat_grep_and_stat() {
         ],
     );
     assert_eq!(by_index, by_id);
-    assert!(by_index.trim().ends_with(" 600"), "{by_index}");
+    assert!(by_index.trim().ends_with(" 400"), "{by_index}");
     assert!(ok("stat", &["-c", "%a", p(&dir)]).trim() == "700");
+}
+
+#[test]
+fn modes_tell_which_files_take_writes() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    for (args, leaf, new) in [
+        (vec!["--agent-dir", &s.agent_dir()], "600", "200"),
+        (
+            vec!["--agent-dir", &s.agent_dir(), "--read-only"],
+            "400",
+            "400",
+        ),
+    ] {
+        let mount = Mount::start(&args);
+        let dir = mount.path().join("sessions").join(&s.sid);
+        let mode = |name: &str| {
+            ok("stat", &["-c", "%a", p(&dir.join(name))])
+                .trim()
+                .to_owned()
+        };
+        for name in [
+            "header.json",
+            "session.jsonl",
+            "context.json",
+            "context.md",
+            "tree.txt",
+            "usage.json",
+            "errors",
+        ] {
+            assert_eq!(mode(name), "400", "{name}");
+        }
+        assert_eq!(mode("leaf"), leaf);
+        assert_eq!(mode("entries/new"), new);
+        assert_eq!(
+            ok("stat", &["-c", "%a", p(&mount.path().join("usage.json"))]).trim(),
+            "400"
+        );
+    }
+}
+
+#[test]
+fn session_jsonl_is_the_transcript_and_tail_f_follows_it() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let transcript = dir.join("session.jsonl");
+    assert_eq!(fs::read(&transcript).unwrap(), fs::read(&s.file).unwrap());
+    let mut tail = Command::new("tail")
+        .args(["-n", "0", "-f", p(&transcript)])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
+    std::thread::sleep(Duration::from_millis(300));
+    // One line through the mount, one by the agent outside it.
+    let out = sh(&format!(
+        r#"echo '{{"role":"user","content":"TAILMOUNT"}}' >> {}"#,
+        p(&dir.join("entries/new"))
+    ));
+    assert!(out.status.success());
+    let seen = lines.next().unwrap().unwrap();
+    assert!(seen.contains("TAILMOUNT"), "{seen}");
+    let m = SessionManager::open_managed(
+        &s.file,
+        StorageConfig::files(s.tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    m.append_message(message("user", "TAILOUTSIDE")).unwrap();
+    m.close().unwrap();
+    let seen = lines.next().unwrap().unwrap();
+    assert!(seen.contains("TAILOUTSIDE"), "{seen}");
+    let _ = tail.kill();
+    let _ = tail.wait();
+    assert_eq!(fs::read(&transcript).unwrap(), fs::read(&s.file).unwrap());
+}
+
+#[test]
+fn a_view_read_again_from_the_start_shows_what_stat_says() {
+    use std::io::{Read, Seek, SeekFrom};
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    for name in ["context.md", "tree.txt", "context.json", "leaf"] {
+        let path = dir.join(name);
+        let mut file = fs::File::open(&path).unwrap();
+        let mut before = Vec::new();
+        file.read_to_end(&mut before).unwrap();
+        let mtime_before = fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        // The leaf moves back to the first entry: a change of every view.
+        ok(
+            "sh",
+            &[
+                "-c",
+                &format!("echo {} > {}", s.ids[0], p(&dir.join("leaf"))),
+            ],
+        );
+        file.seek(SeekFrom::Start(0)).unwrap();
+        let mut after = Vec::new();
+        file.read_to_end(&mut after).unwrap();
+        assert_ne!(before, after, "{name}: the open file shows the change");
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!(
+            meta.len(),
+            after.len() as u64,
+            "{name}: stat and read agree"
+        );
+        assert!(
+            meta.modified().unwrap() > mtime_before,
+            "{name}: the mtime follows the change"
+        );
+        ok(
+            "sh",
+            &[
+                "-c",
+                &format!("echo {} > {}", s.ids[2], p(&dir.join("leaf"))),
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_view_can_be_mapped() {
+    if !fuse_usable() {
+        return;
+    }
+    use std::os::fd::AsRawFd;
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let path = mount
+        .path()
+        .join("sessions")
+        .join(&s.sid)
+        .join("context.md");
+    let expected = fs::read(&path).unwrap();
+    let file = fs::File::open(&path).unwrap();
+    // SAFETY: a read-only private mapping of an open file, read within its length and
+    // unmapped before the file is closed.
+    unsafe {
+        let map = libc::mmap(
+            std::ptr::null_mut(),
+            expected.len(),
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            file.as_raw_fd(),
+            0,
+        );
+        assert_ne!(map, libc::MAP_FAILED, "{}", std::io::Error::last_os_error());
+        let mapped = std::slice::from_raw_parts(map as *const u8, expected.len());
+        assert_eq!(mapped, &expected[..]);
+        libc::munmap(map, expected.len());
+    }
 }
 
 #[test]

@@ -112,6 +112,7 @@ fn layout_sizes_and_inodes_agree() {
         names,
         [
             "header.json",
+            "session.jsonl",
             "entries",
             "leaf",
             "context.json",
@@ -127,7 +128,7 @@ fn layout_sizes_and_inodes_agree() {
     let header = v.lookup(sdir, "header.json").unwrap();
     let bytes = read_all(&v, header.ino);
     assert_eq!(header.size, bytes.len() as u64);
-    assert_eq!(header.perm, 0o600);
+    assert_eq!(header.perm, 0o400);
     let value = json::parse(std::str::from_utf8(&bytes).unwrap()).unwrap();
     assert_eq!(value.as_object().unwrap().get_str("id"), Some(sid.as_str()));
 

@@ -153,6 +153,11 @@ impl Filesystem for FuseAdapter {
         if let Err(missing) = config.add_capabilities(InitFlags::FUSE_ATOMIC_O_TRUNC) {
             eprintln!("gjcfs mount: the kernel lacks {missing:?}; O_TRUNC on leaf resets it");
         }
+        // A file whose mtime or size changed drops its cached pages at the kernel's next
+        // attribute refresh (session.jsonl grows while a reader keeps it open), and views,
+        // served without the page cache, can still be mapped. Both optional.
+        let _ = config.add_capabilities(InitFlags::FUSE_AUTO_INVAL_DATA);
+        let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
         // Listings carry the attributes (`ls -l`, `grep -r` need no lookup per name).
         // Optional: without them the kernel looks names up one by one.
         let _ = config

@@ -29,6 +29,10 @@ impl FileStamp {
         })
     }
 
+    pub(super) fn len(&self) -> u64 {
+        self.len
+    }
+
     pub(super) fn millis(&self) -> i64 {
         millis(self.mtime)
     }

@@ -17,7 +17,7 @@ use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, OpenMode, VfsError};
 use crate::engine::discovery::{list_all, list_dir, SessionInfo};
 use crate::engine::json::{self, Object, Value};
-use crate::engine::storage::FileStorage;
+use crate::engine::storage::{FileStorage, ReadFile, SessionStorage};
 
 /// Where the sessions come from.
 #[derive(Debug, Clone)]
@@ -83,6 +83,23 @@ pub struct Vfs {
     pub(super) store_usage: StoreUsageView,
     invalidator: std::sync::OnceLock<Invalidator>,
     stopped: AtomicBool,
+    /// When each session's leaf was last moved through the mount (ms): its views' mtime.
+    leaf_moves: Mutex<HashMap<String, i64>>,
+}
+
+/// Up to `size` bytes of `file` at `offset` (fewer only at its end).
+fn read_file_at(file: &dyn ReadFile, offset: u64, size: u32) -> Result<Vec<u8>, VfsError> {
+    let mut buf = vec![0; size as usize];
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) => return Err(super::errors::from_io(&e, format!("session.jsonl: {e}"))),
+        }
+    }
+    buf.truncate(done);
+    Ok(buf)
 }
 
 /// Which of a session's entries changed, for [`Vfs::announce`].
@@ -122,6 +139,7 @@ impl Vfs {
             notices: Mutex::new((Vec::new(), HashSet::new())),
             invalidator: std::sync::OnceLock::new(),
             stopped: AtomicBool::new(false),
+            leaf_moves: Mutex::new(HashMap::new()),
         }
     }
 
@@ -144,6 +162,10 @@ impl Vfs {
 
     pub(super) fn writes_stopped(&self) -> bool {
         self.config.read_only || self.stopped.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn leaf_moved_ms(&self, sid: &str) -> Option<i64> {
+        self.leaf_moves.lock().get(sid).copied()
     }
 
     /// Installs the hook told about every change (once; later calls are ignored).
@@ -315,13 +337,20 @@ impl Vfs {
                 (Handle::New(Arc::new(Mutex::new(line))), Caching::Direct)
             }
             _ if mode.write => return Err(VfsError::AccessDenied),
+            Node::Transcript(s) => {
+                let path = self.with_session(s, |loaded| Ok(loaded.path().to_owned()))?;
+                let file = FileStorage
+                    .open_read_at(&path)
+                    .map_err(|e| super::errors::from_io(&e, format!("session.jsonl: {e}")))?;
+                (Handle::Transcript(Arc::from(file)), Caching::Keep)
+            }
+            Node::Entry(..) | Node::Blob(_) => (Handle::Read(self.content(&node)?), Caching::Keep),
             other => {
-                let caching = match other {
-                    Node::Entry(..) | Node::Blob(_) => Caching::Keep,
-                    Node::Header(_) => Caching::UntilReopen,
-                    _ => Caching::Direct,
+                let view = super::handles::View {
+                    node: other.clone(),
+                    bytes: Mutex::new(self.content(other)?),
                 };
-                (Handle::Read(self.content(other)?), caching)
+                (Handle::View(Arc::new(view)), Caching::Direct)
             }
         };
         let fh = self.handles.insert(handle);
@@ -338,6 +367,15 @@ impl Vfs {
         };
         match self.handles.get(fh)? {
             Handle::Read(bytes) => Ok(slice(&bytes)),
+            Handle::View(view) => {
+                if offset == 0 {
+                    let fresh = self.content(&view.node)?;
+                    *view.bytes.lock() = fresh;
+                }
+                let bytes = view.bytes.lock().clone();
+                Ok(slice(&bytes))
+            }
+            Handle::Transcript(file) => read_file_at(file.as_ref(), offset, size),
             Handle::Dir(_) => Err(VfsError::IsADirectory),
             Handle::Leaf(leaf) => Ok(slice(&leaf.lock().buf)),
             Handle::New(_) => Ok(Vec::new()),
@@ -351,7 +389,9 @@ impl Vfs {
             return Err(VfsError::ReadOnly);
         }
         match self.handles.get(fh)? {
-            Handle::Read(_) | Handle::Dir(_) => Err(VfsError::BadHandle),
+            Handle::Read(_) | Handle::View(_) | Handle::Transcript(_) | Handle::Dir(_) => {
+                Err(VfsError::BadHandle)
+            }
             Handle::Leaf(leaf) => {
                 let mut leaf = leaf.lock();
                 if let Err(e) = leaf.write_at(offset, data) {
@@ -442,7 +482,7 @@ impl Vfs {
             return Ok(());
         };
         match handle {
-            Handle::Read(_) | Handle::Dir(_) => Ok(()),
+            Handle::Read(_) | Handle::View(_) | Handle::Transcript(_) | Handle::Dir(_) => Ok(()),
             Handle::Leaf(leaf) => {
                 let mut leaf = leaf.lock();
                 if !leaf.dirty || !(leaf.written || releasing) {
@@ -493,6 +533,11 @@ impl Vfs {
                 Some(id) => loaded.manager.branch(id),
             })
         })?;
+        if moved.is_ok() {
+            self.leaf_moves
+                .lock()
+                .insert(sid.to_owned(), crate::engine::time::now_millis());
+        }
         self.announce(sid, EntriesChanged::None);
         moved.map_err(|e| {
             self.errors.push(sid, &format!("leaf: {e}"));

@@ -11,7 +11,16 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::content::Bytes;
+use super::inode::Node;
 use super::{DirEntry, VfsError};
+use crate::engine::storage::ReadFile;
+
+/// A rendered file open for reading.
+#[derive(Debug)]
+pub(super) struct View {
+    pub node: Node,
+    pub bytes: Mutex<Bytes>,
+}
 
 /// The longest content a `leaf` handle accepts.
 pub const LEAF_MAX: usize = 4096;
@@ -22,8 +31,14 @@ pub const LINE_MAX: usize = 64 << 20;
 
 #[derive(Debug, Clone)]
 pub(super) enum Handle {
-    /// A snapshot taken at open.
+    /// A snapshot taken at open (entries and blobs: they change only by being replaced).
     Read(Bytes),
+    /// A rendered file (a view, the header, the leaf, `errors`…): its bytes as of the
+    /// last read from offset 0, which takes them afresh, so that a reader starting over
+    /// sees what `stat` reports.
+    View(Arc<View>),
+    /// The transcript itself, read where it is: a growing file shows its growth.
+    Transcript(Arc<dyn ReadFile>),
     /// A directory's entries, listed at open.
     Dir(Arc<Vec<DirEntry>>),
     Leaf(Arc<Mutex<LeafBuffer>>),

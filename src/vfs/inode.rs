@@ -29,6 +29,8 @@ pub enum Node {
     Search(String),
     SessionDir(String),
     Header(String),
+    /// `sessions/<id>/session.jsonl`: the transcript's own bytes.
+    Transcript(String),
     EntriesDir(String),
     /// An entry: session id, entry id.
     Entry(String, String),
@@ -70,6 +72,7 @@ impl Node {
             Node::ProjectLink(_, s) => Some(s),
             Node::SessionDir(s)
             | Node::Header(s)
+            | Node::Transcript(s)
             | Node::EntriesDir(s)
             | Node::Entry(s, _)
             | Node::EntriesNew(s)

@@ -6,8 +6,9 @@ use super::NodeKind;
 use crate::engine::legacy::encode_absolute;
 
 /// The names in a session's directory, in listing order.
-pub(super) const SESSION_FILES: [&str; 10] = [
+pub(super) const SESSION_FILES: [&str; 11] = [
     "header.json",
+    "session.jsonl",
     "entries",
     "leaf",
     "context.json",
@@ -27,6 +28,7 @@ pub(super) fn session_child(sid: &str, name: &str) -> Option<Node> {
     let s = sid.to_owned();
     Some(match name {
         "header.json" => Node::Header(s),
+        "session.jsonl" => Node::Transcript(s),
         "entries" => Node::EntriesDir(s),
         "leaf" => Node::Leaf(s),
         "context.json" => Node::Context(s),

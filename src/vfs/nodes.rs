@@ -32,11 +32,12 @@ fn dir(mtime_ms: i64) -> Shape {
     }
 }
 
+/// A file that refuses writes: no write bit, so `test -w` and editors tell the truth.
 fn file(size: usize, mtime_ms: i64) -> Shape {
     Shape {
         kind: NodeKind::File,
         size: size as u64,
-        perm: 0o600,
+        perm: 0o400,
         mtime_ms,
         stable: false,
     }
@@ -150,9 +151,21 @@ impl Vfs {
         })
     }
 
-    /// The mtime of a session's files: its transcript's, as listed.
+    /// The mtime of a session's files: the last change of the session, its transcript's
+    /// as listed or the last move of its leaf through the mount.
     fn file_ms(&self, sid: &str) -> Option<i64> {
-        self.listed(sid).map(|l| l.modified_ms)
+        let listed = self.listed(sid)?.modified_ms;
+        let moved = self.leaf_moved_ms(sid).unwrap_or(0);
+        Some(listed.max(moved))
+    }
+
+    /// The mode of a file that takes writes: `perm`, or no write bit once writes stop.
+    fn writable(&self, perm: u16) -> u16 {
+        if self.writes_stopped() {
+            perm & 0o444 | 0o400
+        } else {
+            perm
+        }
     }
 
     /// The attributes of `node`; it gets its inode number only if it exists.
@@ -229,9 +242,23 @@ impl Vfs {
                     .ok_or(VfsError::NotFound)?;
                 Ok(stable_file(size as usize, mtime.unwrap_or_else(file_ms)))
             })?,
-            Node::EntriesNew(s) => self.with_session(s, |_| Ok(file(0, file_ms())))?,
-            Node::Leaf(s) => {
-                self.with_session(s, |l| Ok(file(l.rendered.leaf.len(), file_ms())))?
+            Node::EntriesNew(s) => self.with_session(s, |_| {
+                Ok(Shape {
+                    perm: self.writable(0o200),
+                    ..file(0, file_ms())
+                })
+            })?,
+            Node::Leaf(s) => self.with_session(s, |l| {
+                Ok(Shape {
+                    perm: self.writable(0o600),
+                    ..file(l.rendered.leaf.len(), file_ms())
+                })
+            })?,
+            // The file as it is on disk now (a stat, no load): it grows as the agent appends.
+            Node::Transcript(s) => {
+                let listed = self.listed(s).ok_or(VfsError::NotFound)?;
+                let stamp = disk::FileStamp::of(&listed.path).ok_or(VfsError::NotFound)?;
+                file(stamp.len() as usize, stamp.millis())
             }
             Node::Context(s) | Node::ContextMd(s) | Node::Tree(s) | Node::Usage(s) => {
                 let bytes = self.session_content(s, node)?;
@@ -365,6 +392,8 @@ impl Vfs {
     pub(super) fn content(&self, node: &Node) -> Result<Bytes, VfsError> {
         match node {
             Node::Header(s) => self.with_session(s, |l| Ok(l.rendered.header.clone())),
+            // Read where it is (`Vfs::open` gives it a handle of its own).
+            Node::Transcript(_) => Err(VfsError::NotFound),
             Node::Leaf(s) => self.with_session(s, |l| Ok(l.rendered.leaf.clone())),
             Node::Entry(s, id) => self.with_session(s, |loaded| {
                 loaded

@@ -48,6 +48,13 @@ pub(super) struct Loaded {
     path: PathBuf,
 }
 
+impl Loaded {
+    /// The transcript the session is read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 #[derive(Default)]
 pub(super) struct SlotState {
     loaded: Option<Loaded>,
