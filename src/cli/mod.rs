@@ -129,7 +129,10 @@ enum Command {
     ///
     /// Layout: sessions/<id>/{header.json, entries/NNNNNN-<id>.json, entries/new, leaf,
     /// context.json, errors}. `echo ID > leaf` branches (an empty write resets the leaf);
-    /// each JSON line written to entries/new is appended. Ctrl-C or SIGTERM unmounts.
+    /// each JSON line written to entries/new is appended. Ctrl-C, SIGTERM or SIGHUP stops
+    /// it: writes are refused at once, the mount is detached, every session is flushed and
+    /// closed, and the server exits within a few seconds even if files are still open
+    /// (they then fail with ENOTCONN).
     Mount {
         /// An existing empty directory.
         mountpoint: PathBuf,

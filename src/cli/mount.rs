@@ -1,5 +1,10 @@
 //! `gjcfs mount MOUNTPOINT`: serves the session store through FUSE in the foreground until
-//! Ctrl-C or SIGTERM (or an outside unmount), then unmounts and closes every session.
+//! Ctrl-C, SIGTERM or SIGHUP (or an outside unmount), then unmounts and closes every session.
+//!
+//! On a signal, writes are refused at once, the mount is detached (lazily if files are
+//! open) and the server waits a moment for the open files to close; then every session is
+//! flushed and closed and the process exits, which ends the connection of a detached mount
+//! that some process still holds a file of.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
@@ -20,6 +25,9 @@ const MAX_LOADED: usize = 64;
 const SERVER_THREADS: usize = if cfg!(target_os = "linux") { 4 } else { 1 };
 /// How often loaded sessions are checked for changes made outside the mount.
 const POLL_EVERY: Duration = Duration::from_millis(500);
+/// How long a stopping server waits for the files still open on its detached mount to be
+/// closed before it ends the connection.
+const CLOSE_PATIENCE: Duration = Duration::from_secs(2);
 
 pub struct Options<'a> {
     pub agent_dir: Option<&'a Path>,
@@ -107,29 +115,54 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     let mut polled = Instant::now();
     let signalled = loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(_) => break true,
+            Ok(signal) => break Some(signal),
             Err(mpsc::RecvTimeoutError::Timeout) if !session.guard.is_finished() => {
                 if polled.elapsed() >= POLL_EVERY {
                     vfs.poll_outside_changes();
                     polled = Instant::now();
                 }
             }
-            Err(_) => break false,
+            Err(_) => break None,
         }
     };
-    let served = if signalled {
-        // Unmount ourselves (fuser's own unmount only closes the auto_unmount socket and
-        // relies on a fusermount3 watcher being alive); the session thread then ends.
-        unmount(&mountpoint);
-        session.join()
-    } else {
-        session.join()
+    let served = match signalled {
+        Some(signal) => {
+            // Nothing written from now on reaches a session.
+            vfs.stop_writes();
+            let name = match signal {
+                libc::SIGINT => "SIGINT",
+                libc::SIGHUP => "SIGHUP",
+                _ => "SIGTERM",
+            };
+            eprintln!("gjcfs: {name}: writes refused from now on; unmounting");
+            // Unmount ourselves (fuser's own unmount only closes the auto_unmount socket
+            // and relies on a fusermount3 watcher being alive); the session thread then
+            // ends, once the last file open on a detached mount is closed.
+            unmount(&mountpoint);
+            let started = Instant::now();
+            while !session.guard.is_finished() && started.elapsed() < CLOSE_PATIENCE {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if session.guard.is_finished() {
+                Some(session.join())
+            } else {
+                // The exit closes the device, which ends the connection: the files still
+                // open fail from then on (ENOTCONN).
+                eprintln!(
+                    "gjcfs: files are still open on the detached mount; ending its connection"
+                );
+                None
+            }
+        }
+        None => Some(session.join()),
     };
     let failures = vfs.close_all();
     for (sid, reason) in &failures {
         eprintln!("gjcfs: session {sid}: {reason}");
     }
-    served.context("the filesystem session failed")?;
+    if let Some(served) = served {
+        served.context("the filesystem session failed")?;
+    }
     if !failures.is_empty() {
         bail!("{} session(s) could not be closed cleanly", failures.len());
     }

@@ -154,6 +154,8 @@ pub struct Vfs {
     history: HistoryView,
     store_usage: StoreUsageView,
     invalidator: std::sync::OnceLock<Invalidator>,
+    /// Set by [`Vfs::stop_writes`]: every write is refused from then on.
+    writes_stopped: std::sync::atomic::AtomicBool,
 }
 
 /// The names in a session's directory, in listing order.
@@ -240,7 +242,25 @@ impl Vfs {
             config,
             state: Mutex::new(State::default()),
             invalidator: std::sync::OnceLock::new(),
+            writes_stopped: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Refuses every write from now on, as a read-only mount does (a server shutting
+    /// down). A write already under way finishes before this returns; what open handles
+    /// hold from earlier writes is still applied when they are released.
+    pub fn stop_writes(&self) {
+        self.writes_stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        drop(self.state.lock());
+    }
+
+    /// Whether writes are refused (checked under the state lock).
+    fn refuses_writes(&self) -> bool {
+        self.config.read_only
+            || self
+                .writes_stopped
+                .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn read_only(&self) -> bool {
@@ -882,7 +902,7 @@ impl Vfs {
                 })
             };
         }
-        if mode.write && self.config.read_only {
+        if mode.write && self.refuses_writes() {
             return Err(VfsError::ReadOnly);
         }
         let (handle, caching) = match &node {
@@ -992,10 +1012,10 @@ impl Vfs {
     /// Writes `data` at `offset` (`leaf`) or appends it (`entries/new`, offsets ignored:
     /// each complete line is one entry). Returns the count of bytes taken.
     pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> Result<usize, VfsError> {
-        if self.config.read_only {
+        let mut state = self.state.lock();
+        if self.refuses_writes() {
             return Err(VfsError::ReadOnly);
         }
-        let mut state = self.state.lock();
         match state.handles.get_mut(&fh).ok_or(VfsError::BadHandle)? {
             Handle::Read(_) | Handle::Dir(_) => Err(VfsError::BadHandle),
             Handle::Leaf {
@@ -1181,10 +1201,10 @@ impl Vfs {
     /// Truncation (`setattr` with a size). On an open `leaf` handle it truncates what the
     /// handle will write; without a handle, `leaf` truncated to 0 resets the leaf at once.
     pub fn set_size(&self, ino: u64, fh: Option<u64>, size: u64) -> Result<Attr, VfsError> {
-        if self.config.read_only {
+        let mut state = self.state.lock();
+        if self.refuses_writes() {
             return Err(VfsError::ReadOnly);
         }
-        let mut state = self.state.lock();
         let node = Self::node(&state, ino)?;
         match &node {
             Node::Leaf(s) => {

@@ -1,0 +1,111 @@
+//! How a `gjcfs mount` starts and stops — signals with files held open, a mountpoint inside
+//! the store, other users, a server killed while writers and readers are busy, a missing
+//! FUSE installation — and that no session is lost or altered by any of it.
+
+mod common;
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use common::mount::{fuse_usable, is_mounted, store, within, Mount};
+use gjcfs::engine::load_session;
+
+/// How long a stopping server may take to exit, and a refused start to give up.
+const EXIT_BOUND: Duration = Duration::from_secs(10);
+
+/// The contents of the session's messages after the first `skip` entries, in file order,
+/// each up to its first space.
+fn contents(file: &Path, skip: usize) -> Vec<String> {
+    let loaded = load_session(file).unwrap_or_else(|e| panic!("{file:?} does not load: {e}"));
+    loaded
+        .session
+        .entries()
+        .skip(skip)
+        .filter_map(|e| {
+            let content = e.message()?.get_str("content")?;
+            Some(content.split(' ').next().unwrap_or_default().to_owned())
+        })
+        .collect()
+}
+
+/// One `write` to `entries/new` by the holder of the file.
+struct Attempt {
+    line: String,
+    /// The server had logged that it refuses writes before the write began.
+    after_stop: bool,
+    acknowledged: bool,
+}
+
+#[test]
+fn sigterm_with_entries_new_held_open_refuses_later_writes_and_exits() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let new = mount.session_dir(&s.sid).join("entries/new");
+    let log = mount.log_path().to_owned();
+    let done = AtomicBool::new(false);
+    let attempts = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let mut file = fs::OpenOptions::new().append(true).open(&new).unwrap();
+            let mut attempts = Vec::new();
+            for i in 0.. {
+                if done.load(Ordering::SeqCst) {
+                    break;
+                }
+                let after_stop = fs::read_to_string(&log).unwrap().contains("writes refused");
+                let line = format!("held-{i}");
+                let json = format!("{{\"role\":\"user\",\"content\":\"{line}\"}}\n");
+                let acknowledged = file.write_all(json.as_bytes()).is_ok();
+                attempts.push(Attempt {
+                    line,
+                    after_stop,
+                    acknowledged,
+                });
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            attempts
+        });
+        assert!(
+            within(Duration::from_secs(10), || s.entry_count() >= 6),
+            "the writer appends"
+        );
+        mount.signal(libc::SIGTERM);
+        let status = mount.wait_exit_within(EXIT_BOUND);
+        done.store(true, Ordering::SeqCst);
+        let attempts = writer.join().expect("the writer thread");
+        let status = status.unwrap_or_else(|| {
+            panic!(
+                "still serving {EXIT_BOUND:?} after SIGTERM: {}",
+                mount.log_text()
+            )
+        });
+        assert!(status.success(), "{status}: {}", mount.log_text());
+        attempts
+    });
+    assert!(!is_mounted(mount.path()));
+
+    let acknowledged: Vec<&str> = attempts
+        .iter()
+        .filter(|a| a.acknowledged)
+        .map(|a| a.line.as_str())
+        .collect();
+    assert_eq!(
+        contents(&s.file, 3),
+        acknowledged,
+        "exactly the acknowledged lines"
+    );
+    let late: Vec<&Attempt> = attempts.iter().filter(|a| a.after_stop).collect();
+    assert!(!late.is_empty(), "the writer kept writing after the signal");
+    for attempt in late {
+        assert!(
+            !attempt.acknowledged,
+            "{} was accepted after writes were refused",
+            attempt.line
+        );
+    }
+}
