@@ -7,10 +7,12 @@ mod common;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::mount::{fuse_usable, is_mounted, store, within, Mount};
+use common::gjcfs_bin;
+use common::mount::{exit_within, fuse_usable, is_mounted, p, store, within, Mount};
 use gjcfs::engine::load_session;
 
 /// How long a stopping server may take to exit, and a refused start to give up.
@@ -108,4 +110,43 @@ fn sigterm_with_entries_new_held_open_refuses_later_writes_and_exits() {
             attempt.line
         );
     }
+}
+
+#[test]
+fn a_mountpoint_inside_the_store_or_around_it_is_refused() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let agent = s.tmp.path().join("agent");
+    let session_dir = s.file.parent().unwrap().to_owned();
+    let agent_args = ["--agent-dir", p(&agent)];
+    let dir_args = ["--agent-dir", p(&agent), "--session-dir", p(&session_dir)];
+    let cases: [(std::path::PathBuf, &[&str], &str); 5] = [
+        // Not there yet: it would be created inside the store.
+        (agent.join("sessions/--x--"), &agent_args, "inside"),
+        (agent.clone(), &agent_args, "inside"),
+        (agent.join("blobs/view"), &agent_args, "inside"),
+        (session_dir.join("mnt"), &dir_args, "inside"),
+        // The store under the mountpoint.
+        (
+            s.tmp.path().to_owned(),
+            &agent_args,
+            "is inside the mountpoint",
+        ),
+    ];
+    for (mountpoint, args, says) in cases {
+        let existed = mountpoint.exists();
+        let mut command = Command::new(gjcfs_bin());
+        command.arg("mount").arg(&mountpoint).args(args);
+        let out = exit_within(&mut command, &mountpoint, EXIT_BOUND)
+            .unwrap_or_else(|| panic!("{mountpoint:?}: still running after {EXIT_BOUND:?}"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mountpoint:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.contains(says), "{mountpoint:?}: {err}");
+        assert!(!is_mounted(&mountpoint), "{mountpoint:?} was mounted");
+        assert_eq!(mountpoint.exists(), existed, "{mountpoint:?}");
+    }
+    assert_eq!(s.entry_count(), 3);
 }

@@ -133,8 +133,11 @@ enum Command {
     /// it: writes are refused at once, the mount is detached, every session is flushed and
     /// closed, and the server exits within a few seconds even if files are still open
     /// (they then fail with ENOTCONN).
+    ///
+    /// The mountpoint may be neither inside the store (the agent directory, its sessions,
+    /// blobs, history, --session-dir) nor contain it.
     Mount {
-        /// An existing empty directory.
+        /// An empty directory (created if missing).
         mountpoint: PathBuf,
         /// The agent directory whose sessions to show
         /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].

@@ -7,7 +7,7 @@
 //! that some process still holds a file of.
 
 use std::os::unix::fs::DirBuilderExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -50,6 +50,18 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     };
     let mountpoint = std::path::absolute(mountpoint)
         .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
+    let mut store = vec![
+        ("the agent directory", dirs.agent_dir().to_owned()),
+        ("the sessions directory", dirs.sessions_root()),
+        ("the blob store", dirs.blob_dir()),
+    ];
+    if let Some(dir) = dirs.history_db().parent() {
+        store.push(("the prompt history's directory", dir.to_owned()));
+    }
+    if let Some(dir) = session_dir {
+        store.push(("the session directory", dir.to_owned()));
+    }
+    refuse_overlap(&mountpoint, &store)?;
     clear_stale_mount(&mountpoint)?;
     if !mountpoint.exists() {
         std::fs::DirBuilder::new()
@@ -167,6 +179,61 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         bail!("{} session(s) could not be closed cleanly", failures.len());
     }
     eprintln!("gjcfs: unmounted {}", mountpoint.display());
+    Ok(())
+}
+
+/// `path` (absolute) with every symlink resolved, as far as it exists: its nearest
+/// existing ancestor canonicalized, the rest appended (`..` folded).
+fn resolved(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut rest = Vec::new();
+    let mut existing = path.to_owned();
+    let mut out = loop {
+        // A dead mount fails too (ENOTCONN); its parent is resolved instead.
+        if let Ok(real) = existing.canonicalize() {
+            break real;
+        }
+        match existing.components().next_back() {
+            Some(last @ (Component::Normal(_) | Component::ParentDir | Component::CurDir)) => {
+                rest.push(last.as_os_str().to_owned());
+                existing.pop();
+            }
+            _ => break existing,
+        }
+    };
+    for name in rest.iter().rev() {
+        if name == ".." {
+            out.pop();
+        } else if name != "." {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Refuses a mountpoint inside (or equal to) a directory the store is read from — the
+/// server would wait on its own mount at the first access and never answer — and a store
+/// inside the mountpoint, which the mount would hide.
+fn refuse_overlap(mountpoint: &Path, store: &[(&str, PathBuf)]) -> Result<()> {
+    let mount = resolved(mountpoint);
+    for (what, dir) in store {
+        let dir_path = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+        let dir = resolved(&dir_path);
+        if mount.starts_with(&dir) {
+            bail!(
+                "{}: the mountpoint is inside {what} {}; mount outside the store",
+                mountpoint.display(),
+                dir_path.display()
+            );
+        }
+        if dir.starts_with(&mount) {
+            bail!(
+                "{}: {what} {} is inside the mountpoint; mount outside the store",
+                mountpoint.display(),
+                dir_path.display()
+            );
+        }
+    }
     Ok(())
 }
 
