@@ -6,13 +6,14 @@ mod common;
 
 use std::fs;
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::gjcfs_bin;
-use common::mount::{exit_within, fuse_usable, is_mounted, p, store, within, Mount};
+use common::mount::{exit_within, fuse_usable, is_mounted, ok, p, store, within, Mount};
 use gjcfs::engine::load_session;
 
 /// How long a stopping server may take to exit, and a refused start to give up.
@@ -149,4 +150,86 @@ fn a_mountpoint_inside_the_store_or_around_it_is_refused() {
         assert_eq!(mountpoint.exists(), existed, "{mountpoint:?}");
     }
     assert_eq!(s.entry_count(), 3);
+}
+
+/// A system user made for one test, removed again on drop.
+struct LocalUser {
+    name: String,
+    uid: u32,
+    gid: u32,
+}
+
+impl LocalUser {
+    fn create() -> LocalUser {
+        let name = format!("gjcfs-t{}", std::process::id());
+        let status = Command::new("useradd")
+            .args(["-M", "-r", "-s", "/usr/sbin/nologin", &name])
+            .status()
+            .expect("useradd runs");
+        assert!(status.success(), "useradd {name}: {status}");
+        let mut user = LocalUser {
+            name,
+            uid: 0,
+            gid: 0,
+        };
+        user.uid = ok("id", &["-u", &user.name]).trim().parse().unwrap();
+        user.gid = ok("id", &["-g", &user.name]).trim().parse().unwrap();
+        user
+    }
+
+    /// `program ARGS…` run as this user.
+    fn run(&self, program: &str, args: &[&str]) -> std::process::Output {
+        Command::new(program)
+            .args(args)
+            .uid(self.uid)
+            .gid(self.gid)
+            .current_dir("/")
+            .output()
+            .expect("the tool runs")
+    }
+}
+
+impl Drop for LocalUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).status();
+    }
+}
+
+#[test]
+fn with_allow_other_other_users_are_held_to_the_permissions_shown() {
+    if !fuse_usable() {
+        return;
+    }
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        let why = "creating a second user needs root";
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{why}; CI must run this test");
+        }
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let s = store();
+    let user = LocalUser::create();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir(), "--allow-other"]);
+    // The user may reach the mountpoint; what it shows is then up to the mount.
+    let parent = mount.path().parent().unwrap();
+    ok("chmod", &["0755", p(parent)]);
+    let dir = mount.session_dir(&s.sid);
+
+    let denied = |out: std::process::Output, what: &str| {
+        assert!(!out.status.success(), "{what} succeeded as another user");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("Permission denied"), "{what}: {err}");
+    };
+    denied(user.run("cat", &[p(&dir.join("header.json"))]), "cat");
+    denied(user.run("ls", &[p(&dir)]), "ls");
+    let line = r#"{"role":"user","content":"from another user"}"#;
+    let append = format!("echo '{line}' >> {}", p(&dir.join("entries/new")));
+    denied(user.run("sh", &["-c", &append]), "echo >> entries/new");
+    assert_eq!(s.entry_count(), 3, "nothing appended");
+
+    // The owner still reads.
+    assert!(ok("cat", &[p(&dir.join("header.json"))]).contains(&s.sid));
+    assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 4);
 }

@@ -150,7 +150,10 @@ enum Command {
         #[arg(long)]
         read_only: bool,
         /// Let other users reach the mount (needs root or user_allow_other in
-        /// /etc/fuse.conf); file permissions still apply.
+        /// /etc/fuse.conf). The kernel still enforces the permissions shown (files 0600,
+        /// directories 0700, owned by the mounting user): other users are refused (EACCES)
+        /// every directory and file, so they can neither read nor append to sessions.
+        /// Without it, other users cannot reach the mount at all.
         #[arg(long)]
         allow_other: bool,
     },

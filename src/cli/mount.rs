@@ -103,6 +103,10 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         MountOption::FSName("gjcfs".to_owned()),
         MountOption::Subtype("gjcfs".to_owned()),
         MountOption::NoAtime,
+        // The kernel checks the permissions the attributes show (0600 files, 0700
+        // directories, owned by the mounting user): with --allow-other, other users may
+        // reach the mount but not read or write its files.
+        MountOption::DefaultPermissions,
     ];
     if read_only {
         config.mount_options.push(MountOption::RO);
