@@ -233,3 +233,27 @@ fn with_allow_other_other_users_are_held_to_the_permissions_shown() {
     assert!(ok("cat", &[p(&dir.join("header.json"))]).contains(&s.sid));
     assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 4);
 }
+
+#[test]
+fn a_missing_fusermount3_is_named_with_the_package_to_install() {
+    let empty = tempfile::tempdir().unwrap();
+    let mountpoint = empty.path().join("mnt");
+    let agent = empty.path().join("agent");
+    let mut command = Command::new(gjcfs_bin());
+    command
+        .args(["mount", p(&mountpoint), "--agent-dir", p(&agent)])
+        .env("PATH", empty.path());
+    let out = exit_within(&mut command, &mountpoint, EXIT_BOUND).expect("gjcfs gives up");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // Without /dev/fuse that is named first.
+    let missing = if Path::new("/dev/fuse").exists() {
+        "fusermount3"
+    } else {
+        "/dev/fuse"
+    };
+    assert!(err.contains(missing) && err.contains("fuse3"), "{err}");
+    assert!(!mountpoint.exists(), "nothing was created");
+    assert!(!is_mounted(&mountpoint));
+}

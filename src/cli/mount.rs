@@ -50,6 +50,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     };
     let mountpoint = std::path::absolute(mountpoint)
         .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
+    check_fuse_installed()?;
     let mut store = vec![
         ("the agent directory", dirs.agent_dir().to_owned()),
         ("the sessions directory", dirs.sessions_root()),
@@ -184,6 +185,35 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     }
     eprintln!("gjcfs: unmounted {}", mountpoint.display());
     Ok(())
+}
+
+/// The packages that provide FUSE's userspace parts, for error messages.
+const FUSE_PACKAGE: &str = "install the fuse3 package (Debian/Ubuntu: apt install fuse3)";
+
+/// Fails with what to install when the FUSE device or `fusermount3` is missing.
+fn check_fuse_installed() -> Result<()> {
+    if !Path::new("/dev/fuse").exists() {
+        bail!(
+            "/dev/fuse does not exist: the kernel's FUSE module is not loaded (modprobe fuse) \
+             or, in a container, the device was not passed in; {FUSE_PACKAGE}"
+        );
+    }
+    if find_program("fusermount3").is_none() {
+        bail!("fusermount3 was not found in PATH; {FUSE_PACKAGE}");
+    }
+    Ok(())
+}
+
+/// The first executable file named `name` in `PATH`.
+fn find_program(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// `path` (absolute) with every symlink resolved, as far as it exists: its nearest
