@@ -4,11 +4,12 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::fs;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -232,6 +233,162 @@ fn with_allow_other_other_users_are_held_to_the_permissions_shown() {
     // The owner still reads.
     assert!(ok("cat", &[p(&dir.join("header.json"))]).contains(&s.sid));
     assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 4);
+}
+
+/// Kills (SIGKILL) and reaps a child on drop.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A shell appending `{"content":"<tag>-<i> <padding spaces>"}` lines to `new` through one
+/// open descriptor, printing `i` once each write succeeded; it stops at the first failed
+/// write.
+fn writer(new: &Path, tag: &str, padding: usize) -> Reaped {
+    let script = r#"exec 3>>"$1" || exit 1
+printf -v pad '%*s' "$3" ''
+i=0
+while printf '{"role":"user","content":"%s-%s %s"}\n' "$2" "$i" "$pad" >&3; do
+  echo "$i"
+  i=$((i+1))
+done"#;
+    let padding = padding.to_string();
+    let child = Command::new("bash")
+        .args(["-c", script, "writer", p(new), tag, &padding])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bash starts");
+    Reaped(child)
+}
+
+#[test]
+fn sigkill_amid_writers_and_readers_loses_no_acknowledged_line() {
+    if !fuse_usable() {
+        return;
+    }
+    const ROUNDS: usize = 5;
+    const WRITERS: usize = 3;
+    let s = store();
+    let args = ["--agent-dir", &s.agent_dir()];
+    let mut mount = Mount::start(&args);
+    let mut acknowledged: Vec<String> = Vec::new();
+    for round in 0..ROUNDS {
+        let dir = mount.session_dir(&s.sid);
+        // Readers: files held open, and a process reading views over and over.
+        let held: Vec<fs::File> = [
+            dir.join("context.json"),
+            dir.join("tree.txt"),
+            dir.join("entries").join(format!("{}.json", s.ids[0])),
+        ]
+        .iter()
+        .map(|path| fs::File::open(path).unwrap())
+        .collect();
+        let reader = Reaped(
+            Command::new("sh")
+                .args([
+                    "-c",
+                    r#"while cat "$1" "$2" >/dev/null 2>&1; do :; done"#,
+                    "reader",
+                    p(&dir.join("context.json")),
+                    p(&dir.join("tree.txt")),
+                ])
+                .spawn()
+                .expect("sh starts"),
+        );
+        // Short lines, and lines longer than one FUSE write request.
+        let mut writers: Vec<Reaped> = (0..WRITERS)
+            .map(|w| {
+                writer(
+                    &dir.join("entries/new"),
+                    &format!("r{round}w{w}"),
+                    w * 100_000,
+                )
+            })
+            .collect();
+        // Acknowledgements arrive on each writer's stdout until its first failed write.
+        let collectors: Vec<_> = writers
+            .iter_mut()
+            .enumerate()
+            .map(|(w, child)| {
+                let stdout = child.0.stdout.take().unwrap();
+                let tag = format!("r{round}w{w}");
+                std::thread::spawn(move || {
+                    BufReader::new(stdout)
+                        .lines()
+                        .map(|line| format!("{tag}-{}", line.unwrap()))
+                        .collect::<Vec<String>>()
+                })
+            })
+            .collect();
+        let base = s.entry_count();
+        assert!(
+            within(Duration::from_secs(10), || {
+                s.entry_count() >= base + 10 * WRITERS
+            }),
+            "round {round}: the writers append: {}",
+            mount.log_text()
+        );
+        mount.crash();
+        for (w, collector) in collectors.into_iter().enumerate() {
+            let acks = collector.join().expect("a collector");
+            assert!(!acks.is_empty(), "round {round}: writer {w} wrote nothing");
+            acknowledged.extend(acks);
+        }
+        for mut child in writers {
+            let exited = within(EXIT_BOUND, || child.0.try_wait().unwrap().is_some());
+            assert!(exited, "round {round}: a writer still runs after the crash");
+        }
+        drop(reader);
+        drop(held);
+
+        // The file loads; at most its last line is torn; every acknowledged line is there
+        // once, and no line twice.
+        let loaded = load_session(&s.file).unwrap();
+        assert!(
+            loaded.skipped.len() <= 1,
+            "round {round}: {:?}",
+            loaded.skipped
+        );
+        let lines = fs::read_to_string(&s.file).unwrap().lines().count();
+        for skipped in &loaded.skipped {
+            assert_eq!(
+                skipped.line, lines,
+                "round {round}: a torn line not at the end"
+            );
+        }
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for content in contents(&s.file, 3) {
+            *counts.entry(content).or_default() += 1;
+        }
+        for (content, count) in &counts {
+            assert_eq!(*count, 1, "round {round}: {content} appended {count} times");
+        }
+        for line in &acknowledged {
+            assert!(counts.contains_key(line), "round {round}: {line} was lost");
+        }
+
+        // Mounted again over the dead mount, an append lands and is read back.
+        mount.restart(&args);
+        let after = format!("after-crash-{round}");
+        let append = format!(
+            r#"printf '{{"role":"user","content":"{after}"}}\n' >> {}"#,
+            p(&dir.join("entries/new"))
+        );
+        ok("sh", &["-c", &append]);
+        assert_eq!(contents(&s.file, 3).last(), Some(&after), "round {round}");
+        acknowledged.push(after);
+    }
+    mount.stop().expect("the server exits");
+    let counts = contents(&s.file, 3);
+    for line in &acknowledged {
+        assert_eq!(counts.iter().filter(|c| *c == line).count(), 1, "{line}");
+    }
 }
 
 #[test]
