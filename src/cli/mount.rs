@@ -18,6 +18,7 @@ use fuser::{Config, MountOption, SessionACL};
 use gjcfs::vfs::{SessionSource, Vfs, VfsConfig};
 
 use super::fuse::FuseAdapter;
+use super::output::terminal_safe;
 
 /// How many sessions stay loaded at once.
 const MAX_LOADED: usize = 64;
@@ -175,7 +176,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     };
     let failures = vfs.close_all();
     for (sid, reason) in &failures {
-        eprintln!("gjcfs: session {sid}: {reason}");
+        eprintln!("gjcfs: session {}: {reason}", terminal_safe(sid));
     }
     if let Some(served) = served {
         served.context("the filesystem session failed")?;
