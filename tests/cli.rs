@@ -423,3 +423,96 @@ fn ls_lists_a_workspace_or_every_session_newest_first() {
     ]);
     assert_eq!(bad.status.code(), Some(1));
 }
+
+/// Whether `text` holds a character that a terminal acts on instead of showing (control
+/// characters but the line ends, bidirectional controls).
+fn has_terminal_control(text: &str) -> bool {
+    text.chars().any(|c| {
+        (c.is_control() && c != '\n')
+            || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+#[test]
+fn tables_show_control_characters_from_files_as_escapes_and_json_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent");
+    let scope = agent.join("sessions/--w--");
+    std::fs::create_dir_all(&scope).unwrap();
+    let nasty = "\u{1b}[31m\r\n\u{202e}";
+    let id = format!("id{nasty}1");
+    let cwd = format!("/w{nasty}cwd");
+    let header = json::to_compact(&json::parse(&format!(
+        r#"{{"type":"session","version":5,"id":{},"timestamp":"2026-01-01T00:00:00.000Z","cwd":{},"title":{}}}"#,
+        json::to_compact(&Value::string(id.as_str())),
+        json::to_compact(&Value::string(cwd.as_str())),
+        json::to_compact(&Value::string(format!("title{nasty}rest").as_str())),
+    ))
+    .unwrap());
+    let text = SessionText::with_header(&header)
+        .message("a", None, "user", "q")
+        .entry(
+            "message",
+            "b",
+            Some("a"),
+            &format!(
+                r#""message":{{"role":"assistant","content":[],"provider":"p","model":{},"usage":{{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":15,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"timestamp":2}}"#,
+                json::to_compact(&Value::string(format!("model{nasty}").as_str()))
+            ),
+        )
+        .text();
+    std::fs::write(scope.join("s.jsonl"), text).unwrap();
+    let a = agent.to_str().unwrap();
+    let escaped = "\\u{1b}[31m\\r\\n\\u{202e}";
+
+    let out = gjcfs(&["ls", "--all", "--agent-dir", a]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    assert!(!has_terminal_control(&table), "{table:?}");
+    assert_eq!(table.lines().count(), 1, "{table:?}");
+    assert!(table.starts_with(&format!("id{escaped}1  ")), "{table:?}");
+    assert!(table.contains(&format!("/w{escaped}cwd")), "{table:?}");
+    // The title's first line only, its controls and escape sequences dropped.
+    assert!(table.trim_end().ends_with("title"), "{table:?}");
+
+    let out = gjcfs(&["ls", "--all", "--json", "--agent-dir", a]);
+    let row = json::parse(stdout(&out).trim()).unwrap();
+    let row = row.as_object().unwrap();
+    assert_eq!(row.get_str("id"), Some(id.as_str()));
+    assert_eq!(row.get_str("cwd"), Some(cwd.as_str()));
+
+    for by in ["project", "model"] {
+        let out = gjcfs(&["usage", "--by", by, "--agent-dir", a]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let table = stdout(&out);
+        assert!(!has_terminal_control(&table), "{by}: {table:?}");
+        assert!(table.contains(escaped), "{by}: {table:?}");
+    }
+
+    let workspace = dir.path().join(format!("ws{nasty}"));
+    std::fs::create_dir_all(&workspace).unwrap();
+    let prompt = format!("prompt{nasty}end");
+    let out = gjcfs(&[
+        "history",
+        "add",
+        &prompt,
+        "--cwd",
+        workspace.to_str().unwrap(),
+        "--agent-dir",
+        a,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = gjcfs(&["history", "--agent-dir", a]);
+    let table = stdout(&out);
+    assert!(!has_terminal_control(&table), "{table:?}");
+    assert!(
+        table.contains(&format!("ws{escaped}  prompt{escaped}end")),
+        "{table:?}"
+    );
+    let out = gjcfs(&["history", "--json", "--agent-dir", a]);
+    let row = json::parse(stdout(&out).trim()).unwrap();
+    assert_eq!(
+        row.as_object().unwrap().get_str("prompt"),
+        Some(prompt.as_str())
+    );
+}

@@ -4,64 +4,14 @@ mod common;
 
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use common::mount::{fuse_usable, is_mounted, ok, p, run, within, Mount};
+use common::mount::{fuse_usable, is_mounted, message, ok, p, run, store, within, Mount};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
-
-struct Store {
-    tmp: tempfile::TempDir,
-    sid: String,
-    file: PathBuf,
-    /// user q, assistant a, user q2.
-    ids: Vec<String>,
-}
-
-impl Store {
-    fn agent_dir(&self) -> String {
-        self.tmp.path().join("agent").to_string_lossy().into_owned()
-    }
-
-    fn entry_count(&self) -> usize {
-        load_session(&self.file).unwrap().session.entry_count()
-    }
-}
-
-fn message(role: &str, text: &str) -> Value {
-    json::parse(&format!(
-        r#"{{"role":"{role}","content":"{text}","provider":"p","model":"m","timestamp":1}}"#
-    ))
-    .unwrap()
-}
-
-fn store() -> Store {
-    let tmp = tempfile::tempdir().unwrap();
-    let ws = tmp.path().join("workspace");
-    fs::create_dir_all(&ws).unwrap();
-    let m = SessionManager::create_managed(
-        &ws,
-        &tmp.path().join("agent/sessions"),
-        StorageConfig::files(tmp.path().join("agent/blobs")),
-    )
-    .unwrap();
-    let ids = vec![
-        m.append_message(message("user", "question MOUNTTOKEN"))
-            .unwrap(),
-        m.append_message(message("assistant", "answer")).unwrap(),
-        m.append_message(message("user", "q2")).unwrap(),
-    ];
-    m.close().unwrap();
-    Store {
-        sid: m.session_id(),
-        file: m.session_file().unwrap(),
-        tmp,
-        ids,
-    }
-}
 
 fn sh(script: &str) -> Output {
     run("sh", &["-c", script])

@@ -10,6 +10,8 @@ use gjcfs::engine::json::{self, Object, Value};
 use gjcfs::engine::time::format_iso_millis;
 use gjcfs::engine::{HistoryEntry, HistoryStorage};
 
+use super::output::terminal_safe;
+
 /// The `history` command's arguments: without a subcommand it lists recent prompts. The
 /// options may be given before or after a subcommand.
 #[derive(Args)]
@@ -133,23 +135,17 @@ fn json_line(entry: &HistoryEntry) -> Vec<u8> {
 }
 
 /// `YYYY-MM-DD HH:MM:SS  cwd  prompt` (UTC; `-` for no cwd; control characters in the
-/// prompt shown as escapes so that each prompt stays on one line).
+/// cwd and the prompt shown as escapes so that each prompt stays on one line).
 fn human_line(entry: &HistoryEntry) -> String {
     let iso = format_iso_millis(entry.created_at.saturating_mul(1000));
     let time = iso
         .get(..19)
         .map_or_else(|| iso.clone(), |t| t.replace('T', " "));
-    let mut prompt = String::with_capacity(entry.prompt.len());
-    for c in entry.prompt.chars() {
-        match c {
-            '\n' => prompt.push_str("\\n"),
-            '\r' => prompt.push_str("\\r"),
-            '\t' => prompt.push_str("\\t"),
-            c if c.is_control() => prompt.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => prompt.push(c),
-        }
-    }
-    format!("{time}  {}  {prompt}", entry.cwd.as_deref().unwrap_or("-"))
+    format!(
+        "{time}  {}  {}",
+        terminal_safe(entry.cwd.as_deref().unwrap_or("-")),
+        terminal_safe(&entry.prompt)
+    )
 }
 
 #[cfg(test)]

@@ -10,6 +10,9 @@ use gjcfs::engine::json::{self, Object, Value};
 use gjcfs::engine::legacy::{list_candidates, LegacyRoots};
 use gjcfs::engine::storage::{FileStorage, SessionStorage};
 use gjcfs::engine::time::format_iso_millis;
+use gjcfs::engine::views::one_line;
+
+use super::output::terminal_safe;
 
 pub fn run(all: bool, cwd: Option<&Path>, as_json: bool, agent_dir: Option<&Path>) -> Result<()> {
     let sessions_root = super::agent::agent_dirs(agent_dir)?.sessions_root();
@@ -52,17 +55,12 @@ pub fn run(all: bool, cwd: Option<&Path>, as_json: bool, agent_dir: Option<&Path
     Ok(())
 }
 
+/// The title (else the first prompt): its first line, as one line of at most 60
+/// characters (controls and escape sequences dropped), safe for a terminal.
 fn display_title(info: &SessionInfo) -> String {
-    let text = info
-        .title
-        .clone()
-        .unwrap_or_else(|| info.first_message.clone());
-    let line = text.lines().next().unwrap_or_default().trim().to_owned();
-    let mut short: String = line.chars().take(60).collect();
-    if line.chars().count() > 60 {
-        short.push('…');
-    }
-    short
+    let text = info.title.as_deref().unwrap_or(&info.first_message);
+    let first = text.lines().next().unwrap_or_default();
+    terminal_safe(&one_line(first, 60)).into_owned()
 }
 
 fn table_row(info: &SessionInfo, provenance: Option<&str>) -> String {
@@ -79,10 +77,10 @@ fn table_row(info: &SessionInfo, provenance: Option<&str>) -> String {
     };
     format!(
         "{}  {}  {:>5}  {}  {}{legacy}",
-        info.id,
+        terminal_safe(&info.id),
         &modified[..16].replace('T', " "),
         count,
-        info.cwd,
+        terminal_safe(&info.cwd),
         display_title(info)
     )
 }

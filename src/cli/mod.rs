@@ -129,9 +129,15 @@ enum Command {
     ///
     /// Layout: sessions/<id>/{header.json, entries/NNNNNN-<id>.json, entries/new, leaf,
     /// context.json, errors}. `echo ID > leaf` branches (an empty write resets the leaf);
-    /// each JSON line written to entries/new is appended. Ctrl-C or SIGTERM unmounts.
+    /// each JSON line written to entries/new is appended. Ctrl-C, SIGTERM or SIGHUP stops
+    /// it: writes are refused at once, the mount is detached, every session is flushed and
+    /// closed, and the server exits within a few seconds even if files are still open
+    /// (they then fail with ENOTCONN).
+    ///
+    /// The mountpoint may be neither inside the store (the agent directory, its sessions,
+    /// blobs, history, --session-dir) nor contain it.
     Mount {
-        /// An existing empty directory.
+        /// An empty directory (created if missing).
         mountpoint: PathBuf,
         /// The agent directory whose sessions to show
         /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
@@ -144,7 +150,10 @@ enum Command {
         #[arg(long)]
         read_only: bool,
         /// Let other users reach the mount (needs root or user_allow_other in
-        /// /etc/fuse.conf); file permissions still apply.
+        /// /etc/fuse.conf). The kernel still enforces the permissions shown (files 0600,
+        /// directories 0700, owned by the mounting user): other users are refused (EACCES)
+        /// every directory and file, so they can neither read nor append to sessions.
+        /// Without it, other users cannot reach the mount at all.
         #[arg(long)]
         allow_other: bool,
     },

@@ -1,8 +1,13 @@
 //! `gjcfs mount MOUNTPOINT`: serves the session store through FUSE in the foreground until
-//! Ctrl-C or SIGTERM (or an outside unmount), then unmounts and closes every session.
+//! Ctrl-C, SIGTERM or SIGHUP (or an outside unmount), then unmounts and closes every session.
+//!
+//! On a signal, writes are refused at once, the mount is detached (lazily if files are
+//! open) and the server waits a moment for the open files to close; then every session is
+//! flushed and closed and the process exits, which ends the connection of a detached mount
+//! that some process still holds a file of.
 
 use std::os::unix::fs::DirBuilderExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -13,6 +18,7 @@ use fuser::{Config, MountOption, SessionACL};
 use gjcfs::vfs::{SessionSource, Vfs, VfsConfig};
 
 use super::fuse::FuseAdapter;
+use super::output::terminal_safe;
 
 /// How many sessions stay loaded at once.
 const MAX_LOADED: usize = 64;
@@ -20,6 +26,9 @@ const MAX_LOADED: usize = 64;
 const SERVER_THREADS: usize = if cfg!(target_os = "linux") { 4 } else { 1 };
 /// How often loaded sessions are checked for changes made outside the mount.
 const POLL_EVERY: Duration = Duration::from_millis(500);
+/// How long a stopping server waits for the files still open on its detached mount to be
+/// closed before it ends the connection.
+const CLOSE_PATIENCE: Duration = Duration::from_secs(2);
 
 pub struct Options<'a> {
     pub agent_dir: Option<&'a Path>,
@@ -42,6 +51,19 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     };
     let mountpoint = std::path::absolute(mountpoint)
         .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
+    check_fuse_installed()?;
+    let mut store = vec![
+        ("the agent directory", dirs.agent_dir().to_owned()),
+        ("the sessions directory", dirs.sessions_root()),
+        ("the blob store", dirs.blob_dir()),
+    ];
+    if let Some(dir) = dirs.history_db().parent() {
+        store.push(("the prompt history's directory", dir.to_owned()));
+    }
+    if let Some(dir) = session_dir {
+        store.push(("the session directory", dir.to_owned()));
+    }
+    refuse_overlap(&mountpoint, &store)?;
     clear_stale_mount(&mountpoint)?;
     if !mountpoint.exists() {
         std::fs::DirBuilder::new()
@@ -85,6 +107,10 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         MountOption::FSName("gjcfs".to_owned()),
         MountOption::Subtype("gjcfs".to_owned()),
         MountOption::NoAtime,
+        // The kernel checks the permissions the attributes show (0600 files, 0700
+        // directories, owned by the mounting user): with --allow-other, other users may
+        // reach the mount but not read or write its files.
+        MountOption::DefaultPermissions,
     ];
     if read_only {
         config.mount_options.push(MountOption::RO);
@@ -109,7 +135,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     let mut polled = Instant::now();
     let signalled = loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(_) => break true,
+            Ok(signal) => break Some(signal),
             Err(mpsc::RecvTimeoutError::Timeout) if !session.guard.is_finished() => {
                 if polled.elapsed() >= POLL_EVERY {
                     vfs.poll_outside_changes();
@@ -119,26 +145,135 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
                     eprintln!("gjcfs: {notice}");
                 }
             }
-            Err(_) => break false,
+            Err(_) => break None,
         }
     };
-    let served = if signalled {
-        // Unmount ourselves (fuser's own unmount only closes the auto_unmount socket and
-        // relies on a fusermount3 watcher being alive); the session thread then ends.
-        unmount(&mountpoint);
-        session.join()
-    } else {
-        session.join()
+    let served = match signalled {
+        Some(signal) => {
+            // Nothing written from now on reaches a session.
+            vfs.stop_writes();
+            let name = match signal {
+                libc::SIGINT => "SIGINT",
+                libc::SIGHUP => "SIGHUP",
+                _ => "SIGTERM",
+            };
+            eprintln!("gjcfs: {name}: writes refused from now on; unmounting");
+            // Unmount ourselves (fuser's own unmount only closes the auto_unmount socket
+            // and relies on a fusermount3 watcher being alive); the session thread then
+            // ends, once the last file open on a detached mount is closed.
+            unmount(&mountpoint);
+            let started = Instant::now();
+            while !session.guard.is_finished() && started.elapsed() < CLOSE_PATIENCE {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if session.guard.is_finished() {
+                Some(session.join())
+            } else {
+                // The exit closes the device, which ends the connection: the files still
+                // open fail from then on (ENOTCONN).
+                eprintln!(
+                    "gjcfs: files are still open on the detached mount; ending its connection"
+                );
+                None
+            }
+        }
+        None => Some(session.join()),
     };
     let failures = vfs.close_all();
     for (sid, reason) in &failures {
-        eprintln!("gjcfs: session {sid}: {reason}");
+        eprintln!("gjcfs: session {}: {reason}", terminal_safe(sid));
     }
-    served.context("the filesystem session failed")?;
+    if let Some(served) = served {
+        served.context("the filesystem session failed")?;
+    }
     if !failures.is_empty() {
         bail!("{} session(s) could not be closed cleanly", failures.len());
     }
     eprintln!("gjcfs: unmounted {}", mountpoint.display());
+    Ok(())
+}
+
+/// The packages that provide FUSE's userspace parts, for error messages.
+const FUSE_PACKAGE: &str = "install the fuse3 package (Debian/Ubuntu: apt install fuse3)";
+
+/// Fails with what to install when the FUSE device or `fusermount3` is missing.
+fn check_fuse_installed() -> Result<()> {
+    if !Path::new("/dev/fuse").exists() {
+        bail!(
+            "/dev/fuse does not exist: the kernel's FUSE module is not loaded (modprobe fuse) \
+             or, in a container, the device was not passed in; {FUSE_PACKAGE}"
+        );
+    }
+    if find_program("fusermount3").is_none() {
+        bail!("fusermount3 was not found in PATH; {FUSE_PACKAGE}");
+    }
+    Ok(())
+}
+
+/// The first executable file named `name` in `PATH`.
+fn find_program(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// `path` (absolute) with every symlink resolved, as far as it exists: its nearest
+/// existing ancestor canonicalized, the rest appended (`..` folded).
+fn resolved(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut rest = Vec::new();
+    let mut existing = path.to_owned();
+    let mut out = loop {
+        // A dead mount fails too (ENOTCONN); its parent is resolved instead.
+        if let Ok(real) = existing.canonicalize() {
+            break real;
+        }
+        match existing.components().next_back() {
+            Some(last @ (Component::Normal(_) | Component::ParentDir | Component::CurDir)) => {
+                rest.push(last.as_os_str().to_owned());
+                existing.pop();
+            }
+            _ => break existing,
+        }
+    };
+    for name in rest.iter().rev() {
+        if name == ".." {
+            out.pop();
+        } else if name != "." {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Refuses a mountpoint inside (or equal to) a directory the store is read from — the
+/// server would wait on its own mount at the first access and never answer — and a store
+/// inside the mountpoint, which the mount would hide.
+fn refuse_overlap(mountpoint: &Path, store: &[(&str, PathBuf)]) -> Result<()> {
+    let mount = resolved(mountpoint);
+    for (what, dir) in store {
+        let dir_path = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+        let dir = resolved(&dir_path);
+        if mount.starts_with(&dir) {
+            bail!(
+                "{}: the mountpoint is inside {what} {}; mount outside the store",
+                mountpoint.display(),
+                dir_path.display()
+            );
+        }
+        if dir.starts_with(&mount) {
+            bail!(
+                "{}: {what} {} is inside the mountpoint; mount outside the store",
+                mountpoint.display(),
+                dir_path.display()
+            );
+        }
+    }
     Ok(())
 }
 

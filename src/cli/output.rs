@@ -1,5 +1,6 @@
 //! Shared output helpers for subcommands.
 
+use std::borrow::Cow;
 use std::io;
 use std::path::Path;
 
@@ -47,4 +48,47 @@ pub fn error_line(err: &anyhow::Error) -> String {
         }
     }
     line
+}
+
+/// Whether `c` changes what a terminal shows instead of being shown: a control character
+/// (C0, DEL, C1) or a Unicode bidirectional control (marks, embeddings, overrides and
+/// isolates), which reorders the text after it.
+fn is_terminal_control(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` as it may be printed in a table on a terminal: every character of
+/// [`is_terminal_control`] shown as an escape (`\n`, `\r`, `\t`, else `\u{1b}`), so text
+/// read from files can neither recolour the screen, move the cursor, reorder a line nor
+/// split one row in two. JSON output needs none of this: its writer escapes on its own.
+pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_terminal_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if is_terminal_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_safe_escapes_controls_and_bidi_and_keeps_the_rest() {
+        assert_eq!(terminal_safe("plain · text"), "plain · text");
+        assert_eq!(
+            terminal_safe("a\x1b[31mb\rc\nd\te\u{7f}\u{9b}\u{202e}f\u{2066}"),
+            "a\\u{1b}[31mb\\rc\\nd\\te\\u{7f}\\u{9b}\\u{202e}f\\u{2066}"
+        );
+    }
 }

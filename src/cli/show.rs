@@ -9,7 +9,7 @@ use gjcfs::engine::discovery::match_prefix;
 use gjcfs::engine::load_session;
 use gjcfs::engine::views::{markdown, tree, usage};
 
-use super::output::warn_skipped;
+use super::output::{terminal_safe, warn_skipped};
 use super::store::StoreArgs;
 
 /// How many matching ids an ambiguity error names.
@@ -79,7 +79,10 @@ fn resolve(target: &str, store: &StoreArgs) -> Result<PathBuf> {
         [one] => Ok(one.path.clone()),
         many => {
             // In id order: the listing's order (newest first) changes with every write.
-            let mut ids: Vec<&str> = many.iter().map(|info| info.id.as_str()).collect();
+            let mut ids: Vec<String> = many
+                .iter()
+                .map(|info| terminal_safe(&info.id).into_owned())
+                .collect();
             ids.sort_unstable();
             ids.truncate(AMBIGUOUS_SHOWN);
             let more = if many.len() > AMBIGUOUS_SHOWN {

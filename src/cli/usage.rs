@@ -9,6 +9,7 @@ use gjcfs::engine::store_usage::{scan_sessions, Grouping, StoreUsage};
 use gjcfs::engine::usage::UsageSum;
 use gjcfs::engine::views::thousands;
 
+use super::output::terminal_safe;
 use super::store::StoreArgs;
 
 /// How many unreadable files are named one by one before the rest are only counted.
@@ -127,7 +128,13 @@ fn write_table(out: &mut impl Write, usage: &StoreUsage, by: Option<Grouping>) -
     .map(str::to_owned)
     .to_vec()];
     if let Some(by) = by {
-        rows.extend(usage.groups(by).iter().map(|(key, sum)| row(key, sum)));
+        // Projects are the sessions' cwds, models what the replies named.
+        rows.extend(
+            usage
+                .groups(by)
+                .iter()
+                .map(|(key, sum)| row(&terminal_safe(key), sum)),
+        );
     }
     rows.push(row("total", &usage.totals));
     let widths: Vec<usize> = (0..rows[0].len())

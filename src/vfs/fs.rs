@@ -83,6 +83,9 @@ pub struct Vfs {
     pub(super) store_usage: StoreUsageView,
     invalidator: std::sync::OnceLock<Invalidator>,
     stopped: AtomicBool,
+    /// Held shared by every write to a session file while it runs, so that
+    /// [`Vfs::stop_writes`] returns only once the writes under way are done.
+    pub(super) write_gate: parking_lot::RwLock<()>,
     /// When each session's leaf was last moved through the mount (ms): its views' mtime.
     leaf_moves: Mutex<HashMap<String, i64>>,
 }
@@ -139,6 +142,7 @@ impl Vfs {
             notices: Mutex::new((Vec::new(), HashSet::new())),
             invalidator: std::sync::OnceLock::new(),
             stopped: AtomicBool::new(false),
+            write_gate: parking_lot::RwLock::new(()),
             leaf_moves: Mutex::new(HashMap::new()),
         }
     }
@@ -147,9 +151,11 @@ impl Vfs {
         self.config.read_only
     }
 
-    /// Refuses every write from now on (`EROFS`): the server is shutting down.
+    /// Refuses every write from now on (`EROFS`), as a read-only mount does: the server is
+    /// shutting down. A write already under way finishes before this returns.
     pub fn stop_writes(&self) {
         self.stopped.store(true, Ordering::SeqCst);
+        drop(self.write_gate.write());
     }
 
     /// Whether `caller` may write: the store's owner or root.
@@ -414,7 +420,7 @@ impl Vfs {
                 let mut line = line.lock();
                 let done = line.push(data);
                 let sid = line.sid.clone();
-                let appended = self.append_lines(&sid, &done.lines);
+                let appended = self.append_lines(&sid, &done.lines, false);
                 if done.overflowed {
                     let limit = super::handles::LINE_MAX;
                     let reason = format!("a line longer than {limit} bytes was refused whole");
@@ -435,7 +441,8 @@ impl Vfs {
 
     /// Parses every line first, then appends them all at once through the manager's
     /// validation: a write whose lines are not all valid entries appends none of them.
-    fn append_lines(&self, sid: &str, lines: &[Vec<u8>]) -> Result<(), VfsError> {
+    /// `accepted`: see [`Vfs::with_writer`].
+    fn append_lines(&self, sid: &str, lines: &[Vec<u8>], accepted: bool) -> Result<(), VfsError> {
         let mut objects: Vec<Object> = Vec::new();
         for line in lines {
             let Ok(text) = std::str::from_utf8(line) else {
@@ -455,7 +462,7 @@ impl Vfs {
         if objects.is_empty() {
             return Ok(());
         }
-        let appended = self.with_writer(sid, "entries/new", |manager| {
+        let appended = self.with_writer(sid, "entries/new", accepted, |manager| {
             objects
                 .into_iter()
                 .try_for_each(|o| manager.append_external(o).map(drop))
@@ -498,7 +505,7 @@ impl Vfs {
                     return Ok(());
                 };
                 let sid = line.sid.clone();
-                self.append_lines(&sid, &[last])
+                self.append_lines(&sid, &[last], true)
             }
         }
     }

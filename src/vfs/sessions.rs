@@ -139,13 +139,17 @@ impl Vfs {
 
     /// Runs `f` with session `sid` opened for writing; afterwards the model records the
     /// file as its own write left it. A failure is recorded in `errors` under `what`.
+    /// `accepted` says the bytes were taken before writes stopped (a line completed by a
+    /// close): those are still written while the server shuts down.
     pub(super) fn with_writer<R>(
         &self,
         sid: &str,
         what: &str,
+        accepted: bool,
         f: impl FnOnce(&SessionManager) -> Result<R, SessionError>,
     ) -> Result<R, VfsError> {
-        if self.writes_stopped() {
+        let _gate = self.write_gate.read();
+        if self.config.read_only || (self.writes_stopped() && !accepted) {
             return Err(VfsError::ReadOnly);
         }
         let result = self.with_session(sid, |loaded| {

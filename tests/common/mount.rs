@@ -6,7 +6,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -94,6 +94,30 @@ pub fn within(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// Runs `command` (a `gjcfs mount` expected to give up by itself) for up to `limit`: its
+/// output, or `None` if it still ran — it is then killed and whatever it mounted at
+/// `mountpoint` detached.
+pub fn exit_within(command: &mut Command, mountpoint: &Path, limit: Duration) -> Option<Output> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    if within(limit, || child.try_wait().unwrap().is_some()) {
+        return Some(child.wait_with_output().unwrap());
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    if is_mounted(mountpoint) {
+        let _ = Command::new("fusermount3")
+            .arg("-uz")
+            .arg(mountpoint)
+            .status();
+    }
+    None
+}
+
 /// A path as a tool argument.
 pub fn p(path: &Path) -> &str {
     path.to_str().unwrap()
@@ -166,9 +190,14 @@ impl Mount {
 
     /// Waits for the server to exit on its own (after an outside unmount).
     pub fn wait_exit(&mut self) -> Option<ExitStatus> {
+        self.wait_exit_within(PATIENCE)
+    }
+
+    /// Waits up to `limit` for the server to exit; its status if it did.
+    pub fn wait_exit_within(&mut self, limit: Duration) -> Option<ExitStatus> {
         let child = self.child.as_mut()?;
         let start = Instant::now();
-        while start.elapsed() < PATIENCE {
+        while start.elapsed() < limit {
             if let Some(status) = child.try_wait().unwrap() {
                 self.child = None;
                 return Some(status);
@@ -180,6 +209,16 @@ impl Mount {
 
     pub fn path(&self) -> &Path {
         &self.mountpoint
+    }
+
+    /// The directory of session `sid` in the mount.
+    pub fn session_dir(&self, sid: &str) -> PathBuf {
+        self.mountpoint.join("sessions").join(sid)
+    }
+
+    /// The file the server's standard error goes to.
+    pub fn log_path(&self) -> &Path {
+        &self.log
     }
 
     pub fn log_text(&self) -> String {
@@ -223,5 +262,62 @@ impl Drop for Mount {
                 .arg(&self.mountpoint)
                 .status();
         }
+    }
+}
+
+/// A store of one session to mount: an agent directory in a temporary directory.
+pub struct Store {
+    pub tmp: tempfile::TempDir,
+    pub sid: String,
+    pub file: PathBuf,
+    /// user q, assistant a, user q2.
+    pub ids: Vec<String>,
+}
+
+impl Store {
+    pub fn agent_dir(&self) -> String {
+        self.tmp.path().join("agent").to_string_lossy().into_owned()
+    }
+
+    pub fn entry_count(&self) -> usize {
+        gjcfs::engine::load_session(&self.file)
+            .unwrap()
+            .session
+            .entry_count()
+    }
+}
+
+/// A message of `role` with text content.
+pub fn message(role: &str, text: &str) -> gjcfs::engine::json::Value {
+    gjcfs::engine::json::parse(&format!(
+        r#"{{"role":"{role}","content":"{text}","provider":"p","model":"m","timestamp":1}}"#
+    ))
+    .unwrap()
+}
+
+/// A managed session of three messages (user, assistant, user) in a fresh agent directory.
+pub fn store() -> Store {
+    use gjcfs::engine::manager::{SessionManager, StorageConfig};
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("workspace");
+    fs::create_dir_all(&ws).unwrap();
+    let m = SessionManager::create_managed(
+        &ws,
+        &tmp.path().join("agent/sessions"),
+        StorageConfig::files(tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    let ids = vec![
+        m.append_message(message("user", "question MOUNTTOKEN"))
+            .unwrap(),
+        m.append_message(message("assistant", "answer")).unwrap(),
+        m.append_message(message("user", "q2")).unwrap(),
+    ];
+    m.close().unwrap();
+    Store {
+        sid: m.session_id(),
+        file: m.session_file().unwrap(),
+        tmp,
+        ids,
     }
 }
