@@ -934,3 +934,121 @@ fn a_refused_session_answers_eacces_says_why_and_recovers_when_put_right() {
     set_mode(0o600);
     ok("cat", &[p(&dir.join("context.json"))]);
 }
+
+#[test]
+fn a_leaf_moved_through_the_mount_is_kept_in_the_file() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let expected = {
+        let session = load_session(&s.file).unwrap().session;
+        session.build_context_for(&s.ids[0]).to_value()
+    };
+    ok(
+        "sh",
+        &[
+            "-c",
+            &format!("echo {} > {}", s.ids[0], p(&dir.join("leaf"))),
+        ],
+    );
+    assert_eq!(
+        ok("cat", &[p(&dir.join("leaf"))]),
+        format!("{}\n", s.ids[0])
+    );
+    // Every other reader of the file finds the leaf there: the engine, a second mount…
+    let session = load_session(&s.file).unwrap().session;
+    assert_eq!(session.build_context().to_value(), expected);
+    assert_eq!(
+        gjcfs::engine::leaf_marker::shown_leaf(&session),
+        Some(s.ids[0].as_str())
+    );
+    mount.stop();
+    mount.restart(&["--agent-dir", &s.agent_dir()]);
+    assert_eq!(
+        ok("cat", &[p(&dir.join("leaf"))]),
+        format!("{}\n", s.ids[0])
+    );
+    // … and the next entry the agent appends continues the chosen branch.
+    let m = SessionManager::open_managed(
+        &s.file,
+        StorageConfig::files(s.tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    let next = m.append_message(message("user", "on the branch")).unwrap();
+    let path = m.read(|s| s.path_to(s.index_of(&next).unwrap()));
+    let on_path: Vec<Option<String>> = m.read(|s| {
+        path.iter()
+            .map(|&i| s.record(i).id().map(str::to_owned))
+            .collect()
+    });
+    assert!(on_path.contains(&Some(s.ids[0].clone())));
+    assert!(!on_path.contains(&Some(s.ids[1].clone())));
+    m.close().unwrap();
+    // A reset is kept the same way.
+    ok("sh", &["-c", &format!(": > {}", p(&dir.join("leaf")))]);
+    assert!(within(Duration::from_secs(2), || ok(
+        "cat",
+        &[p(&dir.join("leaf"))]
+    )
+    .is_empty()));
+    let session = load_session(&s.file).unwrap().session;
+    assert_eq!(gjcfs::engine::leaf_marker::shown_leaf(&session), None);
+}
+
+#[test]
+fn leaf_takes_file_names_labels_and_unique_prefixes() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let leaf = dir.join("leaf");
+    let set = |name: &str| sh(&format!("echo '{name}' > {}", p(&leaf)));
+    let shows = |id: &str| assert_eq!(ok("cat", &[p(&leaf)]), format!("{id}\n"));
+    assert!(set(&format!("000000-{}", s.ids[0])).status.success());
+    shows(&s.ids[0]);
+    assert!(set(&format!("000001-{}.json", s.ids[1])).status.success());
+    shows(&s.ids[1]);
+    let label = format!(
+        r#"{{"type":"label","targetId":"{}","label":"start"}}"#,
+        s.ids[0]
+    );
+    assert!(sh(&format!(
+        "echo '{label}' >> {}",
+        p(&dir.join("entries/new"))
+    ))
+    .status
+    .success());
+    assert!(set("start").status.success());
+    shows(&s.ids[0]);
+    assert!(set(&s.ids[2][..6]).status.success());
+    shows(&s.ids[2]);
+    // Unknown and ambiguous names fail with EINVAL and change nothing.
+    assert!(!set("no-such-entry").status.success());
+    shows(&s.ids[2]);
+    let errors = ok("cat", &[p(&dir.join("errors"))]);
+    assert!(
+        errors.contains("no entry is named \"no-such-entry\""),
+        "{errors}"
+    );
+    // Every entry id is 8 hex digits: some one-digit prefix names two once there are enough.
+    for n in 0..40 {
+        let line = format!(r#"{{"role":"user","content":"filler {n}"}}"#);
+        sh(&format!("echo '{line}' >> {}", p(&dir.join("entries/new"))));
+    }
+    let session = load_session(&s.file).unwrap().session;
+    let ids: Vec<&str> = session.entries().filter_map(|r| r.id()).collect();
+    let digit = (0..16)
+        .map(|d| format!("{d:x}"))
+        .find(|d| ids.iter().filter(|id| id.starts_with(d.as_str())).count() > 1)
+        .expect("a shared first digit");
+    let before = ok("cat", &[p(&leaf)]);
+    assert!(!set(&digit).status.success());
+    assert_eq!(ok("cat", &[p(&leaf)]), before);
+    let errors = ok("cat", &[p(&dir.join("errors"))]);
+    assert!(errors.contains("is ambiguous: it begins"), "{errors}");
+}

@@ -25,6 +25,7 @@ pub mod inspect;
 pub mod io_cause;
 pub mod js_text;
 pub mod json;
+pub mod leaf_marker;
 pub mod legacy;
 pub mod lines;
 pub mod load;

@@ -117,7 +117,7 @@ impl EntryTable {
 
 impl Rendered {
     pub fn new(session: &Session) -> Self {
-        let leaf = match session.leaf_id() {
+        let leaf = match crate::engine::leaf_marker::shown_leaf(session) {
             Some(id) => format!("{id}\n").into_bytes(),
             None => Vec::new(),
         };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::errors::{from_session, ErrorLog};
+use super::errors::ErrorLog;
 use super::handles::{Handle, Handles, LeafBuffer, LineBuffer};
 use super::history::HistoryView;
 use super::inode::{InodeTable, Node, ROOT_INO};
@@ -17,6 +17,7 @@ use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, OpenMode, VfsError};
 use crate::engine::discovery::{list_all, list_dir, SessionInfo};
 use crate::engine::json::{self, Object, Value};
+use crate::engine::leaf_marker::persist_leaf;
 use crate::engine::storage::{FileStorage, ReadFile, SessionStorage};
 
 /// Where the sessions come from.
@@ -88,6 +89,63 @@ pub struct Vfs {
     pub(super) write_gate: parking_lot::RwLock<()>,
     /// When each session's leaf was last moved through the mount (ms): its views' mtime.
     leaf_moves: Mutex<HashMap<String, i64>>,
+}
+
+/// What a `leaf` content names.
+enum Resolved {
+    One(String),
+    None,
+    Many(Vec<String>),
+}
+
+/// The entry `name` names in a loaded session: an entry id, an entry file name (with or
+/// without `.json`), a label's file name, or a unique prefix of an entry id.
+fn resolve_leaf(loaded: &mut super::sessions::Loaded, name: &str) -> Resolved {
+    let manager = loaded.manager.clone();
+    if manager.read(|s| s.index_of(name).is_some()) {
+        return Resolved::One(name.to_owned());
+    }
+    let file = if name.ends_with(".json") {
+        name.to_owned()
+    } else {
+        format!("{name}.json")
+    };
+    if let Some(entry) = loaded.rendered.find_entry(&manager, &file) {
+        return Resolved::One(entry.id.clone());
+    }
+    let label = loaded.rendered.labels(&manager).get(name).cloned();
+    if let Some(id) = label.or_else(|| {
+        let encoded = super::layout::label_file_name(name);
+        loaded.rendered.labels(&manager).get(&encoded).cloned()
+    }) {
+        return Resolved::One(id);
+    }
+    let mut matching: Vec<String> = manager.read(|s| {
+        s.entries()
+            .filter_map(|r| r.id())
+            .filter(|id| id.starts_with(name))
+            .map(str::to_owned)
+            .collect()
+    });
+    matching.sort();
+    matching.dedup();
+    match matching.len() {
+        0 => Resolved::None,
+        1 => Resolved::One(matching.remove(0)),
+        _ => Resolved::Many(matching),
+    }
+}
+
+/// The first few candidates of an ambiguous name, for `errors`.
+fn candidates(ids: &[String]) -> String {
+    const SHOWN: usize = 8;
+    let shown: Vec<&str> = ids.iter().take(SHOWN).map(String::as_str).collect();
+    let more = ids.len().saturating_sub(SHOWN);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
 }
 
 /// Up to `size` bytes of `file` at `offset` (fewer only at its end).
@@ -510,46 +568,44 @@ impl Vfs {
         }
     }
 
-    /// The entry a `leaf` content names (`None`: reset), or the recorded failure.
+    /// The entry a `leaf` content names (`None`: reset), or the recorded failure. A leaf is
+    /// named as `ls entries` and `labels/` show it: the entry id, its file name (with or
+    /// without `.json`), a label, or a unique prefix of an id.
     fn check_leaf(&self, sid: &str, buf: &[u8]) -> Result<Option<String>, VfsError> {
         let Ok(text) = std::str::from_utf8(buf) else {
             return Err(self.refuse(sid, "leaf", "not UTF-8".into()));
         };
-        let id = text.strip_suffix('\n').unwrap_or(text);
-        if id.is_empty() {
+        let name = text.strip_suffix('\n').unwrap_or(text).trim();
+        if name.is_empty() {
             return Ok(None);
         }
-        if id.contains('\n') {
+        if name.contains('\n') {
             return Err(self.refuse(sid, "leaf", "more than one line".into()));
         }
-        let known = self.with_session(sid, |l| Ok(l.manager.read(|s| s.index_of(id).is_some())))?;
-        if !known {
-            return Err(self.refuse(sid, "leaf", format!("unknown entry id {id:?}")));
+        let found = self.with_session(sid, |loaded| Ok(resolve_leaf(loaded, name)))?;
+        match found {
+            Resolved::One(id) => Ok(Some(id)),
+            Resolved::None => Err(self.refuse(sid, "leaf", format!("no entry is named {name:?}"))),
+            Resolved::Many(ids) => Err(self.refuse(
+                sid,
+                "leaf",
+                format!("{name:?} is ambiguous: it begins {}", candidates(&ids)),
+            )),
         }
-        Ok(Some(id.to_owned()))
     }
 
+    /// Moves the leaf and records the move in the session file (a leaf marker, see
+    /// [`crate::engine::leaf_marker`]), so that the agent, a remount and every tool find it.
     fn set_leaf(&self, sid: &str, buf: &[u8]) -> Result<(), VfsError> {
         let target = self.check_leaf(sid, buf)?;
-        let moved = self.with_session(sid, |loaded| {
-            Ok(match &target {
-                None => {
-                    loaded.manager.reset_leaf();
-                    Ok(())
-                }
-                Some(id) => loaded.manager.branch(id),
-            })
+        self.with_writer(sid, "leaf", true, |manager| {
+            persist_leaf(manager, target.as_deref())
         })?;
-        if moved.is_ok() {
-            self.leaf_moves
-                .lock()
-                .insert(sid.to_owned(), crate::engine::time::now_millis());
-        }
+        self.leaf_moves
+            .lock()
+            .insert(sid.to_owned(), crate::engine::time::now_millis());
         self.announce(sid, EntriesChanged::None);
-        moved.map_err(|e| {
-            self.errors.push(sid, &format!("leaf: {e}"));
-            from_session(&e)
-        })
+        Ok(())
     }
 
     /// Flushes what is still pending and forgets the handle.

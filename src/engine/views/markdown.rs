@@ -4,7 +4,8 @@
 //! Format (invariants):
 //! - The first line is `# <title>` (the header's title on one line, else `Session <id>`),
 //!   followed by a blank line and a list of facts: ``- session: `<id>` ``,
-//!   ``- cwd: `<cwd>` ``, ``- leaf: `<entry id>` `` (`none` for a null leaf), `- messages: <n>`,
+//!   ``- cwd: `<cwd>` ``, ``- leaf: `<entry id>` `` (`none` for a null leaf; for a leaf marker, the entry it
+//!   stands for: see [`crate::engine::leaf_marker`]), `- messages: <n>`,
 //!   `- thinking level: <level>` and, when the context names one, `- model: <provider/model>`.
 //! - Then one section per context message, in context order, each opened by one heading line
 //!   ``## <n>. <role>[ · <detail>][ · <time>][ · `<entry id>`]`` and ended by a blank line:
@@ -150,7 +151,7 @@ impl<W: Write + ?Sized> Markdown<'_, W> {
         if let Some(cwd) = header.cwd() {
             writeln!(self.out, "- cwd: `{}`", one_line(cwd, usize::MAX))?;
         }
-        match session.leaf_id() {
+        match crate::engine::leaf_marker::shown_leaf(session) {
             Some(leaf) => writeln!(self.out, "- leaf: `{}`", one_line(leaf, usize::MAX))?,
             None => writeln!(self.out, "- leaf: none")?,
         }

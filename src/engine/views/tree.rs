@@ -11,7 +11,7 @@
 //!   type for any other entry; `<preview>` is up to [`PREVIEW_CHARS`] characters of the
 //!   entry's text on one line ([`one_line`]) — for an assistant message without text, its
 //!   tool calls (`→ read, edit`) or else why it stopped (`(aborted: …)`); `  ← leaf` marks
-//!   the current leaf.
+//!   the current leaf (for a leaf marker, the entry it stands for).
 //! - Children are ordered by timestamp, as in the agent, except that the child whose
 //!   subtree holds the current leaf comes last. The last child of an entry continues in the
 //!   entry's own column, without a connector, so the path from the root to the leaf (and a
@@ -39,7 +39,8 @@ const LEAF_MARK: &str = "  ← leaf";
 /// `BufWriter`).
 pub fn write_tree<W: Write + ?Sized>(session: &Session, out: &mut W) -> io::Result<()> {
     let mut tree = session.tree();
-    let leaf = session.leaf();
+    // The entry the leaf stands for (a leaf marker stands for the entry it was put on).
+    let leaf = crate::engine::leaf_marker::shown_leaf(session).and_then(|id| session.index_of(id));
     // The ancestors of the leaf in the tree (which may differ from `path_to` around cycles).
     let mut parent = vec![usize::MAX; tree.children.len()];
     for (p, children) in tree.children.iter().enumerate() {
