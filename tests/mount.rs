@@ -1052,3 +1052,46 @@ fn leaf_takes_file_names_labels_and_unique_prefixes() {
     let errors = ok("cat", &[p(&dir.join("errors"))]);
     assert!(errors.contains("is ambiguous: it begins"), "{errors}");
 }
+
+#[test]
+fn by_date_and_recent_lead_to_the_sessions_by_day_and_newest_first() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let root = mount.path();
+    let header = json::parse(&ok(
+        "cat",
+        &[p(&root.join("sessions").join(&s.sid).join("header.json"))],
+    ))
+    .unwrap();
+    let created = header
+        .as_object()
+        .unwrap()
+        .get_str("timestamp")
+        .unwrap()
+        .to_owned();
+    let day = &created[..10];
+    assert_eq!(ok("ls", &[p(&root.join("by-date"))]), format!("{day}\n"));
+    let names = ok("ls", &[p(&root.join("by-date").join(day))]);
+    let short = &s.sid[..8];
+    let expected = format!(
+        "{} question MOUNTTOKEN ({short})",
+        created[11..16].replace(':', "-")
+    );
+    assert_eq!(names.trim_end(), expected);
+    let link = root.join("by-date").join(day).join(&expected);
+    assert_eq!(
+        ok("readlink", &[p(&link)]).trim_end(),
+        format!("../../sessions/{}", s.sid)
+    );
+    assert!(ok("cat", &[p(&link.join("context.md"))]).contains("MOUNTTOKEN"));
+    let recent = ok("ls", &[p(&root.join("recent"))]);
+    let first = format!("001 question MOUNTTOKEN ({short})");
+    assert_eq!(recent.trim_end(), first);
+    assert_eq!(
+        ok("cat", &[p(&root.join("recent").join(&first).join("leaf"))]),
+        format!("{}\n", s.ids[2])
+    );
+}

@@ -365,7 +365,15 @@ fn blobs_are_listed_and_read_checked() {
         .collect();
     assert_eq!(
         names,
-        ["sessions", "blobs", "history", "projects", "usage.json"]
+        [
+            "sessions",
+            "blobs",
+            "history",
+            "projects",
+            "by-date",
+            "recent",
+            "usage.json"
+        ]
     );
     let blobs = v.lookup(ROOT_INO, "blobs").unwrap().ino;
     let listed = v.readdir(blobs).unwrap();

@@ -300,6 +300,13 @@ impl Vfs {
                     .get(&info.id)
                     .filter(|old| old.path == info.path)
                     .and_then(|old| old.seen);
+                let title = info.title.clone().unwrap_or_else(|| {
+                    if info.message_count == 0 {
+                        String::new()
+                    } else {
+                        info.first_message.clone()
+                    }
+                });
                 (
                     info.id,
                     Listed {
@@ -307,6 +314,8 @@ impl Vfs {
                         cwd: info.cwd,
                         modified_ms: info.modified_ms,
                         seen,
+                        title,
+                        created: info.created,
                     },
                 )
             })
@@ -692,6 +701,14 @@ impl Vfs {
                 Ok(super::layout::link_target(&sid))
             }
             Node::ProjectLink(..) => Err(VfsError::NotFound),
+            Node::DateLink(day, name) => {
+                let sid = self.date_link(&day, &name).ok_or(VfsError::NotFound)?;
+                Ok(format!("../../sessions/{sid}"))
+            }
+            Node::RecentLink(name) => {
+                let sid = self.recent_link(&name).ok_or(VfsError::NotFound)?;
+                Ok(format!("../sessions/{sid}"))
+            }
             Node::Label(sid, label) => self.with_session(&sid, |loaded| {
                 loaded
                     .rendered
@@ -705,6 +722,21 @@ impl Vfs {
     /// The root's inode number.
     pub fn root(&self) -> u64 {
         ROOT_INO
+    }
+
+    /// The session `by-date/<day>/<name>` leads to.
+    pub(super) fn date_link(&self, day: &str, name: &str) -> Option<String> {
+        let listing = self.listing.lock();
+        super::navigation::by_date(listing.iter())
+            .get(day)?
+            .get(name)
+            .cloned()
+    }
+
+    /// The session `recent/<name>` leads to.
+    pub(super) fn recent_link(&self, name: &str) -> Option<String> {
+        let listing = self.listing.lock();
+        super::navigation::recent(listing.iter()).get(name).cloned()
     }
 
     /// The project names of the listing.

@@ -18,6 +18,16 @@ pub enum Node {
     /// `blobs/<sha256>`.
     Blob(String),
     ProjectsDir,
+    /// `by-date/`: one directory per day a session was started.
+    ByDateDir,
+    /// `by-date/<YYYY-MM-DD>/`.
+    DateDir(String),
+    /// `by-date/<YYYY-MM-DD>/<HH-MM title (id)>`: day, name.
+    DateLink(String, String),
+    /// `recent/`: the newest sessions, numbered.
+    RecentDir,
+    /// `recent/<NNN title (id)>`.
+    RecentLink(String),
     /// `projects/<encoded-cwd>/`.
     ProjectDir(String),
     /// `projects/<encoded-cwd>/<session-id>`: project name, session id.
@@ -68,6 +78,11 @@ impl Node {
             | Node::Search(_)
             | Node::ProjectsDir
             | Node::ProjectDir(_)
+            | Node::ByDateDir
+            | Node::DateDir(_)
+            | Node::DateLink(..)
+            | Node::RecentDir
+            | Node::RecentLink(_)
             | Node::StoreUsage => None,
             Node::ProjectLink(_, s) => Some(s),
             Node::SessionDir(s)
@@ -98,6 +113,9 @@ impl Node {
                 | Node::SearchDir
                 | Node::ProjectsDir
                 | Node::ProjectDir(_)
+                | Node::ByDateDir
+                | Node::DateDir(_)
+                | Node::RecentDir
                 | Node::SessionDir(_)
                 | Node::SessionBlobsDir(_)
                 | Node::EntriesDir(_)

@@ -71,7 +71,10 @@ pub(super) fn safe_session_name(id: &str) -> bool {
 pub(super) fn kind_of(node: &Node) -> NodeKind {
     if node.is_dir() {
         NodeKind::Directory
-    } else if matches!(node, Node::ProjectLink(..) | Node::Label(..)) {
+    } else if matches!(
+        node,
+        Node::ProjectLink(..) | Node::Label(..) | Node::DateLink(..) | Node::RecentLink(_)
+    ) {
         NodeKind::Symlink
     } else {
         NodeKind::File

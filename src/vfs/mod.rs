@@ -5,6 +5,7 @@
 //! Layout:
 //! ```text
 //! /sessions/<session-id>/header.json        the header, pretty JSON
+//! /sessions/<session-id>/session.jsonl      the transcript's own bytes, growing as it grows
 //! /sessions/<session-id>/entries/NNNNNN-<id>.json   each entry in file order (also `<id>.json`)
 //! /sessions/<session-id>/entries/new        write-only append point (one JSON object a line)
 //! /sessions/<session-id>/leaf               the current leaf id; writable
@@ -20,6 +21,10 @@
 //! /projects/<encoded-cwd>/<session-id>        symlink to ../../sessions/<session-id>; the
 //!                                             workspace path encoded as the agent's legacy
 //!                                             directory names are (`--home-u-proj--`)
+//! /by-date/<YYYY-MM-DD>/<HH-MM title (id8)>   symlink to ../../sessions/<session-id>, by the
+//!                                             day and time (UTC) the session started
+//! /recent/<NNN title (id8)>                   symlink to ../sessions/<session-id>, the 100
+//!                                             newest sessions, 001 the newest
 //! /history/prompts.jsonl                      the prompt history, one JSON object a line
 //! /history/search/<query>                     the prompts matching <query>
 //! /usage.json                                 the store's usage, replies copied into forks
@@ -78,6 +83,7 @@ mod handles;
 mod history;
 mod inode;
 mod layout;
+mod navigation;
 mod nodes;
 mod sessions;
 mod store_usage;

@@ -79,9 +79,35 @@ impl Vfs {
                 "blobs" => Node::BlobsDir,
                 "history" => Node::HistoryDir,
                 "projects" => Node::ProjectsDir,
+                "by-date" => Node::ByDateDir,
+                "recent" => Node::RecentDir,
                 "usage.json" => Node::StoreUsage,
                 _ => return Err(VfsError::NotFound),
             },
+            Node::ByDateDir => {
+                let known = |v: &Vfs| {
+                    let listing = v.listing.lock();
+                    super::navigation::by_date(listing.iter()).contains_key(name)
+                };
+                if !known(self) {
+                    self.rescan();
+                }
+                if !known(self) {
+                    return Err(VfsError::NotFound);
+                }
+                Node::DateDir(name.to_owned())
+            }
+            Node::DateDir(day) => {
+                self.date_link(day, name).ok_or(VfsError::NotFound)?;
+                Node::DateLink(day.clone(), name.to_owned())
+            }
+            Node::RecentDir => {
+                if self.recent_link(name).is_none() {
+                    self.rescan();
+                }
+                self.recent_link(name).ok_or(VfsError::NotFound)?;
+                Node::RecentLink(name.to_owned())
+            }
             Node::SessionsDir => {
                 if self.listed(name).is_none() {
                     self.rescan();
@@ -189,7 +215,36 @@ impl Vfs {
     fn shape_of(&self, node: &Node) -> Result<Shape, VfsError> {
         let file_ms = || node.session().and_then(|s| self.file_ms(s)).unwrap_or(0);
         Ok(match node {
-            Node::Root | Node::SessionsDir | Node::ProjectsDir => dir(self.source_mtime_ms()),
+            Node::Root
+            | Node::SessionsDir
+            | Node::ProjectsDir
+            | Node::ByDateDir
+            | Node::RecentDir => dir(self.source_mtime_ms()),
+            Node::DateDir(day) => {
+                let listing = self.listing.lock();
+                let days = super::navigation::by_date(listing.iter());
+                let newest = days
+                    .get(day)
+                    .ok_or(VfsError::NotFound)?
+                    .values()
+                    .filter_map(|sid| listing.get(sid).map(|l| l.modified_ms))
+                    .max();
+                dir(newest.unwrap_or(0))
+            }
+            Node::DateLink(day, name) => {
+                let sid = self.date_link(day, name).ok_or(VfsError::NotFound)?;
+                symlink(
+                    format!("../../sessions/{sid}").len(),
+                    self.file_ms(&sid).unwrap_or(0),
+                )
+            }
+            Node::RecentLink(name) => {
+                let sid = self.recent_link(name).ok_or(VfsError::NotFound)?;
+                symlink(
+                    format!("../sessions/{sid}").len(),
+                    self.file_ms(&sid).unwrap_or(0),
+                )
+            }
             Node::BlobsDir => dir(disk::blob_meta(&self.config.blob_dir, None)?.1),
             Node::HistoryDir | Node::SearchDir => dir(self.history.mtime_ms()),
             Node::ProjectDir(name) => {
@@ -297,8 +352,35 @@ impl Vfs {
                 (Node::BlobsDir, "blobs".to_owned()),
                 (Node::HistoryDir, "history".to_owned()),
                 (Node::ProjectsDir, "projects".to_owned()),
+                (Node::ByDateDir, "by-date".to_owned()),
+                (Node::RecentDir, "recent".to_owned()),
                 (Node::StoreUsage, "usage.json".to_owned()),
             ],
+            Node::ByDateDir => {
+                self.rescan();
+                let listing = self.listing.lock();
+                super::navigation::by_date(listing.iter())
+                    .into_keys()
+                    .map(|day| (Node::DateDir(day.clone()), day))
+                    .collect()
+            }
+            Node::DateDir(day) => {
+                let listing = self.listing.lock();
+                super::navigation::by_date(listing.iter())
+                    .remove(day)
+                    .ok_or(VfsError::NotFound)?
+                    .into_keys()
+                    .map(|name| (Node::DateLink(day.clone(), name.clone()), name))
+                    .collect()
+            }
+            Node::RecentDir => {
+                self.rescan();
+                let listing = self.listing.lock();
+                super::navigation::recent(listing.iter())
+                    .into_keys()
+                    .map(|name| (Node::RecentLink(name.clone()), name))
+                    .collect()
+            }
             Node::ProjectsDir => {
                 self.rescan();
                 self.project_names()
@@ -409,7 +491,9 @@ impl Vfs {
             Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
             Node::HistoryPrompts => self.history.prompts(),
             // The kernel follows links; a link itself is never opened.
-            Node::ProjectLink(..) | Node::Label(..) => Err(VfsError::NotFound),
+            Node::ProjectLink(..) | Node::Label(..) | Node::DateLink(..) | Node::RecentLink(_) => {
+                Err(VfsError::NotFound)
+            }
             Node::Search(query) => Ok(Arc::new(self.history.search(query)?)),
             Node::Blob(hash) => {
                 // A blob is a regular file of a real blob directory: checked before the

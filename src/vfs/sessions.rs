@@ -34,6 +34,10 @@ pub(super) struct Listed {
     /// The file as the model last loaded it; a different file at the next load means the
     /// kernel's cached entries of the session are stale.
     pub seen: Option<FileStamp>,
+    /// The title, else the first user message (empty without either).
+    pub title: String,
+    /// The header's ISO timestamp.
+    pub created: String,
 }
 
 pub(super) struct Loaded {
