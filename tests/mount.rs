@@ -583,6 +583,14 @@ fn history_reads_through_cat() {
     let found = ok("cat", &[p(&history.join("search").join("renam"))]);
     assert_eq!(found.lines().count(), 1);
     assert!(found.contains("rename the module"));
+    // How it works is written down beside it, and the queries asked are listed.
+    assert_eq!(ok("ls", &[p(&history)]), "README\nprompts.jsonl\nsearch\n");
+    assert!(ok("cat", &[p(&history.join("README"))]).contains("search/<query>"));
+    ok("cat", &[p(&history.join("search").join("explain tree"))]);
+    assert_eq!(
+        ok("ls", &[p(&history.join("search"))]),
+        "explain tree\nrenam\n"
+    );
 }
 
 #[test]

@@ -465,6 +465,10 @@ impl Filesystem for FuseAdapter {
             if full {
                 break;
             }
+            if entry.name != "." && entry.name != ".." {
+                // The kernel counts an entry given with its attributes as a lookup.
+                self.vfs.referenced(entry.ino);
+            }
         }
         reply.ok();
     }

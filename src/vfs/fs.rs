@@ -340,10 +340,17 @@ impl Vfs {
         let dir = self.node(parent)?;
         let child = self.child(&dir, name)?;
         let attr = self.attr_of(&child)?;
-        if matches!(child, Node::Search(_)) {
+        if let Node::Search(query) = &child {
             self.inodes.lock().remember(attr.ino);
+            self.history.note_query(query);
         }
         Ok(attr)
+    }
+
+    /// The kernel took a reference to `ino` other than through [`Vfs::lookup`] (an entry
+    /// of a listing with attributes, FUSE `readdirplus`).
+    pub fn referenced(&self, ino: u64) {
+        self.inodes.lock().remember(ino);
     }
 
     /// The kernel dropped `count` references to `ino` (FUSE `forget`): a query's node is

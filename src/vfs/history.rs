@@ -14,8 +14,25 @@ use super::VfsError;
 use crate::engine::history::{HistoryEntry, HistoryStorage, MAX_LIMIT};
 use crate::engine::json::{self, Object, Value};
 
+/// How many queries `ls history/search/` shows.
+const RECENT_QUERIES: usize = 20;
+
+/// `history/README`.
+pub const README: &str = "\
+history/ holds the agent's prompt history (history.db), read-only.
+
+prompts.jsonl      every prompt, oldest first: {\"id\",\"prompt\",\"created_at\",\"cwd\"}, one a line
+search/<query>     the prompts matching <query>, best first, as the agent's search finds
+                   them: every word of the query must occur (as a word prefix, or
+                   anywhere in the prompt); punctuation only separates words, so no
+                   query is invalid. Any name is a query: cat \"history/search/fix parser\".
+                   `ls search/` shows the last queries asked.
+";
+
 pub struct HistoryView {
     path: PathBuf,
+    /// The last queries asked, newest last.
+    queries: Mutex<std::collections::VecDeque<String>>,
     storage: Mutex<Option<HistoryStorage>>,
     /// `prompts.jsonl` and the state of the database files it was rendered from.
     prompts: Mutex<Option<(DbStamp, Arc<Vec<u8>>)>>,
@@ -50,6 +67,7 @@ impl HistoryView {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         HistoryView {
             path: path.into(),
+            queries: Mutex::new(std::collections::VecDeque::new()),
             storage: Mutex::new(None),
             prompts: Mutex::new(None),
         }
@@ -105,6 +123,21 @@ impl HistoryView {
         let bytes = Arc::new(out);
         *self.prompts.lock() = Some((stamp, bytes.clone()));
         Ok(bytes)
+    }
+
+    /// Notes a query asked, for [`HistoryView::recent_queries`].
+    pub fn note_query(&self, query: &str) {
+        let mut queries = self.queries.lock();
+        queries.retain(|q| q != query);
+        queries.push_back(query.to_owned());
+        while queries.len() > RECENT_QUERIES {
+            queries.pop_front();
+        }
+    }
+
+    /// The last queries asked, oldest first.
+    pub fn recent_queries(&self) -> Vec<String> {
+        self.queries.lock().iter().cloned().collect()
     }
 
     pub fn search(&self, query: &str) -> Result<Vec<u8>, VfsError> {

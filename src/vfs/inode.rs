@@ -34,6 +34,8 @@ pub enum Node {
     ProjectLink(String, String),
     HistoryDir,
     HistoryPrompts,
+    /// `history/README`: how `history/` works.
+    HistoryReadme,
     SearchDir,
     /// `history/search/<query>`.
     Search(String),
@@ -74,6 +76,7 @@ impl Node {
             | Node::Blob(_)
             | Node::HistoryDir
             | Node::HistoryPrompts
+            | Node::HistoryReadme
             | Node::SearchDir
             | Node::Search(_)
             | Node::ProjectsDir

@@ -129,6 +129,7 @@ impl Vfs {
             }
             Node::HistoryDir => match name {
                 "prompts.jsonl" => Node::HistoryPrompts,
+                "README" => Node::HistoryReadme,
                 "search" => Node::SearchDir,
                 _ => return Err(VfsError::NotFound),
             },
@@ -262,6 +263,7 @@ impl Vfs {
                 self.file_ms(s).ok_or(VfsError::NotFound)?,
             ),
             Node::HistoryPrompts => file(self.history.prompts()?.len(), self.history.mtime_ms()),
+            Node::HistoryReadme => file(super::history::README.len(), self.history.mtime_ms()),
             Node::Search(query) => file(self.history.search(query)?.len(), self.history.mtime_ms()),
             Node::Blob(hash) => {
                 let (len, mtime) = disk::blob_meta(&self.config.blob_dir, Some(hash))?;
@@ -402,6 +404,7 @@ impl Vfs {
                     .collect()
             }
             Node::HistoryDir => vec![
+                (Node::HistoryReadme, "README".to_owned()),
                 (Node::HistoryPrompts, "prompts.jsonl".to_owned()),
                 (Node::SearchDir, "search".to_owned()),
             ],
@@ -415,8 +418,14 @@ impl Vfs {
                     .map(|h| (Node::Blob(h.clone()), h))
                     .collect()
             }
-            // Any name is a query; none is listed.
-            Node::SearchDir => Vec::new(),
+            // Any name is a query; the last ones asked are listed.
+            Node::SearchDir => self
+                .history
+                .recent_queries()
+                .into_iter()
+                .filter(|q| usable_name(q))
+                .map(|q| (Node::Search(q.clone()), q))
+                .collect(),
             Node::BlobsDir => disk::blob_names(&self.config.blob_dir)?
                 .into_iter()
                 .map(|h| (Node::Blob(h.clone()), h))
@@ -490,6 +499,7 @@ impl Vfs {
             Node::StoreUsage => self.store_usage.bytes(),
             Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
             Node::HistoryPrompts => self.history.prompts(),
+            Node::HistoryReadme => Ok(Arc::new(super::history::README.as_bytes().to_vec())),
             // The kernel follows links; a link itself is never opened.
             Node::ProjectLink(..) | Node::Label(..) | Node::DateLink(..) | Node::RecentLink(_) => {
                 Err(VfsError::NotFound)
