@@ -412,6 +412,7 @@ fn ls_lists_a_workspace_or_every_session_newest_first() {
         "--agent-dir",
         dir.path().join("none").to_str().unwrap(),
         "--all",
+        "--allow-empty",
     ]);
     assert!(empty.status.success() && empty.stdout.is_empty());
     let bad = gjcfs(&[
@@ -515,4 +516,37 @@ fn tables_show_control_characters_from_files_as_escapes_and_json_keeps_them() {
         row.as_object().unwrap().get_str("prompt"),
         Some(prompt.as_str())
     );
+}
+
+#[test]
+fn a_missing_agent_directory_is_an_error_unless_an_empty_store_is_asked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("typo");
+    let missing = missing.to_str().unwrap();
+    for args in [
+        vec!["ls", "--all", "--agent-dir", missing],
+        vec!["usage", "--agent-dir", missing],
+        vec!["usage", "--session-dir", missing],
+    ] {
+        let out = gjcfs(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("directory here") && err.contains("--allow-empty"),
+            "{err}"
+        );
+    }
+    for args in [
+        vec!["ls", "--all", "--agent-dir", missing, "--allow-empty"],
+        vec!["usage", "--agent-dir", missing, "--allow-empty"],
+    ] {
+        let out = gjcfs(&args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(!tmp.path().join("typo").exists(), "nothing was created");
 }

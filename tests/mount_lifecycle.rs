@@ -414,3 +414,57 @@ fn a_missing_fusermount3_is_named_with_the_package_to_install() {
     assert!(!mountpoint.exists(), "nothing was created");
     assert!(!is_mounted(&mountpoint));
 }
+
+#[test]
+fn a_missing_store_or_an_occupied_mountpoint_is_refused_and_the_banner_says_what_is_served() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let missing = s.tmp.path().join("no-such-agent");
+    let occupied = s.tmp.path().join("occupied");
+    fs::create_dir_all(&occupied).unwrap();
+    fs::write(occupied.join("notes.txt"), b"mine").unwrap();
+    let file = s.file.clone();
+    let fresh = s.tmp.path().join("fresh");
+    let agent = s.tmp.path().join("agent");
+    let cases: [(&Path, Vec<&str>, &str); 4] = [
+        (
+            &fresh,
+            vec!["--agent-dir", p(&missing)],
+            "no agent directory here",
+        ),
+        (&fresh, vec!["--agent-dir", p(&file)], "not a directory"),
+        (
+            &fresh,
+            vec!["--session-dir", p(&missing)],
+            "no session directory here",
+        ),
+        (
+            &occupied,
+            vec!["--agent-dir", p(&agent)],
+            "not empty",
+        ),
+    ];
+    for (mountpoint, args, says) in cases {
+        let mut command = Command::new(gjcfs_bin());
+        command.arg("mount").arg(mountpoint).args(&args);
+        let out = exit_within(&mut command, mountpoint, EXIT_BOUND)
+            .unwrap_or_else(|| panic!("{args:?}: still running"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!is_mounted(mountpoint));
+    }
+    assert_eq!(fs::read(occupied.join("notes.txt")).unwrap(), b"mine");
+    // Asked for, an empty store is served.
+    let mut empty = Mount::start(&["--agent-dir", p(&missing), "--allow-empty"]);
+    assert_eq!(ok("ls", &[p(&empty.path().join("sessions"))]), "");
+    empty.stop();
+    let mut mount = Mount::start(&["--agent-dir", p(&agent)]);
+    assert!(within(Duration::from_secs(5), || mount
+        .log_text()
+        .contains("1 session(s) in 1 workspace(s), prompt history: no")));
+    mount.stop();
+}

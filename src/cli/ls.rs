@@ -14,8 +14,16 @@ use gjcfs::engine::views::one_line;
 
 use super::output::terminal_safe;
 
-pub fn run(all: bool, cwd: Option<&Path>, as_json: bool, agent_dir: Option<&Path>) -> Result<()> {
-    let sessions_root = super::agent::agent_dirs(agent_dir)?.sessions_root();
+pub fn run(
+    all: bool,
+    cwd: Option<&Path>,
+    as_json: bool,
+    agent_dir: Option<&Path>,
+    allow_empty: bool,
+) -> Result<()> {
+    let dirs = super::agent::agent_dirs(agent_dir)?;
+    super::agent::check_store(&dirs, None, allow_empty)?;
+    let sessions_root = dirs.sessions_root();
     let storage: Arc<dyn SessionStorage> = Arc::new(FileStorage);
     let rows: Vec<(SessionInfo, Option<&'static str>)> = if all {
         list_all(storage.as_ref(), &sessions_root)?

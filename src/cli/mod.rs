@@ -64,6 +64,9 @@ enum Command {
         /// The agent directory [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
         #[arg(long, value_name = "DIR")]
         agent_dir: Option<PathBuf>,
+        /// Take a missing agent directory as an empty store (else an error).
+        #[arg(long)]
+        allow_empty: bool,
     },
     /// Append entries read from standard input to a session file.
     ///
@@ -127,18 +130,37 @@ enum Command {
     },
     /// Mount the session store as a filesystem and serve it in the foreground.
     ///
-    /// Layout: sessions/<id>/{header.json, entries/NNNNNN-<id>.json, entries/new, leaf,
-    /// context.json, errors}. `echo ID > leaf` branches (an empty write resets the leaf);
-    /// each JSON line written to entries/new is appended. Ctrl-C, SIGTERM or SIGHUP stops
-    /// it: writes are refused at once, the mount is detached, every session is flushed and
-    /// closed, and the server exits within a few seconds even if files are still open
-    /// (they then fail with ENOTCONN).
+    /// Layout:
+    ///   sessions/<id>/header.json        the header, pretty JSON
+    ///   sessions/<id>/session.jsonl      the transcript's own bytes (tail -f follows it)
+    ///   sessions/<id>/entries/NNNNNN-<id>.json   each entry (also <id>.json)
+    ///   sessions/<id>/entries/new        append point: each JSON line becomes an entry
+    ///   sessions/<id>/leaf               the leaf; `echo ID > leaf` branches (kept in the file)
+    ///   sessions/<id>/context.json       the context at the leaf (context.md as Markdown)
+    ///   sessions/<id>/tree.txt           the entry tree; usage.json: tokens and cost
+    ///   sessions/<id>/labels/<label>     symlinks to labelled entries
+    ///   sessions/<id>/errors             why the last writes failed
+    ///   sessions/<id>/blobs/<sha256>     the blobs the session references
+    ///   projects/<encoded-cwd>/<id>      the sessions of each workspace
+    ///   by-date/<YYYY-MM-DD>/<HH-MM title (id8)>, recent/<NNN title (id8)>
+    ///   blobs/<sha256>, history/{README,prompts.jsonl,search/<query>}, usage.json
     ///
-    /// The mountpoint may be neither inside the store (the agent directory, its sessions,
-    /// blobs, history, --session-dir) nor contain it.
+    /// Reading never writes. A leaf moved through `leaf` is recorded in the session file
+    /// (a `custom` record the agent's context ignores), so the agent resumes there.
+    /// Ctrl-C, SIGTERM or SIGHUP stops it: writes are refused at once, the mount is
+    /// detached, every session is flushed and closed, and the server exits within a few
+    /// seconds even if files are still open (they then fail with ENOTCONN).
+    ///
+    /// The mountpoint must be an empty directory (a missing one is created), neither
+    /// inside the store (the agent directory, its sessions, blobs, history, --session-dir)
+    /// nor containing it.
+    #[command(verbatim_doc_comment)]
     Mount {
         /// An empty directory (created if missing).
         mountpoint: PathBuf,
+        /// Serve a missing agent or session directory as an empty store (else an error).
+        #[arg(long)]
+        allow_empty: bool,
         /// The agent directory whose sessions to show
         /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
         #[arg(long, value_name = "DIR")]
@@ -231,7 +253,8 @@ pub fn run() -> ExitCode {
             cwd,
             json,
             agent_dir,
-        } => ls::run(all, cwd.as_deref(), json, agent_dir.as_deref()),
+            allow_empty,
+        } => ls::run(all, cwd.as_deref(), json, agent_dir.as_deref(), allow_empty),
         Command::Append { file, agent_dir } => append::run(&file, agent_dir.as_deref()),
         Command::History(args) => history::run(args),
         Command::Generate {
@@ -254,6 +277,7 @@ pub fn run() -> ExitCode {
         }
         Command::Mount {
             mountpoint,
+            allow_empty,
             agent_dir,
             session_dir,
             read_only,
@@ -265,6 +289,7 @@ pub fn run() -> ExitCode {
                 session_dir: session_dir.as_deref(),
                 read_only,
                 allow_other,
+                allow_empty,
             },
         ),
         Command::Umount { mountpoint } => mount::umount(&mountpoint),

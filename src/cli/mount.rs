@@ -35,6 +35,7 @@ pub struct Options<'a> {
     pub session_dir: Option<&'a Path>,
     pub read_only: bool,
     pub allow_other: bool,
+    pub allow_empty: bool,
 }
 
 pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
@@ -43,8 +44,10 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         session_dir,
         read_only,
         allow_other,
+        allow_empty,
     } = options;
     let dirs = super::agent::agent_dirs(agent_dir)?;
+    super::agent::check_store(&dirs, session_dir, allow_empty)?;
     let source = match session_dir {
         Some(dir) => SessionSource::Dir(dir.to_owned()),
         None => SessionSource::SessionsRoot(dirs.sessions_root()),
@@ -74,6 +77,16 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     }
     if !mountpoint.is_dir() {
         bail!("{}: not a directory", mountpoint.display());
+    }
+    let occupied = std::fs::read_dir(&mountpoint)
+        .with_context(|| format!("{}: cannot read the mountpoint", mountpoint.display()))?
+        .next()
+        .is_some();
+    if occupied {
+        bail!(
+            "{}: not empty (a mount would hide what it holds); choose an empty directory",
+            mountpoint.display()
+        );
     }
 
     // Signals are taken by one thread with sigwait; blocked before any other thread starts
@@ -131,6 +144,16 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         .with_context(|| format!("{}: cannot mount", mountpoint.display()))?;
     eprintln!("gjcfs: mounted at {}", mountpoint.display());
     vfs.set_invalidator(super::fuse::invalidator(session.notifier()));
+    let served = vfs.summary();
+    let served_dir = session_dir.unwrap_or(dirs.agent_dir());
+    eprintln!(
+        "gjcfs: serving {}: {} session(s) in {} workspace(s), prompt history: {}{}",
+        terminal_safe(&served_dir.display().to_string()),
+        served.sessions,
+        served.workspaces,
+        if served.history { "yes" } else { "no" },
+        if read_only { " (read-only)" } else { "" }
+    );
 
     let mut polled = Instant::now();
     let signalled = loop {

@@ -20,6 +20,9 @@ pub struct StoreArgs {
     /// Read the sessions of this one directory instead.
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
+    /// Take a missing agent or session directory as an empty store (else an error).
+    #[arg(long)]
+    pub allow_empty: bool,
 }
 
 impl StoreArgs {
@@ -35,8 +38,18 @@ impl StoreArgs {
         })
     }
 
+    /// Fails when the store is not there (see [`super::agent::check_store`]).
+    pub fn check(&self) -> Result<()> {
+        super::agent::check_store(
+            &self.agent_dirs()?,
+            self.session_dir.as_deref(),
+            self.allow_empty,
+        )
+    }
+
     /// The sessions of the store with their listing metadata (one per session id).
     pub fn sessions(&self) -> Result<Vec<SessionInfo>> {
+        self.check()?;
         Ok(match &self.session_dir {
             Some(dir) => list_dir(&FileStorage, dir)
                 .with_context(|| format!("{}: cannot list sessions", dir.display()))?,
@@ -46,6 +59,7 @@ impl StoreArgs {
 
     /// Every transcript file of the store, unread.
     pub fn transcripts(&self) -> Result<Vec<PathBuf>> {
+        self.check()?;
         Ok(match &self.session_dir {
             Some(dir) => transcript_paths(&FileStorage, dir)
                 .with_context(|| format!("{}: cannot list sessions", dir.display()))?,

@@ -163,6 +163,15 @@ fn read_file_at(file: &dyn ReadFile, offset: u64, size: u32) -> Result<Vec<u8>, 
     Ok(buf)
 }
 
+/// What a model serves ([`Vfs::summary`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    pub sessions: usize,
+    pub workspaces: usize,
+    /// Whether there is a prompt history database.
+    pub history: bool,
+}
+
 /// Which of a session's entries changed, for [`Vfs::announce`].
 #[derive(Debug, Clone, Copy)]
 pub(super) enum EntriesChanged<'a> {
@@ -729,6 +738,18 @@ impl Vfs {
     /// The root's inode number.
     pub fn root(&self) -> u64 {
         ROOT_INO
+    }
+
+    /// What the store holds now (the listing is made if it was not yet).
+    pub fn summary(&self) -> Summary {
+        self.rescan();
+        let listing = self.listing.lock();
+        let workspaces: HashSet<&str> = listing.values().map(|l| l.cwd.as_str()).collect();
+        Summary {
+            sessions: listing.len(),
+            workspaces: workspaces.len(),
+            history: self.history.exists(),
+        }
     }
 
     /// The session `by-date/<day>/<name>` leads to.

@@ -125,6 +125,11 @@ impl HistoryView {
         Ok(bytes)
     }
 
+    /// Whether the database exists.
+    pub fn exists(&self) -> bool {
+        self.path.is_file()
+    }
+
     /// Notes a query asked, for [`HistoryView::recent_queries`].
     pub fn note_query(&self, query: &str) {
         let mut queries = self.queries.lock();

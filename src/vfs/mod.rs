@@ -92,7 +92,9 @@ pub use crate::engine::io_cause::IoCause;
 pub use handles::{LEAF_MAX, LINE_MAX};
 pub use layout::label_file_name;
 
-pub use fs::{Caching, Invalidator, NamespaceChange, Opened, SessionSource, Vfs, VfsConfig};
+pub use fs::{
+    Caching, Invalidator, NamespaceChange, Opened, SessionSource, Summary, Vfs, VfsConfig,
+};
 pub use inode::{Node, ROOT_INO};
 
 /// Why an operation failed, in filesystem terms.
