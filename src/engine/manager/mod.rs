@@ -572,8 +572,9 @@ impl State {
     /// left torn (by a crash here or by another process since) is ended with `\n` first, in
     /// the same write, so the new lines are never swallowed by it. With `durable`, the file
     /// and then its directory are fsynced. If anything fails, what this write put in the
-    /// file is cut off again — when the file is exactly its old size plus those bytes (if
-    /// another process appended meanwhile it is left; the next append ends a torn tail).
+    /// file is cut off again (and, with `durable`, the cut fsynced) — when the file is
+    /// exactly its old size plus those bytes (if another process appended meanwhile it is
+    /// left; the next append ends a torn tail).
     fn write_at_end(&mut self, path: &Path, buf: &[u8], durable: bool) -> SessionResult<()> {
         let storage = self.config.storage.clone();
         let writer = self.writer(path)?;
@@ -599,7 +600,12 @@ impl State {
             });
         if let Err(e) = result {
             if written > 0 && writer.end().is_ok_and(|now| now.size == end.size + written) {
-                let _ = writer.truncate(end.size);
+                // A durable append may have reached the disk before a later step failed:
+                // its removal is made durable too.
+                let _ = writer.truncate(end.size).and_then(|()| match durable {
+                    true => writer.fsync(),
+                    false => Ok(()),
+                });
             }
             return Err(self.fail(path, e).into());
         }
