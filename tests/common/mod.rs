@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod mount;
+pub mod tmpfs;
 
 use std::path::PathBuf;
 
