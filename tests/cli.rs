@@ -426,31 +426,8 @@ fn ls_lists_a_workspace_or_every_session_newest_first() {
 
 // --- Never lose or alter a session -------------------------------------------------------
 
-/// Runs gjcfs with `stdin`, killing it and failing the test if it does not finish within
-/// ten seconds (a command blocked on a FIFO would never finish).
 fn gjcfs_within(args: &[&str], stdin: &str) -> Output {
-    use std::io::Write;
-    use std::time::{Duration, Instant};
-    let mut child = Command::new(gjcfs_bin())
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let _ = input.write_all(stdin.as_bytes());
-    drop(input);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("gjcfs {args:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
+    common::gjcfs_with_stdin(args, stdin)
 }
 
 fn mkfifo(path: &std::path::Path) {
@@ -468,23 +445,7 @@ fn managed_agent(
     let agent = tmp.join("agent");
     let ws = tmp.join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    let out = gjcfs(&[
-        "generate",
-        "s.jsonl",
-        "--entries",
-        "6",
-        "--cwd",
-        ws.to_str().unwrap(),
-        "--scope",
-        agent.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let identity = gjcfs::engine::scope::resolve_identity(&ws).unwrap();
-    let file = agent
-        .join("sessions")
-        .join(gjcfs::engine::scope::scope_dir_name(&identity))
-        .join("s.jsonl");
-    assert!(file.is_file());
+    let file = common::generate_managed(&agent, &ws, 6);
     (agent, ws, file)
 }
 

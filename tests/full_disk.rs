@@ -5,31 +5,20 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-use common::gjcfs_bin;
 use common::tmpfs::Tmpfs;
+use common::{generate_managed, gjcfs_with_stdin};
 
 fn append(file: &std::path::Path, agent: &std::path::Path, text: &str) -> Output {
-    let mut child = Command::new(gjcfs_bin())
-        .arg("append")
-        .arg(file)
-        .arg("--agent-dir")
-        .arg(agent)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let args = [
+        "append".as_ref(),
+        file.as_os_str(),
+        "--agent-dir".as_ref(),
+        agent.as_os_str(),
+    ];
     let line = format!("{{\"role\":\"user\",\"content\":\"{text}\"}}\n");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(line.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    gjcfs_with_stdin::<&std::ffi::OsStr>(&args, &line)
 }
 
 #[test]
@@ -40,23 +29,7 @@ fn a_full_disk_fails_the_append_cleanly_and_freeing_space_lets_the_next_one_thro
     let agent = fs.path().join("agent");
     let ws = fs.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
-    let out = Command::new(gjcfs_bin())
-        .args(["generate", "s.jsonl", "--entries", "4", "--cwd"])
-        .arg(&ws)
-        .arg("--scope")
-        .arg(&agent)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let identity = gjcfs::engine::scope::resolve_identity(&ws).unwrap();
-    let file = agent
-        .join("sessions")
-        .join(gjcfs::engine::scope::scope_dir_name(&identity))
-        .join("s.jsonl");
+    let file = generate_managed(&agent, &ws, 4);
     let filler = fs.path().join("filler");
     std::fs::write(&filler, vec![0u8; 64 * 1024]).unwrap();
 
