@@ -967,7 +967,7 @@ fn a_full_rewrite_is_refused_while_another_process_holds_the_file_for_writing() 
         SessionError::OpenElsewhere { pids, .. } => assert_eq!(pids, &[child.id()]),
         other => panic!("{other}"),
     }
-    eprintln!("refused rewrite (two checks, one /proc scan) took {took:?}");
+    eprintln!("refused rewrite (one check: stat and a /proc scan) took {took:?}");
     assert_eq!(snapshot(&path), before);
     assert_eq!(
         fs::read_dir(dir.path()).unwrap().count(),
