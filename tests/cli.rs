@@ -550,3 +550,252 @@ fn a_missing_agent_directory_is_an_error_unless_an_empty_store_is_asked_for() {
     }
     assert!(!tmp.path().join("typo").exists(), "nothing was created");
 }
+
+// --- Never lose or alter a session -------------------------------------------------------
+
+fn gjcfs_within(args: &[&str], stdin: &str) -> Output {
+    common::gjcfs_with_stdin(args, stdin)
+}
+
+fn mkfifo(path: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// A fresh agent directory with one managed session of workspace `ws`; returns the
+/// agent directory, the workspace and the transcript.
+fn managed_agent(
+    tmp: &std::path::Path,
+) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let agent = tmp.join("agent");
+    let ws = tmp.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let file = common::generate_managed(&agent, &ws, 6);
+    (agent, ws, file)
+}
+
+#[test]
+fn nothing_blocks_on_a_fifo() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, ws, file) = managed_agent(tmp.path());
+    let a = agent.to_str().unwrap();
+    let fifo = tmp.path().join("fifo.jsonl");
+    mkfifo(&fifo);
+    let f = fifo.to_str().unwrap();
+    for args in [
+        vec!["entries", f],
+        vec!["context", f],
+        vec!["append", f, "--agent-dir", a],
+    ] {
+        let out = gjcfs_within(&args, "{\"role\":\"user\",\"content\":\"x\"}\n");
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&out).contains("not a regular file"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(gjcfs_within(&["show", f], "").status.code(), Some(1));
+    // A FIFO among the sessions of a scope is skipped by listings.
+    mkfifo(&file.with_file_name("x.jsonl"));
+    for args in [
+        vec!["ls", "--agent-dir", a, "--all"],
+        vec!["ls", "--agent-dir", a, "--cwd", ws.to_str().unwrap()],
+        vec!["usage", "--agent-dir", a],
+    ] {
+        let out = gjcfs_within(&args, "");
+        assert!(out.status.code().is_some(), "{args:?}");
+    }
+    let out = gjcfs_within(&["ls", "--agent-dir", a, "--all", "--json"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("s.jsonl"), "{}", stdout(&out));
+}
+
+#[test]
+fn reading_commands_never_touch_a_backup_in_a_legacy_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, ws, file) = managed_agent(tmp.path());
+    let a = agent.to_str().unwrap();
+    let legacy = agent
+        .join("sessions")
+        .join(gjcfs::engine::legacy::encode_absolute(
+            std::fs::canonicalize(&ws).unwrap().to_str().unwrap(),
+        ));
+    std::fs::create_dir_all(&legacy).unwrap();
+    let session = legacy.join("old.jsonl");
+    std::fs::copy(&file, &session).unwrap();
+    // A backup whose primary is missing: the original's recovery would rename it back.
+    let backup = legacy.join("gone.jsonl.12345.bak");
+    std::fs::copy(&file, &backup).unwrap();
+    let listing = |dir: &std::path::Path| {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let meta = e.metadata().unwrap();
+                (e.file_name(), meta.len(), meta.modified().unwrap())
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(&legacy);
+    let (s, b) = (session.to_str().unwrap(), backup.to_str().unwrap());
+    for args in [
+        vec!["ls", "--agent-dir", a, "--all"],
+        vec!["ls", "--agent-dir", a, "--cwd", ws.to_str().unwrap()],
+        vec!["show", s, "--agent-dir", a],
+        vec!["show", "gone", "--agent-dir", a],
+        vec!["usage", "--agent-dir", a],
+        vec!["context", s, "--agent-dir", a],
+        vec!["entries", s],
+        vec!["entries", b],
+    ] {
+        gjcfs_within(&args, "");
+        assert_eq!(listing(&legacy), before, "{args:?}");
+    }
+}
+
+#[test]
+fn append_refuses_what_is_not_a_session_and_leaves_it_byte_identical() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    for (name, content) in [
+        ("damaged.jsonl", "{\"type\":\"sess\n{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"q\"}}\n"),
+        ("config.json", "{\"theme\":\"dark\",\"fontSize\":12}\n"),
+        ("notes.txt", "remember the milk\n"),
+        ("empty.jsonl", ""),
+    ] {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, content).unwrap();
+        let out = gjcfs_within(
+            &["append", path.to_str().unwrap(), "--agent-dir", agent.to_str().unwrap()],
+            "{\"role\":\"user\",\"content\":\"x\"}\n",
+        );
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(err.contains("not a session file"), "{name}: {err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), content, "{name}");
+    }
+    assert!(!agent.exists(), "nothing created");
+}
+
+#[test]
+fn append_to_a_legacy_session_writes_its_managed_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, ws, file) = managed_agent(tmp.path());
+    let legacy = agent
+        .join("sessions")
+        .join(gjcfs::engine::legacy::encode_absolute(
+            std::fs::canonicalize(&ws).unwrap().to_str().unwrap(),
+        ));
+    std::fs::create_dir_all(&legacy).unwrap();
+    let session = legacy.join("2026-01-01T00-00-00-000Z_old.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap().replacen(
+        &format!(
+            "\"id\":\"{}\"",
+            gjcfs::engine::load_session(&file)
+                .unwrap()
+                .session
+                .header()
+                .id()
+                .unwrap()
+        ),
+        "\"id\":\"old-session\"",
+        1,
+    );
+    std::fs::write(&session, &text).unwrap();
+    let mtime = std::fs::metadata(&session).unwrap().modified().unwrap();
+    let out = gjcfs_within(
+        &[
+            "append",
+            session.to_str().unwrap(),
+            "--agent-dir",
+            agent.to_str().unwrap(),
+        ],
+        "{\"role\":\"user\",\"content\":\"appended to the copy\"}\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let copy = file.with_file_name(session.file_name().unwrap());
+    assert!(
+        stderr(&out).contains(copy.to_str().unwrap()),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), text);
+    assert_eq!(
+        std::fs::metadata(&session).unwrap().modified().unwrap(),
+        mtime
+    );
+    assert!(std::fs::read_to_string(&copy)
+        .unwrap()
+        .contains("appended to the copy"));
+}
+
+/// Gives `path` a POSIX ACL granting uid 4321 read access; false when the filesystem
+/// cannot store one.
+fn add_acl(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    // The kernel's xattr ACL format: version 2, then (tag, perm, id) entries.
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, 6u16, u32::MAX),
+        (0x02, 4, 4321),
+        (0x04, 0, u32::MAX),
+        (0x10, 4, u32::MAX),
+        (0x20, 0, u32::MAX),
+    ] {
+        acl.extend(tag.to_le_bytes());
+        acl.extend(perm.to_le_bytes());
+        acl.extend(id.to_le_bytes());
+    }
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: valid NUL-terminated strings and a buffer of the given length.
+    let rc = unsafe {
+        libc::setxattr(
+            c.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            acl.as_ptr().cast(),
+            acl.len(),
+            0,
+        )
+    };
+    rc == 0
+}
+
+#[test]
+fn append_refuses_a_managed_transcript_that_is_not_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, _, file) = managed_agent(tmp.path());
+    let a = agent.to_str().unwrap();
+    let line = "{\"role\":\"user\",\"content\":\"x\"}\n";
+    let refused = |what: &str| {
+        let before = std::fs::read(&file).unwrap();
+        let out = gjcfs_within(&["append", file.to_str().unwrap(), "--agent-dir", a], line);
+        assert_eq!(out.status.code(), Some(1), "{what}");
+        assert_eq!(stderr(&out).lines().count(), 1, "{what}: {}", stderr(&out));
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{what}");
+        stderr(&out)
+    };
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(refused("0644").contains("mode 644"));
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&file, Some(4321), None).unwrap();
+        assert!(refused("foreign owner").contains("owned by uid 4321"));
+        std::os::unix::fs::chown(&file, Some(0), None).unwrap();
+    } else {
+        eprintln!("skipped the foreign-owner case: it needs root to chown");
+    }
+    if add_acl(&file) {
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(refused("ACL").contains("ACL"));
+    } else {
+        eprintln!("skipped the ACL case: the filesystem stores no POSIX ACL");
+    }
+}

@@ -1,16 +1,20 @@
-//! Drives the manager through appends, a rename and rewrites while failing each storage
-//! operation in turn, and checks that nothing acknowledged is lost and no file is ever
-//! half-replaced.
+//! Drives the manager through appends, a batch, a rename and rewrites while failing each
+//! storage operation in turn, and checks that nothing acknowledged is lost, no torn partial
+//! line is left and no file is ever half-replaced — for a session in an explicit directory
+//! and for a managed transcript. Then the in-memory backend's crash model: a managed append
+//! is durable when it is acknowledged (file fsync, then directory fsync), and so is a
+//! managed full rewrite.
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use gjcfs::engine::blob::BlobStore;
-use gjcfs::engine::json::{self, Value};
+use gjcfs::engine::json::{self, Object, Value};
 use gjcfs::engine::manager::{SessionError, SessionManager, StorageConfig};
 use gjcfs::engine::replay::parse_session_entries;
+use gjcfs::engine::scope::{binding_bytes, scope_dir_name, Identity, BINDING_FILE};
 use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage, SessionStorage};
 
 fn message(role: &str, text: &str) -> Value {
@@ -25,6 +29,10 @@ fn message(role: &str, text: &str) -> Value {
     .unwrap()
 }
 
+fn object(text: &str) -> Object {
+    json::parse(text).unwrap().as_object().unwrap().clone()
+}
+
 /// The scenario; pushes the id of every acknowledged append.
 fn scenario(m: &SessionManager, acked: &mut Vec<String>) -> Result<(), SessionError> {
     acked.push(m.append_message(message("user", "q1"))?);
@@ -32,26 +40,91 @@ fn scenario(m: &SessionManager, acked: &mut Vec<String>) -> Result<(), SessionEr
     acked.push(m.append_message(message("user", "q2"))?);
     m.set_session_name("a title", true)?;
     acked.push(m.append_message(message("assistant", "a2"))?);
+    acked.extend(m.append_external_all(vec![
+        object(r#"{"role":"user","content":"batch 1"}"#),
+        object(r#"{"type":"custom","customType":"batch"}"#),
+    ])?);
     m.rewrite_entries()?;
     acked.push(m.append_custom_entry("ext", Some(Value::string("data")))?);
     m.flush()
 }
 
-fn fresh() -> (MemoryStorage, SessionManager) {
-    let storage = MemoryStorage::new();
-    storage.ensure_dir(Path::new("/s")).unwrap();
-    let shared: Arc<dyn SessionStorage> = Arc::new(storage.clone());
-    let config = StorageConfig {
-        blobs: BlobStore::new("/blobs", shared.clone()),
-        storage: shared,
-    };
-    let manager = SessionManager::create("/w", "/s", config);
-    (storage, manager)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// A new session in an explicit directory (its first write is a full rewrite).
+    Explicit,
+    /// An existing managed transcript (appends fsynced with their directory).
+    Managed,
 }
 
-#[test]
-fn every_storage_failure_leaves_a_loadable_file_with_everything_acknowledged() {
-    let (storage, manager) = fresh();
+fn config(storage: &MemoryStorage) -> StorageConfig {
+    let shared: Arc<dyn SessionStorage> = Arc::new(storage.clone());
+    StorageConfig {
+        blobs: BlobStore::new("/agent/blobs", shared.clone()),
+        storage: shared,
+    }
+}
+
+/// A managed transcript holding a question and its answer, in a bound scope.
+fn managed_transcript(storage: &MemoryStorage) -> PathBuf {
+    let identity = Identity {
+        platform: "posix",
+        canonical_path: "/w".into(),
+    };
+    let scope = Path::new("/agent/sessions").join(scope_dir_name(&identity));
+    storage.ensure_dir(&scope).unwrap();
+    storage.put_file(&scope.join(BINDING_FILE), &binding_bytes(&identity));
+    let path = scope.join("2026-01-01T00-00-00-000Z_s.jsonl");
+    let text = common::SessionText::new()
+        .message("q0", None, "user", "q")
+        .message("a0", Some("q0"), "assistant", "a")
+        .text();
+    storage.put_file(&path, text.as_bytes());
+    path
+}
+
+/// A fresh storage and manager; the entries already on disk.
+fn fresh(mode: Mode) -> (MemoryStorage, SessionManager, Vec<String>) {
+    let storage = MemoryStorage::new();
+    match mode {
+        Mode::Explicit => {
+            storage.ensure_dir(Path::new("/s")).unwrap();
+            let manager = SessionManager::create("/w", "/s", config(&storage));
+            (storage, manager, Vec::new())
+        }
+        Mode::Managed => {
+            let path = managed_transcript(&storage);
+            let manager = SessionManager::open_managed(&path, config(&storage)).unwrap();
+            (storage, manager, vec!["q0".into(), "a0".into()])
+        }
+    }
+}
+
+/// The entry ids in the file, after checking that every line is complete and valid JSON
+/// (no torn partial, never half-replaced).
+fn ids_on_disk(storage: &MemoryStorage, file: &Path, context: &str) -> Option<Vec<String>> {
+    let text = String::from_utf8(storage.file(file)?).unwrap();
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "{context}: a torn partial is left: {:?}",
+        &text[text.rfind('\n').map_or(0, |i| i + 1)..]
+    );
+    for line in text.lines() {
+        json::parse(line).unwrap_or_else(|e| panic!("{context}: {e} in {line}"));
+    }
+    let records = parse_session_entries(&text).unwrap().records;
+    assert!(records[0].is_header(), "{context}");
+    Some(
+        records
+            .iter()
+            .skip(1)
+            .filter_map(|r| r.id().map(str::to_owned))
+            .collect(),
+    )
+}
+
+fn sweep(mode: Mode) {
+    let (storage, manager, _) = fresh(mode);
     let base = storage.op_count();
     scenario(&manager, &mut Vec::new()).unwrap();
     let total = storage.op_count() - base;
@@ -68,7 +141,7 @@ fn every_storage_failure_leaves_a_loadable_file_with_everything_acknowledged() {
     let mut failures_seen = 0;
     for k in 0..total {
         for kind in kinds {
-            let (storage, manager) = fresh();
+            let (storage, manager, before) = fresh(mode);
             let file = manager.session_file().unwrap();
             storage.set_fault(Some(Fault {
                 at: storage.op_count() + k,
@@ -76,18 +149,26 @@ fn every_storage_failure_leaves_a_loadable_file_with_everything_acknowledged() {
             }));
             let mut acked = Vec::new();
             let outcome = scenario(&manager, &mut acked);
-            let context = format!("fault {kind:?} at operation {k}");
-            if outcome.is_err() {
-                failures_seen += 1;
-                // The error is latched: nothing more is accepted.
-                assert!(manager.append_custom_entry("x", None).is_err(), "{context}");
+            let context = format!("{mode:?}: fault {kind:?} at operation {k}");
+            match &outcome {
+                Ok(()) => {}
+                // A rewrite refused because the manager no longer knows the file on disk is
+                // the one it wrote (it could not read its identity back): nothing was
+                // written, nothing is latched.
+                Err(SessionError::ChangedOnDisk { .. }) => failures_seen += 1,
+                Err(_) => {
+                    failures_seen += 1;
+                    // The error is latched: nothing more is accepted.
+                    assert!(manager.append_custom_entry("x", None).is_err(), "{context}");
+                }
             }
             // Memory holds exactly the acknowledged entries.
+            let expected: Vec<String> = before.iter().chain(&acked).cloned().collect();
             let in_memory: Vec<String> =
                 manager.read(|s| s.entries().map(|e| e.id().unwrap().to_owned()).collect());
-            assert_eq!(in_memory, acked, "{context}");
+            assert_eq!(in_memory, expected, "{context}");
             storage.set_fault(None);
-            let Some(bytes) = storage.file(&file) else {
+            let Some(on_disk) = ids_on_disk(&storage, &file, &context) else {
                 // Only the deferred start may be missing from disk.
                 assert!(
                     acked.len() <= 1,
@@ -96,44 +177,106 @@ fn every_storage_failure_leaves_a_loadable_file_with_everything_acknowledged() {
                 );
                 continue;
             };
-            let text = String::from_utf8(bytes).unwrap();
-            // Never half-replaced: every complete line is valid JSON, only a torn tail may not be.
-            let complete: Vec<&str> = text
-                .split_inclusive('\n')
-                .filter(|l| l.ends_with('\n'))
-                .collect();
-            for line in &complete {
-                json::parse(line.trim_end()).unwrap_or_else(|e| panic!("{context}: {e} in {line}"));
-            }
-            let records = parse_session_entries(&text).unwrap().records;
-            assert!(records[0].is_header(), "{context}");
-            let on_disk: Vec<&str> = records.iter().skip(1).filter_map(|r| r.id()).collect();
-            // Everything acknowledged once the session reached disk is there, in order.
-            let expected: Vec<&str> = acked.iter().map(String::as_str).collect();
+            // Everything acknowledged once the session reached disk is there, in order, and
+            // nothing that was not.
             assert_eq!(on_disk, expected, "{context}");
-            // The file can be reopened and appended to.
-            let reopened = SessionManager::open(
-                &file,
-                "/w",
-                StorageConfig {
-                    blobs: BlobStore::new("/blobs", Arc::new(storage.clone())),
-                    storage: Arc::new(storage.clone()),
-                },
-            )
+            if mode == Mode::Managed {
+                // Managed appends are durable when acknowledged.
+                drop(manager);
+                storage.crash();
+                let durable = ids_on_disk(&storage, &file, &context);
+                assert_eq!(
+                    durable.as_ref(),
+                    Some(&expected),
+                    "{context}: after a crash"
+                );
+            }
+            // The file can be reopened (strictly, when managed) and appended to.
+            let reopened = match mode {
+                Mode::Explicit => SessionManager::open(&file, "/w", config(&storage)),
+                Mode::Managed => SessionManager::open_managed(&file, config(&storage)),
+            }
             .unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
             let id = reopened.append_custom_entry("after", None).unwrap();
             reopened.close().unwrap();
-            let again = String::from_utf8(storage.file(&file).unwrap()).unwrap();
-            let last = parse_session_entries(&again)
-                .unwrap()
-                .records
-                .pop()
-                .unwrap();
-            assert_eq!(last.id(), Some(id.as_str()), "{context}");
+            let again = ids_on_disk(&storage, &file, &context).unwrap();
+            assert_eq!(again.last(), Some(&id), "{context}");
         }
     }
     assert!(
         failures_seen as u64 >= total,
         "every fault point was hit at least once"
     );
+}
+
+#[test]
+fn every_storage_failure_leaves_a_loadable_file_with_everything_acknowledged() {
+    sweep(Mode::Explicit);
+}
+
+#[test]
+fn every_storage_failure_of_a_managed_session_keeps_everything_acknowledged_durable() {
+    sweep(Mode::Managed);
+}
+
+/// The positions of `wanted`, in order, as a subsequence of `log`.
+fn in_order(log: &[&str], wanted: &[&str]) -> bool {
+    let mut rest = log.iter();
+    wanted.iter().all(|w| rest.any(|op| op == w))
+}
+
+#[test]
+fn a_managed_append_writes_then_fsyncs_the_file_then_its_directory_and_survives_a_crash() {
+    let storage = MemoryStorage::new();
+    let path = managed_transcript(&storage);
+    for i in 0..3 {
+        let m = SessionManager::open_managed(&path, config(&storage)).unwrap();
+        let from = storage.op_log().len();
+        let id = m
+            .append_message(message("user", &format!("durable {i}")))
+            .unwrap();
+        let log = storage.op_log();
+        assert!(
+            in_order(
+                &log[from..],
+                &["check_private_file", "end", "write", "fsync", "sync_dir"]
+            ),
+            "{:?}",
+            &log[from..]
+        );
+        // Power is lost the moment the append returns.
+        drop(m);
+        storage.crash();
+        let ids = ids_on_disk(&storage, &path, "after a crash").unwrap();
+        assert_eq!(ids.last(), Some(&id), "append {i}");
+        assert_eq!(ids.len(), 3 + i);
+    }
+}
+
+#[test]
+fn a_managed_full_rewrite_survives_a_crash_and_an_unsynced_one_does_not_replace_the_file() {
+    let storage = MemoryStorage::new();
+    let path = managed_transcript(&storage);
+    let m = SessionManager::open_managed(&path, config(&storage)).unwrap();
+    m.set_session_name("before the rewrite", true).unwrap();
+    m.rewrite_entries().unwrap();
+    let rewritten = storage.file(&path).unwrap();
+    assert!(!String::from_utf8_lossy(&rewritten).contains("header_patch"));
+    drop(m);
+    storage.crash();
+    assert_eq!(storage.file(&path).unwrap(), rewritten);
+    assert_eq!(storage.paths().len(), 2, "the binding and the transcript");
+
+    // The same rewrite in an explicit directory does not sync the directory: after a
+    // crash the old file (durable) is back, whole.
+    let dir = Path::new("/explicit");
+    storage.ensure_dir(dir).unwrap();
+    let explicit = dir.join("e.jsonl");
+    storage.put_file(&explicit, &rewritten);
+    let m = SessionManager::open(&explicit, "/w", config(&storage)).unwrap();
+    m.set_session_name("renamed", true).unwrap();
+    m.rewrite_entries().unwrap();
+    drop(m);
+    storage.crash();
+    assert_eq!(storage.file(&explicit).unwrap(), rewritten);
 }

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use common::{fixture, SessionText};
 use gjcfs::engine::inspect::parse_strict;
 use gjcfs::engine::json::{self, Value};
-use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{AppendPhase, SessionError, SessionManager, StorageConfig};
 use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage};
+use gjcfs::engine::{load_session, LoadError};
 
 fn user(text: &str) -> Value {
     json::parse(&format!(
@@ -189,7 +189,7 @@ fn long_titles_are_cleaned_and_cut_to_1000_units() {
 }
 
 #[test]
-fn reopening_an_openai_replay_payload_appends_one_entry_patch() {
+fn sanitizer_patches_are_owed_to_the_first_append_never_written_at_open() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("replay.jsonl");
     let text = fs::read_to_string(fixture("openai-replay-sanitize.jsonl"))
@@ -198,42 +198,54 @@ fn reopening_an_openai_replay_payload_appends_one_entry_patch() {
     fs::write(&path, &text).unwrap();
     let m = SessionManager::open(&path, "/", config(dir.path())).unwrap();
     m.close().unwrap();
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        text,
+        "nothing written at open"
+    );
+    let message = m.read(|s| s.get_entry("assistant").unwrap().message().unwrap().clone());
+    assert!(
+        !message.contains_key("providerPayload"),
+        "sanitized in memory"
+    );
+    let id = m.append_message(user("next")).unwrap();
+    m.close().unwrap();
     let after = fs::read_to_string(&path).unwrap();
     assert!(after.starts_with(&text), "only appended");
-    assert!(after.ends_with('\n'));
     let added: Vec<&str> = after[text.len()..].lines().collect();
-    assert_eq!(added.len(), 1);
+    assert_eq!(added.len(), 2, "the owed patch, then the entry");
     assert!(added[0].starts_with(r#"{"type":"entry_patch","entryId":"assistant","patch":{"message":{"role":"assistant","content":[{"type":"thinking","thinking":"private"}]"#));
-    let message = m.read(|s| s.get_entry("assistant").unwrap().message().unwrap().clone());
-    assert!(!message.contains_key("providerPayload"));
-    // Reopening finds nothing more to patch.
-    SessionManager::open(&path, "/", config(dir.path()))
-        .unwrap()
-        .close()
-        .unwrap();
-    assert_eq!(fs::read_to_string(&path).unwrap(), after);
+    assert!(added[1].contains(&format!(r#""id":"{id}""#)));
+    // Reopening finds nothing more to patch: the next append adds only its own line.
+    let again = SessionManager::open(&path, "/", config(dir.path())).unwrap();
+    again.append_message(user("last")).unwrap();
+    again.close().unwrap();
+    assert_eq!(
+        fs::read_to_string(&path).unwrap().lines().count(),
+        after.lines().count() + 1
+    );
 }
 
 #[test]
-fn a_failed_replay_patch_fails_the_open_and_leaves_the_file() {
+fn a_failed_owed_patch_fails_the_first_append_and_leaves_the_file() {
     let storage = MemoryStorage::new();
     let path = PathBuf::from("/s/replay.jsonl");
     storage.ensure_dir(Path::new("/s")).unwrap();
     let text = fs::read_to_string(fixture("openai-replay-sanitize.jsonl")).unwrap();
     storage.put_file(&path, text.as_bytes());
     let cfg = memory_config(&storage);
-    // Fail every write from here on.
-    // The read succeeds; every operation after it fails.
+    let m = SessionManager::open(&path, "/", cfg).unwrap();
+    assert_eq!(storage.file(&path).unwrap(), text.as_bytes());
     let start = storage.op_count();
     storage.set_faults(
-        (start + 1..start + 50)
+        (start..start + 50)
             .map(|at| Fault {
                 at,
                 kind: FaultKind::Errno(libc::EIO),
             })
             .collect(),
     );
-    let err = SessionManager::open(&path, "/", cfg).unwrap_err();
+    let err = m.append_message(user("q")).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
     assert_eq!(storage.file(&path).unwrap(), text.as_bytes());
     assert_eq!(storage.paths(), vec![path]);
@@ -303,12 +315,18 @@ fn an_append_after_a_torn_last_line_is_not_swallowed() {
     )
     .unwrap();
     let m = SessionManager::open(&path, "/work", config(dir.path())).unwrap();
+    append_after_a_tear(&m, &path, 3);
+}
+
+/// Appends through `m` to `path`, whose last line is torn, then checks that only that line
+/// is lost and the new entry is the leaf of the `entries` now in the file.
+fn append_after_a_tear(m: &SessionManager, path: &Path, entries: usize) {
     let id = m.append_message(user("after the tear")).unwrap();
     m.close().unwrap();
-    let loaded = load_session(&path).unwrap();
+    let loaded = load_session(path).unwrap();
     assert_eq!(loaded.skipped.len(), 1, "only the torn line is lost");
     assert_eq!(loaded.session.leaf_id(), Some(id.as_str()));
-    assert_eq!(loaded.session.entry_count(), 3);
+    assert_eq!(loaded.session.entry_count(), entries);
 }
 
 #[test]
@@ -530,23 +548,32 @@ fn images_go_to_the_blob_store_and_come_back_in_the_context() {
 }
 
 #[test]
-fn open_of_a_missing_or_empty_file_writes_a_header() {
+fn open_refuses_a_missing_or_non_session_file_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     for (name, content) in [
         ("missing.jsonl", None),
         ("empty.jsonl", Some("")),
         ("junk.jsonl", Some("{\"x\":1}\n")),
+        ("config.json", Some("{\"theme\":\"dark\"}")),
+        ("notes.txt", Some("just some text\n")),
     ] {
         let path = dir.path().join(name);
         if let Some(c) = content {
             fs::write(&path, c).unwrap();
         }
-        let m = SessionManager::open(&path, "/project", config(dir.path())).unwrap();
-        let all = lines(&path);
-        assert_eq!(all.len(), 1, "{name}");
-        assert!(all[0].contains(r#""cwd":"/project""#));
-        assert_eq!(m.read(|s| s.entry_count()), 0);
+        let err = SessionManager::open(&path, "/project", config(dir.path())).unwrap_err();
+        match (content, &err) {
+            (None, SessionError::Load(LoadError::Missing { .. })) => {}
+            (Some(_), SessionError::Load(LoadError::NotASession { .. })) => {}
+            _ => panic!("{name}: {err}"),
+        }
+        assert_eq!(fs::read_to_string(&path).ok().as_deref(), content, "{name}");
     }
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        4,
+        "nothing created"
+    );
 }
 
 #[test]
@@ -666,4 +693,559 @@ fn every_entry_type_written_passes_strict_inspection_and_round_trips() {
     }
     let ctx = session.build_context();
     assert_eq!(ctx.messages.len(), 2, "user message and the branch summary");
+}
+
+// --- Never lose or alter a session -------------------------------------------------------
+
+use gjcfs::engine::legacy::MigrationPolicy;
+use gjcfs::engine::manager::{ReadRules, Refresh, WriteTarget};
+
+/// The bytes and mtime of a file, to show it was not touched.
+fn snapshot(path: &Path) -> (Vec<u8>, std::time::SystemTime) {
+    (
+        fs::read(path).unwrap(),
+        fs::metadata(path).unwrap().modified().unwrap(),
+    )
+}
+
+/// Every write a manager offers; each must fail with `ReadOnly`.
+fn assert_every_write_is_refused(m: &SessionManager, elsewhere: &Path) {
+    let read_only = |what: &str, r: Result<(), SessionError>| match r {
+        Err(SessionError::ReadOnly { .. }) => {}
+        other => panic!("{what}: {other:?}"),
+    };
+    read_only("append", m.append_message(user("x")).map(drop));
+    let entry = json::parse(r#"{"role":"user","content":"x"}"#).unwrap();
+    let entry = entry.as_object().unwrap().clone();
+    read_only(
+        "append_external",
+        m.append_external(entry.clone()).map(drop),
+    );
+    read_only(
+        "append_external_all",
+        m.append_external_all(vec![entry]).map(drop),
+    );
+    read_only("set_session_name", m.set_session_name("t", true).map(drop));
+    read_only("rewrite_entries", m.rewrite_entries());
+    read_only("ensure_on_disk", m.ensure_on_disk());
+    read_only("fork", m.fork().map(drop));
+    let leaf = m.leaf_id().unwrap();
+    read_only(
+        "create_branched_session",
+        m.create_branched_session(&leaf).map(drop),
+    );
+    read_only("move_to", m.move_to("/elsewhere", elsewhere));
+    read_only(
+        "set_session_file",
+        m.set_session_file(&elsewhere.join("new.jsonl")),
+    );
+}
+
+#[test]
+fn load_for_reading_migrates_and_sanitizes_in_memory_and_never_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other");
+    fs::create_dir(&other).unwrap();
+    // A v1 file (migrated in memory) with a torn last line (skipped).
+    let v1 = dir.path().join("v1.jsonl");
+    fs::write(
+        &v1,
+        fixture_text_of("v1-minimal.jsonl") + r#"{"type":"message","timest"#,
+    )
+    .unwrap();
+    // A file the OpenAI replay sanitizer changes.
+    let replay = dir.path().join("replay.jsonl");
+    fs::write(&replay, fixture_text_of("openai-replay-sanitize.jsonl")).unwrap();
+    for path in [&v1, &replay] {
+        let before = snapshot(path);
+        let m = SessionManager::load_for_reading(path, config(dir.path()), ReadRules::Explicit)
+            .unwrap();
+        assert!(m.read(|s| s.entries().all(|e| e.id().is_some())));
+        assert_every_write_is_refused(&m, &other);
+        m.close().unwrap();
+        drop(m);
+        assert_eq!(snapshot(path), before, "{}", path.display());
+    }
+    let m =
+        SessionManager::load_for_reading(&replay, config(dir.path()), ReadRules::Explicit).unwrap();
+    let message = m.read(|s| s.get_entry("assistant").unwrap().message().unwrap().clone());
+    assert!(!message.contains_key("providerPayload"));
+    // It follows lines appended from outside.
+    let line = r#"{"type":"message","id":"outside1","parentId":"assistant","timestamp":"2026-01-01T00:00:09.000Z","message":{"role":"user","content":"more","timestamp":9}}"#;
+    let mut f = fs::OpenOptions::new().append(true).open(&replay).unwrap();
+    std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).unwrap();
+    let before = snapshot(&replay);
+    assert!(matches!(
+        m.refresh_from_file().unwrap(),
+        Refresh::Appended { records: 1, .. }
+    ));
+    assert_eq!(m.leaf_id().as_deref(), Some("outside1"));
+    assert_eq!(snapshot(&replay), before);
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        3,
+        "nothing created"
+    );
+
+    let missing = dir.path().join("missing.jsonl");
+    assert!(matches!(
+        SessionManager::load_for_reading(&missing, config(dir.path()), ReadRules::Explicit),
+        Err(SessionError::Load(LoadError::Missing { .. }))
+    ));
+    let text = dir.path().join("notes.jsonl");
+    fs::write(&text, "not a session\n").unwrap();
+    assert!(matches!(
+        SessionManager::load_for_reading(&text, config(dir.path()), ReadRules::Explicit),
+        Err(SessionError::Load(LoadError::NotASession { .. }))
+    ));
+    assert_eq!(fs::read_to_string(&text).unwrap(), "not a session\n");
+}
+
+fn fixture_text_of(name: &str) -> String {
+    fs::read_to_string(fixture(name)).unwrap()
+}
+
+/// A managed transcript with a question and an answer in a fresh agent directory.
+fn managed_session(tmp: &Path) -> (PathBuf, PathBuf) {
+    let ws = tmp.join("workspace");
+    fs::create_dir_all(&ws).unwrap();
+    let root = tmp.join("agent/sessions");
+    let m = SessionManager::create_managed(&ws, &root, config(tmp)).unwrap();
+    m.append_message(user("q")).unwrap();
+    m.append_message(assistant("a")).unwrap();
+    m.close().unwrap();
+    (ws, m.session_file().unwrap())
+}
+
+#[test]
+fn reading_a_managed_transcript_keeps_the_boundary_but_reads_leniently() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, file) = managed_session(tmp.path());
+    let mut f = fs::OpenOptions::new().append(true).open(&file).unwrap();
+    std::io::Write::write_all(&mut f, br#"{"type":"message","torn"#).unwrap();
+    let before = snapshot(&file);
+    let rules = ReadRules::for_path(&file);
+    assert_eq!(rules, ReadRules::Managed);
+    let m = SessionManager::load_for_reading(&file, config(tmp.path()), rules).unwrap();
+    assert_eq!(m.read(|s| s.entry_count()), 2, "the torn line is skipped");
+    assert_every_write_is_refused(&m, tmp.path());
+    assert_eq!(snapshot(&file), before);
+    // The strict write path refuses the torn line, saying why.
+    let err = SessionManager::open_managed(&file, config(tmp.path())).unwrap_err();
+    assert!(matches!(err, SessionError::Inspect { .. }), "{err}");
+
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+    let err = SessionManager::load_for_reading(&file, config(tmp.path()), rules).unwrap_err();
+    assert!(err.to_string().contains("mode 644"), "{err}");
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+    // A binding for another workspace fails closed.
+    let binding = file
+        .parent()
+        .unwrap()
+        .join(gjcfs::engine::scope::BINDING_FILE);
+    let bound = fs::read_to_string(&binding).unwrap();
+    let elsewhere = gjcfs::engine::scope::binding_bytes(&gjcfs::engine::scope::Identity {
+        platform: "posix",
+        canonical_path: "/somewhere/else".into(),
+    });
+    fs::write(&binding, &elsewhere).unwrap();
+    for result in [
+        SessionManager::load_for_reading(&file, config(tmp.path()), rules),
+        SessionManager::open_managed(&file, config(tmp.path())),
+    ] {
+        match result {
+            Err(SessionError::Scope(gjcfs::engine::scope::ScopeError::BindingConflict {
+                ..
+            })) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    fs::write(&binding, bound).unwrap();
+    assert!(SessionManager::load_for_reading(&file, config(tmp.path()), rules).is_ok());
+}
+
+#[test]
+fn a_scope_that_does_not_verify_is_refused_on_open() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, file) = managed_session(tmp.path());
+    let scope = file.parent().unwrap().to_owned();
+    let binding = scope.join(gjcfs::engine::scope::BINDING_FILE);
+    type Step<'a> = Box<dyn Fn() + 'a>;
+    let cases: [(&str, Step, Step); 3] = [
+        (
+            "group-readable scope",
+            Box::new(|| fs::set_permissions(&scope, fs::Permissions::from_mode(0o750)).unwrap()),
+            Box::new(|| fs::set_permissions(&scope, fs::Permissions::from_mode(0o700)).unwrap()),
+        ),
+        (
+            "no binding",
+            Box::new(|| fs::rename(&binding, scope.join("aside")).unwrap()),
+            Box::new(|| fs::rename(scope.join("aside"), &binding).unwrap()),
+        ),
+        (
+            "hard-linked binding",
+            Box::new(|| fs::hard_link(&binding, tmp.path().join("link")).unwrap()),
+            Box::new(|| fs::remove_file(tmp.path().join("link")).unwrap()),
+        ),
+    ];
+    for (what, break_it, fix_it) in cases {
+        break_it();
+        assert!(
+            matches!(
+                SessionManager::open_managed(&file, config(tmp.path())),
+                Err(SessionError::Scope(_))
+            ),
+            "{what}"
+        );
+        fix_it();
+        SessionManager::open_managed(&file, config(tmp.path())).unwrap();
+    }
+}
+
+#[test]
+fn a_full_rewrite_of_a_file_changed_on_disk_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // A v1 file: its first write is a full rewrite (the migration).
+    let path = write_fixture(dir.path(), "v1-minimal.jsonl");
+    let m = SessionManager::open(&path, "/tmp", config(dir.path())).unwrap();
+    // Another process appends meanwhile.
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        b"{\"type\":\"custom\",\"customType\":\"outside\"}\n",
+    )
+    .unwrap();
+    let before = snapshot(&path);
+    let err = m.append_message(user("q")).unwrap_err();
+    assert!(matches!(err, SessionError::ChangedOnDisk { .. }), "{err}");
+    assert_eq!(m.read(|s| s.entry_count()), 2, "rolled back in memory");
+    assert!(matches!(
+        m.rewrite_entries(),
+        Err(SessionError::ChangedOnDisk { .. })
+    ));
+    assert_eq!(snapshot(&path), before, "the file is untouched");
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no temp file left"
+    );
+    // Not latched: the file is as memory reflects it once reopened.
+    let again = SessionManager::open(&path, "/tmp", config(dir.path())).unwrap();
+    again.append_message(user("q")).unwrap();
+    assert!(fs::read_to_string(&path).unwrap().contains("outside"));
+}
+
+#[test]
+fn a_full_rewrite_is_refused_while_another_process_holds_the_file_for_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_fixture(dir.path(), "v2-already-has-ids.jsonl");
+    let m = SessionManager::open(&path, "/tmp", config(dir.path())).unwrap();
+    let before = snapshot(&path);
+    // A child process that keeps the file open for appending (as a live agent does).
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec 3>>\"$1\"; echo ready; exec sleep 30")
+        .arg("sh")
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let err = m.rewrite_entries().unwrap_err();
+    let took = started.elapsed();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    match &err {
+        SessionError::OpenElsewhere { pids, .. } => assert_eq!(pids, &[child.id()]),
+        other => panic!("{other}"),
+    }
+    eprintln!("refused rewrite (one check: stat and a /proc scan) took {took:?}");
+    assert_eq!(snapshot(&path), before);
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no temp file left"
+    );
+    // Once it is gone, the rewrite goes ahead.
+    m.rewrite_entries().unwrap();
+    assert!(lines(&path)[0].contains(r#""version":5"#));
+}
+
+#[test]
+fn a_full_rewrite_is_refused_when_the_storage_reports_another_writer() {
+    let storage = MemoryStorage::new();
+    storage.ensure_dir(Path::new("/s")).unwrap();
+    let path = PathBuf::from("/s/a.jsonl");
+    let text = fixture_text_of("v2-already-has-ids.jsonl");
+    storage.put_file(&path, text.as_bytes());
+    let m = SessionManager::open(&path, "/", memory_config(&storage)).unwrap();
+    storage.set_foreign_writers(&path, vec![4242]);
+    let err = m.append_message(user("q")).unwrap_err();
+    assert!(
+        matches!(&err, SessionError::OpenElsewhere { pids, .. } if pids == &[4242]),
+        "{err}"
+    );
+    assert_eq!(storage.file(&path).unwrap(), text.as_bytes());
+    assert_eq!(storage.paths(), vec![path.clone()]);
+    storage.set_foreign_writers(&path, Vec::new());
+    m.append_message(user("q")).unwrap();
+}
+
+#[test]
+fn a_torn_tail_left_by_another_process_after_the_writer_opened_is_ended_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    fs::write(
+        &path,
+        SessionText::new()
+            .message("a", None, "user", "q")
+            .message("b", Some("a"), "assistant", "a")
+            .text(),
+    )
+    .unwrap();
+    let m = SessionManager::open(&path, "/work", config(dir.path())).unwrap();
+    m.append_message(user("first")).unwrap();
+    // Another process crashes in the middle of its line; our writer is already open.
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut f, br#"{"type":"message","id":"x","par"#).unwrap();
+    append_after_a_tear(&m, &path, 4);
+}
+
+/// A question and its answer at `/s/a.jsonl` in memory, opened: (storage, path, text,
+/// manager).
+fn answered_in_memory() -> (MemoryStorage, PathBuf, String, SessionManager) {
+    let storage = MemoryStorage::new();
+    storage.ensure_dir(Path::new("/s")).unwrap();
+    let path = PathBuf::from("/s/a.jsonl");
+    let text = SessionText::new()
+        .message("a", None, "user", "q")
+        .message("b", Some("a"), "assistant", "a")
+        .text();
+    storage.put_file(&path, text.as_bytes());
+    let m = SessionManager::open(&path, "/", memory_config(&storage)).unwrap();
+    (storage, path, text, m)
+}
+
+#[test]
+fn a_failed_append_leaves_no_torn_partial() {
+    for kind in [FaultKind::ShortWrite, FaultKind::Errno(libc::ENOSPC)] {
+        let (storage, path, _, m) = answered_in_memory();
+        m.append_message(user("kept")).unwrap();
+        let before = storage.file(&path).unwrap();
+        let write = storage.op_count() + 1; // end, then write
+        storage.set_fault(Some(Fault { at: write, kind }));
+        assert!(m.append_message(user("x".repeat(100).as_str())).is_err());
+        assert_eq!(storage.file(&path).unwrap(), before, "{kind:?}");
+    }
+}
+
+#[test]
+fn append_external_all_is_all_or_nothing_and_one_write() {
+    let (storage, path, text, m) = answered_in_memory();
+    let obj = |t: &str| json::parse(t).unwrap().as_object().unwrap().clone();
+    let ok = || {
+        vec![
+            obj(r#"{"role":"user","content":"one"}"#),
+            obj(r#"{"type":"label","targetId":"a","label":"start"}"#),
+            obj(r#"{"type":"custom","customType":"x"}"#),
+        ]
+    };
+    for bad in [
+        obj(r#"{"type":"ttsr_injection"}"#),
+        obj(r#"{"type":"label","targetId":"nowhere","label":"x"}"#),
+        obj(r#"{"type":"message","id":"given"}"#),
+    ] {
+        let mut batch = ok();
+        batch.push(bad);
+        assert!(m.append_external_all(batch).is_err());
+        assert_eq!(m.read(|s| s.entry_count()), 2);
+        assert_eq!(storage.file(&path).unwrap(), text.as_bytes());
+    }
+    // A failing write takes nothing.
+    storage.set_fault(Some(Fault {
+        at: storage.op_count() + 2, // open_writer, end, write
+        kind: FaultKind::ShortWrite,
+    }));
+    assert!(m.append_external_all(ok()).is_err());
+    assert_eq!(m.read(|s| s.entry_count()), 2);
+    assert_eq!(m.leaf_id().as_deref(), Some("b"));
+    assert_eq!(storage.file(&path).unwrap(), text.as_bytes());
+    // The same batch on a fresh manager: all in one write, chained under the leaf.
+    storage.set_fault(None);
+    let m = SessionManager::open(&path, "/", memory_config(&storage)).unwrap();
+    let writes = |s: &MemoryStorage| s.op_log().iter().filter(|o| **o == "write").count();
+    let before = writes(&storage);
+    let ids = m.append_external_all(ok()).unwrap();
+    assert_eq!(writes(&storage) - before, 1);
+    let text = String::from_utf8(storage.file(&path).unwrap()).unwrap();
+    let records = gjcfs::engine::replay::parse_session_entries(&text)
+        .unwrap()
+        .records;
+    let on_disk: Vec<(&str, Option<&str>)> = records[3..]
+        .iter()
+        .map(|r| (r.id().unwrap(), r.parent_id()))
+        .collect();
+    assert_eq!(
+        on_disk,
+        [
+            (ids[0].as_str(), Some("b")),
+            (ids[1].as_str(), Some(ids[0].as_str())),
+            (ids[2].as_str(), Some(ids[1].as_str())),
+        ]
+    );
+    assert_eq!(
+        m.read(|s| s.label("a").map(str::to_owned)),
+        Some("start".into())
+    );
+}
+
+#[test]
+fn a_crash_left_temp_file_is_removed_by_the_next_write_open_not_by_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_fixture(dir.path(), "v2-already-has-ids.jsonl");
+    let temp = dir.path().join(".v2-already-has-ids.jsonl.123456789.tmp");
+    fs::write(&temp, "half a rewrite").unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    fs::File::options()
+        .write(true)
+        .open(&temp)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let backup = dir.path().join("gone.jsonl.987.bak");
+    fs::copy(&path, &backup).unwrap();
+    SessionManager::load_for_reading(&path, config(dir.path()), ReadRules::Explicit).unwrap();
+    gjcfs::engine::discovery::list_dir(&gjcfs::engine::storage::FileStorage, dir.path()).unwrap();
+    assert!(temp.exists() && backup.exists(), "reading recovers nothing");
+    SessionManager::open(&path, "/", config(dir.path())).unwrap();
+    assert!(!temp.exists(), "the orphaned temp is gone");
+    assert!(
+        !backup.exists() && dir.path().join("gone.jsonl").exists(),
+        "the backup is back"
+    );
+}
+
+fn write_target(root: &Path, policy: MigrationPolicy) -> WriteTarget {
+    WriteTarget {
+        sessions_root: Some(root.to_owned()),
+        policy,
+    }
+}
+
+/// An agent directory with a legacy directory holding a transcript of `ws`.
+fn legacy_layout(tmp: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let ws = tmp.join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    let ws = fs::canonicalize(&ws).unwrap();
+    let root = tmp.join("agent/sessions");
+    let legacy = root.join(gjcfs::engine::legacy::encode_absolute(ws.to_str().unwrap()));
+    fs::create_dir_all(&legacy).unwrap();
+    let file = legacy.join("2026-01-01T00-00-00-000Z_legacy.jsonl");
+    let header = format!(
+        r#"{{"type":"session","version":5,"id":"legacy","timestamp":"2026-01-01T00:00:00.000Z","cwd":"{}"}}"#,
+        ws.display()
+    );
+    fs::write(
+        &file,
+        SessionText::with_header(&header)
+            .message("a", None, "user", "q")
+            .message("b", Some("a"), "assistant", "a")
+            .text(),
+    )
+    .unwrap();
+    (ws, root, file)
+}
+
+#[test]
+fn open_for_writing_copies_a_legacy_transcript_into_the_scope_and_writes_the_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ws, root, file) = legacy_layout(tmp.path());
+    let before = snapshot(&file);
+    let target = write_target(&root, MigrationPolicy::CopyRetain);
+    let m = SessionManager::open_for_writing(&file, &target, config(tmp.path())).unwrap();
+    let written = m.session_file().unwrap();
+    let identity = gjcfs::engine::scope::resolve_identity(&ws).unwrap();
+    assert_eq!(
+        written,
+        root.join(gjcfs::engine::scope::scope_dir_name(&identity))
+            .join(file.file_name().unwrap())
+    );
+    let id = m.append_message(user("more")).unwrap();
+    assert_eq!(
+        load_session(&written).unwrap().session.leaf_id(),
+        Some(id.as_str())
+    );
+    assert_eq!(
+        snapshot(&file),
+        before,
+        "the legacy file is byte-identical, mtime included"
+    );
+    // Opening the legacy path again writes the same copy.
+    let again = SessionManager::open_for_writing(&file, &target, config(tmp.path())).unwrap();
+    assert_eq!(again.session_file().unwrap(), written);
+    assert_eq!(again.read(|s| s.entry_count()), 3);
+    // A v2 transcript is opened managed, anything else explicitly.
+    let v2 = SessionManager::open_for_writing(&written, &target, config(tmp.path())).unwrap();
+    assert_eq!(v2.session_file().unwrap(), written);
+    let explicit = tmp.path().join("plain.jsonl");
+    fs::copy(&written, &explicit).unwrap();
+    let plain = SessionManager::open_for_writing(&explicit, &target, config(tmp.path())).unwrap();
+    assert_eq!(plain.session_file().unwrap(), explicit);
+}
+
+#[test]
+fn open_for_writing_fails_and_changes_nothing_when_a_legacy_transcript_cannot_migrate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ws, root, file) = legacy_layout(tmp.path());
+    let before = snapshot(&file);
+    let disabled = write_target(&root, MigrationPolicy::Disabled);
+    let err = SessionManager::open_for_writing(&file, &disabled, config(tmp.path())).unwrap_err();
+    assert!(
+        err.to_string().contains("legacy_migration_disabled"),
+        "{err}"
+    );
+    let copy_retain = write_target(&root, MigrationPolicy::CopyRetain);
+    // A file the listing does not offer as a candidate (not `*.jsonl`) is not migrated.
+    let odd = file.with_file_name("copy.jsonl.old");
+    fs::copy(&file, &odd).unwrap();
+    let odd_before = snapshot(&odd);
+    let err = SessionManager::open_for_writing(&odd, &copy_retain, config(tmp.path())).unwrap_err();
+    assert!(err.to_string().contains("invalid_candidate"), "{err}");
+    assert_eq!(snapshot(&odd), odd_before);
+    // A scope bound to another workspace (a binding conflict).
+    let identity = gjcfs::engine::scope::resolve_identity(&ws).unwrap();
+    let scope = root.join(gjcfs::engine::scope::scope_dir_name(&identity));
+    fs::create_dir(&scope).unwrap();
+    fs::set_permissions(&scope, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let binding = scope.join(gjcfs::engine::scope::BINDING_FILE);
+    let other = gjcfs::engine::scope::Identity {
+        platform: "posix",
+        canonical_path: "/somewhere/else".into(),
+    };
+    fs::write(&binding, gjcfs::engine::scope::binding_bytes(&other)).unwrap();
+    let err =
+        SessionManager::open_for_writing(&file, &copy_retain, config(tmp.path())).unwrap_err();
+    assert!(err.to_string().contains("binding_conflict"), "{err}");
+    assert_eq!(fs::read_dir(&scope).unwrap().count(), 1, "nothing copied");
+    fs::remove_file(&binding).unwrap();
+    fs::remove_dir(&scope).unwrap();
+    // The workspace is gone.
+    fs::remove_dir(&ws).unwrap();
+    let err =
+        SessionManager::open_for_writing(&file, &copy_retain, config(tmp.path())).unwrap_err();
+    assert!(matches!(err, SessionError::Legacy(_)), "{err}");
+    assert_eq!(snapshot(&file), before);
+    let dirs: Vec<_> = fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(dirs.len(), 1, "no scope was made: {dirs:?}");
 }

@@ -4,11 +4,11 @@ mod common;
 
 use std::fs;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use common::mount::{fuse_usable, is_mounted, message, ok, p, run, store, within, Mount};
+use common::mount::{fuse_usable, is_mounted, message, ok, p, run, store, within, Mount, Store};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
@@ -1102,4 +1102,265 @@ fn by_date_and_recent_lead_to_the_sessions_by_day_and_newest_first() {
         ok("cat", &[p(&root.join("recent").join(&first).join("leaf"))]),
         format!("{}\n", s.ids[2])
     );
+}
+
+/// Every file under `root` (not following symlinks): path → (bytes, mtime).
+fn snapshot(root: &Path) -> std::collections::BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let meta = fs::symlink_metadata(entry.path()).unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else if meta.is_file() {
+                let bytes = fs::read(entry.path()).unwrap();
+                out.insert(entry.path(), (bytes, meta.modified().unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// A store holding a managed session, a legacy v1 session, an OpenAI-history session, an
+/// orphaned backup in each kind of directory and a temp file left by a crashed rewrite.
+fn mixed_store() -> (Store, PathBuf, String) {
+    let s = store();
+    let ws = s.tmp.path().join("workspace");
+    let root = s.tmp.path().join("agent/sessions");
+    let legacy_dir = root.join(gjcfs::engine::legacy::encode_absolute(ws.to_str().unwrap()));
+    fs::create_dir_all(&legacy_dir).unwrap();
+    let legacy = legacy_dir.join("2025-01-01T00-00-00-000Z_legacy-1.jsonl");
+    let v1 = fs::read_to_string("tests/fixtures/v1-minimal.jsonl")
+        .unwrap()
+        .replace("\"sess-1\"", "\"legacy-1\"")
+        .replace(
+            "\"/tmp\"",
+            &json::to_compact(&Value::string(ws.to_str().unwrap())),
+        );
+    fs::write(&legacy, v1).unwrap();
+    fs::write(legacy_dir.join("gone.jsonl.123.bak"), b"orphan\n").unwrap();
+    let scope = s.file.parent().unwrap();
+    let openai = fs::read_to_string("tests/fixtures/openai-replay-sanitize.jsonl")
+        .unwrap()
+        .replace("<CWD>", ws.to_str().unwrap());
+    let openai_path = scope.join("2026-01-01T00-00-00-000Z_replay.jsonl");
+    fs::write(&openai_path, openai).unwrap();
+    fs::set_permissions(
+        &openai_path,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    fs::write(scope.join("lost.jsonl.456.bak"), b"orphan\n").unwrap();
+    let tmp_name = format!(".{}.789.tmp", s.file.file_name().unwrap().to_str().unwrap());
+    fs::write(scope.join(tmp_name), b"half a rewrite").unwrap();
+    (s, legacy, "legacy-1".to_owned())
+}
+
+#[test]
+fn reading_everything_through_the_mount_changes_no_file() {
+    if !fuse_usable() {
+        return;
+    }
+    for read_only in [false, true] {
+        let (s, _legacy, legacy_id) = mixed_store();
+        let agent = s.tmp.path().join("agent");
+        let before = snapshot(&agent);
+        let mut args = vec!["--agent-dir".to_owned(), s.agent_dir()];
+        if read_only {
+            args.push("--read-only".to_owned());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mount = Mount::start(&args);
+        let sessions = mount.path().join("sessions");
+        let listed = ok("ls", &[p(&sessions)]);
+        for id in [s.sid.as_str(), legacy_id.as_str(), "replay"] {
+            assert!(listed.lines().any(|l| l == id), "{id} in {listed}");
+        }
+        // The header of a listed session damaged behind the mount's back, then read.
+        let damaged = s
+            .file
+            .parent()
+            .unwrap()
+            .join("2026-01-01T00-00-00-000Z_replay.jsonl");
+        let mut text = fs::read(&damaged).unwrap();
+        text[0] = b'#';
+        fs::write(&damaged, &text).unwrap();
+        let after_damage = snapshot(&agent);
+        let out = run("cat", &[p(&sessions.join("replay/header.json"))]);
+        assert!(!out.status.success(), "a damaged header is not served");
+        let errors = ok("cat", &[p(&sessions.join("replay/errors"))]);
+        assert!(errors.contains("not a session"), "{errors}");
+        // Every file of every session, the views, the store's usage.
+        run("grep", &["-r", "-c", "", p(mount.path())]);
+        for id in [s.sid.as_str(), legacy_id.as_str()] {
+            ok("cat", &[p(&sessions.join(id).join("context.json"))]);
+        }
+        drop(mount);
+        assert_eq!(
+            fs::read(&damaged).unwrap(),
+            text,
+            "the damaged file is left alone"
+        );
+        let after = snapshot(&agent);
+        let changed: Vec<_> = after_damage
+            .iter()
+            .filter(|(path, state)| after.get(*path) != Some(state))
+            .map(|(path, _)| path.clone())
+            .chain(
+                after
+                    .keys()
+                    .filter(|p| !after_damage.contains_key(*p))
+                    .cloned(),
+            )
+            .collect();
+        assert!(
+            changed.is_empty(),
+            "read_only={read_only}: changed {changed:?}"
+        );
+        assert_eq!(before.len(), after.len());
+    }
+}
+
+#[test]
+fn an_append_to_a_legacy_session_goes_to_its_managed_copy() {
+    if !fuse_usable() {
+        return;
+    }
+    let (s, legacy, legacy_id) = mixed_store();
+    let original = fs::read(&legacy).unwrap();
+    let mtime = fs::metadata(&legacy).unwrap().modified().unwrap();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&legacy_id);
+    assert_eq!(context_messages(&dir), 2);
+    let out = sh(&format!(
+        r#"echo '{{"role":"user","content":"LEGACYAPPEND"}}' >> {}"#,
+        p(&dir.join("entries/new"))
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(context_messages(&dir), 3);
+    let header = ok("cat", &[p(&dir.join("header.json"))]);
+    assert!(
+        header.contains(&format!("\"id\": \"{legacy_id}\"")),
+        "{header}"
+    );
+    drop(mount);
+    assert_eq!(
+        fs::read(&legacy).unwrap(),
+        original,
+        "the legacy file is untouched"
+    );
+    assert_eq!(fs::metadata(&legacy).unwrap().modified().unwrap(), mtime);
+    let copy = s.file.parent().unwrap().join(legacy.file_name().unwrap());
+    let session = load_session(&copy).unwrap().session;
+    assert_eq!(session.header().id(), Some(legacy_id.as_str()));
+    assert!(fs::read_to_string(&copy).unwrap().contains("LEGACYAPPEND"));
+}
+
+#[test]
+fn an_append_after_a_torn_line_written_outside_is_not_swallowed() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let new = mount
+        .path()
+        .join("sessions")
+        .join(&s.sid)
+        .join("entries/new");
+    let append = |text: &str| {
+        let out = sh(&format!("echo '{text}' >> {}", p(&new)));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    append(r#"{"role":"user","content":"first through the mount"}"#);
+    // Another writer dies halfway through its line.
+    let mut file = fs::OpenOptions::new().append(true).open(&s.file).unwrap();
+    file.write_all(br#"{"type":"message","id":"torn"#).unwrap();
+    drop(file);
+    append(r#"{"role":"user","content":"AFTERTORN"}"#);
+    drop(mount);
+    let loaded = load_session(&s.file).unwrap();
+    let contents: Vec<_> = loaded
+        .session
+        .entries()
+        .filter_map(|e| e.message()?.get_str("content").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        contents.last().map(String::as_str),
+        Some("AFTERTORN"),
+        "{contents:?}"
+    );
+    assert_eq!(loaded.skipped.len(), 1, "only the torn fragment is lost");
+}
+
+#[test]
+fn one_write_of_several_lines_appends_all_or_nothing() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let new = mount
+        .path()
+        .join("sessions")
+        .join(&s.sid)
+        .join("entries/new");
+    let mut file = fs::OpenOptions::new().append(true).open(&new).unwrap();
+    let batch = concat!(
+        r#"{"role":"user","content":"fine"}"#,
+        "\n",
+        r#"{"type":"label","targetId":"no-such-entry","label":"x"}"#,
+        "\n"
+    );
+    let err = file.write_all(batch.as_bytes()).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
+    drop(file);
+    assert_eq!(s.entry_count(), 3, "the valid first line was not appended");
+    let good = concat!(
+        r#"{"role":"user","content":"one"}"#,
+        "\n",
+        r#"{"role":"user","content":"two"}"#,
+        "\n"
+    );
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&new)
+        .unwrap()
+        .write_all(good.as_bytes())
+        .unwrap();
+    drop(mount);
+    assert_eq!(s.entry_count(), 5);
+}
+
+#[test]
+fn a_deleted_session_is_never_brought_back_by_a_read() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    ok("cat", &[p(&dir.join("context.json"))]);
+    fs::remove_file(&s.file).unwrap();
+    for name in ["header.json", "context.json", "leaf", "tree.txt"] {
+        let out = run("cat", &[p(&dir.join(name))]);
+        assert!(!out.status.success(), "{name} after the delete");
+    }
+    let out = sh(&format!(
+        r#"echo '{{"role":"user","content":"x"}}' >> {}"#,
+        p(&dir.join("entries/new"))
+    ));
+    assert!(!out.status.success(), "an append does not recreate it");
+    assert!(!s.file.exists(), "nothing brought the file back");
+    assert!(!ok("ls", &[p(&mount.path().join("sessions"))]).contains(&s.sid));
 }

@@ -440,11 +440,7 @@ fn a_missing_store_or_an_occupied_mountpoint_is_refused_and_the_banner_says_what
             vec!["--session-dir", p(&missing)],
             "no session directory here",
         ),
-        (
-            &occupied,
-            vec!["--agent-dir", p(&agent)],
-            "not empty",
-        ),
+        (&occupied, vec!["--agent-dir", p(&agent)], "not empty"),
     ];
     for (mountpoint, args, says) in cases {
         let mut command = Command::new(gjcfs_bin());

@@ -110,7 +110,7 @@ fn leaf(manager: &SessionManager) -> String {
 
 #[test]
 fn lines_appended_outside_are_read_as_a_load_reads_them() {
-    let (_dir, path, m) = opened(300);
+    let (dir, path, m) = opened(300);
     assert_eq!(m.refresh_from_file().unwrap(), Refresh::Unchanged);
     let before = in_memory(&m);
     let target = before
@@ -180,9 +180,19 @@ fn lines_appended_outside_are_read_as_a_load_reads_them() {
     );
     let out4 = memory.get_entry("out4").unwrap().message().unwrap();
     assert!(!out4.contains_key("providerPayload"), "sanitized");
-    assert!(fs::read_to_string(&path).unwrap().ends_with("}}}\n"));
-    assert_same_as_a_load(&m, &path);
-    // The sanitizer's patch was this manager's own write: nothing new to read.
+    // A refresh never writes: the sanitizer's patch is owed to the next write, and memory
+    // is what reopening the file gives (which sanitizes in memory too).
+    assert!(fs::read_to_string(&path).unwrap().ends_with(&text));
+    let reopened = gjcfs::engine::manager::SessionManager::load_for_reading(
+        &path,
+        config(dir.path()),
+        gjcfs::engine::manager::ReadRules::Explicit,
+    )
+    .unwrap();
+    assert!(
+        in_memory(&m) == in_memory(&reopened),
+        "memory differs from a reopen"
+    );
     assert_eq!(m.refresh_from_file().unwrap(), Refresh::Unchanged);
 }
 
@@ -340,8 +350,19 @@ fn a_migrated_session_needs_a_reload_for_appended_lines() {
     assert_eq!(m.refresh_from_file().unwrap(), Refresh::Unchanged);
     append(&path, b"{\"type\":\"custom\",\"customType\":\"x\"}\n");
     assert_eq!(reload_reason(&m), ReloadReason::Migrated);
-    // A write migrates the file; appends to it are then read.
+    // The migration's full rewrite would drop the line appended outside: it is refused.
+    let before = fs::read(&path).unwrap();
+    assert!(matches!(
+        m.rewrite_entries(),
+        Err(gjcfs::engine::manager::SessionError::ChangedOnDisk { .. })
+    ));
+    assert_eq!(fs::read(&path).unwrap(), before);
+    // Opened again, a write migrates the file; appends to it are then read.
+    let m = SessionManager::open(&path, "/w", config(dir.path())).unwrap();
     m.rewrite_entries().unwrap();
+    assert!(fs::read_to_string(&path)
+        .unwrap()
+        .contains("\"customType\":\"x\""));
     append_line(&path, &message_line("late", None, "user", "x"));
     assert_eq!(appended(&m), 1);
     assert_same_as_a_load(&m, &path);

@@ -1,21 +1,35 @@
 //! `gjcfs append FILE`: appends entries read from stdin through the session manager.
+//!
+//! The file is opened with [`SessionManager::open_for_writing`] against the agent
+//! directory's sessions root: a file that does not hold a session (its first record is not
+//! a session header) is refused and left as it is; a session in a legacy directory is
+//! copied into its workspace's managed scope first and the copy is written (stderr says
+//! where); a managed transcript must pass the managed checks (a private file in a scope that
+//! verifies). Lines are appended one by one: the first invalid line stops the command, the
+//! lines before it stay appended.
 
 use std::io::BufRead;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use gjcfs::engine::json::{self, Value};
-use gjcfs::engine::manager::{SessionManager, StorageConfig};
+use gjcfs::engine::manager::{SessionManager, StorageConfig, WriteTarget};
 
 pub fn run(file: &Path, agent_dir: Option<&Path>) -> Result<()> {
-    if !file.is_file() {
-        bail!("{}: no such session file", file.display());
+    let dirs = super::agent::agent_dirs(agent_dir)?;
+    let target = WriteTarget {
+        sessions_root: Some(dirs.sessions_root()),
+        ..WriteTarget::default()
+    };
+    let manager =
+        SessionManager::open_for_writing(file, &target, StorageConfig::files(dirs.blob_dir()))?;
+    if let Some(written) = manager.session_file().filter(|w| w != file) {
+        eprintln!(
+            "{}: a legacy session; appending to its copy in the managed scope, {}",
+            file.display(),
+            written.display()
+        );
     }
-    let blobs = super::agent::agent_dirs(agent_dir)?.blob_dir();
-    let cwd = std::env::current_dir()
-        .map(|d| d.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let manager = SessionManager::open(file, &cwd, StorageConfig::files(blobs))?;
     let stdin = std::io::stdin().lock();
     let mut appended = 0usize;
     for (n, line) in stdin.lines().enumerate() {

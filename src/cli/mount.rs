@@ -47,7 +47,6 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         allow_empty,
     } = options;
     let dirs = super::agent::agent_dirs(agent_dir)?;
-    super::agent::check_store(&dirs, session_dir, allow_empty)?;
     let source = match session_dir {
         Some(dir) => SessionSource::Dir(dir.to_owned()),
         None => SessionSource::SessionsRoot(dirs.sessions_root()),
@@ -55,6 +54,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     let mountpoint = std::path::absolute(mountpoint)
         .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
     check_fuse_installed()?;
+    super::agent::check_store(&dirs, session_dir, allow_empty)?;
     let mut store = vec![
         ("the agent directory", dirs.agent_dir().to_owned()),
         ("the sessions directory", dirs.sessions_root()),

@@ -86,7 +86,7 @@ impl Environment {
         let current_dir = std::env::current_dir().ok();
         let dotenv = current_dir
             .as_deref()
-            .and_then(|dir| std::fs::read(dir.join(".env")).ok())
+            .and_then(|dir| read_dotenv(&dir.join(".env")))
             .map(|bytes| parse_env_file(&String::from_utf8_lossy(&bytes)))
             .unwrap_or_default();
         Environment {
@@ -284,6 +284,24 @@ pub fn join(base: &Path, rest: impl AsRef<Path>) -> PathBuf {
         }
     }
     normalize(&joined)
+}
+
+/// The bytes of a `.env` file (a symlink to one is followed, as a shell would); a FIFO or
+/// any other non-regular file there is ignored without blocking.
+fn read_dotenv(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 /// Parses a `.env` file as the agent does: `KEY=value` lines, trimmed; blank lines and lines

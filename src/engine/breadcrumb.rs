@@ -92,7 +92,10 @@ pub fn write_breadcrumb(
 
 /// The `(cwd, session file)` a terminal's breadcrumb names, if it is well formed.
 pub fn read_breadcrumb(dir: &Path, terminal: &str) -> Option<(String, PathBuf)> {
-    let text = fs::read_to_string(dir.join(terminal)).ok()?;
+    let mut text = String::new();
+    super::storage::open_regular(&dir.join(terminal))
+        .and_then(|mut f| std::io::Read::read_to_string(&mut f, &mut text))
+        .ok()?;
     let mut lines = text.trim().split('\n');
     let cwd = lines.next()?.trim_end_matches('\r').to_owned();
     let file = lines.next()?.trim_end_matches('\r');

@@ -177,10 +177,10 @@ pub fn all_transcript_paths(
     Ok(paths)
 }
 
-/// Every session in `dir`, newest first (ties by path). Orphaned rewrite backups are put
-/// back first; unreadable or non-session files are skipped.
+/// Every session in `dir`, newest first (ties by path); unreadable or non-session files are
+/// skipped. Listing changes nothing: orphaned rewrite backups are recovered only where a
+/// session is opened for writing ([`super::manager::recover_dir`]).
 pub fn list_dir(storage: &dyn SessionStorage, dir: &Path) -> io::Result<Vec<SessionInfo>> {
-    let _ = super::manager::recover_orphaned_backups(storage, dir);
     let mut infos = Vec::new();
     for path in storage.list_files(dir)? {
         let listable = path

@@ -492,7 +492,7 @@ fn create_owner_only_dir(path: &Path) -> io::Result<()> {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), LegacyError> {
-    File::open(dir)
+    super::storage::open_dir(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| LegacyError::DurabilityFailed {
             path: dir.to_owned(),

@@ -14,9 +14,14 @@
 //!   effective user with mode exactly `0700`; files exactly `0600`; no POSIX ACL (an
 //!   `ENOTSUP`/`EOPNOTSUPP` answer from the ACL attribute call only means the filesystem
 //!   cannot store one).
+//! - An existing transcript is trusted as managed only through
+//!   [`verify_transcript_scope`]: its sessions root is a real directory, its scope directory
+//!   is owner-only, and the scope's binding is valid and names the directory it is in
+//!   (`scope_dir_name` of the bound identity is the directory's name). Every path that opens
+//!   or reads a managed transcript goes through it, failing closed.
 
 use std::ffi::CString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -211,6 +216,70 @@ pub fn check_binding(path: &Path, bytes: &[u8], identity: &Identity) -> Result<(
     Ok(())
 }
 
+/// Checks the binding `bytes` of the scope directory `scope` on their own: they must be a
+/// valid binding whose identity names `scope` (`v2-<digest>` of its canonical path).
+/// Returns that identity.
+pub fn check_scope_binding(scope: &Path, bytes: &[u8]) -> Result<Identity, ScopeError> {
+    let path = scope.join(BINDING_FILE);
+    let invalid = |why: &str| ScopeError::BindingInvalid {
+        path: path.clone(),
+        why: why.to_owned(),
+    };
+    let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8"))?;
+    let value = super::json::parse(text.strip_suffix('\n').unwrap_or(text))
+        .map_err(|e| invalid(&e.to_string()))?;
+    let obj = value.as_object().ok_or_else(|| invalid("not an object"))?;
+    if obj.get_str("platform") != Some(PLATFORM) {
+        return Err(invalid("not a posix binding"));
+    }
+    let canonical = obj
+        .get_str("canonicalPath")
+        .ok_or_else(|| invalid("no canonicalPath"))?;
+    let identity = Identity {
+        platform: PLATFORM,
+        canonical_path: canonical.to_owned(),
+    };
+    check_binding(&path, bytes, &identity)?;
+    let name = scope.file_name().and_then(|n| n.to_str());
+    if name != Some(scope_dir_name(&identity).as_str()) {
+        return Err(ScopeError::BindingConflict {
+            path: scope.to_owned(),
+            bound: identity.canonical_path,
+        });
+    }
+    Ok(identity)
+}
+
+/// Verifies the managed scope an existing transcript lives in, and returns the scope's
+/// identity: the sessions root (the scope's parent) is a real directory, not a symlink; the
+/// scope directory is owner-only (`0700`, ours, no ACL, not a symlink); its binding file is
+/// a regular file with one link ([`read_binding`]) holding a valid binding whose identity
+/// names the directory ([`check_scope_binding`]). Fails closed.
+pub fn verify_transcript_scope(transcript: &Path) -> Result<Identity, ScopeError> {
+    let scope = transcript
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .ok_or_else(|| unsafe_path(transcript, "not inside a scope directory"))?;
+    let root = scope
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let meta = fs::symlink_metadata(root).map_err(io_err(root))?;
+    if !meta.file_type().is_dir() {
+        return Err(unsafe_path(
+            root,
+            "the sessions root is not a real directory",
+        ));
+    }
+    verify_owner_only(scope, true)?;
+    let binding = scope.join(BINDING_FILE);
+    let bytes = read_binding(&binding)?.ok_or_else(|| ScopeError::BindingInvalid {
+        path: binding.clone(),
+        why: "the scope has no binding".into(),
+    })?;
+    check_scope_binding(scope, &bytes)
+}
+
 /// Whether the POSIX ACL attribute call proves there is no ACL on `path`.
 #[cfg(target_os = "linux")]
 fn check_no_acl(path: &Path) -> Result<(), ScopeError> {
@@ -330,7 +399,7 @@ fn publish_binding(scope: &Path, identity: &Identity) -> Result<(), ScopeError> 
     let path = scope.join(BINDING_FILE);
     if let Some(bytes) = read_binding(&path)? {
         check_binding(&path, &bytes, identity)?;
-        return File::open(&path)
+        return super::storage::open_regular(&path)
             .and_then(|f| f.sync_all())
             .map_err(io_err(&path));
     }
@@ -348,7 +417,7 @@ fn publish_binding(scope: &Path, identity: &Identity) -> Result<(), ScopeError> 
     let linked = write().and_then(|()| fs::hard_link(&temp, &path));
     let _ = fs::remove_file(&temp);
     match linked {
-        Ok(()) => File::open(scope)
+        Ok(()) => super::storage::open_dir(scope)
             .and_then(|d| d.sync_all())
             .map_err(io_err(scope)),
         // Someone else published first: theirs must match.

@@ -88,7 +88,10 @@ pub(super) fn from_session(error: &SessionError) -> VfsError {
         SessionError::NoFile => VfsError::NotPermitted,
         SessionError::Scope(scope) => from_scope(scope, reason),
         SessionError::Legacy(legacy) => from_legacy(legacy, reason),
-        SessionError::AlreadyExists { .. } => VfsError::Refused(reason),
+        SessionError::AlreadyExists { .. }
+        | SessionError::ChangedOnDisk { .. }
+        | SessionError::OpenElsewhere { .. } => VfsError::Refused(reason),
+        SessionError::ReadOnly { .. } => VfsError::ReadOnly,
     }
 }
 

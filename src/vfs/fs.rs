@@ -546,9 +546,7 @@ impl Vfs {
             return Ok(());
         }
         let appended = self.with_writer(sid, "entries/new", accepted, |manager| {
-            objects
-                .into_iter()
-                .try_for_each(|o| manager.append_external(o).map(drop))
+            manager.append_external_all(objects).map(drop)
         });
         self.announce(sid, EntriesChanged::None);
         appended

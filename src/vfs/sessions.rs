@@ -21,9 +21,11 @@ use parking_lot::Mutex;
 use super::content::{Generation, Rendered};
 use super::disk::FileStamp;
 use super::errors::from_session;
-use super::fs::{EntriesChanged, Vfs};
+use super::fs::{EntriesChanged, SessionSource, Vfs};
 use super::VfsError;
-use crate::engine::manager::{Refresh, SessionError, SessionManager, StorageConfig};
+use crate::engine::manager::{
+    ReadRules, Refresh, SessionError, SessionManager, StorageConfig, WriteTarget,
+};
 
 /// A session as the listing found it.
 #[derive(Debug, Clone)]
@@ -275,21 +277,24 @@ impl Vfs {
         StorageConfig::files(&self.config.blob_dir)
     }
 
+    /// A manager that only reads: lenient, migrated and sanitized in memory, never
+    /// writing; a managed transcript still has to pass the owner-only checks.
     fn open_reader(&self, listed: &Listed) -> Result<SessionManager, SessionError> {
-        let managed = is_managed(&listed.path);
-        if managed {
-            SessionManager::open_managed(&listed.path, self.storage_config())
-        } else {
-            SessionManager::open(&listed.path, &listed.cwd, self.storage_config())
-        }
+        let rules = ReadRules::for_path(&listed.path);
+        SessionManager::load_for_reading(&listed.path, self.storage_config(), rules)
     }
 
+    /// A manager that writes, by the engine's write rules: the strict checks, a legacy
+    /// transcript first copied into its workspace's managed scope.
     fn open_writer(&self, path: &Path) -> Result<SessionManager, SessionError> {
-        if is_managed(path) {
-            SessionManager::open_managed(path, self.storage_config())
-        } else {
-            SessionManager::open(path, "", self.storage_config())
-        }
+        let target = WriteTarget {
+            sessions_root: match &self.config.source {
+                SessionSource::SessionsRoot(root) => Some(root.clone()),
+                SessionSource::Dir(_) => None,
+            },
+            ..WriteTarget::default()
+        };
+        SessionManager::open_for_writing(path, &target, self.storage_config())
     }
 
     /// Drops session `sid` from memory when its file changed since the model last saw it
@@ -374,12 +379,4 @@ impl Vfs {
         }
         failures
     }
-}
-
-/// Whether `path` is a transcript of a managed scope (its directory is `v2-<digest>`).
-fn is_managed(path: &Path) -> bool {
-    path.parent()
-        .and_then(Path::file_name)
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with("v2-"))
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod mount;
+pub mod tmpfs;
 
 use std::path::PathBuf;
 
@@ -179,4 +180,65 @@ pub fn renumbered(session: gjcfs::engine::Session) -> gjcfs::engine::Session {
         })
         .collect();
     gjcfs::engine::Session::from_records(records)
+}
+
+/// Runs gjcfs with `args` and `stdin`, killing it and failing the test if it does not
+/// finish within ten seconds (a command blocked on a FIFO would never finish).
+pub fn gjcfs_with_stdin<S: AsRef<std::ffi::OsStr>>(
+    args: &[S],
+    stdin: &str,
+) -> std::process::Output {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(gjcfs_bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let _ = input.write_all(stdin.as_bytes());
+    drop(input);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            let args: Vec<_> = args.iter().map(|a| a.as_ref().to_owned()).collect();
+            panic!("gjcfs {args:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Generates a session of `entries` entries for the workspace `ws` into its managed scope
+/// in `agent` (`gjcfs generate s.jsonl --scope`) and returns the transcript.
+pub fn generate_managed(agent: &std::path::Path, ws: &std::path::Path, entries: usize) -> PathBuf {
+    let entries = entries.to_string();
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "generate".as_ref(),
+        "s.jsonl".as_ref(),
+        "--entries".as_ref(),
+        entries.as_ref(),
+        "--cwd".as_ref(),
+        ws.as_os_str(),
+        "--scope".as_ref(),
+        agent.as_os_str(),
+    ];
+    let out = gjcfs_with_stdin(&args, "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let identity = gjcfs::engine::scope::resolve_identity(ws).unwrap();
+    let file = agent
+        .join("sessions")
+        .join(gjcfs::engine::scope::scope_dir_name(&identity))
+        .join("s.jsonl");
+    assert!(file.is_file());
+    file
 }

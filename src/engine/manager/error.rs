@@ -28,7 +28,20 @@ impl PersistError {
 
     /// The errno of the underlying failure, if any.
     pub fn raw_os_error(&self) -> Option<i32> {
-        self.source.raw_os_error()
+        self.io_error().raw_os_error()
+    }
+
+    /// The I/O failure underneath: the write's own, or that of the blob store when storing
+    /// a blob the line references failed.
+    pub fn io_error(&self) -> &io::Error {
+        match self
+            .source
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<BlobError>())
+        {
+            Some(BlobError::Io { source, .. }) => source,
+            _ => &self.source,
+        }
     }
 }
 
@@ -73,14 +86,57 @@ pub enum SessionError {
     Legacy(#[from] crate::engine::legacy::LegacyError),
     #[error("{path} already exists")]
     AlreadyExists { path: PathBuf },
+    /// The session was loaded for reading ([`SessionManager::load_for_reading`]) and is
+    /// never written.
+    ///
+    /// [`SessionManager::load_for_reading`]: super::SessionManager::load_for_reading
+    #[error("{path}: the session was loaded for reading only and is never written")]
+    ReadOnly { path: PathBuf },
+    /// A full rewrite was refused because the file is not the one memory reflects any
+    /// more (another process changed, replaced or appended to it); nothing was written.
+    #[error("{path}: changed on disk since it was read; not rewriting it (open it again)")]
+    ChangedOnDisk { path: PathBuf },
+    /// A full rewrite was refused because another process holds the file open for writing
+    /// (an agent still writing the session); nothing was written.
+    #[error("{path}: open for writing by another process (pid {pids:?}); not rewriting it")]
+    OpenElsewhere { path: PathBuf, pids: Vec<u32> },
 }
 
 impl SessionError {
     /// The errno of an I/O failure underneath, if any.
     pub fn raw_os_error(&self) -> Option<i32> {
+        self.io_error().and_then(io::Error::raw_os_error)
+    }
+
+    /// The I/O failure underneath, if the error is one (a failed write, read, scope check,
+    /// migration or blob access), so that callers can report ENOSPC, EDQUOT, EROFS, EACCES,
+    /// EPERM and the like as such.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        use crate::engine::legacy::LegacyError;
+        use crate::engine::scope::ScopeError;
+        fn scope(e: &ScopeError) -> Option<&io::Error> {
+            match e {
+                ScopeError::Io { source, .. } => Some(source),
+                _ => None,
+            }
+        }
         match self {
-            SessionError::Persist(e) | SessionError::Append { source: e, .. } => e.raw_os_error(),
-            _ => None,
+            SessionError::Persist(e) | SessionError::Append { source: e, .. } => Some(e.io_error()),
+            SessionError::Load(LoadError::Io { source, .. }) => Some(source),
+            SessionError::Scope(e) | SessionError::Legacy(LegacyError::Scope(e)) => scope(e),
+            SessionError::Legacy(LegacyError::Io { source, .. }) => Some(source),
+            SessionError::Blob(BlobError::Io { source, .. }) => Some(source),
+            SessionError::Load(_)
+            | SessionError::Legacy(_)
+            | SessionError::Blob(_)
+            | SessionError::EntryNotFound(_)
+            | SessionError::InvalidEntry(_)
+            | SessionError::Inspect { .. }
+            | SessionError::NoFile
+            | SessionError::AlreadyExists { .. }
+            | SessionError::ReadOnly { .. }
+            | SessionError::ChangedOnDisk { .. }
+            | SessionError::OpenElsewhere { .. } => None,
         }
     }
 }

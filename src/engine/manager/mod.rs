@@ -9,14 +9,40 @@
 //! - Deferred persistence: nothing of a new session reaches disk before its first assistant
 //!   message; then the whole session is written in one atomic rewrite, after which each entry
 //!   is appended as one line. A file that was opened is "on disk" from the start.
-//! - Migrations and folded patches are written by the first persistence of any kind (a full
-//!   rewrite), never on read.
+//! - Opening never writes. Migrations and folded patches are written by the first
+//!   persistence of any kind (a full rewrite); the OpenAI replay sanitizer's patches are
+//!   *owed* and written by the first persistence too (appended before its own lines, or
+//!   folded by a full rewrite). A refresh never writes either.
+//! - A manager loaded for reading ([`SessionManager::load_for_reading`]) never writes at
+//!   all: every write fails with [`SessionError::ReadOnly`].
+//! - Only a file that does not exist is created from nothing ([`SessionManager::create`],
+//!   [`SessionManager::create_managed`], [`SessionManager::set_session_file`]). A missing or
+//!   non-session file given to [`SessionManager::open`] is an error, never replaced.
+//!   (Deliberate deviation: the original's `open` and `setSessionFile` re-initialise a
+//!   non-session file with a fresh header.)
+//! - A full rewrite replaces an existing file only while it is the very file memory
+//!   reflects (same identity and size as the read mark, checked before the temp file is
+//!   written and again right before the rename) and no other process holds it open for
+//!   writing; otherwise it is refused ([`SessionError::ChangedOnDisk`],
+//!   [`SessionError::OpenElsewhere`]), the file is left untouched and nothing is latched.
 //! - The first persistence error is latched: every later write fails with it until the
 //!   manager switches to another session.
 //! - All state sits behind one mutex: writes are serialized and readers never see a
 //!   half-applied append.
-//! - An append to a file whose last line is torn (no final newline) first ends that line, so
-//!   the new entry is never swallowed by it.
+//! - Every append checks the file's last byte through its own writer first; a torn last
+//!   line (a crash, here or in another process, even after the writer opened) is ended with
+//!   `\n` in the same write, so the new entry is never swallowed by it. The lines of one
+//!   persistence (owed patches, one entry or a whole batch) go out in one write.
+//! - A failed append leaves no torn partial: what it wrote is cut off again when the file
+//!   is exactly its old size plus those bytes (else another process appended meanwhile, and
+//!   the next append ends the torn tail).
+//! - Write opens go through one place ([`SessionManager::open_for_writing`]): a legacy
+//!   transcript is copied into its managed scope first and the copy is written; a managed
+//!   transcript's scope is verified on every open and read
+//!   ([`SessionStorage::verify_transcript_scope`]).
+//! - Crash leftovers (orphaned backups, temp files of an interrupted rewrite) are recovered
+//!   only when a session is opened for writing or created in a directory, never in a
+//!   legacy directory ([`recover_dir`]).
 //! - The manager knows which bytes of the file memory reflects, so that lines appended from
 //!   outside can be read on their own ([`SessionManager::refresh_from_file`]).
 
@@ -33,15 +59,23 @@ use parking_lot::Mutex;
 pub use entries::{build_entry, external_entry, Base};
 pub use error::{AppendPhase, PersistError, SessionError, SessionResult};
 pub use refresh::{Refresh, ReloadReason};
-pub use rewrite::{atomic_replace, recover_orphaned_backups};
+use rewrite::Refusal;
+pub use rewrite::{
+    atomic_replace, atomic_replace_checked, is_legacy_dir_name, recover_dir,
+    recover_orphaned_backups, remove_orphaned_temps, ORPHANED_TEMP_AGE_MS,
+};
 
 use super::blob::BlobStore;
 use super::context::SessionContext;
 use super::ids;
 use super::inspect::strict_session;
 use super::json::{Object, Value};
+use super::legacy::{
+    list_candidates, path_for_writing, LegacyError, LegacyRoots, MigrationPolicy, Provenance,
+    Workspace,
+};
 use super::lines::read_lines;
-use super::load::{build_session, load_entries_from_storage, LoadStatus, ReadMark};
+use super::load::{build_session, load_entries_from_storage, LoadError, LoadStatus, ReadMark};
 use super::migrate::{migrate, Migration, CURRENT_SESSION_VERSION};
 use super::persist::prepare_for_persist;
 use super::record::{Record, RecordType};
@@ -113,6 +147,134 @@ struct State {
     /// Whether `synced` counts appends of the open writer not yet checked against where
     /// they landed.
     unchecked_appends: bool,
+    /// Whether the manager was loaded for reading: every write is refused.
+    read_only: bool,
+    /// Patch records the load-time sanitizer made in memory and the file does not hold
+    /// yet; the first persistence writes them (before its own lines, or folded by a full
+    /// rewrite).
+    owed: Vec<Record>,
+}
+
+/// How [`SessionManager::load_for_reading`] treats a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadRules {
+    /// A session file in an explicit directory: only its content is read.
+    Explicit,
+    /// A managed transcript: its scope must verify and it must be a private file.
+    Managed,
+}
+
+impl ReadRules {
+    /// [`ReadRules::Managed`] for a transcript directly in a directory named `v2-*`.
+    pub fn for_path(path: &Path) -> Self {
+        match in_v2_dir(path) {
+            true => ReadRules::Managed,
+            false => ReadRules::Explicit,
+        }
+    }
+}
+
+/// Where [`SessionManager::open_for_writing`] may write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteTarget {
+    /// The agent's sessions root (`<agentDir>/sessions`), whose legacy directories are
+    /// migrated before writing; without it no directory is taken for a legacy one.
+    pub sessions_root: Option<PathBuf>,
+    /// What to do with a transcript of a legacy directory.
+    pub policy: MigrationPolicy,
+}
+
+fn in_v2_dir(path: &Path) -> bool {
+    path.parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("v2-"))
+}
+
+/// `path` made absolute against the current directory, lexically.
+fn absolute(path: &Path) -> PathBuf {
+    let joined = match path.is_absolute() {
+        true => path.to_owned(),
+        false => std::env::current_dir().unwrap_or_default().join(path),
+    };
+    super::agent_dir::normalize(&joined)
+}
+
+/// A failed read of `path` as a load error: a missing file is [`LoadError::Missing`].
+fn read_error(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
+    move |source| match source.kind() {
+        std::io::ErrorKind::NotFound => LoadError::Missing { path: path.into() },
+        _ => LoadError::Io {
+            path: path.into(),
+            source,
+        },
+    }
+}
+
+/// Whether `path` is a transcript directly inside a legacy directory of `root`.
+fn is_legacy_transcript(root: &Path, path: &Path) -> bool {
+    let Some(dir) = path.parent() else {
+        return false;
+    };
+    let legacy_name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(is_legacy_dir_name);
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    legacy_name
+        && dir
+            .parent()
+            .and_then(canonical)
+            .is_some_and(|parent| Some(parent) == canonical(root))
+}
+
+/// Copies the legacy transcript at `path` into its workspace's v2 scope (or finds the
+/// copy an earlier migration made) and returns the copy.
+fn migrate_for_writing(
+    root: &Path,
+    path: &Path,
+    policy: MigrationPolicy,
+    storage: &dyn SessionStorage,
+) -> SessionResult<PathBuf> {
+    let prefix = storage
+        .read_prefix(path, super::legacy::HEADER_MAX_BYTES)
+        .map_err(read_error(path))?;
+    let first = prefix.split(|&b| b == b'\n').next().unwrap_or_default();
+    let header = Record::parse_line(&String::from_utf8_lossy(first)).ok();
+    let Some((id, cwd)) = header.as_ref().and_then(|h| {
+        let h = h.as_header()?;
+        Some((h.id()?.to_owned(), h.cwd()?.to_owned()))
+    }) else {
+        return Err(LoadError::NotASession { path: path.into() }.into());
+    };
+    let cwd = Path::new(&cwd);
+    let listing = list_candidates(root, cwd, &LegacyRoots::current())?;
+    let abs_root = absolute(root);
+    let (Some(dir), Some(name)) = (path.parent().and_then(Path::file_name), path.file_name())
+    else {
+        return Err(LoadError::NotASession { path: path.into() }.into());
+    };
+    let listed = abs_root.join(dir).join(name);
+    if let Some(candidate) = listing.owned.iter().find(|c| c.path == listed) {
+        return Ok(path_for_writing(root, cwd, candidate, policy)?);
+    }
+    // Migrated before: the listing shows the copy (same name in the scope) instead.
+    let copy = Workspace::resolve(cwd)?.scope_dir(&abs_root).join(name);
+    let migrated = listing
+        .owned
+        .iter()
+        .find(|c| c.path == copy && c.provenance == Provenance::MigratedV2 && c.session_id == id);
+    match migrated {
+        Some(candidate) => Ok(path_for_writing(root, cwd, candidate, policy)?),
+        None => Err(LegacyError::InvalidCandidate {
+            path: path.to_owned(),
+            why: format!(
+                "not a session of the workspace {} (its header cwd) that can be migrated",
+                cwd.display()
+            ),
+        }
+        .into()),
+    }
 }
 
 /// A fresh header in the order a new session writes it.
@@ -196,6 +358,8 @@ impl State {
             synced: None,
             strict_reads: false,
             unchecked_appends: false,
+            read_only: false,
+            owed: Vec::new(),
         }
     }
 
@@ -215,6 +379,7 @@ impl State {
         self.needs_full_rewrite = false;
         self.latched = None;
         self.synced = None;
+        self.owed.clear();
     }
 
     fn close_writer(&mut self) {
@@ -239,16 +404,52 @@ impl State {
         }
     }
 
-    /// Writes every record to the file in one atomic replacement.
-    fn full_rewrite(&mut self) -> Result<(), PersistError> {
+    /// Refuses a write: a manager loaded for reading never writes.
+    fn check_writable(&self) -> SessionResult<()> {
+        match (&self.file, self.read_only) {
+            (Some(path), true) => Err(SessionError::ReadOnly { path: path.clone() }),
+            _ => Ok(()),
+        }
+    }
+
+    /// What a full rewrite of `path` must find there: nothing, or the very file memory
+    /// reflects (same identity and size as the `synced` mark) with no other process holding
+    /// it open for writing. A refusal is an [`io::Error`] carrying a [`Refusal`].
+    fn rewrite_precondition(&self, path: &Path) -> std::io::Result<()> {
+        let storage = self.storage();
+        let stat = match storage.stat(path) {
+            Ok(stat) => stat,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let reflected = self
+            .synced
+            .as_ref()
+            .is_some_and(|mark| mark.id == stat.id && mark.end == stat.len);
+        if !reflected {
+            return Err(Refusal::ChangedOnDisk.into());
+        }
+        let pids = storage.writers_elsewhere(path)?;
+        if !pids.is_empty() {
+            return Err(Refusal::OpenElsewhere(pids).into());
+        }
+        Ok(())
+    }
+
+    /// Writes every record to the file in one atomic replacement. An existing file is
+    /// replaced only while it is still the file memory reflects (checked before the temp
+    /// file is written and again right before the rename); otherwise nothing changes and the
+    /// refusal is returned (not latched).
+    fn full_rewrite(&mut self) -> SessionResult<()> {
         let Some(path) = self.file.clone() else {
             return Ok(());
         };
+        self.check_writable()?;
         self.check_latched()?;
         self.close_writer();
         if let Some(dir) = path.parent() {
             if let Err(e) = self.storage().ensure_dir(dir) {
-                return Err(self.fail(&path, e));
+                return Err(self.fail(&path, e).into());
             }
         }
         let config = self.config.clone();
@@ -260,7 +461,8 @@ impl State {
             tail: Vec::new(),
             patches_apply: patches_apply(&records[0]),
         };
-        let result = atomic_replace(config.storage.as_ref(), &path, |w| {
+        let check = || self.rewrite_precondition(&path);
+        let result = atomic_replace_checked(config.storage.as_ref(), &path, &check, |w| {
             let mut buf = Vec::with_capacity(1 << 20);
             for record in records {
                 let prepared = prepare_for_persist(record.fields(), &config.blobs)
@@ -286,38 +488,30 @@ impl State {
                 self.flushed = true;
                 self.ensured_on_disk = true;
                 self.needs_full_rewrite = false;
+                self.owed.clear();
                 self.note_rewritten(mark);
                 Ok(())
             }
-            Err(e) => Err(self.fail(&path, e)),
+            Err(e) => match Refusal::of(&e) {
+                Some(Refusal::ChangedOnDisk) => Err(SessionError::ChangedOnDisk { path }),
+                Some(Refusal::OpenElsewhere(pids)) => Err(SessionError::OpenElsewhere {
+                    path,
+                    pids: pids.clone(),
+                }),
+                None => Err(self.fail(&path, e).into()),
+            },
         }
     }
 
-    /// The open append writer, opening it (and ending a torn last line) when needed.
+    /// The open append writer, opening it when needed.
     fn writer(&mut self, path: &Path) -> Result<&mut Box<dyn StorageWriter>, PersistError> {
-        let writer = match self.writer.take() {
-            Some(writer) => writer,
-            None => {
-                let storage = self.config.storage.clone();
-                let torn = match storage.read_tail(path, 1) {
-                    Ok(tail) => tail.first().is_some_and(|&b| b != b'\n'),
-                    Err(e) => return Err(self.fail(path, e)),
-                };
-                let mut writer = match storage.open_writer(path, OpenMode::Append) {
-                    Ok(w) => w,
-                    Err(e) => return Err(self.fail(path, e)),
-                };
-                if torn {
-                    if let Err(e) = writer.write_all(b"\n") {
-                        let _ = writer.close();
-                        return Err(self.fail(path, e));
-                    }
-                    self.note_appended(b"\n");
-                }
-                writer
+        if self.writer.is_none() {
+            match self.config.storage.open_writer(path, OpenMode::Append) {
+                Ok(w) => self.writer = Some(w),
+                Err(e) => return Err(self.fail(path, e)),
             }
-        };
-        Ok(self.writer.insert(writer))
+        }
+        Ok(self.writer.as_mut().expect("opened above"))
     }
 
     /// The lines for `records` after the persist transform (blobs stored first).
@@ -331,27 +525,30 @@ impl State {
         Ok(buf)
     }
 
-    /// Appends encoded lines to the file.
-    fn append_bytes(
-        &mut self,
-        encoded: Result<Vec<u8>, super::blob::BlobError>,
-    ) -> Result<(), PersistError> {
+    /// Appends the owed patches, then `records`, to the file in one write.
+    fn append_records(&mut self, records: &[&Record]) -> SessionResult<()> {
         let Some(path) = self.file.clone() else {
             return Ok(());
         };
-        let buf = encoded.map_err(|e| self.fail(&path, std::io::Error::other(e)))?;
-        if self.managed {
-            return self.managed_append(&path, &buf);
+        self.check_writable()?;
+        let owed = std::mem::take(&mut self.owed);
+        let all: Vec<&Record> = owed.iter().chain(records.iter().copied()).collect();
+        let encoded = self.encode(&all);
+        drop(all);
+        let result = match encoded {
+            Err(e) => Err(self.fail(&path, std::io::Error::other(e)).into()),
+            Ok(buf) if self.managed => self.managed_append(&path, &buf),
+            Ok(buf) => self.write_at_end(&path, &buf, false),
+        };
+        if result.is_err() {
+            self.owed = owed;
         }
-        let result = self.writer(&path)?.write_all(&buf);
-        result.map_err(|e| self.fail(&path, e))?;
-        self.note_appended(&buf);
-        Ok(())
+        result
     }
 
     /// A managed append (details §9.6): the file must still be the private file this
     /// session writes; the lines are written, then the file and its directory fsynced.
-    fn managed_append(&mut self, path: &Path, buf: &[u8]) -> Result<(), PersistError> {
+    fn managed_append(&mut self, path: &Path, buf: &[u8]) -> SessionResult<()> {
         let storage = self.config.storage.clone();
         if let Err(e) = storage.check_private_file(path) {
             let e = if e.kind() == std::io::ErrorKind::NotFound {
@@ -359,7 +556,7 @@ impl State {
             } else {
                 e
             };
-            return Err(self.fail(path, e));
+            return Err(self.fail(path, e).into());
         }
         let replaced = match &self.writer {
             Some(w) => !w.is_file_at(path).unwrap_or(false),
@@ -368,24 +565,60 @@ impl State {
         if replaced {
             self.close_writer();
         }
+        self.write_at_end(path, buf, true)
+    }
+
+    /// Writes `buf` at the end of the file through the writer, in one write. A last line
+    /// left torn (by a crash here or by another process since) is ended with `\n` first, in
+    /// the same write, so the new lines are never swallowed by it. With `durable`, the file
+    /// and then its directory are fsynced. If anything fails, what this write put in the
+    /// file is cut off again (and, with `durable`, the cut fsynced) — when the file is
+    /// exactly its old size plus those bytes (if another process appended meanwhile it is
+    /// left; the next append ends a torn tail).
+    fn write_at_end(&mut self, path: &Path, buf: &[u8], durable: bool) -> SessionResult<()> {
+        let storage = self.config.storage.clone();
         let writer = self.writer(path)?;
+        let end = match writer.end() {
+            Ok(end) => end,
+            Err(e) => return Err(self.fail(path, e).into()),
+        };
+        let mut bytes = Vec::with_capacity(buf.len() + 1);
+        if end.torn() {
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(buf);
+        let mut written = 0;
         let result = writer
-            .write_all(buf)
-            .and_then(|()| writer.fsync())
+            .write_all_counted(&bytes, &mut written)
+            .and_then(|()| match durable {
+                true => writer.fsync(),
+                false => Ok(()),
+            })
             .and_then(|()| match path.parent() {
-                Some(dir) => storage.sync_dir(dir),
-                None => Ok(()),
+                Some(dir) if durable => storage.sync_dir(dir),
+                _ => Ok(()),
             });
-        result.map_err(|e| self.fail(path, e))?;
-        self.note_appended(buf);
+        if let Err(e) = result {
+            if written > 0 && writer.end().is_ok_and(|now| now.size == end.size + written) {
+                // A durable append may have reached the disk before a later step failed:
+                // its removal is made durable too.
+                let _ = writer.truncate(end.size).and_then(|()| match durable {
+                    true => writer.fsync(),
+                    false => Ok(()),
+                });
+            }
+            return Err(self.fail(path, e).into());
+        }
+        self.note_appended(&bytes);
         Ok(())
     }
 
-    /// `_persist` for the entry just appended at `index`.
-    fn persist_entry(&mut self, index: usize) -> Result<(), PersistError> {
+    /// `_persist` for the entries just appended from `from` on.
+    fn persist_entries(&mut self, from: usize) -> SessionResult<()> {
         if !self.persist || self.file.is_none() {
             return Ok(());
         }
+        self.check_writable()?;
         self.check_latched()?;
         if !self.ensured_on_disk && !self.has_assistant {
             self.flushed = false;
@@ -401,24 +634,57 @@ impl State {
             // A file deleted behind our back is written again from memory.
             return self.full_rewrite();
         }
-        let encoded = self.encode(&[self.session.record(index)]);
-        self.append_bytes(encoded)
+        let records = self.session.records()[from..].to_vec();
+        self.append_records(&records.iter().collect::<Vec<_>>())
     }
 
-    /// `#persistPatches`: patch records for changes already made in memory.
-    fn persist_patches(&mut self, patches: &[Record]) -> Result<(), PersistError> {
+    /// `#persistPatches`: patch records for changes already made in memory, after the
+    /// patches owed from the load.
+    fn persist_patches(&mut self, patches: &[Record]) -> SessionResult<()> {
         let Some(path) = self.file.clone() else {
             return Ok(());
         };
-        if !self.persist || patches.is_empty() || !self.storage().exists(&path) {
+        if !self.persist || (patches.is_empty() && self.owed.is_empty()) {
+            return Ok(());
+        }
+        self.check_writable()?;
+        if !self.storage().exists(&path) {
             return Ok(());
         }
         self.check_latched()?;
         if self.needs_full_rewrite || !self.flushed || self.session.header().version() < 5.0 {
             return self.full_rewrite();
         }
-        let encoded = self.encode(&patches.iter().collect::<Vec<_>>());
-        self.append_bytes(encoded)
+        self.append_records(&patches.iter().collect::<Vec<_>>())
+    }
+
+    /// Loads the file at `path` leniently into memory as this session's file (migrations
+    /// and the sanitizer's patches applied in memory, owed to the first write).
+    fn load_leniently(&mut self, path: &Path) -> SessionResult<()> {
+        let loaded = load_entries_from_storage(self.storage(), path)?;
+        match loaded.status {
+            LoadStatus::Loaded => {}
+            LoadStatus::Missing => return Err(LoadError::Missing { path: path.into() }.into()),
+            LoadStatus::NotASession => {
+                return Err(LoadError::NotASession { path: path.into() }.into())
+            }
+        }
+        let built = build_session(loaded.records, loaded.summaries);
+        self.adopt(built.session, Some(path.to_owned()), true);
+        self.synced = loaded.mark;
+        self.needs_full_rewrite = matches!(built.migration, Migration::Migrated { .. });
+        self.owed = sanitize_entries(&mut self.session, built.to_sanitize);
+        Ok(())
+    }
+
+    /// A label given from outside must target an existing entry.
+    fn check_label_target(&self, ty: &str, fields: &Object) -> SessionResult<()> {
+        match fields.get_str("targetId") {
+            Some(target) if ty == "label" && self.session.index_of(target).is_none() => {
+                Err(super::session::EntryNotFound(target.to_owned()).into())
+            }
+            _ => Ok(()),
+        }
     }
 
     fn append(&mut self, ty: &str, fields: &Object) -> SessionResult<String> {
@@ -431,36 +697,79 @@ impl State {
         fields: &Object,
         parent: Option<String>,
     ) -> SessionResult<String> {
-        if let Some(prior) = &self.latched {
-            return Err(SessionError::Append {
+        self.check_appendable()?;
+        let record = self.build_new(ty, fields, parent.as_deref(), &[])?;
+        let id = record.id().unwrap_or_default().to_owned();
+        self.commit_entries(vec![record])?;
+        Ok(id)
+    }
+
+    /// Whether appends are accepted at all: not loaded for reading, no error latched.
+    fn check_appendable(&self) -> SessionResult<()> {
+        self.check_writable()?;
+        match &self.latched {
+            Some(prior) => Err(SessionError::Append {
                 entry_id: String::new(),
                 phase: AppendPhase::PriorFailure,
                 source: prior.clone(),
-            });
+            }),
+            None => Ok(()),
         }
-        let id = ids::new_entry_id(|c| self.session.index_of(c).is_some());
+    }
+
+    /// A new entry of `ty` under `parent`, with an id unique in the session and among
+    /// `batch` (entries built before it, not inserted yet), checked against the schema.
+    fn build_new(
+        &self,
+        ty: &str,
+        fields: &Object,
+        parent: Option<&str>,
+        batch: &[Record],
+    ) -> SessionResult<Record> {
+        let id = ids::new_entry_id(|c| {
+            self.session.index_of(c).is_some() || batch.iter().any(|r| r.id() == Some(c))
+        });
         let timestamp = time::now_iso();
         let base = Base {
             id: &id,
-            parent_id: parent.as_deref(),
+            parent_id: parent,
             timestamp: &timestamp,
         };
         let record = build_entry(ty, fields, &base);
         entries::check_schema(&record)?;
+        Ok(record)
+    }
+
+    /// Inserts `records` as new entries, each the new leaf, then persists them together; if
+    /// that fails they are all removed again and the leaf restored.
+    fn commit_entries(&mut self, records: Vec<Record>) -> SessionResult<()> {
+        let first_id = records
+            .first()
+            .and_then(Record::id)
+            .unwrap_or_default()
+            .to_owned();
         let previous_leaf = self.session.leaf();
         let had_assistant = self.has_assistant;
-        self.has_assistant |= is_assistant(&record);
-        let index = self.session.push_entry(record);
-        if let Err(source) = self.persist_entry(index) {
-            self.session.pop_entry(previous_leaf);
+        let from = self.session.records().len();
+        for record in records {
+            self.has_assistant |= is_assistant(&record);
+            self.session.push_entry(record);
+        }
+        if let Err(e) = self.persist_entries(from) {
+            while self.session.records().len() > from {
+                self.session.pop_entry(previous_leaf);
+            }
             self.has_assistant = had_assistant;
-            return Err(SessionError::Append {
-                entry_id: id,
-                phase: AppendPhase::CurrentAppend,
-                source,
+            return Err(match e {
+                SessionError::Persist(source) => SessionError::Append {
+                    entry_id: first_id,
+                    phase: AppendPhase::CurrentAppend,
+                    source,
+                },
+                other => other,
             });
         }
-        Ok(id)
+        Ok(())
     }
 }
 
@@ -472,8 +781,12 @@ impl SessionManager {
     }
 
     /// A new session in `session_dir` (nothing is written until the first assistant reply).
+    /// Backups and temp files a crash left in the directory are recovered first
+    /// ([`recover_dir`]).
     pub fn create(cwd: &str, session_dir: impl Into<PathBuf>, config: StorageConfig) -> Self {
-        Self::from_state(State::fresh(config, cwd, Some(session_dir.into()), true))
+        let dir = session_dir.into();
+        recover_dir(config.storage.as_ref(), &dir);
+        Self::from_state(State::fresh(config, cwd, Some(dir), true))
     }
 
     /// A new session in the managed scope of the workspace `cwd` under `sessions_root`
@@ -486,15 +799,22 @@ impl SessionManager {
     ) -> SessionResult<Self> {
         let identity = super::scope::resolve_identity(cwd)?;
         let scope = super::scope::prepare_scope(sessions_root, &identity)?;
+        recover_dir(config.storage.as_ref(), &scope);
         let mut state = State::fresh(config, &cwd.to_string_lossy(), Some(scope), true);
         state.managed = true;
         state.strict_reads = true;
         Ok(Self::from_state(state))
     }
 
-    /// Opens an existing transcript in a managed scope: it must pass the strict content
-    /// checks and be a private file; later appends are managed appends.
+    /// Opens an existing transcript in a managed scope for writing: its scope must verify
+    /// ([`SessionStorage::verify_transcript_scope`]), it must be a private file and pass the
+    /// strict content checks; later appends are managed appends. Nothing is written at open
+    /// (the sanitizer's patches and migrations are owed to the first write).
     pub fn open_managed(path: &Path, config: StorageConfig) -> SessionResult<Self> {
+        config.storage.verify_transcript_scope(path)?;
+        if let Some(scope) = path.parent() {
+            recover_dir(config.storage.as_ref(), scope);
+        }
         config
             .storage
             .check_private_file(path)
@@ -520,32 +840,98 @@ impl SessionManager {
         Self::from_state(State::fresh(config, cwd, None, false))
     }
 
-    /// Opens the session file at `path` leniently (explicit directory). A missing file, or
-    /// one that holds no session, is replaced at once by a header-only file for `cwd`. The
-    /// OpenAI replay sanitizer runs, and its patches are persisted; if they cannot be, the
-    /// open fails and the file is left as it was.
+    /// Opens the session file at `path` leniently for writing (explicit directory): a
+    /// malformed or torn line is skipped. A missing file is [`LoadError::Missing`] and a
+    /// file whose first record is not a session header [`LoadError::NotASession`]; neither
+    /// is written. Nothing is written at open: migrations and the OpenAI replay sanitizer's
+    /// patches are applied in memory and owed to the first persistence (an append or a
+    /// patch), which writes them first. Backups and temp files a crash left in the
+    /// directory are recovered first ([`recover_dir`]).
+    ///
+    /// Deliberate deviation: the original's `open` (and `setSessionFile`) replaces a
+    /// missing or non-session file with a fresh header-only session at once; gjcfs refuses,
+    /// so that a mistyped path or a file that is not a session is never overwritten. The
+    /// only file created from nothing is one that does not exist yet, by [`Self::create`],
+    /// [`Self::create_managed`] or [`Self::set_session_file`].
     pub fn open(path: &Path, cwd: &str, config: StorageConfig) -> SessionResult<Self> {
-        let loaded = load_entries_from_storage(config.storage.as_ref(), path)?;
         let dir = path.parent().map(Path::to_path_buf);
-        let mut state = State::fresh(config, cwd, dir, true);
-        state.file = Some(path.to_owned());
-        if loaded.status != LoadStatus::Loaded {
-            state.full_rewrite()?;
-            return Ok(Self::from_state(state));
+        if let Some(dir) = &dir {
+            recover_dir(config.storage.as_ref(), dir);
         }
-        let built = build_session(loaded.records, loaded.summaries);
-        state.adopt(built.session, Some(path.to_owned()), true);
-        state.synced = loaded.mark;
-        state.needs_full_rewrite = matches!(built.migration, Migration::Migrated { .. });
-        let patches = sanitize_entries(&mut state.session, built.to_sanitize);
-        state.persist_patches(&patches)?;
+        let mut state = State::fresh(config, cwd, dir, true);
+        state.load_leniently(path)?;
         Ok(Self::from_state(state))
     }
 
+    /// Loads the session file at `path` for reading only: leniently (malformed and torn
+    /// lines are skipped), migrated and sanitized in memory. The manager never writes:
+    /// every write fails with [`SessionError::ReadOnly`]; [`Self::refresh_from_file`] keeps
+    /// working. A missing file is [`LoadError::Missing`], a non-session file
+    /// [`LoadError::NotASession`]. A managed transcript ([`ReadRules::Managed`]) must also
+    /// be in a scope that verifies and be a private file, as for writing; its content is
+    /// read leniently all the same.
+    pub fn load_for_reading(
+        path: &Path,
+        config: StorageConfig,
+        rules: ReadRules,
+    ) -> SessionResult<Self> {
+        if rules == ReadRules::Managed {
+            config.storage.verify_transcript_scope(path)?;
+            config
+                .storage
+                .check_private_file(path)
+                .map_err(read_error(path))?;
+        }
+        let mut state = State::fresh(config, "", path.parent().map(Path::to_path_buf), true);
+        state.read_only = true;
+        state.managed = rules == ReadRules::Managed;
+        state.load_leniently(path)?;
+        Ok(Self::from_state(state))
+    }
+
+    /// Opens the transcript at `path` for writing, wherever it is (see [`WriteTarget`]):
+    /// - directly inside a legacy directory of the sessions root (a directory whose name
+    ///   starts with `-`, not `v2-`): the transcript is first copied into its workspace's
+    ///   v2 scope (copy-retain migration, the workspace being the header's cwd), and the
+    ///   copy is opened with [`Self::open_managed`]; the legacy file is only read. When the
+    ///   copy cannot be made (workspace gone, migration disabled, a binding conflict, a file
+    ///   that is not an owned candidate of its workspace) the open fails and nothing
+    ///   changes;
+    /// - in a directory named `v2-*`: [`Self::open_managed`] (strict content checks);
+    /// - anywhere else: [`Self::open`] (explicit directory).
+    ///
+    /// [`Self::session_file`] of the result names the file that is written.
+    pub fn open_for_writing(
+        path: &Path,
+        target: &WriteTarget,
+        config: StorageConfig,
+    ) -> SessionResult<Self> {
+        let parent_name = path
+            .parent()
+            .and_then(Path::file_name)
+            .and_then(|n| n.to_str());
+        if let Some(root) = &target.sessions_root {
+            if is_legacy_transcript(root, path) {
+                let copy = migrate_for_writing(root, path, target.policy, config.storage.as_ref())?;
+                return Self::open_managed(&copy, config);
+            }
+        }
+        if parent_name.is_some_and(|n| n.starts_with("v2-")) {
+            return Self::open_managed(path, config);
+        }
+        Self::open(path, "", config)
+    }
+
     /// `setSessionFile`: switches to the file at `path`. An existing file must pass the
-    /// strict content checks; a missing one gets a fresh header-only file.
+    /// strict content checks (a non-session file is refused, never re-initialised); nothing
+    /// is written (the sanitizer's patches and migrations are owed to the first write). A
+    /// missing one gets a fresh header-only file.
     pub fn set_session_file(&self, path: &Path) -> SessionResult<()> {
         let mut state = self.state.lock();
+        state.check_writable()?;
+        if let Some(dir) = path.parent() {
+            recover_dir(state.storage(), dir);
+        }
         if !state.storage().exists(path) {
             let cwd = state.cwd.clone();
             let header = new_header(&ids::new_session_id(), &cwd, None);
@@ -556,7 +942,7 @@ impl SessionManager {
             );
             state.session_dir = path.parent().map(Path::to_path_buf);
             state.strict_reads = true;
-            return Ok(state.full_rewrite()?);
+            return state.full_rewrite();
         }
         let read_failed = |e| SessionError::Persist(PersistError::new(path, e));
         let file = state.storage().open_read_at(path).map_err(read_failed)?;
@@ -578,8 +964,38 @@ impl SessionManager {
         state.needs_full_rewrite = migrated;
         state.synced = Some(mark);
         state.strict_reads = true;
-        state.persist_patches(&patches)?;
+        state.owed = patches;
         Ok(())
+    }
+
+    /// Appends entries given from outside (see [`external_entry`]) all together, or none
+    /// of them. Every input is checked first — its shape, the schema, and that a label's
+    /// target exists (an entry already in the session; entries of the same batch have no
+    /// ids yet to name) — then they are chained under the current leaf and persisted
+    /// together: when they go to disk by appending, all their lines are written in one
+    /// write. On any failure memory and file are as before. Returns the new ids in order.
+    pub fn append_external_all(&self, inputs: Vec<Object>) -> SessionResult<Vec<String>> {
+        let mut state = self.state.lock();
+        state.check_appendable()?;
+        let mut built: Vec<Record> = Vec::with_capacity(inputs.len());
+        for input in inputs {
+            let (ty, fields) = external_entry(input)?;
+            state.check_label_target(&ty, &fields)?;
+            let parent = match built.last() {
+                Some(previous) => previous.id().map(str::to_owned),
+                None => state.session.leaf_id().map(str::to_owned),
+            };
+            let record = state.build_new(&ty, &fields, parent.as_deref(), &built)?;
+            built.push(record);
+        }
+        let ids = built
+            .iter()
+            .map(|r| r.id().unwrap_or_default().to_owned())
+            .collect();
+        if !built.is_empty() {
+            state.commit_entries(built)?;
+        }
+        Ok(ids)
     }
 
     /// `newSession`: a fresh session in the same directory; nothing is written yet.
@@ -654,13 +1070,7 @@ impl SessionManager {
     pub fn append_external(&self, input: Object) -> SessionResult<String> {
         let (ty, fields) = external_entry(input)?;
         let mut state = self.state.lock();
-        if ty == "label" {
-            if let Some(target) = fields.get_str("targetId") {
-                if state.session.index_of(target).is_none() {
-                    return Err(super::session::EntryNotFound(target.to_owned()).into());
-                }
-            }
-        }
+        state.check_label_target(&ty, &fields)?;
         state.append(&ty, &fields)
     }
 
@@ -841,6 +1251,7 @@ impl SessionManager {
     /// refused).
     pub fn set_session_name(&self, name: &str, user: bool) -> SessionResult<bool> {
         let mut state = self.state.lock();
+        state.check_writable()?;
         let source = if user { "user" } else { "auto" };
         if !user && state.session.header().title_source() == Some("user") {
             return Ok(false);
@@ -866,19 +1277,25 @@ impl SessionManager {
     /// `rewriteEntries`: rewrites the whole file now.
     pub fn rewrite_entries(&self) -> SessionResult<()> {
         let mut state = self.state.lock();
+        state.check_writable()?;
         if !state.persist {
             return Ok(());
         }
-        Ok(state.full_rewrite()?)
+        state.full_rewrite()
     }
 
-    /// `ensureOnDisk`: writes the session now if it is not fully on disk.
+    /// `ensureOnDisk`: writes the session now if it is not fully on disk (a pending full
+    /// rewrite, or patches owed from the load).
     pub fn ensure_on_disk(&self) -> SessionResult<()> {
         let mut state = self.state.lock();
+        state.check_writable()?;
         if !state.persist || (state.flushed && !state.needs_full_rewrite) {
-            return Ok(());
+            return match state.owed.is_empty() {
+                true => Ok(()),
+                false => state.persist_patches(&[]),
+            };
         }
-        Ok(state.full_rewrite()?)
+        state.full_rewrite()
     }
 
     /// Makes every appended line durable (fsync), then reports a latched error.
@@ -906,6 +1323,7 @@ impl SessionManager {
     /// to the current cwd does nothing.
     pub fn move_to(&self, new_cwd: &str, dest_dir: &Path) -> SessionResult<()> {
         let mut state = self.state.lock();
+        state.check_writable()?;
         if state.cwd == new_cwd {
             return Ok(());
         }
@@ -947,6 +1365,7 @@ impl SessionManager {
     /// session's id, and switches to it. Returns `(old file, new file)`.
     pub fn fork(&self) -> SessionResult<(PathBuf, PathBuf)> {
         let mut state = self.state.lock();
+        state.check_writable()?;
         let old = state
             .file
             .clone()
@@ -980,6 +1399,7 @@ impl SessionManager {
     /// the old file's path. Returns the new file (none in memory).
     pub fn create_branched_session(&self, leaf_id: &str) -> SessionResult<Option<PathBuf>> {
         let mut state = self.state.lock();
+        state.check_writable()?;
         let path: Vec<Record> = state
             .session
             .branch_path(Some(leaf_id))?

@@ -17,8 +17,8 @@
 //! - Nothing changes unless the file is the same file and still holds the bytes memory
 //!   reflects (same identity, not shorter, the same last bytes before the mark); otherwise
 //!   the answer is [`Refresh::NeedsReload`] and memory is left alone.
-//! - The sanitizer's patches for the new lines are persisted as on open; if that fails the
-//!   error is returned (and latched) with the new lines already in memory.
+//! - The sanitizer's patches for the new lines are applied in memory and owed, as on open:
+//!   the next write of the manager writes them first. A refresh never writes.
 
 use std::io;
 
@@ -86,7 +86,7 @@ impl SessionManager {
     /// - Only complete lines are read; a last line without its newline yet is left for a
     ///   later refresh. This manager's own appends are never read back.
     /// - The lines go through the load's line rules and patch replay, the load-time
-    ///   sanitizer (whose patches are persisted, as on open) and, for a session opened
+    ///   sanitizer (whose patches are owed to the next write, as on open) and, for a session opened
     ///   strictly ([`SessionManager::set_session_file`], [`SessionManager::open_managed`]),
     ///   the strict checks. Memory then holds what reopening the file gives: records, index,
     ///   labels, header, and the leaf on the last entry — a leaf moved in memory goes back
@@ -235,7 +235,7 @@ impl State {
         let edited = candidates.clone();
         candidates.extend(from..self.session.records().len());
         let patches = sanitize_entries(&mut self.session, candidates);
-        self.persist_patches(&patches)?;
+        self.owed.extend(patches);
         Ok(Refresh::Appended {
             records,
             skipped: resumed.skipped,

@@ -6,7 +6,15 @@
 //! rename over an open file), the target is first moved to `<name>.<snowflake>.bak`, the temp
 //! file renamed into place, and the backup removed; if the second rename fails the backup is
 //! renamed back. A crash in between leaves the backup, which
-//! [`recover_orphaned_backups`] puts back when the target is missing.
+//! [`recover_orphaned_backups`] puts back when the target is missing; a crash before the
+//! rename leaves the temp file, which [`remove_orphaned_temps`] removes.
+//!
+//! - [`atomic_replace_checked`] runs a check before the temp file is written and again right
+//!   before the rename; if it fails nothing is replaced and the temp file is removed. The
+//!   manager uses it to replace only the very file memory reflects.
+//! - Recovery ([`recover_dir`]) runs only where sessions are opened for writing or created,
+//!   never while listing, and never in a legacy directory (a name starting with `-`), whose
+//!   files gjcfs does not change.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -26,25 +34,60 @@ fn base_name(target: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// Why the manager refused a full rewrite: carried inside the [`io::Error`] its check
+/// returns, so that [`atomic_replace_checked`] stays a plain I/O operation.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Refusal {
+    #[error("the file changed on disk since it was read")]
+    ChangedOnDisk,
+    #[error("another process holds the file open for writing (pid {0:?})")]
+    OpenElsewhere(Vec<u32>),
+}
+
+impl Refusal {
+    /// The refusal inside `e`, if it is one.
+    pub(super) fn of(e: &io::Error) -> Option<&Refusal> {
+        e.get_ref()?.downcast_ref()
+    }
+}
+
+impl From<Refusal> for io::Error {
+    fn from(refusal: Refusal) -> Self {
+        io::Error::other(refusal)
+    }
+}
+
 /// Replaces `target` with the bytes `write` produces, atomically.
 pub fn atomic_replace(
     storage: &dyn SessionStorage,
     target: &Path,
     write: impl FnOnce(&mut dyn StorageWriter) -> io::Result<()>,
 ) -> io::Result<()> {
+    atomic_replace_checked(storage, target, &|| Ok(()), write)
+}
+
+/// [`atomic_replace`], running `check` before anything is written and again right before
+/// the rename; when it fails, its error is returned and the target is left as it is.
+pub fn atomic_replace_checked(
+    storage: &dyn SessionStorage,
+    target: &Path,
+    check: &dyn Fn() -> io::Result<()>,
+    write: impl FnOnce(&mut dyn StorageWriter) -> io::Result<()>,
+) -> io::Result<()> {
+    check()?;
     let base = base_name(target);
     let temp = sibling(target, format!(".{base}.{}.tmp", snowflake()));
     let mut writer = storage.open_writer(&temp, OpenMode::CreateNew)?;
     let written = write(writer.as_mut()).and_then(|()| writer.fsync());
     let closed = writer.close();
-    let result = written
-        .and(closed)
-        .and_then(|()| match storage.rename(&temp, target) {
+    let result = written.and(closed).and_then(|()| check()).and_then(|()| {
+        match storage.rename(&temp, target) {
             Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
                 replace_with_backup(storage, &temp, target, e)
             }
             other => other,
-        });
+        }
+    });
     if result.is_err() {
         let _ = storage.unlink(&temp);
     }
@@ -112,6 +155,64 @@ pub fn recover_orphaned_backups(
         }
     }
     Ok(restored)
+}
+
+/// How old a temp file must be before [`remove_orphaned_temps`] takes it for a crash's.
+pub const ORPHANED_TEMP_AGE_MS: i64 = 60_000;
+
+/// Whether a directory name is a legacy layout's (`-…`, not `v2-…`): gjcfs never changes
+/// anything in such a directory.
+pub fn is_legacy_dir_name(name: &str) -> bool {
+    name.starts_with('-')
+}
+
+/// Removes the temp files (`.<name>.jsonl.<snowflake>.tmp`) that a crash during a full
+/// rewrite left in `dir`: those at least [`ORPHANED_TEMP_AGE_MS`] old that no other process
+/// holds open for writing (a rewrite still under way keeps its temp file open). Returns the
+/// files removed.
+pub fn remove_orphaned_temps(storage: &dyn SessionStorage, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let now = crate::engine::time::now_millis();
+    let mut removed = Vec::new();
+    for path in storage.list_files(dir)? {
+        let name = base_name(&path);
+        let Some((primary, number)) = name
+            .strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .and_then(|n| n.rsplit_once('.'))
+        else {
+            continue;
+        };
+        if !primary.ends_with(".jsonl")
+            || number.is_empty()
+            || !number.bytes().all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        let old = storage
+            .stat(&path)
+            .is_ok_and(|s| now - s.mtime_ms >= ORPHANED_TEMP_AGE_MS);
+        if old && storage.writers_elsewhere(&path)?.is_empty() {
+            storage.unlink(&path)?;
+            removed.push(path);
+        }
+    }
+    Ok(removed)
+}
+
+/// Recovery before a session in `dir` is opened for writing or created: orphaned backups
+/// are put back ([`recover_orphaned_backups`]) and orphaned temp files removed
+/// ([`remove_orphaned_temps`]). Best effort (a failure leaves things as they are, for the
+/// next time); nothing is done in a legacy directory ([`is_legacy_dir_name`]).
+pub fn recover_dir(storage: &dyn SessionStorage, dir: &Path) {
+    let legacy = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(is_legacy_dir_name);
+    if legacy || !storage.exists(dir) {
+        return;
+    }
+    let _ = recover_orphaned_backups(storage, dir);
+    let _ = remove_orphaned_temps(storage, dir);
 }
 
 #[cfg(test)]
@@ -194,5 +295,47 @@ mod tests {
         assert_eq!(storage.file(&dir.join("x.jsonl")).unwrap(), b"newer");
         assert_eq!(storage.file(&dir.join("y.jsonl")).unwrap(), b"live");
         assert!(storage.file(&dir.join(".z.jsonl")).is_none());
+    }
+
+    #[test]
+    fn a_failing_check_before_the_rename_replaces_nothing_and_removes_the_temp() {
+        let (storage, target) = setup();
+        let calls = std::cell::Cell::new(0);
+        let check = || {
+            calls.set(calls.get() + 1);
+            match calls.get() {
+                1 => Ok(()),
+                _ => Err(Refusal::ChangedOnDisk.into()),
+            }
+        };
+        let err = atomic_replace_checked(&storage, &target, &check, |w| w.write_all(b"new\n"))
+            .unwrap_err();
+        assert!(matches!(Refusal::of(&err), Some(Refusal::ChangedOnDisk)));
+        assert_eq!(calls.get(), 2);
+        assert_eq!(storage.file(&target).unwrap(), b"old\n");
+        assert_eq!(storage.paths(), vec![target]);
+    }
+
+    #[test]
+    fn orphaned_temps_are_removed_unless_held_open_and_never_in_legacy_dirs() {
+        let storage = MemoryStorage::new();
+        for dir in ["/s", "/--legacy--"] {
+            storage.ensure_dir(Path::new(dir)).unwrap();
+            storage.put_file(&Path::new(dir).join(".a.jsonl.123.tmp"), b"half");
+        }
+        let held = Path::new("/s/.b.jsonl.456.tmp");
+        storage.put_file(held, b"being written");
+        storage.set_foreign_writers(held, vec![42]);
+        storage.put_file(Path::new("/s/.notes.txt.1.tmp"), b"other");
+        recover_dir(&storage, Path::new("/s"));
+        recover_dir(&storage, Path::new("/--legacy--"));
+        assert_eq!(
+            storage.paths(),
+            [
+                PathBuf::from("/--legacy--/.a.jsonl.123.tmp"),
+                PathBuf::from("/s/.b.jsonl.456.tmp"),
+                PathBuf::from("/s/.notes.txt.1.tmp"),
+            ]
+        );
     }
 }

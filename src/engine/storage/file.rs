@@ -1,7 +1,11 @@
 //! The real filesystem.
 //!
-//! Files are opened with `O_NOFOLLOW | O_CLOEXEC` and created with mode `0600`; directories
-//! are created `0700`. The process umask cannot widen these (it only removes bits).
+//! Files are opened with `O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK` and created with mode `0600`;
+//! directories are created `0700`. The process umask cannot widen these (it only removes
+//! bits). Every open is checked with `fstat` on the descriptor it opened: anything but a
+//! regular file (a FIFO, a device, a directory) is refused before it is read or written, so
+//! nothing blocks on a FIFO at a session path. Writers open read-write so that they can read
+//! the file's last byte through their own descriptor.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -19,7 +23,36 @@ const DIR_MODE: u32 = 0o700;
 pub struct FileStorage;
 
 fn no_follow() -> i32 {
-    libc::O_NOFOLLOW | libc::O_CLOEXEC
+    libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK
+}
+
+/// The error for a path that names something other than a regular file.
+pub fn not_a_regular_file() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")
+}
+
+/// Opens `path` with `options`, not following a symlink and never blocking, and refuses it
+/// (closing it again) unless the descriptor is a regular file.
+fn open_checked(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    let file = options.custom_flags(no_follow()).open(path)?;
+    if !file.metadata()?.file_type().is_file() {
+        return Err(not_a_regular_file());
+    }
+    Ok(file)
+}
+
+/// Opens the regular file at `path` for reading without following a symlink or blocking
+/// on a FIFO; anything but a regular file is refused before a byte is read.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    open_checked(OpenOptions::new().read(true), path)
+}
+
+/// Opens the directory at `dir` (for an fsync), never blocking on what is there instead.
+pub fn open_dir(dir: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(dir)
 }
 
 impl SessionStorage for FileStorage {
@@ -35,12 +68,17 @@ impl SessionStorage for FileStorage {
     }
 
     fn stat(&self, path: &Path) -> io::Result<FileStat> {
+        use std::os::unix::fs::MetadataExt;
         let meta = fs::metadata(path)?;
         let mtime_ms = meta
             .modified()?
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         Ok(FileStat {
+            id: FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            },
             len: meta.len(),
             mtime_ms,
             is_file: meta.is_file(),
@@ -48,19 +86,12 @@ impl SessionStorage for FileStorage {
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(no_follow())
-            .open(path)?;
-        Ok(Box::new(file))
+        Ok(Box::new(open_regular(path)?))
     }
 
     fn open_read_at(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
         use std::os::unix::fs::MetadataExt;
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(no_follow())
-            .open(path)?;
+        let file = open_regular(path)?;
         let meta = file.metadata()?;
         let id = FileId {
             dev: meta.dev(),
@@ -70,10 +101,7 @@ impl SessionStorage for FileStorage {
     }
 
     fn read_tail(&self, path: &Path, max: usize) -> io::Result<Vec<u8>> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .custom_flags(no_follow())
-            .open(path)?;
+        let mut file = open_regular(path)?;
         let len = file.metadata()?.len();
         file.seek(SeekFrom::Start(len.saturating_sub(max as u64)))?;
         let mut bytes = Vec::with_capacity(max.min(len as usize));
@@ -83,15 +111,12 @@ impl SessionStorage for FileStorage {
 
     fn open_writer(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageWriter>> {
         let mut options = OpenOptions::new();
-        options
-            .write(true)
-            .mode(FILE_MODE)
-            .custom_flags(no_follow());
+        options.read(true).write(true).mode(FILE_MODE);
         match mode {
             OpenMode::Append => options.append(true).create(true),
             OpenMode::CreateNew => options.create_new(true),
         };
-        let file = options.open(path)?;
+        let file = open_checked(&mut options, path)?;
         Ok(Box::new(FileWriter { file }))
     }
 
@@ -128,7 +153,7 @@ impl SessionStorage for FileStorage {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        File::open(dir)?.sync_all()
+        open_dir(dir)?.sync_all()
     }
 
     fn check_private_file(&self, path: &Path) -> io::Result<()> {
@@ -138,6 +163,71 @@ impl SessionStorage for FileStorage {
             other => io::Error::new(io::ErrorKind::PermissionDenied, other.to_string()),
         })
     }
+
+    fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>> {
+        writers_elsewhere(path)
+    }
+
+    fn verify_transcript_scope(
+        &self,
+        transcript: &Path,
+    ) -> Result<crate::engine::scope::Identity, crate::engine::scope::ScopeError> {
+        crate::engine::scope::verify_transcript_scope(transcript)
+    }
+}
+
+/// Whether `/proc/<pid>/fdinfo/<fd>` shows the descriptor open for writing.
+#[cfg(target_os = "linux")]
+fn fd_writes(fdinfo: &Path) -> bool {
+    let Ok(text) = fs::read_to_string(fdinfo) else {
+        return false;
+    };
+    text.lines()
+        .find_map(|line| line.strip_prefix("flags:"))
+        .and_then(|flags| i32::from_str_radix(flags.trim(), 8).ok())
+        .is_some_and(|flags| matches!(flags & libc::O_ACCMODE, libc::O_WRONLY | libc::O_RDWR))
+}
+
+/// The other processes holding the file at `path` open for writing: every `/proc/<pid>/fd`
+/// entry that is the same file (device and inode) with write access in its `fdinfo` flags.
+/// Processes whose descriptors cannot be read (another user's, or gone meanwhile) are
+/// skipped.
+#[cfg(target_os = "linux")]
+fn writers_elsewhere(path: &Path) -> io::Result<Vec<u32>> {
+    use std::os::unix::fs::MetadataExt;
+    let target = fs::symlink_metadata(path)?;
+    let own = std::process::id();
+    let mut pids = Vec::new();
+    for entry in fs::read_dir("/proc")? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let same = fs::metadata(fd.path())
+                .is_ok_and(|m| m.dev() == target.dev() && m.ino() == target.ino());
+            if same && fd_writes(&entry.path().join("fdinfo").join(fd.file_name())) {
+                pids.push(pid);
+                break;
+            }
+        }
+    }
+    Ok(pids)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn writers_elsewhere(_path: &Path) -> io::Result<Vec<u32>> {
+    Ok(Vec::new())
 }
 
 /// A file read with `pread`, which leaves the descriptor's offset alone, so threads can
@@ -176,16 +266,49 @@ struct FileWriter {
 }
 
 impl StorageWriter for FileWriter {
-    fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+    fn write_all_counted(&mut self, mut bytes: &[u8], written: &mut u64) -> io::Result<()> {
+        *written = 0;
         while !bytes.is_empty() {
             match self.file.write(bytes) {
                 Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "Short write")),
-                Ok(n) => bytes = &bytes[n..],
+                Ok(n) => {
+                    bytes = &bytes[n..];
+                    *written += n as u64;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
         Ok(())
+    }
+
+    fn end(&self) -> io::Result<super::FileEnd> {
+        use std::os::unix::fs::FileExt;
+        let size = self.file.metadata()?.len();
+        if size == 0 {
+            return Ok(super::FileEnd {
+                size,
+                last_byte: None,
+            });
+        }
+        let mut byte = [0u8];
+        loop {
+            match self.file.read_at(&mut byte, size - 1) {
+                Ok(1) => break,
+                // Cut short meanwhile: the end moved, read it again.
+                Ok(_) => return self.end(),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(super::FileEnd {
+            size,
+            last_byte: Some(byte[0]),
+        })
+    }
+
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
     }
 
     fn fsync(&mut self) -> io::Result<()> {

@@ -5,13 +5,25 @@
 //! write that stores the first half of the bytes and then fails (a torn line). Several
 //! faults may be armed at once. Tests count
 //! the operations of a clean run, then replay the run failing each one in turn.
+//!
+//! Crash model: besides what is visible, the backend keeps a *durable image* — what a disk
+//! holds after power loss. A file's contents become durable when a writer on it is fsynced;
+//! a directory entry (a create, a rename, an unlink) when its directory is synced
+//! ([`SessionStorage::sync_dir`]). [`MemoryStorage::crash`] replaces what is visible by the
+//! durable image: entries never synced vanish (or come back, for an unsynced unlink or
+//! rename), and contents fall back to their last fsync. Directories themselves, and files
+//! put in place by [`MemoryStorage::put_file`] (test set-up), are durable at once.
+//!
+//! Other processes are simulated too: [`MemoryStorage::set_foreign_writers`] names pids
+//! that hold a file open for writing ([`SessionStorage::writers_elsewhere`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage, StorageWriter};
+use super::{FileEnd, FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage, StorageWriter};
+use crate::engine::scope::{check_scope_binding, Identity, ScopeError, BINDING_FILE};
 
 /// How an injected fault fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +55,27 @@ struct State {
     faults: Vec<Fault>,
     /// The operations performed, by name, in order.
     log: Vec<&'static str>,
+    /// Each file's contents as of its last fsync, by identity.
+    durable_contents: BTreeMap<u64, Vec<u8>>,
+    /// Each directory's entries (path → identity) as of its last sync.
+    durable_entries: BTreeMap<PathBuf, BTreeMap<PathBuf, u64>>,
+    /// Simulated other processes holding a file open for writing.
+    foreign_writers: BTreeMap<PathBuf, Vec<u32>>,
+}
+
+impl State {
+    fn id_of(&self, path: &Path) -> u64 {
+        self.ids.get(path).copied().unwrap_or_default()
+    }
+
+    /// The entries of `dir` now.
+    fn entries_of(&self, dir: &Path) -> BTreeMap<PathBuf, u64> {
+        self.files
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .map(|p| (p.clone(), self.id_of(p)))
+            .collect()
+    }
 }
 
 /// A filesystem held in memory; clones share the same files.
@@ -91,7 +124,7 @@ impl MemoryStorage {
     }
 
     /// Puts a new file in place (replacing any file there, as a rename would) without
-    /// counting an operation (test set-up).
+    /// counting an operation (test set-up). It is durable at once.
     pub fn put_file(&self, path: &Path, bytes: &[u8]) {
         let mut s = self.lock();
         s.clock += 1;
@@ -99,6 +132,44 @@ impl MemoryStorage {
         s.files.insert(path.to_owned(), bytes.to_vec());
         s.mtimes.insert(path.to_owned(), now);
         new_identity(&mut s, path);
+        let id = s.id_of(path);
+        s.durable_contents.insert(id, bytes.to_vec());
+        if let Some(dir) = path.parent() {
+            s.durable_entries
+                .entry(dir.to_owned())
+                .or_default()
+                .insert(path.to_owned(), id);
+        }
+    }
+
+    /// Simulates a power loss: what is visible becomes the durable image (see the module
+    /// docs). Writers opened before are not to be used again.
+    pub fn crash(&self) {
+        let mut s = self.lock();
+        let mut files = BTreeMap::new();
+        let mut ids = BTreeMap::new();
+        // A directory never synced keeps the entries it had when last synced: none.
+        for entries in s.durable_entries.values() {
+            for (path, id) in entries {
+                let bytes = s.durable_contents.get(id).cloned().unwrap_or_default();
+                files.insert(path.clone(), bytes);
+                ids.insert(path.clone(), *id);
+            }
+        }
+        s.mtimes.retain(|p, _| files.contains_key(p));
+        s.files = files;
+        s.ids = ids;
+    }
+
+    /// Makes the storage report `pids` as other processes holding `path` open for writing
+    /// (none: an empty list).
+    pub fn set_foreign_writers(&self, path: &Path, pids: Vec<u32>) {
+        let mut s = self.lock();
+        if pids.is_empty() {
+            s.foreign_writers.remove(path);
+        } else {
+            s.foreign_writers.insert(path.to_owned(), pids);
+        }
     }
 }
 
@@ -157,6 +228,10 @@ impl SessionStorage for MemoryStorage {
         check(&mut s, "stat")?;
         if let Some(bytes) = s.files.get(path) {
             return Ok(FileStat {
+                id: FileId {
+                    dev: 0,
+                    ino: s.id_of(path),
+                },
                 len: bytes.len() as u64,
                 mtime_ms: s.mtimes.get(path).copied().unwrap_or(0),
                 is_file: true,
@@ -164,6 +239,7 @@ impl SessionStorage for MemoryStorage {
         }
         if s.dirs.contains(path) {
             return Ok(FileStat {
+                id: FileId { dev: 0, ino: 0 },
                 len: 0,
                 mtime_ms: 0,
                 is_file: false,
@@ -272,8 +348,12 @@ impl SessionStorage for MemoryStorage {
             .collect())
     }
 
-    fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
-        check(&mut self.lock(), "sync_dir")
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, "sync_dir")?;
+        let entries = s.entries_of(dir);
+        s.durable_entries.insert(dir.to_owned(), entries);
+        Ok(())
     }
 
     fn check_private_file(&self, path: &Path) -> io::Result<()> {
@@ -284,6 +364,39 @@ impl SessionStorage for MemoryStorage {
         } else {
             Err(not_found(path))
         }
+    }
+
+    fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>> {
+        let mut s = self.lock();
+        check(&mut s, "writers_elsewhere")?;
+        Ok(s.foreign_writers.get(path).cloned().unwrap_or_default())
+    }
+
+    /// The scope directory must exist and hold a valid binding named by its directory.
+    fn verify_transcript_scope(&self, transcript: &Path) -> Result<Identity, ScopeError> {
+        let scope = transcript.parent().unwrap_or(Path::new(""));
+        let binding = scope.join(BINDING_FILE);
+        let bytes = {
+            let mut s = self.lock();
+            check(&mut s, "verify_transcript_scope").map_err(|source| ScopeError::Io {
+                path: scope.to_owned(),
+                source,
+            })?;
+            if !s.dirs.contains(scope) {
+                return Err(ScopeError::Io {
+                    path: scope.to_owned(),
+                    source: not_found(scope),
+                });
+            }
+            s.files.get(&binding).cloned()
+        };
+        let Some(bytes) = bytes else {
+            return Err(ScopeError::BindingInvalid {
+                path: binding,
+                why: "the scope has no binding".into(),
+            });
+        };
+        check_scope_binding(scope, &bytes)
     }
 }
 
@@ -319,7 +432,8 @@ struct MemoryWriter {
 }
 
 impl StorageWriter for MemoryWriter {
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+    fn write_all_counted(&mut self, bytes: &[u8], written: &mut u64) -> io::Result<()> {
+        *written = 0;
         let mut s = self.storage.lock();
         let fault = begin(&mut s, "write");
         let stored = match fault {
@@ -336,14 +450,45 @@ impl StorageWriter for MemoryWriter {
             .ok_or_else(|| not_found(&self.path))?;
         file.extend_from_slice(stored);
         self.position = file.len() as u64;
+        *written = stored.len() as u64;
         match fault {
             Some(kind) => Err(errno(kind)),
             None => Ok(()),
         }
     }
 
+    fn end(&self) -> io::Result<FileEnd> {
+        let mut s = self.storage.lock();
+        check(&mut s, "end")?;
+        let file = s
+            .files
+            .get(&self.path)
+            .ok_or_else(|| not_found(&self.path))?;
+        Ok(FileEnd {
+            size: file.len() as u64,
+            last_byte: file.last().copied(),
+        })
+    }
+
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        let mut s = self.storage.lock();
+        check(&mut s, "truncate")?;
+        let file = s
+            .files
+            .get_mut(&self.path)
+            .ok_or_else(|| not_found(&self.path))?;
+        file.truncate(len as usize);
+        Ok(())
+    }
+
     fn fsync(&mut self) -> io::Result<()> {
-        check(&mut self.storage.lock(), "fsync")
+        let mut s = self.storage.lock();
+        check(&mut s, "fsync")?;
+        let id = s.id_of(&self.path);
+        if let Some(bytes) = s.files.get(&self.path).cloned() {
+            s.durable_contents.insert(id, bytes);
+        }
+        Ok(())
     }
 
     fn position(&self) -> io::Result<u64> {

@@ -4,9 +4,12 @@
 //!
 //! Contract of every backend:
 //! - Files are created owner-only (`0600`), directories `0700`. Opens do not follow a symlink
-//!   at the final path component.
-//! - [`StorageWriter::write_all`] either writes every byte or fails; a write that makes no
-//!   progress is an error ("short write"), so a failed append leaves at most a torn tail.
+//!   at the final path component, never block (a FIFO at a path is opened non-blocking), and
+//!   refuse anything but a regular file ("not a regular file") before a byte is read or
+//!   written.
+//! - [`StorageWriter::write_all_counted`] either writes every byte or fails, saying how many
+//!   bytes it wrote before failing; a write that makes no progress is an error ("short
+//!   write"). The caller can take a partial write back with [`StorageWriter::truncate`].
 //! - Nothing is durable until [`StorageWriter::fsync`] (or [`SessionStorage::sync_dir`] for
 //!   directory entries) has returned.
 //! - `rename` replaces its target atomically.
@@ -17,12 +20,14 @@ mod memory;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-pub use file::FileStorage;
+pub use file::{not_a_regular_file, open_dir, open_regular, FileStorage};
 pub use memory::{Fault, FaultKind, MemoryStorage};
 
 /// What [`SessionStorage::stat`] reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStat {
+    /// The file's identity (device and inode).
+    pub id: FileId,
     pub len: u64,
     /// Modification time in milliseconds since the epoch.
     pub mtime_ms: i64,
@@ -111,12 +116,48 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     /// effective user with mode exactly `0600` and no ACL. Backends without owners accept
     /// any existing file.
     fn check_private_file(&self, path: &Path) -> io::Result<()>;
+    /// The other processes that hold the file at `path` open for writing (by pid; this
+    /// process is never listed). On Linux a scan of `/proc/*/fd`; where the platform cannot
+    /// tell, none.
+    fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>>;
+    /// Checks the managed scope `transcript` lives in and returns its identity
+    /// ([`crate::engine::scope::verify_transcript_scope`] on disk).
+    fn verify_transcript_scope(
+        &self,
+        transcript: &Path,
+    ) -> Result<crate::engine::scope::Identity, crate::engine::scope::ScopeError>;
+}
+
+/// Where an open file ends, as [`StorageWriter::end`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileEnd {
+    /// The file's length.
+    pub size: u64,
+    /// Its last byte, if it is not empty.
+    pub last_byte: Option<u8>,
+}
+
+impl FileEnd {
+    /// Whether the last line has no newline yet (a torn line, or one still being written).
+    pub fn torn(&self) -> bool {
+        self.last_byte.is_some_and(|b| b != b'\n')
+    }
 }
 
 /// An open file being written.
 pub trait StorageWriter: Send + std::fmt::Debug {
+    /// Writes every byte of `bytes`, or fails; `written` is set to how many bytes were
+    /// written (all of them on success, what landed before the failure otherwise).
+    fn write_all_counted(&mut self, bytes: &[u8], written: &mut u64) -> io::Result<()>;
     /// Writes every byte of `bytes`, or fails.
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()>;
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write_all_counted(bytes, &mut 0)
+    }
+    /// The open file's length and last byte, read through this writer's own descriptor
+    /// (`fstat` and a positional read), whoever wrote them.
+    fn end(&self) -> io::Result<FileEnd>;
+    /// Cuts the open file to `len` bytes.
+    fn truncate(&mut self, len: u64) -> io::Result<()>;
     /// Makes what was written durable.
     fn fsync(&mut self) -> io::Result<()>;
     /// The file offset just past the last byte written. For an appending writer that is

@@ -1,0 +1,78 @@
+//! A full disk, for real: an agent directory on a 512 KiB tmpfs is filled with
+//! `gjcfs append` until a write fails. The failure is reported as "No space left on device"
+//! (exit 1), the session still loads with every acknowledged entry and no torn partial line,
+//! and once space is freed the next append works.
+
+mod common;
+
+use std::process::Output;
+
+use common::tmpfs::Tmpfs;
+use common::{generate_managed, gjcfs_with_stdin};
+
+fn append(file: &std::path::Path, agent: &std::path::Path, text: &str) -> Output {
+    let args = [
+        "append".as_ref(),
+        file.as_os_str(),
+        "--agent-dir".as_ref(),
+        agent.as_os_str(),
+    ];
+    let line = format!("{{\"role\":\"user\",\"content\":\"{text}\"}}\n");
+    gjcfs_with_stdin::<&std::ffi::OsStr>(&args, &line)
+}
+
+#[test]
+fn a_full_disk_fails_the_append_cleanly_and_freeing_space_lets_the_next_one_through() {
+    let Some(fs) = Tmpfs::mount("512k") else {
+        return;
+    };
+    let agent = fs.path().join("agent");
+    let ws = fs.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let file = generate_managed(&agent, &ws, 4);
+    let filler = fs.path().join("filler");
+    std::fs::write(&filler, vec![0u8; 64 * 1024]).unwrap();
+
+    let padding = "x".repeat(6000);
+    let mut acknowledged = Vec::new();
+    let failure = loop {
+        let text = format!("fill-{} {padding}", acknowledged.len());
+        let out = append(&file, &agent, &text);
+        if !out.status.success() {
+            break out;
+        }
+        acknowledged.push(text);
+        assert!(acknowledged.len() < 200, "the disk never filled up");
+    };
+    assert_eq!(failure.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&failure.stderr);
+    assert!(err.contains("No space left on device"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!acknowledged.is_empty());
+
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(bytes.last(), Some(&b'\n'), "no torn partial line");
+    let loaded = gjcfs::engine::load_session(&file).unwrap();
+    assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
+    let contents: Vec<String> = loaded
+        .session
+        .entries()
+        .filter_map(|e| e.message()?.get_str("content").map(str::to_owned))
+        .filter(|c| c.starts_with("fill-"))
+        .collect();
+    assert_eq!(
+        contents, acknowledged,
+        "every acknowledged entry, nothing else"
+    );
+
+    std::fs::remove_file(&filler).unwrap();
+    let out = append(&file, &agent, "after freeing space");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let session = gjcfs::engine::load_session(&file).unwrap().session;
+    let last = session.entries().last().unwrap().message().unwrap().clone();
+    assert_eq!(last.get_str("content"), Some("after freeing space"));
+}
