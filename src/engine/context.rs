@@ -16,7 +16,7 @@ use super::json::{self, JsString, Object, Value};
 use super::persist::resolve_blob_refs;
 use super::record::{Record, RecordType};
 use super::session::Session;
-use super::time::parse_iso_millis;
+use super::time::date_millis;
 
 /// The context at one leaf. Messages borrow from the session where they pass through.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,9 +71,12 @@ impl Default for SessionContext<'_> {
 }
 
 impl Session {
-    /// The context at the current leaf (empty when the leaf is null).
+    /// The context at the current leaf (empty when the leaf is null). The agent holds its
+    /// leaf as an entry id, so a leaf entry without a string id (a v3+ file whose last entry
+    /// has none) names no entry: the context is empty, as the agent's is.
     pub fn build_context(&self) -> SessionContext<'_> {
-        build_session_context(self, self.leaf())
+        let leaf = self.leaf().filter(|&i| self.record(i).id().is_some());
+        build_session_context(self, leaf)
     }
 
     /// The context at the entry `leaf_id`; an id not in the session falls back to the last
@@ -183,11 +186,11 @@ fn emitted_message(record: &Record) -> Option<Cow<'_, Value>> {
     }
 }
 
-/// The entry's ISO timestamp as epoch milliseconds (`null` when unparsable).
+/// `new Date(entry.timestamp).getTime()` (`null` for NaN and an absent timestamp).
 fn entry_millis(record: &Record) -> Value {
     record
-        .timestamp()
-        .and_then(parse_iso_millis)
+        .get("timestamp")
+        .and_then(date_millis)
         .map_or(Value::Null, |ms| Value::number(ms as f64))
 }
 
