@@ -170,3 +170,53 @@ fn entries_keep_the_reference_to_a_missing_blob() {
         assert_eq!(a.replace(&format!("blob:sha256:{hash}"), &placeholder), *b);
     }
 }
+
+#[test]
+fn listing_takes_a_first_prompt_past_the_prefix_from_its_raw_text() {
+    use gjcfs::engine::discovery::session_info;
+    use gjcfs::engine::storage::FileStorage;
+    let expected = recorded("listing.expected.json");
+    let Value::Object(first) = common::at(&expected, &["firstMessage"]) else {
+        panic!("an object");
+    };
+    assert_eq!(first.len(), 12);
+    for (name, text) in first.iter() {
+        let name = name.to_string_lossy();
+        let info = session_info(&FileStorage, &peer(&format!("listing/{name}")))
+            .unwrap()
+            .expect("a session");
+        assert_eq!(Some(info.first_message.as_str()), text.as_str(), "{name}");
+    }
+}
+
+#[test]
+fn project_local_transcripts_are_found_where_the_agent_lists_them() {
+    use gjcfs::engine::discovery::project_local_transcripts;
+    use gjcfs::engine::storage::FileStorage;
+    let expected = recorded("listing.expected.json");
+    let names = |key: &str| -> Vec<String> {
+        common::at(&expected, &["projectLocal", key])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let ws = tempfile::tempdir().unwrap();
+    for relative in names("present") {
+        let path = ws.path().join(&relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"").unwrap();
+    }
+    let found: Vec<String> = project_local_transcripts(&FileStorage, ws.path())
+        .iter()
+        .map(|p| {
+            p.strip_prefix(ws.path())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(found, names("listed"));
+    assert!(project_local_transcripts(&FileStorage, &ws.path().join("none")).is_empty());
+}
