@@ -294,3 +294,112 @@ fn the_store_usage_matches_gjcfs_usage_and_follows_new_replies() {
     let late = member(member(&after, "byModel"), "anthropic/late-model");
     assert_eq!(member(late, "output").as_f64(), Some(1000.0));
 }
+
+#[test]
+fn a_cold_spilled_session_read_through_the_mount_shows_the_original_text() {
+    if !fuse_usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let blobs = agent.join("blobs");
+    std::fs::create_dir_all(&blobs).unwrap();
+    for entry in std::fs::read_dir(fixture("peer/blobs")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), blobs.join(entry.file_name())).unwrap();
+    }
+    let dir = tmp.path().join("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("coldspill.jsonl");
+    std::fs::copy(fixture("peer/coldspill.jsonl"), &file).unwrap();
+    let sid = load_session(&file)
+        .unwrap()
+        .session
+        .header()
+        .id()
+        .unwrap()
+        .to_owned();
+    let mount = Mount::start(&["--agent-dir", p(&agent), "--session-dir", p(&dir)]);
+    let session = mount.path().join("sessions").join(&sid);
+    ok(
+        "sh",
+        &[
+            "-c",
+            &format!("echo 2ef788f0 > {}", p(&session.join("leaf"))),
+        ],
+    );
+    // The context at that leaf is the one the original engine recorded.
+    let context = json::parse(&ok("cat", &[p(&session.join("context.json"))])).unwrap();
+    let recorded = json::parse(
+        &std::fs::read_to_string(fixture("peer/coldspill.context-2ef788f0.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        context.as_object().unwrap().get("messages"),
+        recorded.as_object().unwrap().get("messages")
+    );
+    let notice = gjcfs::engine::cold_spill::EVICTED_NOTICE;
+    for view in ["context.json", "context.md", "tree.txt"] {
+        let text = ok("cat", &[p(&session.join(view))]);
+        assert!(!text.contains(notice), "{view} shows the eviction notice");
+    }
+    let found = run("grep", &["-rlF", notice, p(&session.join("entries"))]);
+    assert_eq!(
+        found.status.code(),
+        Some(1),
+        "entries still show the notice: {found:?}"
+    );
+    let raw = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        raw.contains("evictedContent"),
+        "the file itself keeps its markers"
+    );
+}
+
+#[test]
+fn context_json_is_what_the_agent_sends_with_the_openai_replay_sanitized_in_memory() {
+    if !fuse_usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("openai.jsonl");
+    std::fs::copy(fixture("peer/openai-sanitizer.jsonl"), &file).unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let sid = load_session(&file)
+        .unwrap()
+        .session
+        .header()
+        .id()
+        .unwrap()
+        .to_owned();
+    let mount = Mount::start(&["--session-dir", p(&dir), "--agent-dir", p(tmp.path())]);
+    let context = ok(
+        "cat",
+        &[p(&mount
+            .path()
+            .join("sessions")
+            .join(&sid)
+            .join("context.json"))],
+    );
+    let recorded = std::fs::read_to_string(fixture("peer/openai-sanitizer.context.json")).unwrap();
+    assert_eq!(
+        json::parse(&context)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .get("messages"),
+        json::parse(&recorded)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .get("messages")
+    );
+    drop(mount);
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "reading wrote nothing"
+    );
+}

@@ -517,7 +517,8 @@ fn timestamp() -> impl Strategy<Value = (Option<M>, Option<i64>)> {
         1 => prop::sample::select(vec!["", "yesterday", "2026-13-01T00:00:00.000Z", "2026-02-30"])
             .prop_map(|t| (Some(jstr(t)), None)),
         1 => Just((None, None)),
-        1 => Just((Some(int(5)), None)),
+        // `new Date(5)`: a number is a time value.
+        1 => Just((Some(int(5)), Some(5))),
     ]
 }
 

@@ -8,19 +8,24 @@ use std::sync::Arc;
 
 use gjcfs::engine::blob::BlobStore;
 use gjcfs::engine::load_session;
+use gjcfs::engine::sanitize::sanitize_openai_replay;
 use gjcfs::engine::storage::FileStorage;
 
 use super::output::warn_skipped;
 
 pub fn run(file: &Path, leaf: Option<&str>, agent_dir: Option<&Path>) -> Result<()> {
     // An explicit agent directory must resolve; without one, a missing home directory only
-    // means blob references cannot be resolved (they are printed as stored).
+    // means blob references and cold-spilled content cannot be resolved (they are printed
+    // as stored).
     let blob_dir = match agent_dir {
         Some(_) => Some(super::agent::agent_dirs(agent_dir)?.blob_dir()),
         None => super::agent::agent_dirs(None).ok().map(|d| d.blob_dir()),
     };
-    let loaded = load_session(file)?;
+    let mut loaded = load_session(file)?;
     warn_skipped(file, &loaded.skipped);
+    // What the agent sends: its load-time sanitizer has run (in memory only: its patches
+    // are dropped, the file is not written).
+    sanitize_openai_replay(&mut loaded.session);
     let session = &loaded.session;
     let context = match leaf {
         None => session.build_context(),

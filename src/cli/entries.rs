@@ -1,21 +1,35 @@
-//! `gjcfs entries FILE`.
+//! `gjcfs entries FILE [--rehydrate [--agent-dir DIR]]`.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Result;
+use gjcfs::engine::blob::BlobStore;
+use gjcfs::engine::cold_spill::rehydrate_record;
 use gjcfs::engine::load_session;
+use gjcfs::engine::storage::FileStorage;
 
 use super::output::warn_skipped;
 
-pub fn run(file: &Path) -> Result<()> {
+pub fn run(file: &Path, rehydrate: bool, agent_dir: Option<&Path>) -> Result<()> {
+    let blobs = match rehydrate {
+        true => Some(BlobStore::new(
+            super::agent::agent_dirs(agent_dir)?.blob_dir(),
+            Arc::new(FileStorage),
+        )),
+        false => None,
+    };
     let loaded = load_session(file)?;
     warn_skipped(file, &loaded.skipped);
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut line = Vec::new();
     for record in loaded.session.records() {
         line.clear();
-        record.write_line(&mut line);
+        match &blobs {
+            Some(blobs) => rehydrate_record(record, blobs).write_line(&mut line),
+            None => record.write_line(&mut line),
+        }
         out.write_all(&line)?;
     }
     out.flush()?;

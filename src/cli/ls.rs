@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use gjcfs::engine::discovery::{list_all, session_info, SessionInfo};
+use gjcfs::engine::discovery::{list_all, project_local_transcripts, session_info, SessionInfo};
 use gjcfs::engine::json::{self, Object, Value};
 use gjcfs::engine::legacy::{list_candidates, LegacyRoots};
 use gjcfs::engine::storage::{FileStorage, SessionStorage};
@@ -44,11 +44,24 @@ pub fn run(
                 Some((info, Some(c.provenance.as_str())))
             })
             .collect();
+        rows.extend(
+            project_local_transcripts(storage.as_ref(), &cwd)
+                .iter()
+                .filter_map(|p| {
+                    Some((
+                        session_info(storage.as_ref(), p).ok()??,
+                        Some("project-local"),
+                    ))
+                }),
+        );
         rows.sort_by(|(a, _), (b, _)| {
             b.modified_ms
                 .cmp(&a.modified_ms)
                 .then_with(|| a.path.cmp(&b.path))
         });
+        // One row per session id: the newest copy.
+        let mut seen = std::collections::HashSet::new();
+        rows.retain(|(info, _)| seen.insert(info.id.clone()));
         rows
     };
     let mut out = BufWriter::new(std::io::stdout().lock());

@@ -34,15 +34,17 @@ enum Command {
     /// Print the context the agent would send to the model, as JSON.
     ///
     /// The session is loaded leniently (malformed lines are skipped with a warning),
-    /// migrated in memory and never written.
+    /// migrated and put through the agent's load-time OpenAI replay sanitizer in memory, and
+    /// never written. Images stored as blobs and cold-spilled content (the text a compaction
+    /// moved into the blob store) are read back from the agent directory's blob store.
     Context {
         /// The session file (.jsonl).
         file: PathBuf,
         /// Build the context at this entry instead of the current leaf.
         #[arg(long, value_name = "ID")]
         leaf: Option<String>,
-        /// The agent directory whose blob store holds the session's images
-        /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+        /// The agent directory whose blob store holds the session's images and cold-spilled
+        /// content [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
         #[arg(long, value_name = "DIR")]
         agent_dir: Option<PathBuf>,
     },
@@ -85,11 +87,22 @@ enum Command {
     },
     /// Print the session's records after patch replay and migration, one JSON object a line.
     ///
-    /// The first line is the header. The output is what a full rewrite of the file would
-    /// contain; the file itself is never written.
+    /// The first line is the header. The records are printed as stored: blob references,
+    /// cold-spill notices and their `evictedContent` markers as in the file, which is what a
+    /// full rewrite keeps of them (the agent's rewrite also drops OpenAI replay payloads, and
+    /// replaces the reference to a missing blob by a placeholder). The file itself is never
+    /// written.
     Entries {
         /// The session file (.jsonl).
         file: PathBuf,
+        /// Put cold-spilled content back in place of the eviction notices, read from the
+        /// agent directory's blob store (the markers stay).
+        #[arg(long)]
+        rehydrate: bool,
+        /// The agent directory whose blob store holds cold-spilled content, for --rehydrate
+        /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+        #[arg(long, value_name = "DIR", requires = "rehydrate")]
+        agent_dir: Option<PathBuf>,
     },
     /// List recent prompts from the agent's prompt history (<agentDir>/history.db), newest
     /// first; `history search` searches it.
@@ -247,7 +260,11 @@ pub fn run() -> ExitCode {
             leaf,
             agent_dir,
         } => context::run(&file, leaf.as_deref(), agent_dir.as_deref()),
-        Command::Entries { file } => entries::run(&file),
+        Command::Entries {
+            file,
+            rehydrate,
+            agent_dir,
+        } => entries::run(&file, rehydrate, agent_dir.as_deref()),
         Command::Ls {
             all,
             cwd,

@@ -2,11 +2,15 @@
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
+use gjcfs::engine::blob::BlobStore;
 use gjcfs::engine::discovery::match_prefix;
 use gjcfs::engine::load_session;
+use gjcfs::engine::sanitize::sanitize_openai_replay;
+use gjcfs::engine::storage::FileStorage;
 use gjcfs::engine::views::{markdown, tree, usage};
 
 use super::output::{terminal_safe, warn_skipped};
@@ -38,21 +42,28 @@ enum Format {
 
 pub fn run(args: ShowArgs) -> Result<()> {
     let path = resolve(&args.session, &args.store)?;
-    let loaded = load_session(&path)?;
+    let mut loaded = load_session(&path)?;
     warn_skipped(&path, &loaded.skipped);
+    // The context the agent sends: its load-time sanitizer applied, in memory only.
+    sanitize_openai_replay(&mut loaded.session);
     let session = &loaded.session;
+    // Image links point into the agent's blob store, and cold-spilled content is read back
+    // from it, when it can be named.
+    let blobs = args
+        .store
+        .agent_dirs()
+        .ok()
+        .map(|dirs| BlobStore::new(dirs.blob_dir(), Arc::new(FileStorage)));
     let mut out = BufWriter::new(std::io::stdout().lock());
-    match args.format {
-        Format::Md => {
-            // Image links point into the agent's blob store when it can be named.
-            let prefix = match args.store.agent_dirs() {
-                Ok(dirs) => format!("{}/", dirs.blob_dir().display()),
-                Err(_) => "blobs/".to_owned(),
-            };
-            markdown::write_context_md(session, &prefix, &mut out)?;
+    match (args.format, &blobs) {
+        (Format::Md, Some(blobs)) => {
+            let prefix = format!("{}/", blobs.dir().display());
+            markdown::write_context_md_rehydrated(session, &prefix, blobs, &mut out)?;
         }
-        Format::Tree => tree::write_tree(session, &mut out)?,
-        Format::Usage => out.write_all(&usage::session_usage_json(session))?,
+        (Format::Md, None) => markdown::write_context_md(session, "blobs/", &mut out)?,
+        (Format::Tree, Some(blobs)) => tree::write_tree_rehydrated(session, blobs, &mut out)?,
+        (Format::Tree, None) => tree::write_tree(session, &mut out)?,
+        (Format::Usage, _) => out.write_all(&usage::session_usage_json(session))?,
     }
     out.flush()?;
     // The process ends next: leave the records to the OS instead of freeing them one by

@@ -10,11 +10,13 @@
 use std::borrow::Cow;
 
 use super::blob::BlobStore;
+use super::cold_spill::{self, rehydrate_value};
+use super::js_text::template_text;
 use super::json::{self, JsString, Object, Value};
 use super::persist::resolve_blob_refs;
 use super::record::{Record, RecordType};
 use super::session::Session;
-use super::time::parse_iso_millis;
+use super::time::date_millis;
 
 /// The context at one leaf. Messages borrow from the session where they pass through.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +25,10 @@ pub struct SessionContext<'a> {
     /// `sources[i]`: the record index of the entry `messages[i]` comes from (the compaction
     /// entry for its summary).
     pub sources: Vec<usize>,
+    /// The messages that come from cold-spilled entries: (position in `messages`, payload
+    /// path base, the entry's `evictedContent` marker). [`SessionContext::with_cold_spill_rehydrated`]
+    /// reads their payloads back.
+    pub evicted: Vec<(usize, &'static str, &'a Value)>,
     pub thinking_level: Value,
     pub service_tier: Option<Value>,
     /// Role → `provider/model`.
@@ -46,6 +52,7 @@ impl Default for SessionContext<'_> {
         SessionContext {
             messages: Vec::new(),
             sources: Vec::new(),
+            evicted: Vec::new(),
             thinking_level: Value::string("off"),
             service_tier: None,
             models: Object::new(),
@@ -64,9 +71,12 @@ impl Default for SessionContext<'_> {
 }
 
 impl Session {
-    /// The context at the current leaf (empty when the leaf is null).
+    /// The context at the current leaf (empty when the leaf is null). The agent holds its
+    /// leaf as an entry id, so a leaf entry without a string id (a v3+ file whose last entry
+    /// has none) names no entry: the context is empty, as the agent's is.
     pub fn build_context(&self) -> SessionContext<'_> {
-        build_session_context(self, self.leaf())
+        let leaf = self.leaf().filter(|&i| self.record(i).id().is_some());
+        build_session_context(self, leaf)
     }
 
     /// The context at the entry `leaf_id`; an id not in the session falls back to the last
@@ -94,6 +104,7 @@ pub fn build_session_context(session: &Session, leaf: Option<usize>) -> SessionC
     let mut out = Emitted {
         messages: Vec::with_capacity(path.len()),
         sources: Vec::with_capacity(path.len()),
+        evicted: Vec::new(),
     };
     match compaction_at {
         None => path.iter().for_each(|&i| out.emit(session, i)),
@@ -118,6 +129,7 @@ pub fn build_session_context(session: &Session, leaf: Option<usize>) -> SessionC
     }
     ctx.messages = out.messages;
     ctx.sources = out.sources;
+    ctx.evicted = out.evicted;
     ctx
 }
 
@@ -125,6 +137,7 @@ pub fn build_session_context(session: &Session, leaf: Option<usize>) -> SessionC
 struct Emitted<'a> {
     messages: Vec<Cow<'a, Value>>,
     sources: Vec<usize>,
+    evicted: Vec<(usize, &'static str, &'a Value)>,
 }
 
 impl<'a> Emitted<'a> {
@@ -135,7 +148,14 @@ impl<'a> Emitted<'a> {
 
     /// Adds the message the entry at record index `i` contributes, if any.
     fn emit(&mut self, session: &'a Session, i: usize) {
-        if let Some(message) = emitted_message(session.record(i)) {
+        let record = session.record(i);
+        if let Some(message) = emitted_message(record) {
+            if let (Some(base), Some(marker)) = (
+                cold_spill::payload_base(record.record_type()),
+                cold_spill::marker(record),
+            ) {
+                self.evicted.push((self.messages.len(), base, marker));
+            }
             self.push(i, message);
         }
     }
@@ -166,11 +186,11 @@ fn emitted_message(record: &Record) -> Option<Cow<'_, Value>> {
     }
 }
 
-/// The entry's ISO timestamp as epoch milliseconds (`null` when unparsable).
+/// `new Date(entry.timestamp).getTime()` (`null` for NaN and an absent timestamp).
 fn entry_millis(record: &Record) -> Value {
     record
-        .timestamp()
-        .and_then(parse_iso_millis)
+        .get("timestamp")
+        .and_then(date_millis)
         .map_or(Value::Null, |ms| Value::number(ms as f64))
 }
 
@@ -228,18 +248,6 @@ fn remote_compaction_payload(compaction: &Record) -> Option<Value> {
     Some(Value::Object(payload))
 }
 
-/// JavaScript's template-literal rendering of an optional value.
-fn js_text(value: Option<&Value>) -> String {
-    match value {
-        None => "undefined".to_owned(),
-        Some(Value::String(s)) => s.to_string_lossy().into_owned(),
-        Some(Value::Number(n)) => json::format_js_number(n.as_f64()),
-        Some(Value::Null) => "null".to_owned(),
-        Some(Value::Bool(b)) => b.to_string(),
-        Some(Value::Array(_) | Value::Raw(_) | Value::Object(_)) => "[object Object]".to_owned(),
-    }
-}
-
 /// The items of an array value, each parsed (non-arrays give `None`).
 fn value_list(value: Option<&Value>) -> Option<Vec<Value>> {
     match value?.expanded().as_ref() {
@@ -274,7 +282,7 @@ impl<'a> StateScan<'a> {
                 if let Some(model) = record.get("model").filter(|m| m.is_truthy()) {
                     let role = match record.get("role") {
                         None | Some(Value::Null) => "default".to_owned(),
-                        other => js_text(other),
+                        other => template_text(other),
                     };
                     if role == "default" {
                         self.explicit_default_model = true;
@@ -386,7 +394,11 @@ impl<'a> StateScan<'a> {
     fn finish(self) -> SessionContext<'static> {
         let mut ctx = self.ctx;
         if let Some(m) = self.pending_assistant {
-            let model = format!("{}/{}", js_text(m.get("provider")), js_text(m.get("model")));
+            let model = format!(
+                "{}/{}",
+                template_text(m.get("provider")),
+                template_text(m.get("model"))
+            );
             ctx.models.insert("default", Value::string(model));
         }
         let models: Vec<(JsString, Value)> = ctx
@@ -447,17 +459,31 @@ pub fn chain_normalizes(record: &Record) -> bool {
 }
 
 impl<'a> SessionContext<'a> {
-    /// The context with every blob reference in its messages resolved from `blobs`, as the
-    /// agent sees its messages after loading (missing blobs become its placeholder text).
-    pub fn with_blobs_resolved(mut self, blobs: &BlobStore) -> Self {
-        self.messages = std::mem::take(&mut self.messages)
+    /// The context with the cold-spilled payloads of its messages read back from `blobs`
+    /// ([`cold_spill`]), as the agent builds the context it sends.
+    pub fn with_cold_spill_rehydrated(mut self, blobs: &BlobStore) -> Self {
+        for (at, base, marker) in std::mem::take(&mut self.evicted) {
+            let message = &mut self.messages[at];
+            if let Cow::Owned(value) = rehydrate_value(message, base, marker, blobs) {
+                *message = Cow::Owned(value);
+            }
+        }
+        self
+    }
+
+    /// The context with its cold-spilled payloads rehydrated and every blob reference in its
+    /// messages resolved from `blobs`, as the agent sees its messages after loading (missing
+    /// blobs become its placeholder text).
+    pub fn with_blobs_resolved(self, blobs: &BlobStore) -> Self {
+        let mut this = self.with_cold_spill_rehydrated(blobs);
+        this.messages = std::mem::take(&mut this.messages)
             .into_iter()
             .map(|message| match message {
                 Cow::Borrowed(value) => resolve_blob_refs(value, blobs),
                 Cow::Owned(value) => Cow::Owned(resolve_blob_refs(&value, blobs).into_owned()),
             })
             .collect();
-        self
+        this
     }
 
     /// Writes the context as `JSON.stringify(context, null, 2)` would, one message at a time,

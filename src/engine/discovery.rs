@@ -4,7 +4,9 @@
 //! full load, plus — for v4/v5 files larger than the prefix — a backwards scan of at most the
 //! last 16 KiB for the latest canonical `header_patch` values of `cwd` and `title`. A file
 //! whose prefix does not start with a supported header is skipped. A patch buried deeper than
-//! the scanned tail is not seen (as in the original).
+//! the scanned tail is not seen (as in the original). When the prefix holds no complete user
+//! message, the first prompt is taken from its raw text (a prompt longer than the prefix
+//! shows its first part).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -58,6 +60,72 @@ fn user_text(record: &Record) -> Option<String> {
     }
 }
 
+/// The first user prompt found by scanning the raw text of a prefix, for when no complete
+/// user message is in it (a first prompt longer than the prefix): after the first
+/// `"role":"user","content":`, the string that follows, or the first `"text"` string of the
+/// array that follows, decoded up to its closing quote or to the end of the prefix (an escape
+/// cut by the end is dropped). Empty text counts as none.
+fn raw_first_user_text(prefix: &str) -> Option<String> {
+    const USER: &str = "\"role\":\"user\",\"content\":";
+    let after = &prefix[prefix.find(USER)? + USER.len()..];
+    let string = match after.as_bytes().first()? {
+        b'"' => &after[1..],
+        b'[' => {
+            const TEXT: &str = "\"text\":\"";
+            &after[after.find(TEXT)? + TEXT.len()..]
+        }
+        _ => return None,
+    };
+    let text = decode_string_prefix(string);
+    (!text.is_empty()).then_some(text)
+}
+
+/// The JSON string body at the start of `text`, decoded up to its closing quote or the end.
+fn decode_string_prefix(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    let mut pending_high: Option<u32> = None;
+    while let Some(c) = chars.next() {
+        let unit = match c {
+            '"' => break,
+            '\\' => match chars.next() {
+                Some('n') => Some('\n'),
+                Some('t') => Some('\t'),
+                Some('r') => Some('\r'),
+                Some('b') => Some('\u{8}'),
+                Some('f') => Some('\u{c}'),
+                Some('u') => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    match u32::from_str_radix(&hex, 16) {
+                        Ok(code) if hex.len() == 4 => {
+                            if (0xd800..0xdc00).contains(&code) {
+                                pending_high = Some(code);
+                                continue;
+                            }
+                            let code = match pending_high.take() {
+                                Some(high) if (0xdc00..0xe000).contains(&code) => {
+                                    0x10000 + ((high - 0xd800) << 10) + (code - 0xdc00)
+                                }
+                                _ => code,
+                            };
+                            Some(char::from_u32(code).unwrap_or('\u{fffd}'))
+                        }
+                        _ => break,
+                    }
+                }
+                Some(other) => Some(other),
+                None => break,
+            },
+            other => Some(other),
+        };
+        if pending_high.take().is_some() {
+            out.push('\u{fffd}');
+        }
+        out.extend(unit);
+    }
+    out
+}
+
 /// The latest canonical `cwd` and `title` header patches in the last bytes of a file.
 fn tail_patches(tail: &[u8]) -> (Option<String>, Option<String>) {
     let text = String::from_utf8_lossy(tail);
@@ -88,7 +156,8 @@ fn tail_patches(tail: &[u8]) -> (Option<String>, Option<String>) {
 pub fn session_info(storage: &dyn SessionStorage, path: &Path) -> io::Result<Option<SessionInfo>> {
     let stat = storage.stat(path)?;
     let prefix = storage.read_prefix(path, PREFIX_BYTES)?;
-    let Ok(replayed) = parse_session_entries(&String::from_utf8_lossy(&prefix)) else {
+    let prefix_text = String::from_utf8_lossy(&prefix);
+    let Ok(replayed) = parse_session_entries(&prefix_text) else {
         return Ok(None);
     };
     let records = replayed.records;
@@ -131,6 +200,7 @@ pub fn session_info(storage: &dyn SessionStorage, path: &Path) -> io::Result<Opt
         first_message: records
             .iter()
             .find_map(user_text)
+            .or_else(|| raw_first_user_text(&prefix_text))
             .unwrap_or_else(|| "(no messages)".to_owned()),
     }))
 }
@@ -175,6 +245,34 @@ pub fn all_transcript_paths(
         .collect();
     paths.sort();
     Ok(paths)
+}
+
+/// How deep below `<cwd>/.gjc` project-local transcripts are looked for.
+const PROJECT_LOCAL_DEPTH: usize = 8;
+
+/// The project-local transcripts of a workspace, which the agent lists beside its managed
+/// ones (and never writes): every listable `*.jsonl` under `<cwd>/.gjc/` that sits directly
+/// in `.gjc/`, in a directory named `agent-session`, or below a directory named `sessions`
+/// (at most [`PROJECT_LOCAL_DEPTH`] levels down, symlinks not followed). Sorted by path;
+/// none when there is no `.gjc` directory.
+pub fn project_local_transcripts(storage: &dyn SessionStorage, cwd: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    // (directory, depth, whether a `sessions` directory is on the way down)
+    let mut stack = vec![(cwd.join(".gjc"), 0, false)];
+    while let Some((dir, depth, under_sessions)) = stack.pop() {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let under_sessions = under_sessions || (depth > 0 && name == "sessions");
+        if depth == 0 || under_sessions || name == "agent-session" {
+            found.extend(transcript_paths(storage, &dir).unwrap_or_default());
+        }
+        if depth < PROJECT_LOCAL_DEPTH {
+            for sub in storage.list_dirs(&dir).unwrap_or_default() {
+                stack.push((sub, depth + 1, under_sessions));
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 /// Every session in `dir`, newest first (ties by path); unreadable or non-session files are

@@ -13,6 +13,21 @@ pub fn js_trim(s: &str) -> &str {
     s.trim_matches(is_js_whitespace)
 }
 
+use super::json::{self, Value};
+
+/// JavaScript's template-literal rendering (`${value}`) of an optional value: `undefined`
+/// when absent, `[object Object]` for containers.
+pub fn template_text(value: Option<&Value>) -> String {
+    match value {
+        None => "undefined".to_owned(),
+        Some(Value::String(s)) => s.to_string_lossy().into_owned(),
+        Some(Value::Number(n)) => json::format_js_number(n.as_f64()),
+        Some(Value::Null) => "null".to_owned(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Array(_) | Value::Raw(_) | Value::Object(_)) => "[object Object]".to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

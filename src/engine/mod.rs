@@ -17,6 +17,7 @@
 pub mod agent_dir;
 pub mod blob;
 pub mod breadcrumb;
+pub mod cold_spill;
 pub mod context;
 pub mod discovery;
 pub mod history;

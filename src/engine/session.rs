@@ -526,7 +526,7 @@ impl Session {
         let times: Vec<Option<i64>> = self
             .records
             .iter()
-            .map(|r| r.timestamp().and_then(super::time::parse_iso_millis))
+            .map(|r| r.get("timestamp").and_then(super::time::date_millis))
             .collect();
         let key = |i: &usize| (times[*i].is_none(), times[*i]);
         for list in &mut children {

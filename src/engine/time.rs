@@ -6,8 +6,17 @@
 //!   three used) and `Z` or `±HH:mm`; `±YYYYYY` extended years. A date-time without an offset
 //!   is read as UTC (JavaScript would use the local zone; session files always carry `Z`).
 //!   Anything else is `None` (JavaScript's NaN).
+//! - Read as `new Date(value).getTime()` ([`date_millis`], [`parse_date`]): besides that
+//!   format, the spellings other writers of these files produce and Bun's `Date` accepts —
+//!   a space or a lower-case `t` between date and time, a lower-case `z`, an offset written
+//!   `±HHMM`, `Date.prototype.toUTCString` (`Thu, 01 Jan 2026 00:00:00 GMT`) and
+//!   `Date.prototype.toString` (`Thu Jan 01 2026 00:00:00 GMT+0000 (…)`); a number is a
+//!   time value (truncated), `null` is 0, a boolean 0 or 1. Bun's other guesses (`2026/01/01`,
+//!   `Jan 1 2026`, `2026-1-1`, a day past the month's end rolled over) are `None`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::json::Value;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
@@ -137,6 +146,90 @@ pub fn parse_iso_millis(s: &str) -> Option<i64> {
     (millis.abs() <= 8_640_000_000_000_000).then_some(millis)
 }
 
+/// JavaScript's largest time value, in milliseconds either side of the epoch.
+const MAX_TIME: f64 = 8.64e15;
+
+/// `new Date(value).getTime()`, `None` for NaN (see the module documentation).
+pub fn date_millis(value: &Value) -> Option<i64> {
+    match value {
+        Value::Null => Some(0),
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::Number(n) => {
+            let t = n.as_f64();
+            (t.is_finite() && t.abs() <= MAX_TIME).then(|| t.trunc() as i64)
+        }
+        Value::String(s) => parse_date(&s.to_string_lossy()),
+        Value::Array(_) | Value::Object(_) | Value::Raw(_) => None,
+    }
+}
+
+/// A date string as `Date` reads the spellings named in the module documentation.
+pub fn parse_date(s: &str) -> Option<i64> {
+    parse_iso_millis(s)
+        .or_else(|| parse_iso_millis(&normalized_iso(s)?))
+        .or_else(|| parse_date_words(s))
+}
+
+/// An ISO-like date-time with a space or `t` separator, a `z`, or a `±HHMM` offset, in the
+/// strict form; `None` when there is nothing to change.
+fn normalized_iso(s: &str) -> Option<String> {
+    let mut text: Vec<u8> = s.as_bytes().to_vec();
+    if text.len() < 16 || !matches!(text[10], b' ' | b't' | b'T') {
+        return None;
+    }
+    text[10] = b'T';
+    if text.last() == Some(&b'z') {
+        *text.last_mut()? = b'Z';
+    }
+    let n = text.len();
+    let compact_offset =
+        n > 5 && matches!(text[n - 5], b'+' | b'-') && text[n - 4..].iter().all(u8::is_ascii_digit);
+    if compact_offset {
+        text.insert(n - 2, b':');
+    }
+    let changed = text.as_slice() != s.as_bytes();
+    changed.then(|| String::from_utf8(text).ok()).flatten()
+}
+
+const MONTHS: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
+
+/// `Thu, 01 Jan 2026 00:00:00 GMT` or `Thu Jan 01 2026 00:00:00 GMT+0000 (zone name)`.
+fn parse_date_words(s: &str) -> Option<i64> {
+    let s = match s.find(" (") {
+        Some(at) if s.ends_with(')') => &s[..at],
+        _ => s,
+    };
+    let words: Vec<&str> = s.split_whitespace().collect();
+    let month_of = |w: &str| {
+        MONTHS
+            .iter()
+            .position(|m| w.eq_ignore_ascii_case(m))
+            .map(|i| i + 1)
+    };
+    let (day, month, year, time, zone) = match words.as_slice() {
+        [_, day, month, year, time, zone] if month_of(month).is_some() => {
+            (*day, month_of(month)?, *year, *time, *zone)
+        }
+        [_, month, day, year, time, zone] => (*day, month_of(month)?, *year, *time, *zone),
+        _ => return None,
+    };
+    let offset = match zone
+        .strip_prefix("GMT")
+        .or_else(|| zone.strip_prefix("UTC"))?
+    {
+        "" => "Z".to_owned(),
+        off if off.len() == 5 => format!("{}:{}", &off[..3], &off[3..]),
+        _ => return None,
+    };
+    let day: u32 = day.parse().ok()?;
+    if year.len() != 4 || time.len() != 8 {
+        return None;
+    }
+    parse_iso_millis(&format!("{year}-{month:02}-{day:02}T{time}{offset}"))
+}
+
 /// `Date.prototype.toISOString` of a millisecond timestamp.
 pub fn format_iso_millis(millis: i64) -> String {
     let days = millis.div_euclid(86_400_000);
@@ -213,6 +306,40 @@ mod tests {
         ] {
             assert_eq!(parse_iso_millis(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn reads_dates_as_new_date_reads_them() {
+        let jan1 = Some(1_767_225_600_000);
+        for spelling in [
+            "2026-01-01T00:00:00.000Z",
+            "2026-01-01 00:00:00Z",
+            "2026-01-01t00:00:00z",
+            "2026-01-01T00:00:00+0000",
+            "2026-01-01T01:00:00+0100",
+            "Thu, 01 Jan 2026 00:00:00 GMT",
+            "Thu Jan 01 2026 00:00:00 GMT+0000 (Coordinated Universal Time)",
+            "Thu Jan 01 2026 01:00:00 GMT+0100",
+        ] {
+            assert_eq!(parse_date(spelling), jan1, "{spelling}");
+        }
+        for nan in [
+            "2026/01/01",
+            "Jan 1 2026",
+            "",
+            "1767225600000",
+            "Thu, 01 Foo 2026 00:00:00 GMT",
+        ] {
+            assert_eq!(parse_date(nan), None, "{nan}");
+        }
+        let value = |text: &str| crate::engine::json::parse(text).unwrap();
+        assert_eq!(date_millis(&value("1767225600000")), jan1);
+        assert_eq!(date_millis(&value("1.9")), Some(1));
+        assert_eq!(date_millis(&value("-1.9")), Some(-1));
+        assert_eq!(date_millis(&value("null")), Some(0));
+        assert_eq!(date_millis(&value("true")), Some(1));
+        assert_eq!(date_millis(&value("9e15")), None);
+        assert_eq!(date_millis(&value("[1]")), None);
     }
 
     #[test]

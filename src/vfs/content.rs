@@ -164,7 +164,13 @@ impl Rendered {
     /// The pretty JSON of entry `id`.
     pub fn entry_bytes(&mut self, manager: &SessionManager, id: &str) -> Option<Bytes> {
         let index = self.entry(manager, id)?.record_index;
-        let bytes = Arc::new(manager.read(|s| pretty_record(s.record(index))));
+        let blobs = manager.blobs();
+        let bytes = Arc::new(manager.read(|s| {
+            pretty_record(&crate::engine::cold_spill::rehydrate_record(
+                s.record(index),
+                &blobs,
+            ))
+        }));
         self.entry_sizes.insert(index, bytes.len() as u64);
         Some(bytes)
     }
@@ -206,9 +212,11 @@ impl Rendered {
         if let Some(bytes) = slot {
             return bytes.clone();
         }
+        // Cold-spilled content is shown as the agent shows it, from its blobs.
+        let blobs = manager.blobs();
         let bytes = Arc::new(manager.read(|session| match view {
-            View::ContextMd => views::markdown::context_md(session, "blobs/"),
-            View::Tree => views::tree::tree_txt(session),
+            View::ContextMd => views::markdown::context_md_rehydrated(session, "blobs/", &blobs),
+            View::Tree => views::tree::tree_txt_rehydrated(session, &blobs),
             View::Usage => views::usage::session_usage_json(session),
         }));
         *slot = Some(bytes.clone());

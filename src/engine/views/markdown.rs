@@ -36,12 +36,13 @@
 //!   text (at least three), so no content can close them.
 //! - Every block (the facts, a heading, a paragraph, a fenced block) is followed by a blank
 //!   line, so the output ends in `\n\n`. Nothing is read from disk: blobs are linked, not
-//!   resolved.
+//!   resolved. The `_rehydrated` variants first read cold-spilled content back from the blob
+//!   store (what the agent shows in place of the eviction notice).
 
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use super::super::blob::{parse_blob_ref, BLOB_REF_PREFIX};
+use super::super::blob::{parse_blob_ref, BlobStore, BLOB_REF_PREFIX};
 use super::super::json::{self, Object, Value};
 use super::super::session::Session;
 use super::super::time::format_iso_millis;
@@ -63,7 +64,39 @@ pub fn write_context_md<W: Write + ?Sized>(
     blobs_prefix: &str,
     out: &mut W,
 ) -> io::Result<()> {
+    write_md(session, blobs_prefix, None, out)
+}
+
+/// [`write_context_md`] with cold-spilled content read back from `blobs`
+/// ([`crate::engine::cold_spill`]), as the agent shows it: the only read from disk.
+pub fn write_context_md_rehydrated<W: Write + ?Sized>(
+    session: &Session,
+    blobs_prefix: &str,
+    blobs: &BlobStore,
+    out: &mut W,
+) -> io::Result<()> {
+    write_md(session, blobs_prefix, Some(blobs), out)
+}
+
+/// [`write_context_md_rehydrated`] as bytes.
+pub fn context_md_rehydrated(session: &Session, blobs_prefix: &str, blobs: &BlobStore) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_context_md_rehydrated(session, blobs_prefix, blobs, &mut out)
+        .expect("writing to a Vec cannot fail");
+    out
+}
+
+fn write_md<W: Write + ?Sized>(
+    session: &Session,
+    blobs_prefix: &str,
+    cold: Option<&BlobStore>,
+    out: &mut W,
+) -> io::Result<()> {
     let ctx = session.build_context();
+    let ctx = match cold {
+        Some(blobs) => ctx.with_cold_spill_rehydrated(blobs),
+        None => ctx,
+    };
     let mut md = Markdown { out, blobs_prefix };
     md.facts(session, &ctx)?;
     for (n, (message, &source)) in ctx.messages.iter().zip(&ctx.sources).enumerate() {

@@ -20,9 +20,13 @@
 //!   the entry it branches from. Several roots are drawn as children of an invisible root.
 //! - The tree is walked with an explicit stack, so any depth renders; the gutter grows by
 //!   three columns per nested side branch only.
+//! - The `_rehydrated` variants take each preview from the entry's cold-spilled content read
+//!   back from the blob store, where the plain ones show the eviction notice stored in the file.
 
 use std::io::{self, Write};
 
+use super::super::blob::BlobStore;
+use super::super::cold_spill::rehydrate_record;
 use super::super::json::{self, lazy, JsString, Object, Value};
 use super::super::record::{Record, RecordType};
 use super::super::session::Session;
@@ -38,6 +42,31 @@ const LEAF_MARK: &str = "  ← leaf";
 /// Writes `tree.txt`. The output is written in many small pieces: give a buffer (`Vec<u8>`,
 /// `BufWriter`).
 pub fn write_tree<W: Write + ?Sized>(session: &Session, out: &mut W) -> io::Result<()> {
+    write_lines(session, None, out)
+}
+
+/// [`write_tree`] with each preview taken from the entry's cold-spilled content, read back
+/// from `blobs` ([`crate::engine::cold_spill`]).
+pub fn write_tree_rehydrated<W: Write + ?Sized>(
+    session: &Session,
+    blobs: &BlobStore,
+    out: &mut W,
+) -> io::Result<()> {
+    write_lines(session, Some(blobs), out)
+}
+
+/// [`write_tree_rehydrated`] as bytes.
+pub fn tree_txt_rehydrated(session: &Session, blobs: &BlobStore) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_tree_rehydrated(session, blobs, &mut out).expect("writing to a Vec cannot fail");
+    out
+}
+
+fn write_lines<W: Write + ?Sized>(
+    session: &Session,
+    cold: Option<&BlobStore>,
+    out: &mut W,
+) -> io::Result<()> {
     let mut tree = session.tree();
     // The entry the leaf stands for (a leaf marker stands for the entry it was put on).
     let leaf = crate::engine::leaf_marker::shown_leaf(session).and_then(|id| session.index_of(id));
@@ -74,7 +103,7 @@ pub fn write_tree<W: Write + ?Sized>(session: &Session, out: &mut W) -> io::Resu
         if side {
             line.push_str(SIDE);
         }
-        entry_line(session, i, leaf == Some(i), &mut line);
+        entry_line(session, i, leaf == Some(i), cold, &mut line);
         line.push('\n');
         out.write_all(line.as_bytes())?;
         if side {
@@ -103,8 +132,17 @@ fn push_children(stack: &mut Vec<(usize, usize, bool)>, children: &[usize], gutt
 }
 
 /// Appends `<id> [<label>] <kind>: <preview>` (and the leaf mark) for record `i`.
-fn entry_line(session: &Session, i: usize, is_leaf: bool, line: &mut String) {
-    let record = session.record(i);
+fn entry_line(
+    session: &Session,
+    i: usize,
+    is_leaf: bool,
+    cold: Option<&BlobStore>,
+    line: &mut String,
+) {
+    let record = match cold {
+        Some(blobs) => rehydrate_record(session.record(i), blobs),
+        None => std::borrow::Cow::Borrowed(session.record(i)),
+    };
     match record.id() {
         Some(id) => line.push_str(&one_line(id, usize::MAX)),
         None => line.push('-'),
@@ -115,7 +153,7 @@ fn entry_line(session: &Session, i: usize, is_leaf: bool, line: &mut String) {
         line.push_str(&one_line(label, usize::MAX));
         line.push_str("] ");
     }
-    let (kind, preview) = describe(record);
+    let (kind, preview) = describe(&record);
     line.push_str(&one_line(&kind, usize::MAX));
     if !preview.is_empty() {
         line.push_str(": ");
