@@ -76,3 +76,67 @@ fn a_full_disk_fails_the_append_cleanly_and_freeing_space_lets_the_next_one_thro
     let last = session.entries().last().unwrap().message().unwrap().clone();
     assert_eq!(last.get_str("content"), Some("after freeing space"));
 }
+
+#[test]
+fn a_full_disk_under_the_mount_answers_enospc_and_the_next_append_after_freeing_space_works() {
+    use std::io::Write;
+    if !common::mount::fuse_usable() {
+        return;
+    }
+    let Some(fs) = Tmpfs::mount("512k") else {
+        return;
+    };
+    let agent = fs.path().join("agent");
+    let ws = fs.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let file = generate_managed(&agent, &ws, 4);
+    let filler = fs.path().join("filler");
+    std::fs::write(&filler, vec![0u8; 64 * 1024]).unwrap();
+    let sid = gjcfs::engine::load_session(&file)
+        .unwrap()
+        .session
+        .header()
+        .id()
+        .unwrap()
+        .to_owned();
+    let mount = common::mount::Mount::start(&["--agent-dir", agent.to_str().unwrap()]);
+    let dir = mount.path().join("sessions").join(&sid);
+    let append = |text: &str| {
+        let mut new = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("entries/new"))
+            .unwrap();
+        new.write_all(format!("{{\"role\":\"user\",\"content\":\"{text}\"}}\n").as_bytes())
+    };
+    let padding = "x".repeat(6000);
+    let mut acknowledged = Vec::new();
+    let failure = loop {
+        let text = format!("fill-{} {padding}", acknowledged.len());
+        match append(&text) {
+            Ok(()) => acknowledged.push(text),
+            Err(e) => break e,
+        }
+        assert!(acknowledged.len() < 200, "the disk never filled up");
+    };
+    assert_eq!(failure.raw_os_error(), Some(libc::ENOSPC), "{failure}");
+    let errors = std::fs::read_to_string(dir.join("errors")).unwrap();
+    assert!(errors.contains("No space left on device"), "{errors}");
+    // The file as the mount left it: every acknowledged entry, no torn partial line.
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(bytes.last(), Some(&b'\n'), "no torn partial line");
+    let loaded = gjcfs::engine::load_session(&file).unwrap();
+    assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
+    let contents: Vec<String> = loaded
+        .session
+        .entries()
+        .filter_map(|e| e.message()?.get_str("content").map(str::to_owned))
+        .filter(|c| c.starts_with("fill-"))
+        .collect();
+    assert_eq!(contents, acknowledged);
+    // The fault clears: the next append through the same mount works.
+    std::fs::remove_file(&filler).unwrap();
+    append("after freeing space").unwrap();
+    let session = gjcfs::engine::load_session(&file).unwrap().session;
+    let last = session.entries().last().unwrap().message().unwrap().clone();
+    assert_eq!(last.get_str("content"), Some("after freeing space"));
+}
