@@ -799,3 +799,49 @@ fn append_refuses_a_managed_transcript_that_is_not_private() {
         eprintln!("skipped the ACL case: the filesystem stores no POSIX ACL");
     }
 }
+
+#[test]
+fn context_entries_and_append_take_a_session_id_or_a_unique_prefix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let file = common::generate_managed(&agent, &ws, 6);
+    let sid = gjcfs::engine::load_session(&file)
+        .unwrap()
+        .session
+        .header()
+        .id()
+        .unwrap()
+        .to_owned();
+    let a = agent.to_str().unwrap();
+    for target in [sid.as_str(), &sid[..10]] {
+        let by_id = gjcfs(&["entries", target, "--agent-dir", a]);
+        assert!(
+            by_id.status.success(),
+            "{}",
+            String::from_utf8_lossy(&by_id.stderr)
+        );
+        let by_path = gjcfs(&["entries", file.to_str().unwrap()]);
+        assert_eq!(by_id.stdout, by_path.stdout);
+        let context = gjcfs(&["context", target, "--agent-dir", a]);
+        assert!(
+            context.status.success(),
+            "{}",
+            String::from_utf8_lossy(&context.stderr)
+        );
+    }
+    let out = common::gjcfs_with_stdin(
+        &["append", &sid[..10], "--agent-dir", a],
+        "{\"role\":\"user\",\"content\":\"BYPREFIX\"}\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&file).unwrap().contains("BYPREFIX"));
+    let unknown = gjcfs(&["entries", "ffffffff", "--agent-dir", a]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no session matches ffffffff"));
+}

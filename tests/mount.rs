@@ -1364,3 +1364,23 @@ fn a_deleted_session_is_never_brought_back_by_a_read() {
     assert!(!s.file.exists(), "nothing brought the file back");
     assert!(!ok("ls", &[p(&mount.path().join("sessions"))]).contains(&s.sid));
 }
+
+#[test]
+fn a_message_with_a_role_the_format_does_not_know_is_refused() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    let mut new = fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("entries/new"))
+        .unwrap();
+    let err = new
+        .write_all(b"{\"role\":\"wizard\",\"content\":\"abracadabra\"}\n")
+        .unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
+    assert!(ok("cat", &[p(&dir.join("errors"))]).contains("unknown message role \"wizard\""));
+    assert_eq!(s.entry_count(), 3);
+}

@@ -38,7 +38,8 @@ enum Command {
     /// never written. Images stored as blobs and cold-spilled content (the text a compaction
     /// moved into the blob store) are read back from the agent directory's blob store.
     Context {
-        /// The session file (.jsonl).
+        /// The session file (.jsonl), or a session id (or a unique prefix of one) looked up
+        /// in the agent directory.
         file: PathBuf,
         /// Build the context at this entry instead of the current leaf.
         #[arg(long, value_name = "ID")]
@@ -78,7 +79,8 @@ enum Command {
     /// leaf, written with the agent's own rules. The first invalid line stops the command
     /// with its line number; the lines before it stay appended.
     Append {
-        /// The session file (.jsonl); it must exist.
+        /// The session file (.jsonl; it must exist), or a session id (or a unique prefix
+        /// of one) looked up in the agent directory.
         file: PathBuf,
         /// The agent directory whose blob store receives large images
         /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
@@ -93,15 +95,16 @@ enum Command {
     /// replaces the reference to a missing blob by a placeholder). The file itself is never
     /// written.
     Entries {
-        /// The session file (.jsonl).
+        /// The session file (.jsonl), or a session id (or a unique prefix of one) looked up
+        /// in the agent directory.
         file: PathBuf,
         /// Put cold-spilled content back in place of the eviction notices, read from the
         /// agent directory's blob store (the markers stay).
         #[arg(long)]
         rehydrate: bool,
-        /// The agent directory whose blob store holds cold-spilled content, for --rehydrate
-        /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
-        #[arg(long, value_name = "DIR", requires = "rehydrate")]
+        /// The agent directory whose sessions an id is looked up in and whose blob store
+        /// holds cold-spilled content [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+        #[arg(long, value_name = "DIR")]
         agent_dir: Option<PathBuf>,
     },
     /// List recent prompts from the agent's prompt history (<agentDir>/history.db), newest
@@ -259,12 +262,14 @@ pub fn run() -> ExitCode {
             file,
             leaf,
             agent_dir,
-        } => context::run(&file, leaf.as_deref(), agent_dir.as_deref()),
+        } => store::resolve_in(&file, agent_dir.as_deref())
+            .and_then(|file| context::run(&file, leaf.as_deref(), agent_dir.as_deref())),
         Command::Entries {
             file,
             rehydrate,
             agent_dir,
-        } => entries::run(&file, rehydrate, agent_dir.as_deref()),
+        } => store::resolve_in(&file, agent_dir.as_deref())
+            .and_then(|file| entries::run(&file, rehydrate, agent_dir.as_deref())),
         Command::Ls {
             all,
             cwd,
@@ -272,7 +277,8 @@ pub fn run() -> ExitCode {
             agent_dir,
             allow_empty,
         } => ls::run(all, cwd.as_deref(), json, agent_dir.as_deref(), allow_empty),
-        Command::Append { file, agent_dir } => append::run(&file, agent_dir.as_deref()),
+        Command::Append { file, agent_dir } => store::resolve_in(&file, agent_dir.as_deref())
+            .and_then(|file| append::run(&file, agent_dir.as_deref())),
         Command::History(args) => history::run(args),
         Command::Generate {
             out,

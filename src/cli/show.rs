@@ -1,23 +1,18 @@
 //! `gjcfs show SESSION --format md|tree|usage`: a session rendered for reading.
 
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use gjcfs::engine::blob::BlobStore;
-use gjcfs::engine::discovery::match_prefix;
 use gjcfs::engine::load_session;
 use gjcfs::engine::sanitize::sanitize_openai_replay;
 use gjcfs::engine::storage::FileStorage;
 use gjcfs::engine::views::{markdown, tree, usage};
 
-use super::output::{terminal_safe, warn_skipped};
+use super::output::warn_skipped;
 use super::store::StoreArgs;
-
-/// How many matching ids an ambiguity error names.
-const AMBIGUOUS_SHOWN: usize = 5;
 
 #[derive(Args)]
 pub struct ShowArgs {
@@ -41,7 +36,7 @@ enum Format {
 }
 
 pub fn run(args: ShowArgs) -> Result<()> {
-    let path = resolve(&args.session, &args.store)?;
+    let path = args.store.resolve(&args.session)?;
     let mut loaded = load_session(&path)?;
     warn_skipped(&path, &loaded.skipped);
     // The context the agent sends: its load-time sanitizer applied, in memory only.
@@ -70,42 +65,4 @@ pub fn run(args: ShowArgs) -> Result<()> {
     // one (a tenth of a second for a 300 MB session).
     std::mem::forget(loaded);
     Ok(())
-}
-
-/// The session file `target` names: an existing file, or a session found by id prefix.
-fn resolve(target: &str, store: &StoreArgs) -> Result<PathBuf> {
-    let path = Path::new(target);
-    if path.is_file() {
-        return Ok(path.to_owned());
-    }
-    if target.contains('/') || target.ends_with(".jsonl") {
-        bail!("{target}: no such session file");
-    }
-    let sessions = store.sessions()?;
-    if let Some(exact) = sessions.iter().find(|info| info.id == target) {
-        return Ok(exact.path.clone());
-    }
-    match match_prefix(&sessions, target).as_slice() {
-        [] => bail!("no session matches {target} in {}", store.describe()?),
-        [one] => Ok(one.path.clone()),
-        many => {
-            // In id order: the listing's order (newest first) changes with every write.
-            let mut ids: Vec<String> = many
-                .iter()
-                .map(|info| terminal_safe(&info.id).into_owned())
-                .collect();
-            ids.sort_unstable();
-            ids.truncate(AMBIGUOUS_SHOWN);
-            let more = if many.len() > AMBIGUOUS_SHOWN {
-                ", …"
-            } else {
-                ""
-            };
-            bail!(
-                "{target} is ambiguous: {} sessions match ({}{more})",
-                many.len(),
-                ids.join(", ")
-            )
-        }
-    }
 }

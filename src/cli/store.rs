@@ -1,14 +1,19 @@
 //! Which session store a command reads: the agent directory's sessions, or one directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use gjcfs::engine::discovery::{
-    all_transcript_paths, list_all, list_dir, transcript_paths, SessionInfo,
+    all_transcript_paths, list_all, list_dir, match_prefix, transcript_paths, SessionInfo,
 };
 use gjcfs::engine::storage::FileStorage;
 use gjcfs::engine::AgentDirs;
+
+use super::output::terminal_safe;
+
+/// How many matching ids an ambiguity error names.
+const AMBIGUOUS_SHOWN: usize = 5;
 
 /// `--agent-dir DIR` or `--session-dir DIR`.
 #[derive(Args)]
@@ -66,4 +71,57 @@ impl StoreArgs {
             None => all_transcript_paths(&FileStorage, &self.agent_dirs()?.sessions_root())?,
         })
     }
+
+    /// The session file `target` names: an existing file, or a session found by id prefix.
+    pub fn resolve(&self, target: &str) -> Result<PathBuf> {
+        let path = Path::new(target);
+        if path.is_file() {
+            return Ok(path.to_owned());
+        }
+        if target.contains('/') || target.ends_with(".jsonl") {
+            bail!("{target}: no such session file");
+        }
+        let sessions = self.sessions()?;
+        if let Some(exact) = sessions.iter().find(|info| info.id == target) {
+            return Ok(exact.path.clone());
+        }
+        match match_prefix(&sessions, target).as_slice() {
+            [] => bail!("no session matches {target} in {}", self.describe()?),
+            [one] => Ok(one.path.clone()),
+            many => {
+                // In id order: the listing's order (newest first) changes with every write.
+                let mut ids: Vec<String> = many
+                    .iter()
+                    .map(|info| terminal_safe(&info.id).into_owned())
+                    .collect();
+                ids.sort_unstable();
+                ids.truncate(AMBIGUOUS_SHOWN);
+                let more = if many.len() > AMBIGUOUS_SHOWN {
+                    ", …"
+                } else {
+                    ""
+                };
+                bail!(
+                    "{target} is ambiguous: {} sessions match ({}{more})",
+                    many.len(),
+                    ids.join(", ")
+                )
+            }
+        }
+    }
+}
+
+/// The session file `target` names for a command that reads one agent directory: an
+/// existing file, or a session of that store by id or unique prefix.
+pub fn resolve_in(target: &Path, agent_dir: Option<&Path>) -> Result<PathBuf> {
+    // Anything at that path is the command's to read (or to refuse, with its own reason).
+    if std::fs::symlink_metadata(target).is_ok() {
+        return Ok(target.to_owned());
+    }
+    let store = StoreArgs {
+        agent_dir: agent_dir.map(Path::to_path_buf),
+        session_dir: None,
+        allow_empty: false,
+    };
+    store.resolve(&target.to_string_lossy())
 }

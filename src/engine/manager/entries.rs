@@ -90,10 +90,50 @@ fn strip_pending_display_tag(details: &Value) -> Value {
     }
 }
 
+/// The message roles the format knows (the agent's `AgentMessage` roles; the legacy
+/// `hookMessage` is migrated to `custom` on load and is not written anew).
+pub const MESSAGE_ROLES: [&str; 8] = [
+    "user",
+    "developer",
+    "assistant",
+    "toolResult",
+    "bashExecution",
+    "pythonExecution",
+    "fileMention",
+    "custom",
+];
+
+/// Refuses a message entry given from outside whose role the format does not know.
+fn check_role(ty: &str, fields: &Object) -> Result<(), SessionError> {
+    if ty != "message" {
+        return Ok(());
+    }
+    let role = fields
+        .get("message")
+        .and_then(|m| m.as_object())
+        .and_then(|m| m.get_str("role"));
+    match role {
+        Some(role) if MESSAGE_ROLES.contains(&role) => Ok(()),
+        Some(role) => Err(SessionError::InvalidEntry(format!(
+            "unknown message role {role:?} (known: {})",
+            MESSAGE_ROLES.join(", ")
+        ))),
+        // The schema check names a missing or non-string role.
+        None => Ok(()),
+    }
+}
+
 /// The type and own fields of an entry given from outside: an object with a `type` and no
 /// `id`, `parentId` or `timestamp`, or a bare message (an object with a `role` and no
-/// `type`), which becomes a `message` entry.
+/// `type`), which becomes a `message` entry. A message's role must be one the format
+/// knows ([`MESSAGE_ROLES`]).
 pub fn external_entry(input: Object) -> Result<(String, Object), SessionError> {
+    let (ty, fields) = external_entry_unchecked(input)?;
+    check_role(&ty, &fields)?;
+    Ok((ty, fields))
+}
+
+fn external_entry_unchecked(input: Object) -> Result<(String, Object), SessionError> {
     let invalid = |why: &str| Err(SessionError::InvalidEntry(why.to_owned()));
     for key in ["id", "parentId", "timestamp"] {
         if input.contains_key(key) && input.contains_key("type") {
@@ -164,6 +204,24 @@ mod tests {
         parent_id: Some("p"),
         timestamp: "2026-01-01T00:00:00.000Z",
     };
+
+    #[test]
+    fn a_message_role_the_format_does_not_know_is_refused() {
+        for text in [
+            r#"{"role":"wizard","content":"x"}"#,
+            r#"{"type":"message","message":{"role":"wizard","content":"x"}}"#,
+        ] {
+            let err = external_entry(obj(text)).unwrap_err();
+            assert!(
+                err.to_string().contains("unknown message role \"wizard\""),
+                "{err}"
+            );
+        }
+        for role in MESSAGE_ROLES {
+            let text = format!(r#"{{"role":"{role}","content":"x"}}"#);
+            assert!(external_entry(obj(&text)).is_ok(), "{role}");
+        }
+    }
 
     #[test]
     fn key_order_follows_the_original_writer() {
