@@ -376,9 +376,15 @@ fn ls_lists_a_workspace_or_every_session_newest_first() {
     let out = gjcfs(&["ls", "--agent-dir", a, "--cwd", ws.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert_eq!(text.lines().count(), 1, "{text}");
+    let mut lines = text.lines();
     assert!(
-        text.starts_with(&mine) && text.contains("Mine") && text.contains("  2  "),
+        lines.next().unwrap().starts_with("SESSION "),
+        "a header row: {text}"
+    );
+    let row = lines.next().unwrap();
+    assert!(lines.next().is_none(), "{text}");
+    assert!(
+        row.starts_with(&mine) && row.contains("Mine") && row.contains("  2  "),
         "{text}"
     );
     let out = gjcfs(&[
@@ -470,7 +476,8 @@ fn tables_show_control_characters_from_files_as_escapes_and_json_keeps_them() {
     assert!(out.status.success(), "{}", stderr(&out));
     let table = stdout(&out);
     assert!(!has_terminal_control(&table), "{table:?}");
-    assert_eq!(table.lines().count(), 1, "{table:?}");
+    assert_eq!(table.lines().count(), 2, "a header and one row: {table:?}");
+    let table = table.lines().nth(1).unwrap().to_owned();
     assert!(table.starts_with(&format!("id{escaped}1  ")), "{table:?}");
     assert!(table.contains(&format!("/w{escaped}cwd")), "{table:?}");
     // The title's first line only, its controls and escape sequences dropped.

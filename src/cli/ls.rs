@@ -5,7 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use gjcfs::engine::discovery::{list_all, project_local_transcripts, session_info, SessionInfo};
+use gjcfs::engine::discovery::{
+    count_message_lines, first_user_text_beyond_prefix, list_all, project_local_transcripts,
+    session_info, SessionInfo,
+};
 use gjcfs::engine::json::{self, Object, Value};
 use gjcfs::engine::legacy::{list_candidates, LegacyRoots};
 use gjcfs::engine::storage::{FileStorage, SessionStorage};
@@ -13,6 +16,9 @@ use gjcfs::engine::time::format_iso_millis;
 use gjcfs::engine::views::one_line;
 
 use super::output::terminal_safe;
+
+/// What the listing shows for a session without a user message.
+const NO_MESSAGES: &str = "(no messages)";
 
 pub fn run(
     all: bool,
@@ -64,7 +70,27 @@ pub fn run(
         rows.retain(|(info, _)| seen.insert(info.id.clone()));
         rows
     };
+    // The listing estimates from a large file's first 4 KiB: count its messages exactly,
+    // and look further for a first prompt that a long system prompt pushed out.
+    let mut rows = rows;
+    for (info, _) in &mut rows {
+        if info.message_count_is_estimate {
+            if let Ok(count) = count_message_lines(storage.as_ref(), &info.path) {
+                info.message_count = count;
+                info.message_count_is_estimate = false;
+            }
+            if info.message_count > 0 && info.first_message == NO_MESSAGES {
+                if let Ok(Some(text)) = first_user_text_beyond_prefix(storage.as_ref(), &info.path)
+                {
+                    info.first_message = text;
+                }
+            }
+        }
+    }
     let mut out = BufWriter::new(std::io::stdout().lock());
+    if !as_json && !rows.is_empty() {
+        writeln!(out, "{}", header_row())?;
+    }
     for (info, provenance) in &rows {
         if as_json {
             writeln!(out, "{}", json::to_compact(&to_json(info, *provenance)))?;
@@ -84,6 +110,14 @@ fn display_title(info: &SessionInfo) -> String {
     terminal_safe(&one_line(first, 60)).into_owned()
 }
 
+/// The column names above the rows.
+fn header_row() -> String {
+    format!(
+        "{:<36}  {:<16}  {:>5}  {}  {}",
+        "SESSION", "MODIFIED (UTC)", "MSGS", "CWD", "TITLE"
+    )
+}
+
 fn table_row(info: &SessionInfo, provenance: Option<&str>) -> String {
     let modified = format_iso_millis(info.modified_ms);
     let count = if info.message_count_is_estimate {
@@ -97,7 +131,7 @@ fn table_row(info: &SessionInfo, provenance: Option<&str>) -> String {
         ""
     };
     format!(
-        "{}  {}  {:>5}  {}  {}{legacy}",
+        "{:<36}  {}  {:>5}  {}  {}{legacy}",
         terminal_safe(&info.id),
         &modified[..16].replace('T', " "),
         count,

@@ -8,7 +8,7 @@
 //! message, the first prompt is taken from its raw text (a prompt longer than the prefix
 //! shows its first part).
 
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use super::json::Value;
@@ -203,6 +203,62 @@ pub fn session_info(storage: &dyn SessionStorage, path: &Path) -> io::Result<Opt
             .or_else(|| raw_first_user_text(&prefix_text))
             .unwrap_or_else(|| "(no messages)".to_owned()),
     }))
+}
+
+/// How many lines of the file at `path` are message entries, counted by a scan of the raw
+/// bytes (no line is parsed): a line starting `{"type":"message"`, as every message entry
+/// the agent writes does. Exact where [`SessionInfo::message_count`] is an estimate.
+pub fn count_message_lines(storage: &dyn SessionStorage, path: &Path) -> io::Result<usize> {
+    const MARK: &[u8] = b"{\"type\":\"message\"";
+    let mut reader = storage.open_read(path)?;
+    let mut buf = vec![0; 1 << 16];
+    // The bytes of the current line seen so far, up to the length of the mark.
+    let mut start: Vec<u8> = Vec::with_capacity(MARK.len());
+    let mut at_line_start = true;
+    let mut count = 0;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            if at_line_start {
+                let take = (MARK.len() - start.len()).min(rest.len());
+                start.extend_from_slice(&rest[..take]);
+                if start.len() == MARK.len() || start.contains(&b'\n') {
+                    count += usize::from(start == MARK);
+                    at_line_start = false;
+                }
+            }
+            match memchr::memchr(b'\n', rest) {
+                Some(i) => {
+                    rest = &rest[i + 1..];
+                    start.clear();
+                    at_line_start = true;
+                }
+                None => rest = &[],
+            }
+        }
+    }
+    Ok(count)
+}
+
+/// How far [`first_user_text_beyond_prefix`] reads.
+pub const FIRST_MESSAGE_SCAN_BYTES: usize = 1 << 20;
+
+/// The first user message of a file whose listing prefix holds none (a long system prompt
+/// or first reply fills it): the raw scan of [`session_info`] over the first
+/// [`FIRST_MESSAGE_SCAN_BYTES`] instead. The agent's listing stops at the prefix and shows
+/// `(no messages)`; `gjcfs ls` looks further.
+pub fn first_user_text_beyond_prefix(
+    storage: &dyn SessionStorage,
+    path: &Path,
+) -> io::Result<Option<String>> {
+    let bytes = storage.read_prefix(path, FIRST_MESSAGE_SCAN_BYTES)?;
+    Ok(raw_first_user_text(&String::from_utf8_lossy(&bytes)))
 }
 
 /// Whether a directory entry name is a listable transcript (`*.jsonl`, not hidden).
@@ -423,6 +479,25 @@ mod tests {
         format!(
             r#"{{"type":"session","version":{version},"id":"{id}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"{extra}}}"#
         )
+    }
+
+    #[test]
+    fn message_lines_are_counted_across_read_buffers() {
+        let storage = crate::engine::storage::MemoryStorage::new();
+        let dir = Path::new("/d");
+        storage.ensure_dir(dir).unwrap();
+        let mut text = String::from("{\"type\":\"session\",\"id\":\"s\"}\n");
+        for n in 0..5000 {
+            let pad = "x".repeat(n % 97);
+            text.push_str(&format!(
+                "{{\"type\":\"message\",\"id\":\"m{n}\",\"p\":\"{pad}\"}}\n"
+            ));
+            text.push_str("{\"type\":\"label\",\"x\":\"{\\\"type\\\":\\\"message\\\"\"}\n");
+        }
+        text.push_str("{\"type\":\"mess");
+        let path = dir.join("s.jsonl");
+        storage.put_file(&path, text.as_bytes());
+        assert_eq!(count_message_lines(&storage, &path).unwrap(), 5000);
     }
 
     #[test]
