@@ -220,3 +220,31 @@ fn project_local_transcripts_are_found_where_the_agent_lists_them() {
     assert_eq!(found, names("listed"));
     assert!(project_local_transcripts(&FileStorage, &ws.path().join("none")).is_empty());
 }
+
+/// A leaf moved through the mount (`engine::leaf_marker`): the original engine resumes the
+/// file with the context of the chosen entry, and continues the chosen branch.
+#[test]
+fn a_leaf_marker_resumes_the_original_at_the_chosen_entry() {
+    let session = load_session(&peer("leaf-marker.jsonl")).unwrap().session;
+    let recorded = json::to_compact(&recorded("leaf-marker.context.json"));
+    assert_eq!(
+        json::to_compact(&session.build_context().to_value()),
+        recorded
+    );
+    assert_eq!(
+        json::to_compact(&session.build_context_for("8f84c48b").to_value()),
+        recorded
+    );
+    assert_eq!(
+        gjcfs::engine::leaf_marker::shown_leaf(&session),
+        Some("8f84c48b")
+    );
+    let marker = session.leaf_id().unwrap().to_owned();
+    let appended = fixture_text("peer/leaf-marker.open-append.jsonl");
+    let first = json::parse(appended.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first.as_object().unwrap().get_str("parentId"),
+        Some(marker.as_str()),
+        "the original's next entry continues the chosen branch"
+    );
+}
