@@ -23,16 +23,28 @@ if [ ! -e /dev/fuse ]; then
   exit 1
 fi
 
-cargo build --release --quiet
+if [ ! -x target/release/gjcfs ]; then
+  echo "gjcfs demo: building gjcfs (release; the first build takes a few minutes)" >&2
+fi
+cargo build --release
 if [ ! -d "$demo/agent/sessions" ]; then
   GJCFS=$PWD/target/release/gjcfs scripts/make-demo-agent.sh "$demo"
 fi
+# The hints name real sessions: the agent's recorded conversation, and a generated one.
+real=ffae836b-9420-4060-ac13-7745215f90ff
+generated=$(target/release/gjcfs ls --all --json --agent-dir "$demo/agent" |
+  sed -n 's/.*"id":"\([^"]*\)".*"path":"[^"]*_main\.jsonl".*/\1/p')
+# An entry early in the generated session (a v1 transcript draws new ids at every load).
+early=$(target/release/gjcfs entries "$generated" --agent-dir "$demo/agent" |
+  sed -n '12s/^{"type":"[^"]*","id":"\([^"]*\)".*/\1/p')
 cat >&2 <<EOM
 gjcfs demo: mounting $demo/agent at $mountpoint (Ctrl-C unmounts). In another terminal:
-  ls -l $mountpoint/sessions $mountpoint/projects/*
-  cat $mountpoint/sessions/*/context.json | head -40
-  ls $mountpoint/sessions/*/entries | head
-  grep -rl compaction $mountpoint/sessions/*/entries | head
-  ls $mountpoint/blobs; cat $mountpoint/history/prompts.jsonl
+  ls $mountpoint/recent $mountpoint/projects/*
+  less $mountpoint/sessions/$real/context.md
+  cat $mountpoint/sessions/$real/tree.txt | head -40
+  echo $early > $mountpoint/sessions/$generated/leaf; head -20 $mountpoint/sessions/$generated/context.md
+  tail -f $mountpoint/sessions/$generated/session.jsonl
+  grep -l compaction $mountpoint/sessions/*/session.jsonl
+  cat $mountpoint/usage.json | head -30; cat $mountpoint/history/prompts.jsonl
 EOM
 exec target/release/gjcfs mount "$mountpoint" --agent-dir "$demo/agent"

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Builds a demo agent directory with gjcfs's own tools, at DIR (default target/demo-agent):
+#   DIR/pi-mono                       a workspace holding two real transcripts the agent
+#                                     recorded (tests/fixtures/real/), in its managed scope
 #   DIR/workspace                     the demo workspace (an empty project directory)
 #   DIR/agent/sessions/v2-<digest>/   its managed scope: three generated sessions (branches,
 #                                     compactions, labels) and one holding a user image that
@@ -25,6 +27,23 @@ mkdir -p -m 700 "$agent"
 
 gen() { "$GJCFS" generate "$@" 2>/dev/null; }
 
+echo "gjcfs demo: building the demo agent directory in $dir" >&2
+# Two real conversations, recorded by the agent, in the managed scope of their own
+# workspace: the scope is prepared and bound as the agent does (by generating a session
+# there, which is then removed), and each transcript's header names that workspace.
+real_ws=$dir/pi-mono
+mkdir -p "$real_ws"
+gen scope-probe.jsonl --entries 1 --cwd "$real_ws" --scope "$agent"
+real_scope=$(dirname "$(ls "$agent"/sessions/v2-*/scope-probe.jsonl)")
+rm "$real_scope/scope-probe.jsonl"
+for real in tests/fixtures/real/before-compaction.jsonl tests/fixtures/real/large-session.jsonl; do
+	id=$(head -c 200 "$real" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+	stamp=$(head -c 200 "$real" | sed -n 's/.*"timestamp":"\([^"]*\)".*/\1/p' | tr ':.' '--')
+	target="$real_scope/${stamp}_$id.jsonl"
+	sed '1s|"cwd":"[^"]*"|"cwd":"'"$real_ws"'"|' "$real" >"$target"
+	chmod 600 "$target"
+done
+
 # The managed scope of the workspace.
 gen 2026-04-15T13-44-13-429Z_main.jsonl --entries 600 --seed 1 --cwd "$ws" --scope "$agent"
 gen 2026-04-16T09-02-51-007Z_refactor.jsonl --entries 150 --seed 2 --cwd "$ws" --scope "$agent"
@@ -48,5 +67,5 @@ gen "$legacy/2025-11-02T10-00-00-000Z_legacy.jsonl" --entries 80 --seed 5 --vers
 	"explain the branch summary in the tree" \
 	"why does the compaction keep the last tool result?" >/dev/null
 
-echo "gjcfs demo agent: $agent (workspace $ws)" >&2
+echo "gjcfs demo agent: $agent (workspaces $ws and $real_ws)" >&2
 "$GJCFS" ls --all --agent-dir "$agent" >&2

@@ -64,15 +64,36 @@ fn the_demo_agent_holds_a_scope_an_image_blob_a_legacy_transcript_and_a_history(
     let ws_text = ws.to_str().unwrap();
     let agent_text = agent.to_str().unwrap();
 
-    // The managed scope: four sessions of the workspace, bound to it.
+    // The managed scopes: four sessions of the workspace, bound to it, and the two real
+    // transcripts in the scope of their own workspace.
     let scopes: Vec<PathBuf> = fs::read_dir(agent.join("sessions"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("v2-"))
         .collect();
-    let scope = scopes
-        .iter()
-        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("v2-"))
-        .expect("a managed scope");
+    assert_eq!(scopes.len(), 2);
+    let real_ws = dir.join("pi-mono");
+    let (real_scope, scope): (Vec<&PathBuf>, Vec<&PathBuf>) = scopes.iter().partition(|s| {
+        jsonl_in(s)
+            .iter()
+            .any(|f| header_cwd(f) == real_ws.to_str().unwrap())
+    });
+    let (real_scope, scope) = (real_scope[0], scope[0]);
+    let real = jsonl_in(real_scope);
+    assert_eq!(real.len(), 2, "{real:?}");
+    for (file, fixture) in real.iter().zip(["large-session", "before-compaction"]) {
+        let recorded = fs::read_to_string(format!(
+            "{}/tests/fixtures/real/{fixture}.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let copied = fs::read_to_string(file).unwrap();
+        // The same conversation; only the header names the demo's workspace.
+        assert_eq!(
+            copied.lines().skip(1).collect::<Vec<_>>(),
+            recorded.lines().skip(1).collect::<Vec<_>>()
+        );
+    }
     assert!(scope.join(".gjc-managed-session-scope.v2.json").is_file());
     let managed = jsonl_in(scope);
     assert_eq!(managed.len(), 4);
@@ -126,8 +147,12 @@ fn the_demo_agent_holds_a_scope_an_image_blob_a_legacy_transcript_and_a_history(
 
     // Every session lists, the legacy one included.
     let listed = gjcfs(&["ls", "--all", "--agent-dir", agent_text, "--json"]);
-    assert_eq!(listed.lines().count(), 5, "{listed}");
-    assert!(listed.lines().all(|l| l.contains(ws_text)), "{listed}");
+    assert_eq!(listed.lines().count(), 7, "{listed}");
+    assert_eq!(
+        listed.lines().filter(|l| l.contains(ws_text)).count(),
+        5,
+        "{listed}"
+    );
     let listed_here = gjcfs(&["ls", "--cwd", ws_text, "--agent-dir", agent_text, "--json"]);
     assert_eq!(listed_here.lines().count(), 5, "{listed_here}");
 
