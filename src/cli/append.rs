@@ -12,8 +12,8 @@ use std::io::BufRead;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use gjcfs::engine::json::{self, Value};
-use gjcfs::engine::manager::{SessionManager, StorageConfig, WriteTarget};
+use gjcfs_engine::json::{self, Value};
+use gjcfs_engine::manager::{SessionManager, StorageConfig, WriteTarget};
 
 pub fn run(file: &Path, agent_dir: Option<&Path>) -> Result<()> {
     let dirs = super::agent::agent_dirs(agent_dir)?;

@@ -6,10 +6,10 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use std::sync::Arc;
 
-use gjcfs::engine::blob::BlobStore;
-use gjcfs::engine::load_session;
-use gjcfs::engine::sanitize::sanitize_openai_replay;
-use gjcfs::engine::storage::FileStorage;
+use gjcfs_engine::blob::BlobStore;
+use gjcfs_engine::load_session;
+use gjcfs_engine::sanitize::sanitize_openai_replay;
+use gjcfs_engine::storage::FileStorage;
 
 use super::output::warn_skipped;
 

@@ -5,10 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Result;
-use gjcfs::engine::blob::BlobStore;
-use gjcfs::engine::cold_spill::rehydrate_record;
-use gjcfs::engine::load_session;
-use gjcfs::engine::storage::FileStorage;
+use gjcfs_engine::blob::BlobStore;
+use gjcfs_engine::cold_spill::rehydrate_record;
+use gjcfs_engine::load_session;
+use gjcfs_engine::storage::FileStorage;
 
 use super::output::warn_skipped;
 

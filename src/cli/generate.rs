@@ -6,8 +6,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use gjcfs::corpus::{self, Format, Limit, Options};
-use gjcfs::engine::json::{self, Value};
+use gjcfs_corpus::{self as corpus, Format, Limit, Options};
+use gjcfs_engine::json::{self, Value};
 
 use super::agent::agent_dirs;
 
@@ -58,8 +58,8 @@ fn scoped_path(out: &Path, agent_dir: &Path, cwd: Option<&Path>) -> Result<PathB
         _ => bail!("with --scope, OUT is a file name, not a path"),
     };
     let dirs = agent_dirs(Some(agent_dir))?;
-    let identity = gjcfs::engine::scope::resolve_identity(cwd)?;
-    let scope = gjcfs::engine::scope::prepare_scope(&dirs.sessions_root(), &identity)?;
+    let identity = gjcfs_engine::scope::resolve_identity(cwd)?;
+    let scope = gjcfs_engine::scope::prepare_scope(&dirs.sessions_root(), &identity)?;
     Ok(scope.join(name))
 }
 

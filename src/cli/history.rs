@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use gjcfs::engine::agent_dir;
-use gjcfs::engine::json::{self, Object, Value};
-use gjcfs::engine::time::format_iso_millis;
-use gjcfs::engine::{HistoryEntry, HistoryStorage};
+use gjcfs_engine::agent_dir;
+use gjcfs_engine::json::{self, Object, Value};
+use gjcfs_engine::time::format_iso_millis;
+use gjcfs_engine::{HistoryEntry, HistoryStorage};
 
 use super::output::terminal_safe;
 

@@ -5,15 +5,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use gjcfs::engine::discovery::{
+use gjcfs_engine::discovery::{
     count_message_lines, first_user_text_beyond_prefix, list_all, project_local_transcripts,
     session_info, SessionInfo,
 };
-use gjcfs::engine::json::{self, Object, Value};
-use gjcfs::engine::legacy::{list_candidates, LegacyRoots};
-use gjcfs::engine::storage::{FileStorage, SessionStorage};
-use gjcfs::engine::time::format_iso_millis;
-use gjcfs::engine::views::one_line;
+use gjcfs_engine::json::{self, Object, Value};
+use gjcfs_engine::legacy::{list_candidates, LegacyRoots};
+use gjcfs_engine::storage::{FileStorage, SessionStorage};
+use gjcfs_engine::time::format_iso_millis;
+use gjcfs_engine::views::one_line;
 
 use super::output::terminal_safe;
 

@@ -4,8 +4,6 @@ mod agent;
 mod append;
 mod context;
 mod entries;
-#[path = "../../platform/fuse/mod.rs"]
-mod fuse;
 mod generate;
 mod history;
 mod ls;
@@ -19,7 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use gjcfs::corpus::{self, Format, Limit};
+use gjcfs_corpus::{self as corpus, Format, Limit};
 
 /// Inspect and work with GJC agent sessions.
 #[derive(Parser)]

@@ -14,10 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use fuser::{Config, MountOption, SessionACL};
-use gjcfs::vfs::{SessionSource, Vfs, VfsConfig};
+use gjcfs_vfs::{SessionSource, Vfs, VfsConfig};
 
-use super::fuse::FuseAdapter;
 use super::output::terminal_safe;
 
 /// How many sessions stay loaded at once.
@@ -112,38 +110,17 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     }));
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    let adapter = FuseAdapter::new(vfs.clone(), uid, gid);
-    let mut config = Config::default();
-    config.n_threads = Some(SERVER_THREADS);
-    config.clone_fd = SERVER_THREADS > 1;
-    config.mount_options = vec![
-        MountOption::FSName("gjcfs".to_owned()),
-        MountOption::Subtype("gjcfs".to_owned()),
-        MountOption::NoAtime,
-        // The kernel checks the permissions the attributes show (0600 files, 0700
-        // directories, owned by the mounting user): with --allow-other, other users may
-        // reach the mount but not read or write its files.
-        MountOption::DefaultPermissions,
-    ];
-    if read_only {
-        config.mount_options.push(MountOption::RO);
-    }
-    if allow_other {
-        config.acl = SessionACL::All;
-    }
-    if allow_other || auto_unmount_allowed() {
-        // The mount goes away with the process even if it is killed; fusermount3 needs
-        // allow_other for it, which fuser restricts to root and the owner unless
-        // --allow-other asked for everyone.
-        config.mount_options.push(MountOption::AutoUnmount);
-        if !allow_other {
-            config.acl = SessionACL::RootAndOwner;
-        }
-    }
-    let session = fuser::spawn_mount(adapter, &mountpoint, &config)
+    let options = gjcfs_fuse::MountOptions {
+        uid,
+        gid,
+        threads: SERVER_THREADS,
+        read_only,
+        allow_other,
+        auto_unmount: allow_other || auto_unmount_allowed(),
+    };
+    let session = gjcfs_fuse::mount(vfs.clone(), &mountpoint, &options)
         .with_context(|| format!("{}: cannot mount", mountpoint.display()))?;
     eprintln!("gjcfs: mounted at {}", mountpoint.display());
-    vfs.set_invalidator(super::fuse::invalidator(session.notifier()));
     let served = vfs.summary();
     let served_dir = session_dir.unwrap_or(dirs.agent_dir());
     eprintln!(
@@ -159,7 +136,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     let signalled = loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(signal) => break Some(signal),
-            Err(mpsc::RecvTimeoutError::Timeout) if !session.guard.is_finished() => {
+            Err(mpsc::RecvTimeoutError::Timeout) if !session.is_finished() => {
                 if polled.elapsed() >= POLL_EVERY {
                     vfs.poll_outside_changes();
                     polled = Instant::now();
@@ -186,10 +163,10 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
             // ends, once the last file open on a detached mount is closed.
             unmount(&mountpoint);
             let started = Instant::now();
-            while !session.guard.is_finished() && started.elapsed() < CLOSE_PATIENCE {
+            while !session.is_finished() && started.elapsed() < CLOSE_PATIENCE {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            if session.guard.is_finished() {
+            if session.is_finished() {
                 Some(session.join())
             } else {
                 // The exit closes the device, which ends the connection: the files still

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::io;
 use std::path::Path;
 
-use gjcfs::engine::replay::SkippedLine;
+use gjcfs_engine::replay::SkippedLine;
 
 /// How many skipped lines are named one by one before the rest are only counted.
 const SKIPPED_SHOWN: usize = 5;

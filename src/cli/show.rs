@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use gjcfs::engine::blob::BlobStore;
-use gjcfs::engine::load_session;
-use gjcfs::engine::sanitize::sanitize_openai_replay;
-use gjcfs::engine::storage::FileStorage;
-use gjcfs::engine::views::{markdown, tree, usage};
+use gjcfs_engine::blob::BlobStore;
+use gjcfs_engine::load_session;
+use gjcfs_engine::sanitize::sanitize_openai_replay;
+use gjcfs_engine::storage::FileStorage;
+use gjcfs_engine::views::{markdown, tree, usage};
 
 use super::output::warn_skipped;
 use super::store::StoreArgs;

@@ -4,11 +4,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use gjcfs::engine::discovery::{
+use gjcfs_engine::discovery::{
     all_transcript_paths, list_all, list_dir, match_prefix, transcript_paths, SessionInfo,
 };
-use gjcfs::engine::storage::FileStorage;
-use gjcfs::engine::AgentDirs;
+use gjcfs_engine::storage::FileStorage;
+use gjcfs_engine::AgentDirs;
 
 use super::output::terminal_safe;
 

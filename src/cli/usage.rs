@@ -4,10 +4,10 @@ use std::io::{BufWriter, IsTerminal, Write};
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use gjcfs::engine::json;
-use gjcfs::engine::store_usage::{scan_sessions, Grouping, StoreUsage};
-use gjcfs::engine::usage::UsageSum;
-use gjcfs::engine::views::thousands;
+use gjcfs_engine::json;
+use gjcfs_engine::store_usage::{scan_sessions, Grouping, StoreUsage};
+use gjcfs_engine::usage::UsageSum;
+use gjcfs_engine::views::thousands;
 
 use super::output::terminal_safe;
 use super::store::StoreArgs;

@@ -142,7 +142,7 @@ impl BlobStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::storage::{FileStorage, MemoryStorage};
+    use crate::storage::{FileStorage, MemoryStorage};
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

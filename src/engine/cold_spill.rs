@@ -221,8 +221,8 @@ fn read_payload(payload: &Value, blobs: &BlobStore) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::blob::{blob_ref, sha256_hex};
-    use crate::engine::storage::MemoryStorage;
+    use crate::blob::{blob_ref, sha256_hex};
+    use crate::storage::MemoryStorage;
     use std::sync::Arc;
 
     fn store() -> BlobStore {

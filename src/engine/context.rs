@@ -577,8 +577,8 @@ impl<'a> SessionContext<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::json;
-    use crate::engine::replay::parse_session_entries;
+    use crate::json;
+    use crate::replay::parse_session_entries;
 
     #[test]
     fn remote_compaction_history_read_from_a_file_replaces_kept_messages() {

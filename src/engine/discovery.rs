@@ -473,7 +473,7 @@ pub fn match_prefix<'a>(infos: &'a [SessionInfo], prefix: &str) -> Vec<&'a Sessi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::storage::MemoryStorage;
+    use crate::storage::MemoryStorage;
 
     fn header(id: &str, version: u32, extra: &str) -> String {
         format!(
@@ -483,7 +483,7 @@ mod tests {
 
     #[test]
     fn message_lines_are_counted_across_read_buffers() {
-        let storage = crate::engine::storage::MemoryStorage::new();
+        let storage = crate::storage::MemoryStorage::new();
         let dir = Path::new("/d");
         storage.ensure_dir(dir).unwrap();
         let mut text = String::from("{\"type\":\"session\",\"id\":\"s\"}\n");

@@ -63,7 +63,7 @@ pub fn shown_leaf(session: &Session) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::json;
+    use crate::json;
 
     fn message(role: &str, text: &str) -> Value {
         json::parse(&format!(
@@ -78,7 +78,7 @@ mod tests {
         let m = SessionManager::create(
             "/w",
             tmp.path(),
-            crate::engine::manager::StorageConfig::files(tmp.path().join("blobs")),
+            crate::manager::StorageConfig::files(tmp.path().join("blobs")),
         );
         let q = m.append_message(message("user", "q")).unwrap();
         m.append_message(message("assistant", "a")).unwrap();
@@ -94,7 +94,7 @@ mod tests {
         assert_eq!(m.read(Session::entry_count), count, "no second marker");
         let path = m.session_file().unwrap();
         m.close().unwrap();
-        let reloaded = crate::engine::load_session(&path).unwrap().session;
+        let reloaded = crate::load_session(&path).unwrap().session;
         assert_eq!(shown_leaf(&reloaded), Some(q.as_str()));
         assert_eq!(reloaded.build_context().to_value(), expected);
         assert!(is_marker(&reloaded, reloaded.leaf().unwrap()));
@@ -103,12 +103,12 @@ mod tests {
         let m = SessionManager::open(
             &path,
             "/w",
-            crate::engine::manager::StorageConfig::files(tmp.path().join("blobs")),
+            crate::manager::StorageConfig::files(tmp.path().join("blobs")),
         )
         .unwrap();
         persist_leaf(&m, None).unwrap();
         m.close().unwrap();
-        let reloaded = crate::engine::load_session(&path).unwrap().session;
+        let reloaded = crate::load_session(&path).unwrap().session;
         assert_eq!(shown_leaf(&reloaded), None);
         assert!(reloaded
             .build_context()

@@ -129,7 +129,7 @@ fn v2_to_v3(records: &mut [Record]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::replay::parse_session_entries;
+    use crate::replay::parse_session_entries;
 
     fn records(text: &str) -> Vec<Record> {
         parse_session_entries(text).unwrap().records

@@ -303,9 +303,9 @@ fn resolve(value: &mut Value, key: Option<&str>, parent: Option<&str>, blobs: &B
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::json::{parse, parse_shallow, to_compact};
-    use crate::engine::record::RECORD_PARSE_DEPTH;
-    use crate::engine::storage::{MemoryStorage, SessionStorage};
+    use crate::json::{parse, parse_shallow, to_compact};
+    use crate::record::RECORD_PARSE_DEPTH;
+    use crate::storage::{MemoryStorage, SessionStorage};
     use std::sync::Arc;
 
     fn store() -> (MemoryStorage, BlobStore) {
@@ -382,8 +382,8 @@ mod tests {
             r#"{{"type":"message","message":{{"role":"user","content":[{{"type":"image","data":"{b64}","mimeType":"image/png"}},{{"type":"image","data":"{small}","mimeType":"image/png"}}],"providerPayload":{{"items":[{{"content":[{{"image_url":{{"url":"{url}"}}}}]}}]}}}}}}"#
         );
         let out = prepared(&text, &blobs);
-        let image_hash = crate::engine::blob::sha256_hex(&bytes);
-        let url_hash = crate::engine::blob::sha256_hex(url.as_bytes());
+        let image_hash = crate::blob::sha256_hex(&bytes);
+        let url_hash = crate::blob::sha256_hex(url.as_bytes());
         assert!(out.contains(&format!(
             r#"{{"type":"image","data":"blob:sha256:{image_hash}","mimeType":"image/png"}}"#
         )));

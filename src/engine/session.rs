@@ -567,7 +567,7 @@ impl DisjointSets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::replay::parse_session_entries;
+    use crate::replay::parse_session_entries;
 
     #[test]
     fn label_targets_resolve_the_latest_label_of_each_entry() {

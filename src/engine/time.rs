@@ -332,7 +332,7 @@ mod tests {
         ] {
             assert_eq!(parse_date(nan), None, "{nan}");
         }
-        let value = |text: &str| crate::engine::json::parse(text).unwrap();
+        let value = |text: &str| crate::json::parse(text).unwrap();
         assert_eq!(date_millis(&value("1767225600000")), jan1);
         assert_eq!(date_millis(&value("1.9")), Some(1));
         assert_eq!(date_millis(&value("-1.9")), Some(-1));

@@ -234,9 +234,9 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::UNKNOWN_MODEL;
-    use crate::engine::json::to_compact;
-    use crate::engine::replay::parse_session_entries;
-    use crate::engine::session::Session;
+    use crate::json::to_compact;
+    use crate::replay::parse_session_entries;
+    use crate::session::Session;
 
     fn session(lines: &[&str]) -> Session {
         let mut text = String::from(

@@ -6,13 +6,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::engine::blob::{is_valid_hash, BLOB_REF_PREFIX};
-use crate::engine::json::{self, Value};
-use crate::engine::manager::SessionManager;
-use crate::engine::record::Record;
-use crate::engine::session::Session;
-use crate::engine::time::parse_iso_millis;
-use crate::engine::views;
+use gjcfs_engine::blob::{is_valid_hash, BLOB_REF_PREFIX};
+use gjcfs_engine::json::{self, Value};
+use gjcfs_engine::manager::SessionManager;
+use gjcfs_engine::record::Record;
+use gjcfs_engine::session::Session;
+use gjcfs_engine::time::parse_iso_millis;
+use gjcfs_engine::views;
 
 use super::layout::label_file_name;
 
@@ -62,7 +62,7 @@ pub struct Rendered {
     labels: Option<BTreeMap<String, String>>,
 }
 
-/// A rendering of the session for people ([`crate::engine::views`]).
+/// A rendering of the session for people ([`gjcfs_engine::views`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
     /// `context.md`; its image links point into the session's `blobs/`.
@@ -117,7 +117,7 @@ impl EntryTable {
 
 impl Rendered {
     pub fn new(session: &Session) -> Self {
-        let leaf = match crate::engine::leaf_marker::shown_leaf(session) {
+        let leaf = match gjcfs_engine::leaf_marker::shown_leaf(session) {
             Some(id) => format!("{id}\n").into_bytes(),
             None => Vec::new(),
         };
@@ -166,7 +166,7 @@ impl Rendered {
         let index = self.entry(manager, id)?.record_index;
         let blobs = manager.blobs();
         let bytes = Arc::new(manager.read(|s| {
-            pretty_record(&crate::engine::cold_spill::rehydrate_record(
+            pretty_record(&gjcfs_engine::cold_spill::rehydrate_record(
                 s.record(index),
                 &blobs,
             ))

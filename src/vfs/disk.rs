@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::VfsError;
-use crate::engine::blob::is_valid_hash;
+use gjcfs_engine::blob::is_valid_hash;
 
 /// What tells one state of a file from another: size, mtime and inode (a rewrite replaces
 /// the file).

@@ -7,13 +7,13 @@ use std::io;
 use parking_lot::Mutex;
 
 use super::VfsError;
-use crate::engine::blob::BlobError;
-use crate::engine::io_cause::{io_cause, IoCause};
-use crate::engine::legacy::LegacyError;
-use crate::engine::load::LoadError;
-use crate::engine::manager::SessionError;
-use crate::engine::scope::ScopeError;
-use crate::engine::time;
+use gjcfs_engine::blob::BlobError;
+use gjcfs_engine::io_cause::{io_cause, IoCause};
+use gjcfs_engine::legacy::LegacyError;
+use gjcfs_engine::load::LoadError;
+use gjcfs_engine::manager::SessionError;
+use gjcfs_engine::scope::ScopeError;
+use gjcfs_engine::time;
 
 /// How many failure reasons a session's `errors` file keeps.
 const ERRORS_KEPT: usize = 32;

@@ -15,10 +15,10 @@ use super::layout::safe_session_name;
 use super::sessions::{Listed, SlotCache};
 use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, OpenMode, VfsError};
-use crate::engine::discovery::{list_all, list_dir, SessionInfo};
-use crate::engine::json::{self, Object, Value};
-use crate::engine::leaf_marker::persist_leaf;
-use crate::engine::storage::{FileStorage, ReadFile, SessionStorage};
+use gjcfs_engine::discovery::{list_all, list_dir, SessionInfo};
+use gjcfs_engine::json::{self, Object, Value};
+use gjcfs_engine::leaf_marker::persist_leaf;
+use gjcfs_engine::storage::{FileStorage, ReadFile, SessionStorage};
 
 /// Where the sessions come from.
 #[derive(Debug, Clone)]
@@ -618,7 +618,7 @@ impl Vfs {
     }
 
     /// Moves the leaf and records the move in the session file (a leaf marker, see
-    /// [`crate::engine::leaf_marker`]), so that the agent, a remount and every tool find it.
+    /// [`gjcfs_engine::leaf_marker`]), so that the agent, a remount and every tool find it.
     fn set_leaf(&self, sid: &str, buf: &[u8]) -> Result<(), VfsError> {
         let target = self.check_leaf(sid, buf)?;
         self.with_writer(sid, "leaf", true, |manager| {
@@ -626,7 +626,7 @@ impl Vfs {
         })?;
         self.leaf_moves
             .lock()
-            .insert(sid.to_owned(), crate::engine::time::now_millis());
+            .insert(sid.to_owned(), gjcfs_engine::time::now_millis());
         self.announce(sid, EntriesChanged::None);
         Ok(())
     }

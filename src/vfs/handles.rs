@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use super::content::Bytes;
 use super::inode::Node;
 use super::{DirEntry, VfsError};
-use crate::engine::storage::ReadFile;
+use gjcfs_engine::storage::ReadFile;
 
 /// A rendered file open for reading.
 #[derive(Debug)]

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::VfsError;
-use crate::engine::history::{HistoryEntry, HistoryStorage, MAX_LIMIT};
-use crate::engine::json::{self, Object, Value};
+use gjcfs_engine::history::{HistoryEntry, HistoryStorage, MAX_LIMIT};
+use gjcfs_engine::json::{self, Object, Value};
 
 /// How many queries `ls history/search/` shows.
 const RECENT_QUERIES: usize = 20;

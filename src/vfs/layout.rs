@@ -3,7 +3,7 @@
 use super::content::View;
 use super::inode::Node;
 use super::NodeKind;
-use crate::engine::legacy::encode_absolute;
+use gjcfs_engine::legacy::encode_absolute;
 
 /// The names in a session's directory, in listing order.
 pub(super) const SESSION_FILES: [&str; 11] = [

@@ -10,8 +10,8 @@ use super::layout::{
     kind_of, link_target, project_name, session_child, usable_name, view_of, SESSION_FILES,
 };
 use super::{Attr, DirEntry, NodeKind, VfsError};
-use crate::engine::blob::{is_valid_hash, BlobStore};
-use crate::engine::storage::FileStorage;
+use gjcfs_engine::blob::{is_valid_hash, BlobStore};
+use gjcfs_engine::storage::FileStorage;
 
 /// A node's attributes before it has a number.
 struct Shape {

@@ -23,7 +23,7 @@ use super::disk::FileStamp;
 use super::errors::from_session;
 use super::fs::{EntriesChanged, SessionSource, Vfs};
 use super::VfsError;
-use crate::engine::manager::{
+use gjcfs_engine::manager::{
     ReadRules, Refresh, SessionError, SessionManager, StorageConfig, WriteTarget,
 };
 

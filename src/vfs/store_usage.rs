@@ -24,10 +24,10 @@ use super::content::Bytes;
 use super::disk::FileStamp;
 use super::fs::SessionSource;
 use super::VfsError;
-use crate::engine::discovery::{all_transcript_paths, transcript_paths};
-use crate::engine::json;
-use crate::engine::storage::FileStorage;
-use crate::engine::store_usage::{scan_sessions, Grouping, SessionUsageContribution, StoreUsage};
+use gjcfs_engine::discovery::{all_transcript_paths, transcript_paths};
+use gjcfs_engine::json;
+use gjcfs_engine::storage::FileStorage;
+use gjcfs_engine::store_usage::{scan_sessions, Grouping, SessionUsageContribution, StoreUsage};
 
 /// Threads reading sessions whose contribution is not known yet.
 const SCAN_THREADS: usize = 2;

@@ -7,9 +7,9 @@
 //!   parentId, timestamp`; `attribution` defaults to `"agent"`, and the `details` key
 //!   `__pendingDisplayTag` is stripped.
 
-use crate::engine::inspect::schema_violation;
-use crate::engine::json::{Object, Value};
-use crate::engine::record::{Record, RecordType};
+use crate::inspect::schema_violation;
+use crate::json::{Object, Value};
+use crate::record::{Record, RecordType};
 
 use super::error::SessionError;
 
@@ -149,10 +149,7 @@ fn external_entry_unchecked(input: Object) -> Result<(String, Object), SessionEr
         {
             let mut message = input;
             if !message.contains_key("timestamp") {
-                message.insert(
-                    "timestamp",
-                    Value::number(crate::engine::time::now_millis() as f64),
-                );
+                message.insert("timestamp", Value::number(crate::time::now_millis() as f64));
             }
             let mut fields = Object::with_capacity(1);
             fields.insert("message", Value::Object(message));
@@ -193,7 +190,7 @@ pub fn check_schema(record: &Record) -> Result<(), SessionError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::json::parse;
+    use crate::json::parse;
 
     fn obj(text: &str) -> Object {
         parse(text).unwrap().as_object().unwrap().clone()

@@ -23,13 +23,13 @@
 use std::io;
 
 use super::{is_assistant, SessionError, SessionManager, SessionResult, State};
-use crate::engine::inspect::schema_violation;
-use crate::engine::lines::read_lines;
-use crate::engine::load::{LoadError, ReadMark};
-use crate::engine::record::Record;
-use crate::engine::replay::{resume_lines, BaseEdit, SkippedLine};
-use crate::engine::sanitize::sanitize_entries;
-use crate::engine::storage::ReadAt;
+use crate::inspect::schema_violation;
+use crate::lines::read_lines;
+use crate::load::{LoadError, ReadMark};
+use crate::record::Record;
+use crate::replay::{resume_lines, BaseEdit, SkippedLine};
+use crate::sanitize::sanitize_entries;
+use crate::storage::ReadAt;
 
 /// What [`SessionManager::refresh_from_file`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -276,7 +276,7 @@ impl State {
 
 /// Why appended lines would fail the strict line checks (invalid UTF-8, a line that is not
 /// a record).
-fn strict_line_failure(lines: &crate::engine::lines::Lines) -> Option<String> {
+fn strict_line_failure(lines: &crate::lines::Lines) -> Option<String> {
     if let Some(at) = lines.invalid_utf8 {
         return Some(format!("invalid UTF-8 at byte {at}"));
     }

@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::engine::ids::snowflake;
-use crate::engine::storage::{OpenMode, SessionStorage, StorageWriter};
+use crate::ids::snowflake;
+use crate::storage::{OpenMode, SessionStorage, StorageWriter};
 
 fn sibling(target: &Path, name: String) -> PathBuf {
     target.with_file_name(name)
@@ -171,7 +171,7 @@ pub fn is_legacy_dir_name(name: &str) -> bool {
 /// holds open for writing (a rewrite still under way keeps its temp file open). Returns the
 /// files removed.
 pub fn remove_orphaned_temps(storage: &dyn SessionStorage, dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let now = crate::engine::time::now_millis();
+    let now = crate::time::now_millis();
     let mut removed = Vec::new();
     for path in storage.list_files(dir)? {
         let name = base_name(&path);
@@ -218,7 +218,7 @@ pub fn recover_dir(storage: &dyn SessionStorage, dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::storage::{Fault, FaultKind, MemoryStorage};
+    use crate::storage::{Fault, FaultKind, MemoryStorage};
 
     fn setup() -> (MemoryStorage, PathBuf) {
         let storage = MemoryStorage::new();

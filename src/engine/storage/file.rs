@@ -157,7 +157,7 @@ impl SessionStorage for FileStorage {
     }
 
     fn check_private_file(&self, path: &Path) -> io::Result<()> {
-        use crate::engine::scope::{verify_owner_only, ScopeError};
+        use crate::scope::{verify_owner_only, ScopeError};
         verify_owner_only(path, false).map_err(|e| match e {
             ScopeError::Io { source, .. } => source,
             other => io::Error::new(io::ErrorKind::PermissionDenied, other.to_string()),
@@ -171,8 +171,8 @@ impl SessionStorage for FileStorage {
     fn verify_transcript_scope(
         &self,
         transcript: &Path,
-    ) -> Result<crate::engine::scope::Identity, crate::engine::scope::ScopeError> {
-        crate::engine::scope::verify_transcript_scope(transcript)
+    ) -> Result<crate::scope::Identity, crate::scope::ScopeError> {
+        crate::scope::verify_transcript_scope(transcript)
     }
 }
 

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::{FileEnd, FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage, StorageWriter};
-use crate::engine::scope::{check_scope_binding, Identity, ScopeError, BINDING_FILE};
+use crate::scope::{check_scope_binding, Identity, ScopeError, BINDING_FILE};
 
 /// How an injected fault fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

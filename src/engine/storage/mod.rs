@@ -121,11 +121,11 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     /// tell, none.
     fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>>;
     /// Checks the managed scope `transcript` lives in and returns its identity
-    /// ([`crate::engine::scope::verify_transcript_scope`] on disk).
+    /// ([`crate::scope::verify_transcript_scope`] on disk).
     fn verify_transcript_scope(
         &self,
         transcript: &Path,
-    ) -> Result<crate::engine::scope::Identity, crate::engine::scope::ScopeError>;
+    ) -> Result<crate::scope::Identity, crate::scope::ScopeError>;
 }
 
 /// Where an open file ends, as [`StorageWriter::end`] sees it.

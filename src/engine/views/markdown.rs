@@ -5,7 +5,7 @@
 //! - The first line is `# <title>` (the header's title on one line, else `Session <id>`),
 //!   followed by a blank line and a list of facts: ``- session: `<id>` ``,
 //!   ``- cwd: `<cwd>` ``, ``- leaf: `<entry id>` `` (`none` for a null leaf; for a leaf marker, the entry it
-//!   stands for: see [`crate::engine::leaf_marker`]), `- messages: <n>`,
+//!   stands for: see [`crate::leaf_marker`]), `- messages: <n>`,
 //!   `- thinking level: <level>` and, when the context names one, `- model: <provider/model>`.
 //! - Then one section per context message, in context order, each opened by one heading line
 //!   ``## <n>. <role>[ · <detail>][ · <time>][ · `<entry id>`]`` and ended by a blank line:
@@ -68,7 +68,7 @@ pub fn write_context_md<W: Write + ?Sized>(
 }
 
 /// [`write_context_md`] with cold-spilled content read back from `blobs`
-/// ([`crate::engine::cold_spill`]), as the agent shows it: the only read from disk.
+/// ([`crate::cold_spill`]), as the agent shows it: the only read from disk.
 pub fn write_context_md_rehydrated<W: Write + ?Sized>(
     session: &Session,
     blobs_prefix: &str,
@@ -184,7 +184,7 @@ impl<W: Write + ?Sized> Markdown<'_, W> {
         if let Some(cwd) = header.cwd() {
             writeln!(self.out, "- cwd: `{}`", one_line(cwd, usize::MAX))?;
         }
-        match crate::engine::leaf_marker::shown_leaf(session) {
+        match crate::leaf_marker::shown_leaf(session) {
             Some(leaf) => writeln!(self.out, "- leaf: `{}`", one_line(leaf, usize::MAX))?,
             None => writeln!(self.out, "- leaf: none")?,
         }

@@ -46,7 +46,7 @@ pub fn write_tree<W: Write + ?Sized>(session: &Session, out: &mut W) -> io::Resu
 }
 
 /// [`write_tree`] with each preview taken from the entry's cold-spilled content, read back
-/// from `blobs` ([`crate::engine::cold_spill`]).
+/// from `blobs` ([`crate::cold_spill`]).
 pub fn write_tree_rehydrated<W: Write + ?Sized>(
     session: &Session,
     blobs: &BlobStore,
@@ -69,7 +69,7 @@ fn write_lines<W: Write + ?Sized>(
 ) -> io::Result<()> {
     let mut tree = session.tree();
     // The entry the leaf stands for (a leaf marker stands for the entry it was put on).
-    let leaf = crate::engine::leaf_marker::shown_leaf(session).and_then(|id| session.index_of(id));
+    let leaf = crate::leaf_marker::shown_leaf(session).and_then(|id| session.index_of(id));
     // The ancestors of the leaf in the tree (which may differ from `path_to` around cycles).
     let mut parent = vec![usize::MAX; tree.children.len()];
     for (p, children) in tree.children.iter().enumerate() {
@@ -441,7 +441,7 @@ impl<'a> Block<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::replay::parse_session_entries;
+    use crate::replay::parse_session_entries;
 
     /// User messages `(id, parent)` in file order, one second apart; the text is the id.
     fn session(entries: &[(&str, Option<&str>)]) -> Session {

@@ -8,12 +8,13 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, InitFlags, KernelConfig, LockOwner, Notifier, OpenAccMode, OpenFlags, RenameFlags,
-    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
-    ReplyOpen, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    BackgroundSession, BsdFileFlags, Config, Errno, FileAttr, FileHandle, FileType, Filesystem,
+    FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, Notifier,
+    OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, SessionACL,
+    TimeOrNow, WriteFlags,
 };
-use gjcfs::vfs::{
+use gjcfs_vfs::{
     Attr, Caching, DirEntry, Invalidator, IoCause, NamespaceChange, NodeKind, OpenMode, Vfs,
     VfsError,
 };
@@ -61,6 +62,75 @@ pub fn to_errno(error: &VfsError) -> Errno {
         VfsError::Unreadable(_) => Errno::EIO,
         VfsError::TooLarge(_) => Errno::EFBIG,
     }
+}
+
+/// How [`mount`] mounts.
+#[derive(Debug, Clone, Copy)]
+pub struct MountOptions {
+    /// The owner shown for every node (the mounting user).
+    pub uid: u32,
+    pub gid: u32,
+    /// Threads serving kernel requests.
+    pub threads: usize,
+    pub read_only: bool,
+    /// Let other users reach the mount (the permissions shown still hold).
+    pub allow_other: bool,
+    /// Have fusermount3 remove the mount when the process dies (it needs `allow_other`,
+    /// which is then limited to root and the owner unless `allow_other` asks for everyone).
+    pub auto_unmount: bool,
+}
+
+/// A mount being served by background threads.
+pub struct Mounted {
+    session: BackgroundSession,
+}
+
+impl Mounted {
+    /// Whether the kernel ended the session (an unmount).
+    pub fn is_finished(&self) -> bool {
+        self.session.guard.is_finished()
+    }
+
+    /// Waits for the session to end; its failure, if any.
+    pub fn join(self) -> std::io::Result<()> {
+        self.session.join()
+    }
+}
+
+/// Mounts `vfs` at `mountpoint` and serves it in the background, with the model's changes
+/// announced to the kernel ([`invalidator`]).
+pub fn mount(
+    vfs: std::sync::Arc<Vfs>,
+    mountpoint: &Path,
+    options: &MountOptions,
+) -> std::io::Result<Mounted> {
+    let adapter = FuseAdapter::new(vfs.clone(), options.uid, options.gid);
+    let mut config = Config::default();
+    config.n_threads = Some(options.threads);
+    config.clone_fd = options.threads > 1;
+    config.mount_options = vec![
+        MountOption::FSName("gjcfs".to_owned()),
+        MountOption::Subtype("gjcfs".to_owned()),
+        MountOption::NoAtime,
+        // The kernel checks the permissions the attributes show (owned by the mounting
+        // user): with allow_other, other users may reach the mount but not read or write.
+        MountOption::DefaultPermissions,
+    ];
+    if options.read_only {
+        config.mount_options.push(MountOption::RO);
+    }
+    if options.allow_other {
+        config.acl = SessionACL::All;
+    }
+    if options.auto_unmount {
+        config.mount_options.push(MountOption::AutoUnmount);
+        if !options.allow_other {
+            config.acl = SessionACL::RootAndOwner;
+        }
+    }
+    let session = fuser::spawn_mount(adapter, mountpoint, &config)?;
+    vfs.set_invalidator(invalidator(session.notifier()));
+    Ok(Mounted { session })
 }
 
 pub struct FuseAdapter {

@@ -54,7 +54,7 @@
 //! - A session is loaded on first touch and kept in an LRU of managers; on every access its
 //!   file is compared (size, mtime, inode) with what the model last saw. Lines appended from
 //!   outside (the agent) are read on their own through the manager's
-//!   [`refresh_from_file`](crate::engine::manager::SessionManager::refresh_from_file), so
+//!   [`refresh_from_file`](gjcfs_engine::manager::SessionManager::refresh_from_file), so
 //!   the view is fresh at once without reading the file again; a file replaced, shortened
 //!   or changed in place is loaded afresh on the next touch, and a deleted one is gone.
 //!   [`Vfs::poll_outside_changes`] makes the same check for every loaded session without
@@ -73,7 +73,7 @@
 //!   out of the listing and reported through [`Vfs::take_notices`].
 //! - The model never prints; callers log.
 //!
-//! [`SessionManager`]: crate::engine::manager::SessionManager
+//! [`SessionManager`]: gjcfs_engine::manager::SessionManager
 
 mod content;
 mod disk;
@@ -88,7 +88,7 @@ mod nodes;
 mod sessions;
 mod store_usage;
 
-pub use crate::engine::io_cause::IoCause;
+pub use gjcfs_engine::io_cause::IoCause;
 pub use handles::{LEAF_MAX, LINE_MAX};
 pub use layout::label_file_name;
 

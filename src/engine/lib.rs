@@ -25,7 +25,7 @@ pub mod ids;
 pub mod inspect;
 pub mod io_cause;
 pub mod js_text;
-pub mod json;
+pub use gjcfs_json as json;
 pub mod leaf_marker;
 pub mod legacy;
 pub mod lines;

@@ -46,8 +46,8 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use crate::engine::json::{self, JsString, Number, Object, Value};
-use crate::engine::time::{format_iso_millis, parse_iso_millis};
+use gjcfs_engine::json::{self, JsString, Number, Object, Value};
+use gjcfs_engine::time::{format_iso_millis, parse_iso_millis};
 
 /// Which on-disk format to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
