@@ -270,6 +270,11 @@ pub fn read_files(conn: &Connection) -> rusqlite::Result<HashMap<PathBuf, FileSt
 }
 
 /// The hits of a query, best first, with their snippets.
+///
+/// The ranking runs over the matches' ids, scores and times only, and the text of the
+/// best is read afterwards: sorting every match with its text made a frequent word cost
+/// its whole posting list in text. A substring's candidates are checked against their
+/// text, so more are ranked than asked for, and more again while checks fail.
 pub fn run_search(
     conn: &Connection,
     query: &Query,
@@ -279,63 +284,87 @@ pub fn run_search(
         Query::Terms(_) => "words",
         Query::Substring(_) => "grams",
     };
-    let mut sql = format!(
-        "SELECT d.id, bm25({table}), f.path, f.session_id, f.title, f.cwd, d.entry_id, \
-         d.entry_type, d.kind, d.time_ms, d.on_leaf, d.text \
+    let mut inner = format!(
+        "SELECT d.id AS id, bm25({table}) AS score, d.time_ms AS time \
          FROM {table} JOIN docs d ON d.id = {table}.rowid JOIN files f ON f.id = d.file \
          WHERE {table} MATCH ?"
     );
     let mut params: Vec<Sql> = vec![Sql::Text(query.fts_match())];
     if let Some(cwd) = &filters.cwd {
-        sql.push_str(" AND f.cwd = ?");
+        inner.push_str(" AND f.cwd = ?");
         params.push(Sql::Text(cwd.clone()));
     }
     if let Some(since) = filters.since_ms {
-        sql.push_str(" AND d.time_ms >= ?");
+        inner.push_str(" AND d.time_ms >= ?");
         params.push(Sql::Integer(since));
     }
     if let Some(until) = filters.until_ms {
-        sql.push_str(" AND d.time_ms < ?");
+        inner.push_str(" AND d.time_ms < ?");
         params.push(Sql::Integer(until));
     }
     if let Some(role) = filters.role {
         let kinds = role.kinds();
-        sql.push_str(&format!(
+        inner.push_str(&format!(
             " AND d.kind IN ({})",
             vec!["?"; kinds.len()].join(",")
         ));
         params.extend(kinds.iter().map(|k| Sql::Text((*k).to_owned())));
     }
     if let Some(prefix) = &filters.session {
-        sql.push_str(" AND substr(f.session_id, 1, ?) = ?");
+        inner.push_str(" AND substr(f.session_id, 1, ?) = ?");
         params.push(Sql::Integer(prefix.chars().count() as i64));
         params.push(Sql::Text(prefix.clone()));
     }
-    sql.push_str(" ORDER BY 2, d.time_ms DESC, d.id DESC");
+    let sql = format!(
+        "SELECT top.id, top.score, f.path, f.session_id, f.title, f.cwd, d.entry_id, \
+         d.entry_type, d.kind, d.time_ms, d.on_leaf, d.text \
+         FROM ({inner} ORDER BY score, time DESC, id DESC LIMIT ? OFFSET ?) top \
+         JOIN docs d ON d.id = top.id JOIN files f ON f.id = d.file \
+         ORDER BY top.score, top.time DESC, top.id DESC"
+    );
     let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query(params_from_iter(params))?;
     let mut hits = Vec::new();
+    let mut offset = 0;
+    let mut batch = match query {
+        Query::Terms(_) => filters.limit,
+        Query::Substring(_) => filters.limit.saturating_mul(4).max(64),
+    };
     while hits.len() < filters.limit {
-        let Some(row) = rows.next()? else { break };
-        let text: String = row.get(11)?;
-        // The trigram index keeps no positions: its matches hold every trigram of the
-        // substring, and the text says whether they hold the substring.
-        let Some(snippet) = Snippet::of(&text, query) else {
-            continue;
-        };
-        hits.push(Hit {
-            path: path_of(&row.get::<_, Vec<u8>>(2)?),
-            session_id: row.get(3)?,
-            title: row.get(4)?,
-            cwd: row.get(5)?,
-            entry_id: row.get(6)?,
-            entry_type: row.get(7)?,
-            kind: row.get(8)?,
-            time_ms: row.get(9)?,
-            on_leaf_path: row.get(10)?,
-            score: row.get(1)?,
-            snippet,
-        });
+        let mut page = params.clone();
+        page.push(Sql::Integer(batch.min(i64::MAX as usize) as i64));
+        page.push(Sql::Integer(offset as i64));
+        let mut rows = stmt.query(params_from_iter(page))?;
+        let mut seen = 0;
+        while let Some(row) = rows.next()? {
+            seen += 1;
+            if hits.len() >= filters.limit {
+                break;
+            }
+            let text: String = row.get(11)?;
+            // The trigram index keeps no positions: its matches hold every trigram of the
+            // substring, and the text says whether they hold the substring.
+            let Some(snippet) = Snippet::of(&text, query) else {
+                continue;
+            };
+            hits.push(Hit {
+                path: path_of(&row.get::<_, Vec<u8>>(2)?),
+                session_id: row.get(3)?,
+                title: row.get(4)?,
+                cwd: row.get(5)?,
+                entry_id: row.get(6)?,
+                entry_type: row.get(7)?,
+                kind: row.get(8)?,
+                time_ms: row.get(9)?,
+                on_leaf_path: row.get(10)?,
+                score: row.get(1)?,
+                snippet,
+            });
+        }
+        if seen < batch {
+            break;
+        }
+        offset += batch;
+        batch = batch.saturating_mul(2);
     }
     Ok(hits)
 }
