@@ -139,7 +139,7 @@ fn marked_entries(parent: &str) -> Vec<String> {
         format!(
             r#"{{"type":"message","id":"aa000003","parentId":"aa000002","timestamp":"2026-03-01T10:00:02.000Z","message":{{"role":"toolResult","toolCallId":"c1","toolName":"edit","content":[{{"type":"text","text":"zyxresult"}}],"details":{{"diff":"zyxdetails"}}}}}}"#
         ),
-        r#"{"type":"custom_message","id":"aa000004","parentId":"aa000003","timestamp":"2026-03-01T10:00:03.000Z","customType":"t","content":"zyxcustommsg","display":true}"#.to_owned(),
+        r#"{"type":"custom_message","id":"aa000004","parentId":"aa000003","timestamp":"2026-03-01T10:00:03.000Z","customType":"t","content":[{"type":"text","text":"zyxcustommsg"}],"display":true}"#.to_owned(),
         r#"{"type":"compaction","id":"aa000005","parentId":"aa000004","timestamp":"2026-03-01T10:00:04.000Z","summary":"zyxcompaction","firstKeptEntryId":"aa000001","tokensBefore":10}"#.to_owned(),
         r#"{"type":"label","id":"aa000006","parentId":"aa000005","timestamp":"2026-03-01T10:00:05.000Z","targetId":"aa000001","label":"zyxlabel"}"#.to_owned(),
         r#"{"type":"custom","id":"aa000007","parentId":"aa000006","timestamp":"2026-03-01T10:00:06.000Z","customType":"t","data":{"x":"zyxstate"}}"#.to_owned(),

@@ -75,9 +75,10 @@ fn content_text(content: Option<&Value>, out: &mut Text) {
     match content.as_ref() {
         Value::String(_) => out.value(Some(&content)),
         Value::Array(blocks) => {
+            // Blocks one level below the record (a custom message's) stay raw when read.
             for block in blocks {
-                if let Some(block) = block.as_object() {
-                    block_text(block, out);
+                if let Some(block) = block.object_view() {
+                    block_text(&block, out);
                 }
             }
         }
