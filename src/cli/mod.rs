@@ -9,6 +9,7 @@ mod history;
 mod ls;
 mod mount;
 mod output;
+mod search;
 mod show;
 mod store;
 mod usage;
@@ -214,6 +215,19 @@ enum Command {
     ///   gjcfs usage --by model --json
     #[command(verbatim_doc_comment)]
     Usage(usage::UsageArgs),
+    /// Search every session of the store at once, through an index kept in the cache
+    /// directory and brought up to date first.
+    ///
+    /// Plain words must all occur (whole words, any case); "quoted phrases" must occur as
+    /// written; --substring matches any text. Hits are ranked by relevance, then newest
+    /// first. A query that cannot be searched exits with status 2.
+    ///
+    /// Examples:
+    ///   gjcfs search parser "torn line"
+    ///   gjcfs search --substring 'rror: cann' --all --role tool
+    ///   gjcfs search migration --since 2026-01-01 --json
+    #[command(verbatim_doc_comment)]
+    Search(search::SearchArgs),
     /// Unmount a `gjcfs mount` (its server then closes every session and exits).
     Umount {
         /// The mountpoint.
@@ -316,10 +330,19 @@ pub fn run() -> ExitCode {
         Command::Umount { mountpoint } => mount::umount(&mountpoint),
         Command::Show(args) => show::run(args),
         Command::Usage(args) => usage::run(args),
+        Command::Search(args) => search::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if output::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err)
+            if err
+                .downcast_ref::<gjcfs::engine::search::QueryError>()
+                .is_some() =>
+        {
+            eprintln!("gjcfs: error: {}", output::error_line(&err));
+            ExitCode::from(2)
+        }
         Err(err) => {
             eprintln!("gjcfs: error: {}", output::error_line(&err));
             ExitCode::FAILURE

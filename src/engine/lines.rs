@@ -383,6 +383,36 @@ fn merge(chunks: Vec<Chunk>, start: u64, end: u64, first_number: usize) -> Lines
     lines
 }
 
+/// The bytes of `file` at `offset`, or `None` if it ends first.
+pub fn read_exact_at(file: &dyn ReadAt, offset: u64, len: usize) -> io::Result<Option<Vec<u8>>> {
+    let mut buf = vec![0; len];
+    let mut done = 0;
+    while done < len {
+        match file.read_at(&mut buf[done..], offset + done as u64)? {
+            0 => return Ok(None),
+            n => done += n,
+        }
+    }
+    Ok(Some(buf))
+}
+
+/// The offset of the last `\n` in `file[from..to]`.
+pub fn last_newline(file: &dyn ReadAt, from: u64, to: u64) -> io::Result<Option<u64>> {
+    const BLOCK: u64 = 1 << 16;
+    let mut end = to;
+    while end > from {
+        let start = end.saturating_sub(BLOCK).max(from);
+        let Some(block) = read_exact_at(file, start, (end - start) as usize)? else {
+            return Ok(None);
+        };
+        if let Some(i) = memchr::memrchr(b'\n', &block) {
+            return Ok(Some(start + i as u64));
+        }
+        end = start;
+    }
+    Ok(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

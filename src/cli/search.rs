@@ -1,0 +1,251 @@
+//! `gjcfs search QUERY`: full-text search over every session of the store, through the
+//! search index (`gjcfs::engine::search`), which is brought up to date first.
+
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use gjcfs::engine::json::{self, Object, Value};
+use gjcfs::engine::search::{
+    default_index_dir, Filters, Hit, Progress, Query, Role, SearchError, SearchIndex,
+};
+use gjcfs::engine::time::{format_iso_millis, parse_iso_millis};
+
+use super::store::StoreArgs;
+
+/// Progress is shown when at least this many bytes need indexing.
+const PROGRESS_FROM: u64 = 50 << 20;
+/// How many unreadable files are named one by one.
+const FAILED_SHOWN: usize = 5;
+
+#[derive(Args)]
+pub struct SearchArgs {
+    /// Words (all must occur), "exact phrases", or with --substring any text.
+    query: String,
+    /// Match QUERY as a substring anywhere (case-insensitive, at least 3 characters).
+    #[arg(long)]
+    substring: bool,
+    /// Only sessions of this workspace (the header's cwd) [default: the current directory,
+    /// or every session with --session-dir].
+    #[arg(long, value_name = "DIR", conflicts_with = "all")]
+    cwd: Option<PathBuf>,
+    /// Search the sessions of every workspace.
+    #[arg(long)]
+    all: bool,
+    /// Only entries from this date or time on (YYYY-MM-DD, UTC, or an ISO timestamp).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// Only entries before this date or time (YYYY-MM-DD is the start of that day, UTC).
+    #[arg(long, value_name = "DATE")]
+    until: Option<String>,
+    /// Only messages of this role (tool: tool results and bash/python executions).
+    #[arg(long, value_enum)]
+    role: Option<RoleArg>,
+    /// Only the session with this id (or id prefix).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// At most this many hits.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    limit: usize,
+    /// One JSON object per hit and line: {"session","path","title","cwd","entry","type",
+    /// "kind","timestamp","onLeafPath","score","snippet","highlights"}.
+    #[arg(long)]
+    json: bool,
+    /// Keep the index in this directory [default: $XDG_CACHE_HOME/gjcfs/search/<store>].
+    #[arg(long, value_name = "DIR")]
+    index: Option<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum RoleArg {
+    User,
+    Assistant,
+    Tool,
+}
+
+/// A date or time given to --since or --until, in milliseconds since the epoch.
+fn parse_time(text: &str) -> Result<i64> {
+    parse_iso_millis(text)
+        .or_else(|| parse_iso_millis(&format!("{text}T00:00:00.000Z")))
+        .with_context(|| format!("invalid date {text:?}: expected YYYY-MM-DD or an ISO timestamp"))
+}
+
+pub fn run(args: SearchArgs) -> Result<()> {
+    let query = if args.substring {
+        Query::substring(&args.query)?
+    } else {
+        Query::parse(&args.query)?
+    };
+    let cwd = match (&args.cwd, args.all || args.store.session_dir.is_some()) {
+        (Some(dir), _) => Some(absolute(dir)?),
+        (None, true) => None,
+        (None, false) => Some(
+            std::env::current_dir()
+                .context("cannot read the current directory")?
+                .to_string_lossy()
+                .into_owned(),
+        ),
+    };
+    let filters = Filters {
+        cwd,
+        since_ms: args.since.as_deref().map(parse_time).transpose()?,
+        until_ms: args.until.as_deref().map(parse_time).transpose()?,
+        role: args.role.map(|r| match r {
+            RoleArg::User => Role::User,
+            RoleArg::Assistant => Role::Assistant,
+            RoleArg::Tool => Role::Tool,
+        }),
+        session: args.session.clone(),
+        limit: args.limit,
+    };
+    let index = open_index(&args)?;
+    let paths = args.store.transcripts()?;
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    let terminal = std::io::stderr().is_terminal();
+    let progress = |p: Progress| {
+        if terminal && p.bytes_total >= PROGRESS_FROM {
+            eprint!(
+                "\rgjcfs: indexing {}/{} sessions, {} of {} MB\x1b[K",
+                p.files_done,
+                p.files_total,
+                p.bytes_done / 1_000_000,
+                p.bytes_total / 1_000_000
+            );
+            if p.files_done == p.files_total {
+                eprint!("\r\x1b[K");
+            }
+        }
+    };
+    let report = index.update(&paths, threads, &progress)?;
+    for (path, err) in report.failed.iter().take(FAILED_SHOWN) {
+        eprintln!("gjcfs: warning: not indexed: {}: {err}", path.display());
+    }
+    if report.failed.len() > FAILED_SHOWN {
+        eprintln!(
+            "gjcfs: warning: {} more files could not be indexed",
+            report.failed.len() - FAILED_SHOWN
+        );
+    }
+    let hits = index.search(&query, &filters)?;
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let color = !args.json && std::io::stdout().is_terminal();
+    for hit in &hits {
+        if args.json {
+            writeln!(out, "{}", json::to_compact(&hit_json(hit)))?;
+        } else {
+            writeln!(out, "{}", hit_line(hit, color))?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn absolute(dir: &std::path::Path) -> Result<String> {
+    let dir = if dir.is_absolute() {
+        dir.to_owned()
+    } else {
+        std::env::current_dir()
+            .context("cannot read the current directory")?
+            .join(dir)
+    };
+    Ok(gjcfs::engine::agent_dir::normalize(&dir)
+        .to_string_lossy()
+        .into_owned())
+}
+
+/// The index: `--index DIR`, else the store's own directory in the cache. One that cannot
+/// be written there is kept in memory for this run.
+fn open_index(args: &SearchArgs) -> Result<SearchIndex> {
+    let dir = match &args.index {
+        Some(dir) => dir.clone(),
+        None => {
+            let store = match &args.store.session_dir {
+                Some(dir) => dir.clone(),
+                None => args.store.agent_dirs()?.agent_dir().to_owned(),
+            };
+            default_index_dir(&store).context(
+                "cannot tell where the index goes: set XDG_CACHE_HOME or HOME, or give --index DIR",
+            )?
+        }
+    };
+    match SearchIndex::open(&dir) {
+        Ok(index) => Ok(index),
+        Err(err @ (SearchError::CreateDir { .. } | SearchError::Sqlite { .. })) => {
+            eprintln!(
+                "gjcfs: warning: {err}; using an index in memory for this search (every session is read)"
+            );
+            Ok(SearchIndex::open_in_memory()?)
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+fn hit_json(hit: &Hit) -> Value {
+    let mut o = Object::new();
+    let s = |v: &str| Value::string(v);
+    o.insert("session", s(&hit.session_id));
+    o.insert("path", s(&hit.path.to_string_lossy()));
+    o.insert("title", hit.title.as_deref().map_or(Value::Null, s));
+    o.insert("cwd", s(&hit.cwd));
+    o.insert("entry", hit.entry_id.as_deref().map_or(Value::Null, s));
+    o.insert("type", s(&hit.entry_type));
+    o.insert("kind", s(&hit.kind));
+    o.insert(
+        "timestamp",
+        hit.time_ms
+            .map_or(Value::Null, |ms| s(&format_iso_millis(ms))),
+    );
+    o.insert("onLeafPath", Value::Bool(hit.on_leaf_path));
+    o.insert("score", Value::number(hit.score));
+    o.insert("snippet", s(&hit.snippet.text));
+    let highlights = hit
+        .snippet
+        .highlights
+        .iter()
+        .map(|&(a, b)| {
+            // Character offsets, as a reader of the JSON counts them.
+            let chars = |at: usize| hit.snippet.text[..at].chars().count() as f64;
+            Value::Array(vec![Value::number(chars(a)), Value::number(chars(b))])
+        })
+        .collect();
+    o.insert("highlights", Value::Array(highlights));
+    Value::Object(o)
+}
+
+/// `ID8  TITLE  TIME  KIND  ENTRY  SNIPPET` on one line; matches in bold red on a terminal.
+fn hit_line(hit: &Hit, color: bool) -> String {
+    let id: String = hit.session_id.chars().take(8).collect();
+    let title = hit.title.as_deref().unwrap_or("(untitled)");
+    let title: String = title.chars().take(40).collect();
+    let time = hit.time_ms.map_or_else(
+        || "-".to_owned(),
+        |ms| format_iso_millis(ms)[..16].replace('T', " "),
+    );
+    let branch = if hit.on_leaf_path {
+        ""
+    } else {
+        " (off branch)"
+    };
+    let mut snippet = String::new();
+    let mut at = 0;
+    for &(a, b) in &hit.snippet.highlights {
+        snippet.push_str(&hit.snippet.text[at..a]);
+        if color {
+            snippet.push_str("\x1b[1;31m");
+            snippet.push_str(&hit.snippet.text[a..b]);
+            snippet.push_str("\x1b[0m");
+        } else {
+            snippet.push_str(&hit.snippet.text[a..b]);
+        }
+        at = b;
+    }
+    snippet.push_str(&hit.snippet.text[at..]);
+    format!(
+        "{id}  {title}  {time}  {}{branch}  {}  {snippet}",
+        hit.kind,
+        hit.entry_id.as_deref().unwrap_or("-")
+    )
+}

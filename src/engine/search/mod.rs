@@ -1,0 +1,485 @@
+//! Full-text search over every session of a store: a cache of the replayed records' text
+//! in SQLite FTS5, kept up to date with the session files.
+//!
+//! What is indexed: one document per replayed record that holds text ([`text`]: user,
+//! assistant and thinking text, tool calls and results, custom messages, compaction and
+//! branch summaries, labels) and one per session title — what `gjcfs entries` holds after
+//! patch replay, never a superseded line. Each document keeps its session, entry id, type
+//! and kind (message role), time, workspace (the header's `cwd`) and whether it is on the
+//! path from the root to the leaf.
+//!
+//! Storage (one SQLite file, [`FORMAT`] in `PRAGMA user_version`, [`APPLICATION_ID`] in
+//! `PRAGMA application_id`):
+//! - `files`: one row per session file — its path, what tells whether it changed (device,
+//!   inode, length, modification time) and which bytes were indexed (a [`ReadMark`]), the
+//!   session's id, cwd, title and leaf;
+//! - `docs`: one row per entry (and title), its text included where it has some;
+//! - `words`: FTS5 over that text with the `unicode61` tokenizer (words and phrases);
+//!   `grams`: FTS5 with the `trigram` tokenizer (substrings). Both are contentless with
+//!   `contentless_delete=1`: the text is held once, in `docs`, and rows are deleted by id.
+//!
+//! Invariants:
+//! - The index is a cache: a missing file, a file of another format or application, or one
+//!   that is not a readable SQLite database is replaced by a new empty index on open;
+//!   nothing in it is trusted before those checks.
+//! - After [`SearchIndex::update`], the index holds exactly the documents a full read of
+//!   each file would give ([`prepare`]), for every file of the store, and none of a file
+//!   no longer in it. A file whose device, inode, length and modification time are those
+//!   indexed is not read. A file that only grew — same identity, not shorter, the same last
+//!   bytes before where indexing stopped — has its complete new lines read and replayed
+//!   on top of what is indexed ([`update`]); anything else is read again whole.
+//! - [`SearchIndex::search`] checks the file of every hit it returns; a file that changed
+//!   since it was indexed is brought up to date and the search run again, so no hit comes
+//!   from a file as it was.
+//! - Each update of a file is one SQLite transaction: another reader sees a file before or
+//!   after it, never half indexed. Several processes may share one index (WAL mode, a busy
+//!   timeout); within a process a [`SearchIndex`] is `Sync`, one lock serialising its calls.
+
+mod prepare;
+pub mod query;
+mod schema;
+pub mod snippet;
+pub mod text;
+mod update;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+use rusqlite::Connection;
+
+pub use prepare::Stat;
+pub use query::{Query, QueryError};
+pub use schema::{default_index_dir, APPLICATION_ID, FORMAT, INDEX_FILE};
+pub use snippet::Snippet;
+
+use super::load::{LoadError, ReadMark};
+
+/// Why the index could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("cannot create the index directory {path}: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot replace the index file {path}: {source}")]
+    Replace {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("search index {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error(transparent)]
+    Query(#[from] QueryError),
+}
+
+/// Message roles, as a search filters them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+    /// Tool results and bash or python executions.
+    Tool,
+}
+
+impl Role {
+    /// The document kinds of the role.
+    pub fn kinds(self) -> &'static [&'static str] {
+        match self {
+            Role::User => &["user"],
+            Role::Assistant => &["assistant"],
+            Role::Tool => &["toolResult", "bashExecution", "pythonExecution"],
+        }
+    }
+}
+
+/// Which documents a search considers, and how many hits it returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filters {
+    /// Only sessions whose header `cwd` is this.
+    pub cwd: Option<String>,
+    /// Only documents at or after this time (milliseconds since the epoch).
+    pub since_ms: Option<i64>,
+    /// Only documents before this time.
+    pub until_ms: Option<i64>,
+    pub role: Option<Role>,
+    /// Only sessions whose id starts with this.
+    pub session: Option<String>,
+    pub limit: usize,
+}
+
+impl Default for Filters {
+    fn default() -> Self {
+        Filters {
+            cwd: None,
+            since_ms: None,
+            until_ms: None,
+            role: None,
+            session: None,
+            limit: 20,
+        }
+    }
+}
+
+/// One matching document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub path: PathBuf,
+    pub session_id: String,
+    pub title: Option<String>,
+    pub cwd: String,
+    /// `None` for a session's title.
+    pub entry_id: Option<String>,
+    /// The record's `type` (`session` for a title).
+    pub entry_type: String,
+    /// The message role, the entry type of other entries, or `title`.
+    pub kind: String,
+    /// Milliseconds since the epoch.
+    pub time_ms: Option<i64>,
+    /// Whether the entry is on the path from the root to the session's leaf (always true
+    /// for a title).
+    pub on_leaf_path: bool,
+    /// FTS5's bm25 relevance: lower is better.
+    pub score: f64,
+    pub snippet: Snippet,
+}
+
+/// What an update did to one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A file not indexed before.
+    Added,
+    /// Complete lines appended to the file were indexed on their own: `records` new
+    /// records, `edited` records whose message an entry patch replaced.
+    Appended { records: usize, edited: usize },
+    /// The file was read again whole (replaced, shrunk, rewritten, or appended to in a way
+    /// that cannot be replayed on its own).
+    Reindexed,
+    /// The file is gone from the store.
+    Removed,
+}
+
+/// A change to one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionChange {
+    pub path: PathBuf,
+    pub change: Change,
+}
+
+/// What [`SearchIndex::update`] did.
+#[derive(Debug, Default)]
+pub struct UpdateReport {
+    pub changes: Vec<SessionChange>,
+    /// Files of the store that were not changed.
+    pub unchanged: usize,
+    /// Files that could not be read (they are tried again at the next update).
+    pub failed: Vec<(PathBuf, LoadError)>,
+}
+
+/// Progress of an update: files and bytes done of the files that need reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub files_done: usize,
+    pub files_total: usize,
+    pub bytes_done: u64,
+    pub bytes_total: u64,
+}
+
+/// What the index holds of a file (the `files` row), kept in memory.
+#[derive(Debug, Clone, PartialEq)]
+struct FileState {
+    id: i64,
+    stat: Stat,
+    /// `None` for a file that is not a session.
+    mark: Option<ReadMark>,
+    incremental: bool,
+    next_seq: i64,
+    leaf: Option<(i64, String)>,
+}
+
+struct Inner {
+    conn: Connection,
+    /// The `files` table, as of `data_version`.
+    files: HashMap<PathBuf, FileState>,
+    /// SQLite's `PRAGMA data_version` when `files` was read: another connection's commit
+    /// changes it.
+    data_version: i64,
+}
+
+/// A search index over a session store, in one SQLite file or in memory.
+pub struct SearchIndex {
+    inner: Mutex<Inner>,
+    /// The index file; `None` in memory.
+    path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SearchIndex {
+    /// Opens the index in `dir` ([`INDEX_FILE`]), creating the directory and the index if
+    /// missing, and replacing an index of another format, application or a damaged one.
+    pub fn open(dir: &Path) -> Result<Self, SearchError> {
+        let path = dir.join(INDEX_FILE);
+        let conn = schema::open_file(dir, &path)?;
+        Self::with_connection(conn, Some(path))
+    }
+
+    /// A new empty index in memory.
+    pub fn open_in_memory() -> Result<Self, SearchError> {
+        let conn = schema::open_memory()?;
+        Self::with_connection(conn, None)
+    }
+
+    fn with_connection(conn: Connection, path: Option<PathBuf>) -> Result<Self, SearchError> {
+        let index = SearchIndex {
+            inner: Mutex::new(Inner {
+                conn,
+                files: HashMap::new(),
+                data_version: -1,
+            }),
+            path,
+        };
+        index.sync_files(&mut index.inner.lock())?;
+        Ok(index)
+    }
+
+    /// The index file, `None` for an index in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    fn sql_error(&self, source: rusqlite::Error) -> SearchError {
+        SearchError::Sqlite {
+            path: self
+                .path
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(":memory:")),
+            source,
+        }
+    }
+
+    /// Reads the `files` table again if another connection committed since it was read.
+    fn sync_files(&self, inner: &mut Inner) -> Result<(), SearchError> {
+        let version: i64 = inner
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(|e| self.sql_error(e))?;
+        if version != inner.data_version {
+            inner.files = schema::read_files(&inner.conn).map_err(|e| self.sql_error(e))?;
+            inner.data_version = version;
+        }
+        Ok(())
+    }
+
+    /// The session files the index holds.
+    pub fn indexed_files(&self) -> Result<Vec<PathBuf>, SearchError> {
+        let mut inner = self.inner.lock();
+        self.sync_files(&mut inner)?;
+        let mut paths: Vec<PathBuf> = inner.files.keys().cloned().collect();
+        paths.sort();
+        Ok(paths)
+    }
+
+    /// Brings the index up to date with the store made of `paths` (every transcript file of
+    /// it): new and changed files are indexed, files not in `paths` dropped. Files that
+    /// need reading whole are read on `threads` threads. Nothing is read of a file whose
+    /// stat is the one indexed, so a call that finds nothing changed costs a `stat` per
+    /// file.
+    pub fn update(
+        &self,
+        paths: &[PathBuf],
+        threads: usize,
+        progress: &dyn Fn(Progress),
+    ) -> Result<UpdateReport, SearchError> {
+        self.recovering(|| self.update_once(paths, threads, progress))
+    }
+
+    /// Runs `op`; if it finds the index file damaged, replaces the file by a new index and
+    /// runs `op` again on it.
+    fn recovering<T>(&self, op: impl Fn() -> Result<T, SearchError>) -> Result<T, SearchError> {
+        match op() {
+            Err(SearchError::Sqlite { source, .. }) if schema::is_corrupt(&source) => {
+                let Some(path) = &self.path else {
+                    return Err(self.sql_error(source));
+                };
+                let mut inner = self.inner.lock();
+                // The old connection must be closed before its files are removed.
+                inner.conn = Connection::open_in_memory().map_err(|e| self.sql_error(e))?;
+                inner.conn = schema::recreate(path)?;
+                inner.files.clear();
+                inner.data_version = -1;
+                drop(inner);
+                op()
+            }
+            other => other,
+        }
+    }
+
+    fn update_once(
+        &self,
+        paths: &[PathBuf],
+        threads: usize,
+        progress: &dyn Fn(Progress),
+    ) -> Result<UpdateReport, SearchError> {
+        let mut inner = self.inner.lock();
+        self.sync_files(&mut inner)?;
+        let keep: HashSet<&Path> = paths.iter().map(PathBuf::as_path).collect();
+        let mut report = UpdateReport::default();
+        let gone: Vec<PathBuf> = inner
+            .files
+            .keys()
+            .filter(|p| !keep.contains(p.as_path()))
+            .cloned()
+            .collect();
+        for path in gone {
+            update::remove(&mut inner, &path).map_err(|e| self.sql_error(e))?;
+            report.changes.push(SessionChange {
+                path,
+                change: Change::Removed,
+            });
+        }
+        let mut changed = Vec::new();
+        for path in paths {
+            match Stat::read(path) {
+                Ok(stat) if inner.files.get(path).is_some_and(|f| f.stat == stat) => {
+                    report.unchanged += 1
+                }
+                Ok(stat) => changed.push((path.clone(), stat)),
+                // Gone since it was listed: dropped like a removed file.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if inner.files.contains_key(path) {
+                        update::remove(&mut inner, path).map_err(|e| self.sql_error(e))?;
+                        report.changes.push(SessionChange {
+                            path: path.clone(),
+                            change: Change::Removed,
+                        });
+                    }
+                }
+                Err(source) => report.failed.push((
+                    path.clone(),
+                    LoadError::Io {
+                        path: path.clone(),
+                        source,
+                    },
+                )),
+            }
+        }
+        update::apply(&mut inner, changed, threads, progress, &mut report).map_err(|e| {
+            // Part of it may be committed: the files are read again at the next call.
+            inner.data_version = -1;
+            self.sql_error(e)
+        })?;
+        inner.data_version = inner
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(|e| self.sql_error(e))?;
+        Ok(report)
+    }
+
+    /// Brings one file up to date (indexing it if new, dropping it if gone); `None` when it
+    /// had not changed.
+    pub fn update_session(&self, path: &Path) -> Result<Option<SessionChange>, SearchError> {
+        self.recovering(|| {
+            let mut inner = self.inner.lock();
+            self.sync_files(&mut inner)?;
+            self.refresh_one(&mut inner, path)
+        })
+    }
+
+    fn refresh_one(
+        &self,
+        inner: &mut Inner,
+        path: &Path,
+    ) -> Result<Option<SessionChange>, SearchError> {
+        let stat = match Stat::read(path) {
+            Ok(stat) => stat,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !inner.files.contains_key(path) {
+                    return Ok(None);
+                }
+                update::remove(inner, path).map_err(|e| self.sql_error(e))?;
+                return Ok(Some(SessionChange {
+                    path: path.to_owned(),
+                    change: Change::Removed,
+                }));
+            }
+            // Unreadable now: its hits are dropped rather than trusted.
+            Err(_) => {
+                update::remove(inner, path).map_err(|e| self.sql_error(e))?;
+                return Ok(Some(SessionChange {
+                    path: path.to_owned(),
+                    change: Change::Removed,
+                }));
+            }
+        };
+        if inner.files.get(path).is_some_and(|f| f.stat == stat) {
+            return Ok(None);
+        }
+        let mut report = UpdateReport::default();
+        update::apply(
+            inner,
+            vec![(path.to_owned(), stat)],
+            1,
+            &|_| {},
+            &mut report,
+        )
+        .map_err(|e| {
+            inner.data_version = -1;
+            self.sql_error(e)
+        })?;
+        if report.changes.is_empty() && !report.failed.is_empty() {
+            // It cannot be read: nothing of it is kept.
+            update::remove(inner, path).map_err(|e| self.sql_error(e))?;
+            return Ok(Some(SessionChange {
+                path: path.to_owned(),
+                change: Change::Removed,
+            }));
+        }
+        Ok(report.changes.pop())
+    }
+
+    /// The best hits for `query` under `filters`: by relevance (bm25), then newest first.
+    /// Every hit's file is checked first: a file changed since it was indexed is indexed
+    /// again and the search repeated.
+    pub fn search(&self, query: &Query, filters: &Filters) -> Result<Vec<Hit>, SearchError> {
+        self.recovering(|| self.search_once(query, filters))
+    }
+
+    fn search_once(&self, query: &Query, filters: &Filters) -> Result<Vec<Hit>, SearchError> {
+        let mut inner = self.inner.lock();
+        self.sync_files(&mut inner)?;
+        // Each file is checked once per search: one that changes again after it was
+        // brought up to date keeps the hits of the state just read.
+        let mut checked: HashSet<PathBuf> = HashSet::new();
+        loop {
+            let hits =
+                schema::run_search(&inner.conn, query, filters).map_err(|e| self.sql_error(e))?;
+            let mut stale = Vec::new();
+            for hit in &hits {
+                if !checked.insert(hit.path.clone()) {
+                    continue;
+                }
+                let current = Stat::read(&hit.path).ok();
+                if current.is_none() || inner.files.get(&hit.path).map(|f| f.stat) != current {
+                    stale.push(hit.path.clone());
+                }
+            }
+            if stale.is_empty() {
+                return Ok(hits);
+            }
+            for path in stale {
+                self.refresh_one(&mut inner, &path)?;
+            }
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! A session file read whole into the rows the index keeps of it.
+//!
+//! The file is loaded as every reader of the engine loads it ([`load_entries_from_file`]:
+//! lenient lines, patch replay), migrated and indexed ([`build_session`]); then every
+//! entry becomes a row — its id, parent id, type, kind, time, whether it is on the path
+//! from the root to the leaf, and its text ([`record_text`]) — and the header's title one
+//! more. Reading is pure: nothing is written, so files are prepared on several threads.
+
+use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::super::load::{build_session, load_entries_from_file, LoadError, LoadStatus, ReadMark};
+use super::super::migrate::Migration;
+use super::super::record::Record;
+use super::super::time::parse_iso_millis;
+use super::text::{record_kind, record_text, TITLE_KIND};
+
+/// What tells whether a file changed since it was indexed, without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub dev: u64,
+    pub ino: u64,
+    pub len: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+}
+
+impl Stat {
+    pub fn of(meta: &Metadata) -> Self {
+        Stat {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+        }
+    }
+
+    pub fn read(path: &Path) -> std::io::Result<Self> {
+        std::fs::metadata(path).map(|m| Stat::of(&m))
+    }
+}
+
+/// One record of a session as the index keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The record's index in the session (the header is 0).
+    pub seq: i64,
+    pub entry_id: Option<String>,
+    pub parent_id: Option<String>,
+    /// The record's `type`.
+    pub entry_type: String,
+    /// The message role, or the entry type ([`record_kind`]).
+    pub kind: String,
+    pub time_ms: Option<i64>,
+    pub on_leaf: bool,
+    /// Empty when the record holds no text.
+    pub text: String,
+}
+
+/// The session-level facts of a file.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionFacts {
+    pub session_id: String,
+    pub cwd: String,
+    pub title: Option<String>,
+    pub created: String,
+}
+
+/// A file read whole.
+#[derive(Debug)]
+pub struct Prepared {
+    pub path: PathBuf,
+    /// Taken before the file was read.
+    pub stat: Stat,
+    /// The bytes read; `None` for a file that is not a session.
+    pub mark: Option<ReadMark>,
+    /// Whether lines appended later can be indexed on their own (see [`super::update`]).
+    pub incremental: bool,
+    pub facts: SessionFacts,
+    pub rows: Vec<Row>,
+    /// The number of records (the header included): the seq of the next one.
+    pub next_seq: i64,
+    pub leaf: Option<(i64, String)>,
+}
+
+/// The time of a record: its ISO `timestamp`, else its message's millisecond one.
+pub fn record_time(record: &Record) -> Option<i64> {
+    record.timestamp().and_then(parse_iso_millis).or_else(|| {
+        let ms = record.message()?.get("timestamp")?.as_f64()?;
+        ms.is_finite().then_some(ms as i64)
+    })
+}
+
+/// The row of record `seq`, `on_leaf` left to the caller.
+pub fn row_of(seq: i64, record: &Record) -> Row {
+    Row {
+        seq,
+        entry_id: record.id().map(str::to_owned),
+        parent_id: record.parent_id().map(str::to_owned),
+        entry_type: record.get_str("type").unwrap_or_default().to_owned(),
+        kind: record_kind(record),
+        time_ms: record_time(record),
+        on_leaf: false,
+        text: record_text(record),
+    }
+}
+
+/// The row holding a session's title.
+pub fn title_row(facts: &SessionFacts) -> Option<Row> {
+    let title = facts.title.as_ref().filter(|t| !t.is_empty())?;
+    Some(Row {
+        seq: 0,
+        entry_id: None,
+        parent_id: None,
+        entry_type: "session".to_owned(),
+        kind: TITLE_KIND.to_owned(),
+        time_ms: parse_iso_millis(&facts.created),
+        on_leaf: true,
+        text: title.clone(),
+    })
+}
+
+/// Reads a file whole. A file that is missing or not a session gives no rows (and no
+/// mark); an unreadable one, or one of an unsupported version, is an error.
+pub fn prepare(path: &Path) -> Result<Prepared, LoadError> {
+    let io_error = |source| LoadError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let stat = Stat::read(path).map_err(io_error)?;
+    let loaded = load_entries_from_file(path)?;
+    let mut prepared = Prepared {
+        path: path.to_owned(),
+        stat,
+        mark: None,
+        incremental: false,
+        facts: SessionFacts::default(),
+        rows: Vec::new(),
+        next_seq: 0,
+        leaf: None,
+    };
+    if loaded.status != LoadStatus::Loaded {
+        return Ok(prepared);
+    }
+    let built = build_session(loaded.records, loaded.summaries);
+    let session = &built.session;
+    let header = session.header();
+    prepared.facts = SessionFacts {
+        session_id: header.id().unwrap_or_default().to_owned(),
+        cwd: header.cwd().unwrap_or_default().to_owned(),
+        title: header.title().map(str::to_owned),
+        created: header.timestamp().unwrap_or_default().to_owned(),
+    };
+    let mut on_leaf = vec![false; session.records().len()];
+    if let Some(leaf) = session.leaf() {
+        for i in session.path_to(leaf) {
+            on_leaf[i] = true;
+        }
+        if let Some(id) = session.records()[leaf].id() {
+            prepared.leaf = Some((leaf as i64, id.to_owned()));
+        }
+    }
+    let mut dangling = false;
+    prepared.rows.extend(title_row(&prepared.facts));
+    for i in session.entry_indices() {
+        let record = session.record(i);
+        dangling |= record.parent_id().is_some() && session.parent_of(i).is_none();
+        let mut row = row_of(i as i64, record);
+        row.on_leaf = on_leaf[i];
+        prepared.rows.push(row);
+    }
+    prepared.next_seq = session.records().len() as i64;
+    let patches_apply = loaded.mark.as_ref().is_some_and(|m| m.patches_apply);
+    // Appended lines replay on top of these records exactly when no migration changed them
+    // (v4 migrates to v5 without a change), no two entries share an id and no parent is
+    // missing (a new entry could then move an old one, or take up a dangling parent).
+    let migrated_data = matches!(built.migration, Migration::Migrated { from } if from < 4.0);
+    prepared.incremental = patches_apply
+        && !migrated_data
+        && !session.has_duplicate_ids()
+        && !dangling
+        && session.records()[1..].iter().all(|r| !r.is_header());
+    prepared.mark = loaded.mark;
+    Ok(prepared)
+}

@@ -1,0 +1,370 @@
+//! The index file: where it lives, its schema, opening (and replacing what is not an index
+//! of this format), and the search statement.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{params_from_iter, types::Value as Sql, Connection, Row};
+
+use super::super::load::ReadMark;
+use super::super::storage::FileId;
+use super::query::Query;
+use super::snippet::Snippet;
+use super::{FileState, Filters, Hit, SearchError, Stat};
+
+/// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
+pub const FORMAT: i64 = 1;
+/// `PRAGMA application_id` of an index ("gjcS").
+pub const APPLICATION_ID: i32 = 0x676a_6353;
+/// The index file's name in its directory.
+pub const INDEX_FILE: &str = "search.sqlite";
+
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+const SCHEMA: &str = "
+CREATE TABLE files (
+    id INTEGER PRIMARY KEY,
+    path BLOB NOT NULL UNIQUE,
+    dev INTEGER NOT NULL, ino INTEGER NOT NULL, len INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    mark_end INTEGER, mark_newlines INTEGER, mark_tail BLOB, patches_apply INTEGER,
+    incremental INTEGER NOT NULL,
+    next_seq INTEGER NOT NULL,
+    leaf_seq INTEGER, leaf_id TEXT,
+    session_id TEXT NOT NULL, cwd TEXT NOT NULL, title TEXT, created TEXT NOT NULL
+);
+CREATE INDEX files_cwd ON files(cwd);
+CREATE TABLE docs (
+    id INTEGER PRIMARY KEY,
+    file INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    entry_id TEXT, parent_id TEXT,
+    entry_type TEXT NOT NULL, kind TEXT NOT NULL,
+    time_ms INTEGER,
+    on_leaf INTEGER NOT NULL,
+    text TEXT
+);
+CREATE INDEX docs_entry ON docs(file, entry_id);
+CREATE VIRTUAL TABLE words USING fts5(text, content='', contentless_delete=1,
+    tokenize='unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE grams USING fts5(text, content='', contentless_delete=1,
+    tokenize='trigram', detail='none');
+";
+
+/// Where the index of a store lives by default: `<cache>/gjcfs/search/<key>` where
+/// `<cache>` is `$XDG_CACHE_HOME` (if absolute), else `~/.cache`, and `<key>` is the
+/// store directory's name followed by a digest of its absolute path, so every agent
+/// directory (or session directory) has its own.
+pub fn default_index_dir(store: &Path) -> Option<PathBuf> {
+    use sha2::{Digest, Sha256};
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from)?;
+            home.is_absolute().then(|| home.join(".cache"))
+        })?;
+    let store = std::fs::canonicalize(store).unwrap_or_else(|_| store.to_owned());
+    let digest = Sha256::digest(store.as_os_str().as_bytes());
+    let name = store
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    Some(
+        cache
+            .join("gjcfs")
+            .join("search")
+            .join(format!("{name}-{hex}")),
+    )
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(())
+}
+
+/// Whether `conn` holds an index of this format: the ids, then a read of every table.
+/// Damage deeper in the file shows when it is read ([`is_corrupt`]).
+fn is_current(conn: &Connection) -> rusqlite::Result<bool> {
+    let app: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if app != APPLICATION_ID || version != FORMAT {
+        return Ok(false);
+    }
+    for table in ["files", "docs", "words", "grams"] {
+        conn.query_row(&format!("SELECT count(*) FROM {table} LIMIT 1"), [], |_| {
+            Ok(())
+        })?;
+    }
+    Ok(true)
+}
+
+fn create(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!(
+        "BEGIN; {SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {FORMAT}; COMMIT;"
+    ))
+}
+
+/// Whether the file is a database with no tables (a new one).
+fn is_empty(conn: &Connection) -> rusqlite::Result<bool> {
+    let n: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+    Ok(n == 0)
+}
+
+/// Opens the index at `path`, replacing it when it is not a current index.
+pub fn open_file(dir: &Path, path: &Path) -> Result<Connection, SearchError> {
+    std::fs::create_dir_all(dir).map_err(|source| SearchError::CreateDir {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let sql = |source| SearchError::Sqlite {
+        path: path.to_owned(),
+        source,
+    };
+    let attempt = || -> rusqlite::Result<Option<Connection>> {
+        let conn = Connection::open(path)?;
+        configure(&conn)?;
+        if is_empty(&conn)? {
+            create(&conn)?;
+            return Ok(Some(conn));
+        }
+        Ok(is_current(&conn)?.then_some(conn))
+    };
+    match attempt() {
+        Ok(Some(conn)) => return Ok(conn),
+        // Another format or application, or damaged: it is a cache, so it is replaced.
+        Ok(None) => {}
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if matches!(
+                e.code,
+                rusqlite::ErrorCode::NotADatabase
+                    | rusqlite::ErrorCode::DatabaseCorrupt
+                    | rusqlite::ErrorCode::SchemaChanged
+                    | rusqlite::ErrorCode::Unknown
+            ) => {}
+        Err(e @ rusqlite::Error::SqliteFailure(..)) if !is_permission(&e) => {}
+        Err(e) => return Err(sql(e)),
+    }
+    recreate(path)
+}
+
+/// Whether an error says the file is damaged or not a database.
+pub fn is_corrupt(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if matches!(
+        f.code,
+        rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+    ))
+}
+
+/// Replaces the index file by a new empty index.
+pub fn recreate(path: &Path) -> Result<Connection, SearchError> {
+    let sql = |source| SearchError::Sqlite {
+        path: path.to_owned(),
+        source,
+    };
+    remove_index_files(path)?;
+    let conn = Connection::open(path).map_err(sql)?;
+    configure(&conn).map_err(sql)?;
+    create(&conn).map_err(sql)?;
+    Ok(conn)
+}
+
+/// Whether SQLite could not open or write the file because of where it is (read-only
+/// directory or file, no permission), which replacing it would not cure.
+fn is_permission(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if matches!(
+        f.code,
+        rusqlite::ErrorCode::ReadOnly
+            | rusqlite::ErrorCode::CannotOpen
+            | rusqlite::ErrorCode::PermissionDenied
+            | rusqlite::ErrorCode::DatabaseBusy
+            | rusqlite::ErrorCode::DatabaseLocked
+    ))
+}
+
+fn remove_index_files(path: &Path) -> Result<(), SearchError> {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        match std::fs::remove_file(&name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(SearchError::Replace {
+                    path: path.to_owned(),
+                    source,
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn open_memory() -> Result<Connection, SearchError> {
+    let sql = |source| SearchError::Sqlite {
+        path: PathBuf::from(":memory:"),
+        source,
+    };
+    let conn = Connection::open_in_memory().map_err(sql)?;
+    create(&conn).map_err(sql)?;
+    Ok(conn)
+}
+
+pub fn path_of(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(bytes))
+}
+
+pub fn path_bytes(path: &Path) -> &[u8] {
+    path.as_os_str().as_bytes()
+}
+
+/// Columns of `files` read into a [`FileState`], in this order.
+pub const FILE_COLUMNS: &str = "id, dev, ino, len, mtime_ns, mark_end, mark_newlines, mark_tail, \
+     patches_apply, incremental, next_seq, leaf_seq, leaf_id";
+
+pub fn file_state(row: &Row, at: usize) -> rusqlite::Result<FileState> {
+    let stat = Stat {
+        dev: row.get::<_, i64>(at + 1)? as u64,
+        ino: row.get::<_, i64>(at + 2)? as u64,
+        len: row.get::<_, i64>(at + 3)? as u64,
+        mtime_ns: row.get(at + 4)?,
+    };
+    let mark = match row.get::<_, Option<i64>>(at + 5)? {
+        Some(end) => Some(ReadMark {
+            id: FileId {
+                dev: stat.dev,
+                ino: stat.ino,
+            },
+            end: end as u64,
+            newlines: row.get::<_, i64>(at + 6)? as usize,
+            tail: row.get(at + 7)?,
+            patches_apply: row.get(at + 8)?,
+        }),
+        None => None,
+    };
+    let leaf = match (row.get::<_, Option<i64>>(at + 11)?, row.get(at + 12)?) {
+        (Some(seq), Some(id)) => Some((seq, id)),
+        _ => None,
+    };
+    Ok(FileState {
+        id: row.get(at)?,
+        stat,
+        mark,
+        incremental: row.get(at + 9)?,
+        next_seq: row.get(at + 10)?,
+        leaf,
+    })
+}
+
+pub fn read_files(conn: &Connection) -> rusqlite::Result<HashMap<PathBuf, FileState>> {
+    let mut stmt = conn.prepare(&format!("SELECT path, {FILE_COLUMNS} FROM files"))?;
+    let rows = stmt.query_map([], |row| {
+        Ok((path_of(&row.get::<_, Vec<u8>>(0)?), file_state(row, 1)?))
+    })?;
+    rows.collect()
+}
+
+/// The hits of a query, best first, with their snippets.
+///
+/// The ranking runs over the matches' ids, scores and times only, and the text of the
+/// best is read afterwards: sorting every match with its text made a frequent word cost
+/// its whole posting list in text. A substring's candidates are checked against their
+/// text, so more are ranked than asked for, and more again while checks fail.
+pub fn run_search(
+    conn: &Connection,
+    query: &Query,
+    filters: &Filters,
+) -> rusqlite::Result<Vec<Hit>> {
+    let table = match query {
+        Query::Terms(_) => "words",
+        Query::Substring(_) => "grams",
+    };
+    let mut inner = format!(
+        "SELECT d.id AS id, bm25({table}) AS score, d.time_ms AS time \
+         FROM {table} JOIN docs d ON d.id = {table}.rowid JOIN files f ON f.id = d.file \
+         WHERE {table} MATCH ?"
+    );
+    let mut params: Vec<Sql> = vec![Sql::Text(query.fts_match())];
+    if let Some(cwd) = &filters.cwd {
+        inner.push_str(" AND f.cwd = ?");
+        params.push(Sql::Text(cwd.clone()));
+    }
+    if let Some(since) = filters.since_ms {
+        inner.push_str(" AND d.time_ms >= ?");
+        params.push(Sql::Integer(since));
+    }
+    if let Some(until) = filters.until_ms {
+        inner.push_str(" AND d.time_ms < ?");
+        params.push(Sql::Integer(until));
+    }
+    if let Some(role) = filters.role {
+        let kinds = role.kinds();
+        inner.push_str(&format!(
+            " AND d.kind IN ({})",
+            vec!["?"; kinds.len()].join(",")
+        ));
+        params.extend(kinds.iter().map(|k| Sql::Text((*k).to_owned())));
+    }
+    if let Some(prefix) = &filters.session {
+        inner.push_str(" AND substr(f.session_id, 1, ?) = ?");
+        params.push(Sql::Integer(prefix.chars().count() as i64));
+        params.push(Sql::Text(prefix.clone()));
+    }
+    let sql = format!(
+        "SELECT top.id, top.score, f.path, f.session_id, f.title, f.cwd, d.entry_id, \
+         d.entry_type, d.kind, d.time_ms, d.on_leaf, d.text \
+         FROM ({inner} ORDER BY score, time DESC, id DESC LIMIT ? OFFSET ?) top \
+         JOIN docs d ON d.id = top.id JOIN files f ON f.id = d.file \
+         ORDER BY top.score, top.time DESC, top.id DESC"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut hits = Vec::new();
+    let mut offset = 0;
+    let mut batch = match query {
+        Query::Terms(_) => filters.limit,
+        Query::Substring(_) => filters.limit.saturating_mul(4).max(64),
+    };
+    while hits.len() < filters.limit {
+        let mut page = params.clone();
+        page.push(Sql::Integer(batch.min(i64::MAX as usize) as i64));
+        page.push(Sql::Integer(offset as i64));
+        let mut rows = stmt.query(params_from_iter(page))?;
+        let mut seen = 0;
+        while let Some(row) = rows.next()? {
+            seen += 1;
+            if hits.len() >= filters.limit {
+                break;
+            }
+            let text: String = row.get(11)?;
+            // The trigram index keeps no positions: its matches hold every trigram of the
+            // substring, and the text says whether they hold the substring.
+            let Some(snippet) = Snippet::of(&text, query) else {
+                continue;
+            };
+            hits.push(Hit {
+                path: path_of(&row.get::<_, Vec<u8>>(2)?),
+                session_id: row.get(3)?,
+                title: row.get(4)?,
+                cwd: row.get(5)?,
+                entry_id: row.get(6)?,
+                entry_type: row.get(7)?,
+                kind: row.get(8)?,
+                time_ms: row.get(9)?,
+                on_leaf_path: row.get(10)?,
+                score: row.get(1)?,
+                snippet,
+            });
+        }
+        if seen < batch {
+            break;
+        }
+        offset += batch;
+        batch = batch.saturating_mul(2);
+    }
+    Ok(hits)
+}

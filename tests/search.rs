@@ -1,0 +1,536 @@
+//! The search index against a plain scan of the replayed records: the same sessions and
+//! entries for marker words placed in known fields, through appends, entry patches, title
+//! renames, branches, file replacement and removal; damaged indexes; the CLI.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::gjcfs_bin;
+use gjcfs::corpus::{generate_file, Format, Limit, Options};
+use gjcfs::engine::load::{load_entries_from_file, load_session, LoadStatus};
+use gjcfs::engine::search::query::words;
+use gjcfs::engine::search::text::record_text;
+use gjcfs::engine::search::{Change, Filters, Query, QueryError, SearchIndex, FORMAT, INDEX_FILE};
+
+/// (session id, entry id or "title", on the leaf path).
+type Found = BTreeSet<(String, String, bool)>;
+
+/// What a scan of every file's replayed records finds for `word`.
+fn scan(paths: &[PathBuf], word: &str) -> Found {
+    let mut found = Found::new();
+    for path in paths {
+        let loaded = load_entries_from_file(path).unwrap();
+        if loaded.status != LoadStatus::Loaded {
+            continue;
+        }
+        let session = load_session(path).unwrap().session;
+        let leaf_path: BTreeSet<usize> = session
+            .leaf()
+            .map(|l| session.path_to(l).into_iter().collect())
+            .unwrap_or_default();
+        let has = |text: &str| words(text).any(|(_, w)| w.to_lowercase() == word);
+        let header = session.header();
+        let id = header.id().unwrap().to_owned();
+        if header.title().is_some_and(has) {
+            found.insert((id.clone(), "title".into(), true));
+        }
+        for i in session.entry_indices() {
+            let record = session.record(i);
+            if has(&record_text(record)) {
+                let entry = record.id().unwrap().to_owned();
+                found.insert((id.clone(), entry, leaf_path.contains(&i)));
+            }
+        }
+    }
+    found
+}
+
+fn search(index: &SearchIndex, word: &str) -> Found {
+    let filters = Filters {
+        limit: 100_000,
+        ..Filters::default()
+    };
+    index
+        .search(&Query::parse(word).unwrap(), &filters)
+        .unwrap()
+        .into_iter()
+        .map(|h| {
+            let entry = h.entry_id.unwrap_or_else(|| "title".into());
+            (h.session_id, entry, h.on_leaf_path)
+        })
+        .collect()
+}
+
+struct Store {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    index_dir: PathBuf,
+}
+
+impl Store {
+    fn new(sessions: u64) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("sessions");
+        std::fs::create_dir(&root).unwrap();
+        for seed in 1..=sessions {
+            let options = Options {
+                seed,
+                limit: Limit::Entries(40),
+                format: Format::V5,
+            };
+            generate_file(&root.join(format!("s{seed}.jsonl")), &options).unwrap();
+        }
+        let index_dir = dir.path().join("index");
+        Store {
+            _dir: dir,
+            root,
+            index_dir,
+        }
+    }
+
+    fn paths(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(&self.root)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        paths.sort();
+        paths
+    }
+
+    fn file(&self, n: u32) -> PathBuf {
+        self.root.join(format!("s{n}.jsonl"))
+    }
+}
+
+fn append(path: &Path, lines: &[String]) {
+    let mut file = OpenOptions::new().append(true).open(path).unwrap();
+    for line in lines {
+        writeln!(file, "{line}").unwrap();
+    }
+}
+
+fn leaf_of(path: &Path) -> String {
+    load_session(path)
+        .unwrap()
+        .session
+        .leaf_id()
+        .unwrap()
+        .to_owned()
+}
+
+fn user(id: &str, parent: &str, text: &str) -> String {
+    format!(
+        r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2026-03-01T10:00:00.000Z","message":{{"role":"user","content":"{text}","timestamp":1772359200000}}}}"#
+    )
+}
+
+/// Entries with a marker in each searchable field, and markers where nothing is searched.
+fn marked_entries(parent: &str) -> Vec<String> {
+    vec![
+        user("aa000001", parent, "where is zyxuser hidden"),
+        format!(
+            r#"{{"type":"message","id":"aa000002","parentId":"aa000001","timestamp":"2026-03-01T10:00:01.000Z","message":{{"role":"assistant","content":[{{"type":"thinking","thinking":"zyxthink","thinkingSignature":"zyxsignature"}},{{"type":"text","text":"zyxanswer"}},{{"type":"toolCall","id":"c1","name":"edit","arguments":{{"path":"zyxpath.rs","edits":[{{"new":"zyxnew"}}]}}}}]}}}}"#
+        ),
+        format!(
+            r#"{{"type":"message","id":"aa000003","parentId":"aa000002","timestamp":"2026-03-01T10:00:02.000Z","message":{{"role":"toolResult","toolCallId":"c1","toolName":"edit","content":[{{"type":"text","text":"zyxresult"}}],"details":{{"diff":"zyxdetails"}}}}}}"#
+        ),
+        r#"{"type":"custom_message","id":"aa000004","parentId":"aa000003","timestamp":"2026-03-01T10:00:03.000Z","customType":"t","content":[{"type":"text","text":"zyxcustommsg"}],"display":true}"#.to_owned(),
+        r#"{"type":"compaction","id":"aa000005","parentId":"aa000004","timestamp":"2026-03-01T10:00:04.000Z","summary":"zyxcompaction","firstKeptEntryId":"aa000001","tokensBefore":10}"#.to_owned(),
+        r#"{"type":"label","id":"aa000006","parentId":"aa000005","timestamp":"2026-03-01T10:00:05.000Z","targetId":"aa000001","label":"zyxlabel"}"#.to_owned(),
+        r#"{"type":"custom","id":"aa000007","parentId":"aa000006","timestamp":"2026-03-01T10:00:06.000Z","customType":"t","data":{"x":"zyxstate"}}"#.to_owned(),
+        r#"{"type":"header_patch","patch":{"title":"zyxtitle session"}}"#.to_owned(),
+    ]
+}
+
+const SEARCHED: &[&str] = &[
+    "zyxuser",
+    "zyxthink",
+    "zyxanswer",
+    "zyxpath",
+    "zyxnew",
+    "zyxresult",
+    "zyxcustommsg",
+    "zyxcompaction",
+    "zyxlabel",
+    "zyxtitle",
+];
+const NOT_SEARCHED: &[&str] = &["zyxsignature", "zyxdetails", "zyxstate"];
+/// Markers of later steps, and a word of every generated session.
+const LATER: &[&str] = &[
+    "zyxpatched",
+    "zyxbranch",
+    "zyxrenamed",
+    "zyxreplaced",
+    "session",
+];
+
+fn assert_agrees(store: &Store, index: &SearchIndex, step: &str) {
+    let paths = store.paths();
+    for word in SEARCHED.iter().chain(NOT_SEARCHED).chain(LATER) {
+        assert_eq!(search(index, word), scan(&paths, word), "{step}: {word}");
+    }
+}
+
+fn changes(index: &SearchIndex, store: &Store) -> Vec<(String, Change)> {
+    let report = index.update(&store.paths(), 2, &|_| {}).unwrap();
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    report
+        .changes
+        .into_iter()
+        .map(|c| {
+            let name = c.path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, c.change)
+        })
+        .collect()
+}
+
+#[test]
+fn hits_equal_a_scan_of_the_replayed_records_through_every_change() {
+    let store = Store::new(3);
+    let index = SearchIndex::open(&store.index_dir).unwrap();
+    assert_eq!(changes(&index, &store).len(), 3);
+    assert_agrees(&store, &index, "built");
+
+    // Appended entries are indexed on their own, each marker where a scan finds it.
+    let s1 = store.file(1);
+    append(&s1, &marked_entries(&leaf_of(&s1)));
+    assert_eq!(
+        changes(&index, &store),
+        [(
+            "s1.jsonl".into(),
+            Change::Appended {
+                records: 7,
+                edited: 0
+            }
+        )]
+    );
+    assert_agrees(&store, &index, "appended");
+    for word in SEARCHED {
+        assert!(!search(&index, word).is_empty(), "{word} is searchable");
+    }
+    for word in NOT_SEARCHED {
+        assert!(search(&index, word).is_empty(), "{word} is not searched");
+    }
+
+    // An entry patch replaces a message's text: the old marker is gone.
+    append(
+        &s1,
+        &[r#"{"type":"entry_patch","entryId":"aa000001","patch":{"message":{"role":"user","content":"now zyxpatched"}}}"#.to_owned()],
+    );
+    assert_eq!(
+        changes(&index, &store),
+        [(
+            "s1.jsonl".into(),
+            Change::Appended {
+                records: 0,
+                edited: 1
+            }
+        )]
+    );
+    assert!(search(&index, "zyxuser").is_empty());
+    assert_agrees(&store, &index, "patched");
+
+    // A branch from an earlier entry moves entries off the leaf path.
+    append(&s1, &[user("bb000001", "aa000002", "zyxbranch")]);
+    assert!(matches!(
+        changes(&index, &store)[..],
+        [(_, Change::Appended { records: 1, .. })]
+    ));
+    let off: Vec<_> = search(&index, "zyxcompaction").into_iter().collect();
+    assert!(!off[0].2, "the compaction is off the new branch");
+    assert_agrees(&store, &index, "branched");
+
+    // A rename.
+    append(
+        &s1,
+        &[r#"{"type":"header_patch","patch":{"title":"zyxrenamed"}}"#.to_owned()],
+    );
+    changes(&index, &store);
+    assert!(search(&index, "zyxtitle").is_empty());
+    assert_agrees(&store, &index, "renamed");
+
+    // A line appended without its newline yet is not indexed until it is complete.
+    let mut file = OpenOptions::new().append(true).open(&s1).unwrap();
+    let line = user("cc000001", "bb000001", "zyxreplaced partial");
+    write!(file, "{}", &line[..20]).unwrap();
+    changes(&index, &store);
+    assert_agrees(&store, &index, "torn");
+    writeln!(file, "{}", &line[20..]).unwrap();
+    drop(file);
+    changes(&index, &store);
+    assert_agrees(&store, &index, "completed");
+
+    // A file replaced through a rename is read again whole.
+    let s2 = store.file(2);
+    let tmp = store.root.join("s2.tmp");
+    let mut text = std::fs::read_to_string(&s2).unwrap();
+    text.push_str(&user("dd000001", &leaf_of(&s2), "zyxreplaced"));
+    text.push('\n');
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, &s2).unwrap();
+    assert_eq!(
+        changes(&index, &store),
+        [("s2.jsonl".into(), Change::Reindexed)]
+    );
+    assert_agrees(&store, &index, "replaced");
+
+    // A shrunk file too.
+    let text = std::fs::read_to_string(&s1).unwrap();
+    let cut: Vec<&str> = text.lines().collect();
+    std::fs::write(&s1, cut[..cut.len() - 3].join("\n") + "\n").unwrap();
+    assert_eq!(
+        changes(&index, &store),
+        [("s1.jsonl".into(), Change::Reindexed)]
+    );
+    assert_agrees(&store, &index, "shrunk");
+
+    // A removed file is dropped.
+    std::fs::remove_file(store.file(3)).unwrap();
+    assert_eq!(
+        changes(&index, &store),
+        [("s3.jsonl".into(), Change::Removed)]
+    );
+    assert_agrees(&store, &index, "removed");
+    assert!(changes(&index, &store).is_empty(), "nothing changed");
+
+    // A second process's view: the same index opened again agrees.
+    drop(index);
+    let again = SearchIndex::open(&store.index_dir).unwrap();
+    assert!(changes(&again, &store).is_empty());
+    assert_agrees(&store, &again, "reopened");
+}
+
+#[test]
+fn a_search_rechecks_the_files_of_its_hits() {
+    let store = Store::new(1);
+    let index = SearchIndex::open(&store.index_dir).unwrap();
+    let s1 = store.file(1);
+    append(&s1, &[user("aa000001", &leaf_of(&s1), "zyxuser")]);
+    changes(&index, &store);
+    // Patched without an update: the search must not return the old text's hit.
+    append(
+        &s1,
+        &[r#"{"type":"entry_patch","entryId":"aa000001","patch":{"message":{"role":"user","content":"zyxpatched"}}}"#.to_owned()],
+    );
+    assert!(search(&index, "zyxuser").is_empty());
+    assert_agrees(&store, &index, "rechecked");
+    // A file removed without an update gives no hits.
+    std::fs::remove_file(&s1).unwrap();
+    assert!(search(&index, "zyxpatched").is_empty());
+}
+
+#[test]
+fn substrings_phrases_and_filters() {
+    let store = Store::new(2);
+    let s1 = store.file(1);
+    append(&s1, &marked_entries(&leaf_of(&s1)));
+    let index = SearchIndex::open(&store.index_dir).unwrap();
+    changes(&index, &store);
+    let all = |q: Query, f: Filters| index.search(&q, &f).unwrap();
+    let filters = Filters::default();
+    let hits = all(Query::substring("XUSER HID").unwrap(), filters.clone());
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].entry_id.as_deref(), Some("aa000001"));
+    assert_eq!(hits[0].kind, "user");
+    let hit = &hits[0].snippet;
+    assert_eq!(
+        &hit.text[hit.highlights[0].0..hit.highlights[0].1],
+        "xuser hid"
+    );
+    assert_eq!(
+        all(Query::parse("\"is zyxuser\"").unwrap(), filters.clone()).len(),
+        1
+    );
+    assert!(all(Query::parse("\"zyxuser is\"").unwrap(), filters.clone()).is_empty());
+    assert_eq!(
+        all(Query::parse("zyxuser hidden").unwrap(), filters.clone()).len(),
+        1
+    );
+    assert!(all(Query::parse("zyxuser zyxanswer").unwrap(), filters.clone()).is_empty());
+    // Filters.
+    let role = |role| Filters {
+        role: Some(role),
+        ..Filters::default()
+    };
+    let q = || Query::parse("zyxresult").unwrap();
+    assert_eq!(all(q(), role(gjcfs::engine::search::Role::Tool)).len(), 1);
+    assert!(all(q(), role(gjcfs::engine::search::Role::User)).is_empty());
+    let since = |ms| Filters {
+        since_ms: Some(ms),
+        ..Filters::default()
+    };
+    assert_eq!(all(q(), since(1_772_359_200_000)).len(), 1);
+    assert!(all(q(), since(1_772_359_300_000)).is_empty());
+    let session = load_session(&s1)
+        .unwrap()
+        .session
+        .header()
+        .id()
+        .unwrap()
+        .to_owned();
+    let of = |prefix: &str| Filters {
+        session: Some(prefix.to_owned()),
+        ..Filters::default()
+    };
+    assert_eq!(all(q(), of(&session[..8])).len(), 1);
+    assert!(all(q(), of("ffffffff")).is_empty());
+    let cwd = load_session(&s1)
+        .unwrap()
+        .session
+        .header()
+        .cwd()
+        .unwrap()
+        .to_owned();
+    let at = |cwd: &str| Filters {
+        cwd: Some(cwd.to_owned()),
+        ..Filters::default()
+    };
+    assert_eq!(all(q(), at(&cwd)).len(), 1);
+    assert!(all(q(), at("/nowhere")).is_empty());
+    // Relevance first: the document with the word twice ranks above.
+    append(
+        &s1,
+        &[user(
+            "ee000001",
+            "aa000007",
+            "zyxresult zyxresult zyxresult",
+        )],
+    );
+    let hits = all(q(), Filters::default());
+    assert_eq!(hits[0].entry_id.as_deref(), Some("ee000001"));
+}
+
+#[test]
+fn damaged_or_foreign_index_files_are_replaced() {
+    let store = Store::new(1);
+    std::fs::create_dir_all(&store.index_dir).unwrap();
+    let file = store.index_dir.join(INDEX_FILE);
+    let cases: Vec<Box<dyn Fn()>> = vec![
+        Box::new(|| std::fs::write(&file, b"not a database at all, just some text").unwrap()),
+        Box::new(|| {
+            let conn = rusqlite::Connection::open(&file).unwrap();
+            conn.execute_batch("CREATE TABLE files (x); INSERT INTO files VALUES (1);")
+                .unwrap();
+        }),
+        Box::new(|| {
+            let conn = rusqlite::Connection::open(&file).unwrap();
+            conn.pragma_update(None, "user_version", FORMAT + 1)
+                .unwrap();
+        }),
+    ];
+    for (n, damage) in cases.iter().enumerate() {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+        }
+        if n == 2 {
+            // A real index of another format.
+            let index = SearchIndex::open(&store.index_dir).unwrap();
+            changes(&index, &store);
+        }
+        damage();
+        let index = SearchIndex::open(&store.index_dir).unwrap();
+        assert_eq!(changes(&index, &store).len(), 1, "case {n}: rebuilt");
+        assert_agrees(&store, &index, "rebuilt");
+    }
+    // Damage inside a page the header checks do not read.
+    drop(SearchIndex::open(&store.index_dir).unwrap());
+    let mut bytes = std::fs::read(&file).unwrap();
+    let len = bytes.len();
+    for b in &mut bytes[len / 2..] {
+        *b = 0x5a;
+    }
+    std::fs::write(&file, bytes).unwrap();
+    let index = SearchIndex::open(&store.index_dir).unwrap();
+    changes(&index, &store);
+    assert_agrees(&store, &index, "recovered");
+}
+
+#[test]
+fn bad_queries_are_errors() {
+    assert!(matches!(
+        Query::parse("a \"b"),
+        Err(QueryError::UnbalancedQuote { .. })
+    ));
+    assert!(matches!(Query::parse(""), Err(QueryError::Empty)));
+    assert!(matches!(
+        Query::substring("ab"),
+        Err(QueryError::SubstringTooShort { .. })
+    ));
+}
+
+fn gjcfs(args: &[&str]) -> std::process::Output {
+    Command::new(gjcfs_bin())
+        .args(args)
+        .output()
+        .expect("gjcfs runs")
+}
+
+#[test]
+fn cli_search_prints_hits_and_json() {
+    let store = Store::new(2);
+    let s1 = store.file(1);
+    append(&s1, &marked_entries(&leaf_of(&s1)));
+    let root = store.root.to_str().unwrap();
+    let index = store.index_dir.to_str().unwrap();
+    let out = gjcfs(&["search", "zyxuser", "--session-dir", root, "--index", index]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("aa000001") && text.contains("where is zyxuser hidden"));
+    let out = gjcfs(&[
+        "search",
+        "zyxresult",
+        "--json",
+        "--session-dir",
+        root,
+        "--index",
+        index,
+    ]);
+    let line = String::from_utf8(out.stdout).unwrap();
+    let hit = gjcfs::engine::json::parse(line.trim()).unwrap();
+    let hit = hit.as_object().unwrap();
+    assert_eq!(hit.get_str("entry"), Some("aa000003"));
+    assert_eq!(hit.get_str("kind"), Some("toolResult"));
+    assert_eq!(hit.get_str("type"), Some("message"));
+    assert_eq!(hit.get_str("snippet"), Some("zyxresult"));
+    assert_eq!(hit.get_str("timestamp"), Some("2026-03-01T10:00:02.000Z"));
+    assert_eq!(hit.get("onLeafPath").and_then(|v| v.as_bool()), Some(true));
+    assert!(hit.get_str("session").is_some() && hit.get_str("path").is_some());
+    // A bad query exits with status 2.
+    for bad in [vec!["a \"b"], vec!["--substring", "ab"], vec!["--", "--"]] {
+        let mut args = vec!["search", "--session-dir", root, "--index", index];
+        args.extend(bad.iter().copied());
+        let out = gjcfs(&args);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with("gjcfs: error: "));
+    }
+}
+
+#[test]
+fn cli_search_without_a_writable_index_dir_searches_in_memory() {
+    let store = Store::new(1);
+    let s1 = store.file(1);
+    append(&s1, &marked_entries(&leaf_of(&s1)));
+    // A directory cannot be made under a regular file, even by root.
+    let blocked = store.root.join("s1.jsonl").join("index");
+    let out = gjcfs(&[
+        "search",
+        "zyxlabel",
+        "--session-dir",
+        store.root.to_str().unwrap(),
+        "--index",
+        blocked.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("using an index in memory"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("aa000006"));
+}
