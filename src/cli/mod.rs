@@ -337,7 +337,7 @@ pub fn run() -> ExitCode {
         Err(err) if output::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err)
             if err
-                .downcast_ref::<gjcfs::engine::search::QueryError>()
+                .downcast_ref::<gjcfs_engine::search::QueryError>()
                 .is_some() =>
         {
             eprintln!("gjcfs: error: {}", output::error_line(&err));

@@ -1,16 +1,16 @@
 //! `gjcfs search QUERY`: full-text search over every session of the store, through the
-//! search index (`gjcfs::engine::search`), which is brought up to date first.
+//! search index (`gjcfs_engine::search`), which is brought up to date first.
 
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use gjcfs::engine::json::{self, Object, Value};
-use gjcfs::engine::search::{
+use gjcfs_engine::json::{self, Object, Value};
+use gjcfs_engine::search::{
     default_index_dir, Filters, Hit, Progress, Query, Role, SearchError, SearchIndex,
 };
-use gjcfs::engine::time::{format_iso_millis, parse_iso_millis};
+use gjcfs_engine::time::{format_iso_millis, parse_iso_millis};
 
 use super::store::StoreArgs;
 
@@ -151,7 +151,7 @@ fn absolute(dir: &std::path::Path) -> Result<String> {
             .context("cannot read the current directory")?
             .join(dir)
     };
-    Ok(gjcfs::engine::agent_dir::normalize(&dir)
+    Ok(gjcfs_engine::agent_dir::normalize(&dir)
         .to_string_lossy()
         .into_owned())
 }

@@ -19,7 +19,7 @@
 //!   duplicate ids, or with a missing parent: [`super::prepare::Prepared::incremental`])
 //!   are read again whole instead.
 //!
-//! [`SessionManager::refresh_from_file`]: crate::engine::manager::SessionManager::refresh_from_file
+//! [`SessionManager::refresh_from_file`]: crate::manager::SessionManager::refresh_from_file
 
 use std::collections::HashMap;
 use std::io;
@@ -349,7 +349,7 @@ fn append(
     let Ok(file) = FileStorage.open_read_at(path) else {
         return Ok(Appended::Whole);
     };
-    let read = || -> io::Result<Option<(ReadMark, Option<crate::engine::lines::Lines>)>> {
+    let read = || -> io::Result<Option<(ReadMark, Option<crate::lines::Lines>)>> {
         if file.id() != mark.id {
             return Ok(None);
         }
