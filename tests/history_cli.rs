@@ -173,6 +173,17 @@ fn search_prints_matches_in_search_order() {
     );
     assert!(out.status.success());
     assert!(stdout(&out).is_empty());
+    // A query without a word to search for is an error, exit status 2.
+    let out = run(
+        &mut gjcfs(home.path()),
+        &["history", "search", "(( \"", "--agent-dir", dir],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("holds no word to search for"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

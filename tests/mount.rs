@@ -584,12 +584,22 @@ fn history_reads_through_cat() {
     assert_eq!(found.lines().count(), 1);
     assert!(found.contains("rename the module"));
     // How it works is written down beside it, and the queries asked are listed.
-    assert_eq!(ok("ls", &[p(&history)]), "README\nprompts.jsonl\nsearch\n");
+    assert_eq!(
+        ok("ls", &[p(&history)]),
+        "README\nerrors\nprompts.jsonl\nsearch\n"
+    );
+    // A query without a word is refused with the reason in history/errors; one that
+    // finds nothing is an empty answer.
+    let refused = run("cat", &[p(&history.join("search").join("(( ))"))]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("Invalid argument"));
+    assert!(ok("cat", &[p(&history.join("errors"))]).contains("holds no word to search for"));
+    assert_eq!(ok("cat", &[p(&history.join("search").join("zebra"))]), "");
     assert!(ok("cat", &[p(&history.join("README"))]).contains("search/<query>"));
     ok("cat", &[p(&history.join("search").join("explain tree"))]);
     assert_eq!(
         ok("ls", &[p(&history.join("search"))]),
-        "explain tree\nrenam\n"
+        "explain tree\nrenam\nzebra\n"
     );
 }
 

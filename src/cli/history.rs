@@ -94,6 +94,12 @@ fn list(args: &HistoryArgs, query: Option<&str>) -> Result<()> {
     let storage = HistoryStorage::open(&path)?;
     let entries = match query {
         None => storage.get_recent(limit, cwd.as_deref())?,
+        Some(query) if gjcfs_engine::history::tokenize(query).is_empty() => {
+            return Err(super::output::BadQuery(format!(
+                "{query:?} holds no word to search for (punctuation only separates words)"
+            ))
+            .into())
+        }
         Some(query) => storage.search(query, limit, cwd.as_deref())?,
     };
     storage.close()?;

@@ -335,11 +335,7 @@ pub fn run() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if output::is_broken_pipe(&err) => ExitCode::SUCCESS,
-        Err(err)
-            if err
-                .downcast_ref::<gjcfs_engine::search::QueryError>()
-                .is_some() =>
-        {
+        Err(err) if output::is_bad_query(&err) => {
             eprintln!("gjcfs: error: {}", output::error_line(&err));
             ExitCode::from(2)
         }

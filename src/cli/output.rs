@@ -92,3 +92,23 @@ mod tests {
         );
     }
 }
+
+/// A query that cannot be searched: the command exits with status 2.
+#[derive(Debug)]
+pub struct BadQuery(pub String);
+
+impl std::fmt::Display for BadQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadQuery {}
+
+/// Whether `err` is a bad query (exit status 2).
+pub fn is_bad_query(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<BadQuery>().is_some()
+        || err
+            .downcast_ref::<gjcfs_engine::search::QueryError>()
+            .is_some()
+}

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::VfsError;
-use gjcfs_engine::history::{HistoryEntry, HistoryStorage, MAX_LIMIT};
+use gjcfs_engine::history::{tokenize as crate_tokenize, HistoryEntry, HistoryStorage, MAX_LIMIT};
 use gjcfs_engine::json::{self, Object, Value};
 
 /// How many queries `ls history/search/` shows.
@@ -25,8 +25,10 @@ prompts.jsonl      every prompt, oldest first: {\"id\",\"prompt\",\"created_at\"
 search/<query>     the prompts matching <query>, best first, as the agent's search finds
                    them: every word of the query must occur (as a word prefix, or
                    anywhere in the prompt); punctuation only separates words, so no
-                   query is invalid. Any name is a query: cat \"history/search/fix parser\".
+                   query with a word in it is invalid (one without: EINVAL, and the
+                   reason in errors). Any name is a query: cat \"history/search/fix parser\".
                    `ls search/` shows the last queries asked.
+errors             why the last queries were refused
 ";
 
 pub struct HistoryView {
@@ -145,7 +147,14 @@ impl HistoryView {
         self.queries.lock().iter().cloned().collect()
     }
 
+    /// The prompts matching `query`. A query without a word to search for (only
+    /// punctuation and spaces) is refused.
     pub fn search(&self, query: &str) -> Result<Vec<u8>, VfsError> {
+        if crate_tokenize(query).is_empty() {
+            return Err(VfsError::InvalidArgument(format!(
+                "{query:?} holds no word to search for"
+            )));
+        }
         let entries = self.with(|s| {
             s.search(query, MAX_LIMIT, None)
                 .map_err(|e| VfsError::Unreadable(e.to_string()))

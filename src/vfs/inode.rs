@@ -36,6 +36,8 @@ pub enum Node {
     HistoryPrompts,
     /// `history/README`: how `history/` works.
     HistoryReadme,
+    /// `history/errors`: why the last queries were refused.
+    HistoryErrors,
     SearchDir,
     /// `history/search/<query>`.
     Search(String),
@@ -77,6 +79,7 @@ impl Node {
             | Node::HistoryDir
             | Node::HistoryPrompts
             | Node::HistoryReadme
+            | Node::HistoryErrors
             | Node::SearchDir
             | Node::Search(_)
             | Node::ProjectsDir

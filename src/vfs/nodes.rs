@@ -13,6 +13,9 @@ use super::{Attr, DirEntry, NodeKind, VfsError};
 use gjcfs_engine::blob::{is_valid_hash, BlobStore};
 use gjcfs_engine::storage::FileStorage;
 
+/// The error log key of `history/errors` (no session id is empty).
+const HISTORY_LOG: &str = "";
+
 /// A node's attributes before it has a number.
 struct Shape {
     kind: NodeKind,
@@ -130,6 +133,7 @@ impl Vfs {
             Node::HistoryDir => match name {
                 "prompts.jsonl" => Node::HistoryPrompts,
                 "README" => Node::HistoryReadme,
+                "errors" => Node::HistoryErrors,
                 "search" => Node::SearchDir,
                 _ => return Err(VfsError::NotFound),
             },
@@ -264,7 +268,16 @@ impl Vfs {
             ),
             Node::HistoryPrompts => file(self.history.prompts()?.len(), self.history.mtime_ms()),
             Node::HistoryReadme => file(super::history::README.len(), self.history.mtime_ms()),
-            Node::Search(query) => file(self.history.search(query)?.len(), self.history.mtime_ms()),
+            Node::HistoryErrors => {
+                file(self.errors.text(HISTORY_LOG).len(), self.history.mtime_ms())
+            }
+            Node::Search(query) => {
+                let found = self.history.search(query).inspect_err(|e| {
+                    self.errors
+                        .push(HISTORY_LOG, &format!("search/{query}: {e}"));
+                })?;
+                file(found.len(), self.history.mtime_ms())
+            }
             Node::Blob(hash) => {
                 let (len, mtime) = disk::blob_meta(&self.config.blob_dir, Some(hash))?;
                 stable_file(len as usize, mtime)
@@ -405,6 +418,7 @@ impl Vfs {
             }
             Node::HistoryDir => vec![
                 (Node::HistoryReadme, "README".to_owned()),
+                (Node::HistoryErrors, "errors".to_owned()),
                 (Node::HistoryPrompts, "prompts.jsonl".to_owned()),
                 (Node::SearchDir, "search".to_owned()),
             ],
@@ -500,6 +514,7 @@ impl Vfs {
             Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
             Node::HistoryPrompts => self.history.prompts(),
             Node::HistoryReadme => Ok(Arc::new(super::history::README.as_bytes().to_vec())),
+            Node::HistoryErrors => Ok(Arc::new(self.errors.text(HISTORY_LOG).into_bytes())),
             // The kernel follows links; a link itself is never opened.
             Node::ProjectLink(..) | Node::Label(..) | Node::DateLink(..) | Node::RecentLink(_) => {
                 Err(VfsError::NotFound)
