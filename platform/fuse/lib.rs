@@ -2,6 +2,8 @@
 //! [`Vfs`] and its results to replies. It decides nothing itself: every answer comes from
 //! the model, every error code from [`to_errno`], and a panic in a handler becomes `EIO`.
 
+pub mod lifecycle;
+
 use std::ffi::OsStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
