@@ -9,11 +9,28 @@
 //! lines before it stay appended.
 
 use std::io::BufRead;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use gjcfs_engine::json::{self, Value};
 use gjcfs_engine::manager::{SessionManager, StorageConfig, WriteTarget};
+
+/// `gjcfs append`'s arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The session file (.jsonl; it must exist), or a session id (or a unique prefix
+    /// of one) looked up in the agent directory.
+    pub file: PathBuf,
+    /// The agent directory whose blob store receives large images
+    /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+    #[arg(long, value_name = "DIR")]
+    pub agent_dir: Option<PathBuf>,
+}
+
+pub fn command(args: Args) -> Result<()> {
+    let file = super::store::resolve_in(&args.file, args.agent_dir.as_deref())?;
+    run(&file, args.agent_dir.as_deref())
+}
 
 pub fn run(file: &Path, agent_dir: Option<&Path>) -> Result<()> {
     let dirs = super::agent::agent_dirs(agent_dir)?;

@@ -1,7 +1,7 @@
 //! `gjcfs context FILE [--leaf ID]`.
 
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use std::sync::Arc;
@@ -12,6 +12,26 @@ use gjcfs_engine::sanitize::sanitize_openai_replay;
 use gjcfs_engine::storage::FileStorage;
 
 use super::output::warn_skipped;
+
+/// `gjcfs context`'s arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The session file (.jsonl), or a session id (or a unique prefix of one) looked up
+    /// in the agent directory.
+    pub file: PathBuf,
+    /// Build the context at this entry instead of the current leaf.
+    #[arg(long, value_name = "ID")]
+    pub leaf: Option<String>,
+    /// The agent directory whose blob store holds the session's images and cold-spilled
+    /// content [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+    #[arg(long, value_name = "DIR")]
+    pub agent_dir: Option<PathBuf>,
+}
+
+pub fn command(args: Args) -> Result<()> {
+    let file = super::store::resolve_in(&args.file, args.agent_dir.as_deref())?;
+    run(&file, args.leaf.as_deref(), args.agent_dir.as_deref())
+}
 
 pub fn run(file: &Path, leaf: Option<&str>, agent_dir: Option<&Path>) -> Result<()> {
     // An explicit agent directory must resolve; without one, a missing home directory only

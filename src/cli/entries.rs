@@ -1,7 +1,7 @@
 //! `gjcfs entries FILE [--rehydrate [--agent-dir DIR]]`.
 
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -11,6 +11,27 @@ use gjcfs_engine::load_session;
 use gjcfs_engine::storage::FileStorage;
 
 use super::output::warn_skipped;
+
+/// `gjcfs entries`' arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The session file (.jsonl), or a session id (or a unique prefix of one) looked up
+    /// in the agent directory.
+    pub file: PathBuf,
+    /// Put cold-spilled content back in place of the eviction notices, read from the
+    /// agent directory's blob store (the markers stay).
+    #[arg(long)]
+    pub rehydrate: bool,
+    /// The agent directory whose sessions an id is looked up in and whose blob store
+    /// holds cold-spilled content [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+    #[arg(long, value_name = "DIR")]
+    pub agent_dir: Option<PathBuf>,
+}
+
+pub fn command(args: Args) -> Result<()> {
+    let file = super::store::resolve_in(&args.file, args.agent_dir.as_deref())?;
+    run(&file, args.rehydrate, args.agent_dir.as_deref())
+}
 
 pub fn run(file: &Path, rehydrate: bool, agent_dir: Option<&Path>) -> Result<()> {
     let blobs = match rehydrate {

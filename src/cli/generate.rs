@@ -11,6 +11,72 @@ use gjcfs_engine::json::{self, Value};
 
 use super::agent::agent_dirs;
 
+/// `gjcfs generate`'s arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Where to write the session (replaced if it exists).
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub limit: LimitArgs,
+    /// Seed of the random generator.
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    pub seed: u64,
+    /// Session format: 5 (current) or 1 (legacy: no ids, linear, firstKeptEntryIndex).
+    #[arg(long, value_enum, default_value = "5", value_name = "VERSION")]
+    pub version: VersionArg,
+    /// The workspace written into the header's `cwd` (kept as generated if absent).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Write the session into the managed scope of `--cwd` (prepared and bound if
+    /// new) in this agent directory; OUT is then the file's name inside the scope.
+    #[arg(long, value_name = "AGENT_DIR", requires = "cwd")]
+    pub scope: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct LimitArgs {
+    /// Write exactly N entries after the header.
+    #[arg(long, value_name = "N")]
+    entries: Option<u64>,
+    /// Write about this many bytes: a number with an optional unit B, KB, MB, GB (powers of
+    /// 1000) or KiB, MiB, GiB (powers of 1024), e.g. 100MB. The file ends at most a
+    /// couple of kilobytes past the size.
+    #[arg(long, value_name = "SIZE", value_parser = corpus::parse_size)]
+    size: Option<u64>,
+}
+
+impl LimitArgs {
+    fn limit(&self) -> Limit {
+        match (self.entries, self.size) {
+            (Some(n), _) => Limit::Entries(n),
+            (None, Some(bytes)) => Limit::Bytes(bytes),
+            // clap's group requires exactly one of the two.
+            (None, None) => Limit::Entries(0),
+        }
+    }
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum VersionArg {
+    #[value(name = "5")]
+    V5,
+    #[value(name = "1")]
+    V1,
+}
+
+pub fn command(args: Args) -> Result<()> {
+    let format = match args.version {
+        VersionArg::V5 => Format::V5,
+        VersionArg::V1 => Format::V1,
+    };
+    let target = Target {
+        cwd: args.cwd.as_deref(),
+        scope: args.scope.as_deref(),
+    };
+    run(&args.out, args.limit.limit(), args.seed, format, target)
+}
+
 /// Where the session goes besides OUT.
 pub struct Target<'a> {
     /// The header's `cwd`.

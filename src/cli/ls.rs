@@ -1,7 +1,7 @@
 //! `gjcfs ls [--all] [--cwd DIR] [--json]`: sessions like the agent's session picker.
 
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -16,6 +16,36 @@ use gjcfs_engine::time::format_iso_millis;
 use gjcfs_engine::views::one_line;
 
 use super::output::terminal_safe;
+
+/// `gjcfs ls`' arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// List the sessions of every workspace.
+    #[arg(long)]
+    pub all: bool,
+    /// The workspace whose sessions to list [default: the current directory].
+    #[arg(long, value_name = "DIR", conflicts_with = "all")]
+    pub cwd: Option<PathBuf>,
+    /// One JSON object per session and line.
+    #[arg(long)]
+    pub json: bool,
+    /// The agent directory [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+    #[arg(long, value_name = "DIR")]
+    pub agent_dir: Option<PathBuf>,
+    /// Take a missing agent directory as an empty store (else an error).
+    #[arg(long)]
+    pub allow_empty: bool,
+}
+
+pub fn command(args: Args) -> Result<()> {
+    run(
+        args.all,
+        args.cwd.as_deref(),
+        args.json,
+        args.agent_dir.as_deref(),
+        args.allow_empty,
+    )
+}
 
 /// What the listing shows for a session without a user message.
 const NO_MESSAGES: &str = "(no messages)";

@@ -14,11 +14,9 @@ mod show;
 mod store;
 mod usage;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use gjcfs_corpus::{self as corpus, Format, Limit};
+use clap::{Parser, Subcommand};
 
 /// Inspect and work with GJC agent sessions.
 #[derive(Parser)]
@@ -36,40 +34,13 @@ enum Command {
     /// migrated and put through the agent's load-time OpenAI replay sanitizer in memory, and
     /// never written. Images stored as blobs and cold-spilled content (the text a compaction
     /// moved into the blob store) are read back from the agent directory's blob store.
-    Context {
-        /// The session file (.jsonl), or a session id (or a unique prefix of one) looked up
-        /// in the agent directory.
-        file: PathBuf,
-        /// Build the context at this entry instead of the current leaf.
-        #[arg(long, value_name = "ID")]
-        leaf: Option<String>,
-        /// The agent directory whose blob store holds the session's images and cold-spilled
-        /// content [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
-        #[arg(long, value_name = "DIR")]
-        agent_dir: Option<PathBuf>,
-    },
+    Context(context::Args),
     /// List sessions, newest first: id, modified time, message count, cwd and title.
     ///
     /// Without --all, the sessions of one workspace (the current directory, or --cwd): its
     /// managed scope and its legacy directory. Message counts marked + are estimates from
     /// the start of large files.
-    Ls {
-        /// List the sessions of every workspace.
-        #[arg(long)]
-        all: bool,
-        /// The workspace whose sessions to list [default: the current directory].
-        #[arg(long, value_name = "DIR", conflicts_with = "all")]
-        cwd: Option<PathBuf>,
-        /// One JSON object per session and line.
-        #[arg(long)]
-        json: bool,
-        /// The agent directory [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
-        #[arg(long, value_name = "DIR")]
-        agent_dir: Option<PathBuf>,
-        /// Take a missing agent directory as an empty store (else an error).
-        #[arg(long)]
-        allow_empty: bool,
-    },
+    Ls(ls::Args),
     /// Append entries read from standard input to a session file.
     ///
     /// Each line is one JSON object: an entry without id, parentId and timestamp (for example
@@ -77,15 +48,7 @@ enum Command {
     /// ({"role":"user","content":"hi"}). Each becomes a child of the current leaf and the new
     /// leaf, written with the agent's own rules. The first invalid line stops the command
     /// with its line number; the lines before it stay appended.
-    Append {
-        /// The session file (.jsonl; it must exist), or a session id (or a unique prefix
-        /// of one) looked up in the agent directory.
-        file: PathBuf,
-        /// The agent directory whose blob store receives large images
-        /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
-        #[arg(long, value_name = "DIR")]
-        agent_dir: Option<PathBuf>,
-    },
+    Append(append::Args),
     /// Print the session's records after patch replay and migration, one JSON object a line.
     ///
     /// The first line is the header. The records are printed as stored: blob references,
@@ -93,19 +56,7 @@ enum Command {
     /// full rewrite keeps of them (the agent's rewrite also drops OpenAI replay payloads, and
     /// replaces the reference to a missing blob by a placeholder). The file itself is never
     /// written.
-    Entries {
-        /// The session file (.jsonl), or a session id (or a unique prefix of one) looked up
-        /// in the agent directory.
-        file: PathBuf,
-        /// Put cold-spilled content back in place of the eviction notices, read from the
-        /// agent directory's blob store (the markers stay).
-        #[arg(long)]
-        rehydrate: bool,
-        /// The agent directory whose sessions an id is looked up in and whose blob store
-        /// holds cold-spilled content [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
-        #[arg(long, value_name = "DIR")]
-        agent_dir: Option<PathBuf>,
-    },
+    Entries(entries::Args),
     /// List recent prompts from the agent's prompt history (<agentDir>/history.db), newest
     /// first; `history search` searches it.
     ///
@@ -124,25 +75,7 @@ enum Command {
     ///   gjcfs generate small.jsonl --entries 2000 --seed 7
     ///   gjcfs generate legacy.jsonl --size 20MiB --version 1
     #[command(verbatim_doc_comment)]
-    Generate {
-        /// Where to write the session (replaced if it exists).
-        out: PathBuf,
-        #[command(flatten)]
-        limit: LimitArgs,
-        /// Seed of the random generator.
-        #[arg(long, default_value_t = 0, value_name = "S")]
-        seed: u64,
-        /// Session format: 5 (current) or 1 (legacy: no ids, linear, firstKeptEntryIndex).
-        #[arg(long, value_enum, default_value = "5", value_name = "VERSION")]
-        version: VersionArg,
-        /// The workspace written into the header's `cwd` (kept as generated if absent).
-        #[arg(long, value_name = "DIR")]
-        cwd: Option<PathBuf>,
-        /// Write the session into the managed scope of `--cwd` (prepared and bound if
-        /// new) in this agent directory; OUT is then the file's name inside the scope.
-        #[arg(long, value_name = "AGENT_DIR", requires = "cwd")]
-        scope: Option<PathBuf>,
-    },
+    Generate(generate::Args),
     /// Mount the session store as a filesystem and serve it in the foreground.
     ///
     /// Layout:
@@ -170,30 +103,7 @@ enum Command {
     /// inside the store (the agent directory, its sessions, blobs, history, --session-dir)
     /// nor containing it.
     #[command(verbatim_doc_comment)]
-    Mount {
-        /// An empty directory (created if missing).
-        mountpoint: PathBuf,
-        /// Serve a missing agent or session directory as an empty store (else an error).
-        #[arg(long)]
-        allow_empty: bool,
-        /// The agent directory whose sessions to show
-        /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
-        #[arg(long, value_name = "DIR")]
-        agent_dir: Option<PathBuf>,
-        /// Show the sessions of this one directory instead.
-        #[arg(long, value_name = "DIR")]
-        session_dir: Option<PathBuf>,
-        /// Refuse every write (EROFS).
-        #[arg(long)]
-        read_only: bool,
-        /// Let other users reach the mount (needs root or user_allow_other in
-        /// /etc/fuse.conf). The kernel still enforces the permissions shown (files 0600,
-        /// directories 0700, owned by the mounting user): other users are refused (EACCES)
-        /// every directory and file, so they can neither read nor append to sessions.
-        /// Without it, other users cannot reach the mount at all.
-        #[arg(long)]
-        allow_other: bool,
-    },
+    Mount(mount::Args),
     /// Render a session for reading: the context at its leaf as Markdown (md), every entry
     /// of its tree one a line (tree), or its token usage and cost (usage, JSON).
     ///
@@ -229,105 +139,20 @@ enum Command {
     #[command(verbatim_doc_comment)]
     Search(search::SearchArgs),
     /// Unmount a `gjcfs mount` (its server then closes every session and exits).
-    Umount {
-        /// The mountpoint.
-        mountpoint: PathBuf,
-    },
-}
-
-#[derive(Args)]
-#[group(required = true, multiple = false)]
-struct LimitArgs {
-    /// Write exactly N entries after the header.
-    #[arg(long, value_name = "N")]
-    entries: Option<u64>,
-    /// Write about this many bytes: a number with an optional unit B, KB, MB, GB (powers of
-    /// 1000) or KiB, MiB, GiB (powers of 1024), e.g. 100MB. The file ends at most a
-    /// couple of kilobytes past the size.
-    #[arg(long, value_name = "SIZE", value_parser = corpus::parse_size)]
-    size: Option<u64>,
-}
-
-impl LimitArgs {
-    fn limit(&self) -> Limit {
-        match (self.entries, self.size) {
-            (Some(n), _) => Limit::Entries(n),
-            (None, Some(bytes)) => Limit::Bytes(bytes),
-            // clap's group requires exactly one of the two.
-            (None, None) => Limit::Entries(0),
-        }
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum VersionArg {
-    #[value(name = "5")]
-    V5,
-    #[value(name = "1")]
-    V1,
+    Umount(mount::UmountArgs),
 }
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Context {
-            file,
-            leaf,
-            agent_dir,
-        } => store::resolve_in(&file, agent_dir.as_deref())
-            .and_then(|file| context::run(&file, leaf.as_deref(), agent_dir.as_deref())),
-        Command::Entries {
-            file,
-            rehydrate,
-            agent_dir,
-        } => store::resolve_in(&file, agent_dir.as_deref())
-            .and_then(|file| entries::run(&file, rehydrate, agent_dir.as_deref())),
-        Command::Ls {
-            all,
-            cwd,
-            json,
-            agent_dir,
-            allow_empty,
-        } => ls::run(all, cwd.as_deref(), json, agent_dir.as_deref(), allow_empty),
-        Command::Append { file, agent_dir } => store::resolve_in(&file, agent_dir.as_deref())
-            .and_then(|file| append::run(&file, agent_dir.as_deref())),
+        Command::Context(args) => context::command(args),
+        Command::Entries(args) => entries::command(args),
+        Command::Ls(args) => ls::command(args),
+        Command::Append(args) => append::command(args),
         Command::History(args) => history::run(args),
-        Command::Generate {
-            out,
-            limit,
-            seed,
-            version,
-            cwd,
-            scope,
-        } => {
-            let format = match version {
-                VersionArg::V5 => Format::V5,
-                VersionArg::V1 => Format::V1,
-            };
-            let target = generate::Target {
-                cwd: cwd.as_deref(),
-                scope: scope.as_deref(),
-            };
-            generate::run(&out, limit.limit(), seed, format, target)
-        }
-        Command::Mount {
-            mountpoint,
-            allow_empty,
-            agent_dir,
-            session_dir,
-            read_only,
-            allow_other,
-        } => mount::run(
-            &mountpoint,
-            mount::Options {
-                agent_dir: agent_dir.as_deref(),
-                session_dir: session_dir.as_deref(),
-                read_only,
-                allow_other,
-                allow_empty,
-            },
-        ),
-        Command::Umount { mountpoint } => mount::umount(&mountpoint),
+        Command::Generate(args) => generate::command(args),
+        Command::Mount(args) => mount::command(args),
+        Command::Umount(args) => mount::umount_command(args),
         Command::Show(args) => show::run(args),
         Command::Usage(args) => usage::run(args),
         Command::Search(args) => search::run(args),

@@ -7,7 +7,7 @@
 //! that some process still holds a file of.
 
 use std::os::unix::fs::DirBuilderExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +17,57 @@ use gjcfs_fuse::lifecycle;
 use gjcfs_vfs::{SessionSource, Vfs, VfsConfig};
 
 use super::output::terminal_safe;
+
+/// `gjcfs mount`'s arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// An empty directory (created if missing).
+    pub mountpoint: PathBuf,
+    /// Serve a missing agent or session directory as an empty store (else an error).
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// The agent directory whose sessions to show
+    /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+    #[arg(long, value_name = "DIR")]
+    pub agent_dir: Option<PathBuf>,
+    /// Show the sessions of this one directory instead.
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<PathBuf>,
+    /// Refuse every write (EROFS).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Let other users reach the mount (needs root or user_allow_other in
+    /// /etc/fuse.conf). The kernel still enforces the permissions shown (files 0600,
+    /// directories 0700, owned by the mounting user): other users are refused (EACCES)
+    /// every directory and file, so they can neither read nor append to sessions.
+    /// Without it, other users cannot reach the mount at all.
+    #[arg(long)]
+    pub allow_other: bool,
+}
+
+/// `gjcfs umount`'s arguments.
+#[derive(clap::Args)]
+pub struct UmountArgs {
+    /// The mountpoint.
+    pub mountpoint: PathBuf,
+}
+
+pub fn command(args: Args) -> Result<()> {
+    run(
+        &args.mountpoint,
+        Options {
+            agent_dir: args.agent_dir.as_deref(),
+            session_dir: args.session_dir.as_deref(),
+            read_only: args.read_only,
+            allow_other: args.allow_other,
+            allow_empty: args.allow_empty,
+        },
+    )
+}
+
+pub fn umount_command(args: UmountArgs) -> Result<()> {
+    umount(&args.mountpoint)
+}
 
 /// How many sessions stay loaded at once.
 const MAX_LOADED: usize = 64;
