@@ -1,4 +1,4 @@
-//! The checks behind the fuzz targets, shared with `tests/fuzz_regressions.rs`, which runs
+//! The checks behind the fuzz targets, shared with `tests/integration/fuzz_regressions.rs`, which runs
 //! saved inputs through them under `cargo test`. Each check panics when the engine breaks one
 //! of its invariants on the given bytes.
 

@@ -1,8 +1,6 @@
 //! `continueRecent`: breadcrumb first, then the scope's sessions newest first, strict opens,
 //! malformed sessions skipped, a new session last.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
@@ -138,7 +136,7 @@ fn a_legacy_session_is_continued_through_a_copy_in_the_scope() {
             canonical.to_str().unwrap(),
         ));
     fs::create_dir_all(&legacy_dir).unwrap();
-    let text = fs::read_to_string(common::fixture("v1-minimal.jsonl"))
+    let text = fs::read_to_string(crate::common::fixture("v1-minimal.jsonl"))
         .unwrap()
         .replace(
             "\"cwd\":\"/tmp\"",

@@ -2,15 +2,13 @@
 //! entries for marker words placed in known fields, through appends, entry patches, title
 //! renames, branches, file replacement and removal; damaged indexes; the CLI.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::gjcfs_bin;
+use crate::common::gjcfs_bin;
 use gjcfs::corpus::{generate_file, Format, Limit, Options};
 use gjcfs::engine::load::{load_entries_from_file, load_session, LoadStatus};
 use gjcfs::engine::search::query::words;

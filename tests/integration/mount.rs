@@ -1,14 +1,14 @@
 //! `gjcfs mount` through a real FUSE mount, driven with ordinary tools.
 
-mod common;
-
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use common::mount::{fuse_usable, is_mounted, message, ok, p, run, store, within, Mount, Store};
+use crate::common::mount::{
+    fuse_usable, is_mounted, message, ok, p, run, store, within, Mount, Store,
+};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};

@@ -1,13 +1,11 @@
 //! The session manager: deferred persistence, appends, patches, rewrites, forks, error
 //! latching and rollback (the original's persistence tests).
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::{fixture, SessionText};
+use crate::common::{fixture, SessionText};
 use gjcfs::engine::inspect::parse_strict;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::manager::{AppendPhase, SessionError, SessionManager, StorageConfig};

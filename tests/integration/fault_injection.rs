@@ -5,8 +5,6 @@
 //! is durable when it is acknowledged (file fsync, then directory fsync), and so is a
 //! managed full rewrite.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -75,7 +73,7 @@ fn managed_transcript(storage: &MemoryStorage) -> PathBuf {
     storage.ensure_dir(&scope).unwrap();
     storage.put_file(&scope.join(BINDING_FILE), &binding_bytes(&identity));
     let path = scope.join("2026-01-01T00-00-00-000Z_s.jsonl");
-    let text = common::SessionText::new()
+    let text = crate::common::SessionText::new()
         .message("q0", None, "user", "q")
         .message("a0", Some("q0"), "assistant", "a")
         .text();

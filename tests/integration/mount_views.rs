@@ -2,16 +2,14 @@
 //! of each session, and the store's `usage.json`, read with `cat`, `ls` and `readlink` and
 //! compared with the golden files of `tests/golden/` and with the CLI's output.
 
-mod common;
-
 use std::fs;
 use std::io::Write;
 use std::path::Path;
 
 use std::time::Duration;
 
-use common::mount::{fuse_usable, ok, p, run, within, Mount};
-use common::{fixture, gjcfs_bin, renumbered};
+use crate::common::mount::{fuse_usable, ok, p, run, within, Mount};
+use crate::common::{fixture, gjcfs_bin, renumbered};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::vfs::label_file_name;

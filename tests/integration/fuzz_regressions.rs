@@ -2,7 +2,7 @@
 //! every file in `tests/fuzz-regressions/<target>/`, and every fixture session file, which
 //! seeds the fuzz corpus.
 
-#[path = "../fuzz/checks.rs"]
+#[path = "../../fuzz/checks.rs"]
 mod checks;
 
 use std::path::{Path, PathBuf};

@@ -5,11 +5,9 @@
 //! Views are pinned by golden files under `tests/golden/`; `GJCFS_BLESS=1 cargo test --test
 //! views` rewrites them (review the diff before committing).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{fixture, golden, renumbered};
+use crate::common::{fixture, golden, renumbered};
 use gjcfs::engine::json::Value;
 use gjcfs::engine::load_session;
 use gjcfs::engine::store_usage::{scan_sessions, Grouping, StoreUsage};
@@ -44,7 +42,7 @@ fn usage_value(session: &Session) -> Value {
 }
 
 fn number(value: &Value, path: &[&str]) -> f64 {
-    common::at(value, path).as_f64().expect("a number")
+    crate::common::at(value, path).as_f64().expect("a number")
 }
 
 /// The number of `## n.` section headings.
@@ -222,7 +220,7 @@ fn usage_json_sums_every_reply_and_breaks_it_down_by_model() {
         number(&usage, &["byModel", "openai/gpt-5-mini", "input"]),
         3000.0
     );
-    let models: Vec<String> = common::at(&usage, &["byModel"])
+    let models: Vec<String> = crate::common::at(&usage, &["byModel"])
         .as_object()
         .unwrap()
         .keys()

@@ -1,8 +1,6 @@
 //! The corpus generator writes sessions the engine reads cleanly, strictly and back to the
 //! same bytes.
 
-mod common;
-
 use std::collections::{HashMap, HashSet};
 use std::process::Command;
 
@@ -306,7 +304,7 @@ fn v1_corpus_migrates_to_a_linear_chain_with_resolved_compactions() {
 fn cli_writes_the_same_bytes_as_the_library() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cli.jsonl");
-    let status = Command::new(common::gjcfs_bin())
+    let status = Command::new(crate::common::gjcfs_bin())
         .args([
             "generate",
             "--entries",
@@ -326,7 +324,7 @@ fn cli_writes_the_same_bytes_as_the_library() {
     );
 
     let sized = dir.path().join("sized.jsonl");
-    let output = Command::new(common::gjcfs_bin())
+    let output = Command::new(crate::common::gjcfs_bin())
         .args(["generate", "--size", "250KB"])
         .arg(&sized)
         .output()
@@ -342,7 +340,7 @@ fn cli_writes_the_same_bytes_as_the_library() {
         &["generate", "x.jsonl", "--entries", "1", "--size", "1KB"][..],
         &["generate", "x.jsonl", "--size", "12XB"][..],
     ] {
-        let output = Command::new(common::gjcfs_bin())
+        let output = Command::new(crate::common::gjcfs_bin())
             .current_dir(dir.path())
             .args(args)
             .output()

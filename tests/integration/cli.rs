@@ -1,10 +1,8 @@
 //! The `gjcfs` command as a user runs it.
 
-mod common;
-
 use std::process::{Command, Output};
 
-use common::{fixture, gjcfs_bin, SessionText};
+use crate::common::{fixture, gjcfs_bin, SessionText};
 use gjcfs::engine::json::{self, Value};
 
 fn gjcfs(args: &[&str]) -> Output {
@@ -561,7 +559,7 @@ fn a_missing_agent_directory_is_an_error_unless_an_empty_store_is_asked_for() {
 // --- Never lose or alter a session -------------------------------------------------------
 
 fn gjcfs_within(args: &[&str], stdin: &str) -> Output {
-    common::gjcfs_with_stdin(args, stdin)
+    crate::common::gjcfs_with_stdin(args, stdin)
 }
 
 fn mkfifo(path: &std::path::Path) {
@@ -579,7 +577,7 @@ fn managed_agent(
     let agent = tmp.join("agent");
     let ws = tmp.join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    let file = common::generate_managed(&agent, &ws, 6);
+    let file = crate::common::generate_managed(&agent, &ws, 6);
     (agent, ws, file)
 }
 
@@ -813,7 +811,7 @@ fn context_entries_and_append_take_a_session_id_or_a_unique_prefix() {
     let agent = tmp.path().join("agent");
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    let file = common::generate_managed(&agent, &ws, 6);
+    let file = crate::common::generate_managed(&agent, &ws, 6);
     let sid = gjcfs::engine::load_session(&file)
         .unwrap()
         .session
@@ -838,7 +836,7 @@ fn context_entries_and_append_take_a_session_id_or_a_unique_prefix() {
             String::from_utf8_lossy(&context.stderr)
         );
     }
-    let out = common::gjcfs_with_stdin(
+    let out = crate::common::gjcfs_with_stdin(
         &["append", &sid[..10], "--agent-dir", a],
         "{\"role\":\"user\",\"content\":\"BYPREFIX\"}\n",
     );

@@ -1,11 +1,9 @@
 //! `gjcfs show` and `gjcfs usage` as a user runs them.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{fixture, gjcfs_bin};
+use crate::common::{fixture, gjcfs_bin};
 use gjcfs::engine::json;
 use gjcfs::engine::load_session;
 use gjcfs::engine::views::{markdown, tree, usage};
@@ -256,11 +254,11 @@ fn usage_prints_totals_and_groups_with_fork_copies_counted_once() {
     ])))
     .unwrap();
     assert_eq!(
-        common::at(&by_model, &["byModel", "anthropic/sonnet", "records"]).as_f64(),
+        crate::common::at(&by_model, &["byModel", "anthropic/sonnet", "records"]).as_f64(),
         Some(2.0)
     );
     assert_eq!(
-        common::at(&by_model, &["byModel", "anthropic/opus", "records"]).as_f64(),
+        crate::common::at(&by_model, &["byModel", "anthropic/opus", "records"]).as_f64(),
         Some(1.0)
     );
 }
@@ -275,7 +273,7 @@ fn usage_warns_about_files_that_are_not_sessions_and_reads_the_rest() {
     .unwrap();
     let out = gjcfs(&["usage", "--json", "--session-dir", s(dir.path())]);
     let value = json::parse(&ok(&out)).unwrap();
-    assert_eq!(common::at(&value, &["sessions"]).as_f64(), Some(2.0));
+    assert_eq!(crate::common::at(&value, &["sessions"]).as_f64(), Some(2.0));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.starts_with("gjcfs: warning: skipped "), "{err}");
     assert!(

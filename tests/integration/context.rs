@@ -1,9 +1,7 @@
 //! `buildSessionContext` behaviour, as the original's build-context, compaction,
 //! configured-model-chain and TTSR tests check it.
 
-mod common;
-
-use common::{contents, SessionText};
+use crate::common::{contents, SessionText};
 use gjcfs::engine::json::{self, Value};
 
 fn roles(ctx: &gjcfs::engine::SessionContext<'_>) -> Vec<String> {

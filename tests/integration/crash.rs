@@ -1,13 +1,11 @@
 //! Kills a writing `gjcfs append` process at random moments (SIGKILL) many times. Every
 //! resulting file must load, and hold, for every run, a prefix of what that run appended.
 
-mod common;
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{gjcfs_bin, SessionText};
+use crate::common::{gjcfs_bin, SessionText};
 use gjcfs::engine::load_session;
 use rand::{Rng, SeedableRng};
 

@@ -127,7 +127,10 @@ fn table_sql(conn: &Connection) -> String {
 /// Runs one of the `child_*` tests below in a new process of this test binary.
 fn spawn_child(test: &str, envs: &[(&str, String)]) -> std::process::Child {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([test, "--exact", "--ignored", "--test-threads=1"]);
+    // The test's full name in this binary: its module path without the crate.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let name = format!("{module}::{test}");
+    cmd.args([name.as_str(), "--exact", "--ignored", "--test-threads=1"]);
     cmd.stdout(std::process::Stdio::null());
     for (k, v) in envs {
         cmd.env(k, v);

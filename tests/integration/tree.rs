@@ -1,8 +1,6 @@
 //! Tree and leaf semantics (the original's tree-traversal and labels tests).
 
-mod common;
-
-use common::SessionText;
+use crate::common::SessionText;
 use gjcfs::engine::{Session, Tree};
 
 fn ids(session: &Session, indices: &[usize]) -> Vec<String> {

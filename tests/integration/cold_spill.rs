@@ -2,13 +2,11 @@
 //! contexts the original recorded for the same files (`tests/fixtures/peer/`), through the
 //! engine API, the views and the command line. The files are never changed by a read.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use common::{fixture, fixture_text, gjcfs_bin};
+use crate::common::{fixture, fixture_text, gjcfs_bin};
 use gjcfs::engine::blob::BlobStore;
 use gjcfs::engine::cold_spill::{rehydrate_record, EVICTED_NOTICE};
 use gjcfs::engine::json;
@@ -188,7 +186,7 @@ fn the_command_line_rehydrates_context_show_and_entries_on_request() {
         "the markers stay"
     );
     let first = json::parse(rehydrated.lines().nth(1).unwrap()).unwrap();
-    let text = common::at(&first, &["message", "content", "0", "text"]);
+    let text = crate::common::at(&first, &["message", "content", "0", "text"]);
     assert!(text
         .as_str()
         .unwrap()

@@ -1,7 +1,5 @@
 //! Sessions in managed scopes: owner-only files, identity-checked and fsynced appends.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -3,9 +3,7 @@
 //! matches it, equality; where gjcfs deliberately differs (`docs/FORMAT.md`), exactly the
 //! documented difference.
 
-mod common;
-
-use common::{fixture, fixture_text};
+use crate::common::{fixture, fixture_text};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 
@@ -49,11 +47,11 @@ fn entry_timestamps_are_read_as_new_date_reads_them() {
     let ours = context_value("timestamps.jsonl");
     let theirs = recorded("timestamps.context.json");
     let stamps = |ctx: &Value| -> Vec<String> {
-        common::at(ctx, &["messages"])
+        crate::common::at(ctx, &["messages"])
             .as_array()
             .unwrap()
             .iter()
-            .map(|m| json::to_compact(common::at(m, &["timestamp"])))
+            .map(|m| json::to_compact(crate::common::at(m, &["timestamp"])))
             .collect()
     };
     let (ours, theirs) = (stamps(&ours), stamps(&theirs));
@@ -176,7 +174,7 @@ fn listing_takes_a_first_prompt_past_the_prefix_from_its_raw_text() {
     use gjcfs::engine::discovery::session_info;
     use gjcfs::engine::storage::FileStorage;
     let expected = recorded("listing.expected.json");
-    let Value::Object(first) = common::at(&expected, &["firstMessage"]) else {
+    let Value::Object(first) = crate::common::at(&expected, &["firstMessage"]) else {
         panic!("an object");
     };
     assert_eq!(first.len(), 12);
@@ -195,7 +193,7 @@ fn project_local_transcripts_are_found_where_the_agent_lists_them() {
     use gjcfs::engine::storage::FileStorage;
     let expected = recorded("listing.expected.json");
     let names = |key: &str| -> Vec<String> {
-        common::at(&expected, &["projectLocal", key])
+        crate::common::at(&expected, &["projectLocal", key])
             .as_array()
             .unwrap()
             .iter()

@@ -1,9 +1,7 @@
 //! Conformance with the original engine: every fixture from its test suite, and the two real
 //! transcripts recorded by the agent.
 
-mod common;
-
-use common::{at, expected, fixture, fixture_text};
+use crate::common::{at, expected, fixture, fixture_text};
 use gjcfs::engine::ids::is_short_entry_id;
 use gjcfs::engine::inspect::{inspect_strict, InspectFailure, Tail};
 use gjcfs::engine::json::{self, Value};

@@ -2,8 +2,6 @@
 //! the store, other users, a server killed while writers and readers are busy, a missing
 //! FUSE installation — and that no session is lost or altered by any of it.
 
-mod common;
-
 use std::collections::HashMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
@@ -13,8 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::gjcfs_bin;
-use common::mount::{exit_within, fuse_usable, is_mounted, ok, p, store, within, Mount};
+use crate::common::gjcfs_bin;
+use crate::common::mount::{exit_within, fuse_usable, is_mounted, ok, p, store, within, Mount};
 use gjcfs::engine::load_session;
 
 /// How long a stopping server may take to exit, and a refused start to give up.

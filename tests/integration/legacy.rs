@@ -2,13 +2,11 @@
 //! into the v2 scope, the lease lock, conflicts and unsafe artifacts, tombstones, and the
 //! hand-over to `SessionManager::open`.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use common::fixture_text;
+use crate::common::fixture_text;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::legacy::{
     current_process_start_id, encode_absolute, list_candidates, migrate_candidate,

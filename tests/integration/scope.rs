@@ -1,14 +1,12 @@
 //! Managed v2 scopes: the digest vectors, the binding file, and the owner-only boundary under
 //! attack (symlinks, modes, foreign owners, ACLs, conflicting bindings).
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use common::fixture_text;
+use crate::common::fixture_text;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::scope::{
     binding_bytes, digest, prepare_scope, resolve_identity, scope_dir_name, verify_owner_only,

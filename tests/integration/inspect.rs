@@ -1,11 +1,9 @@
 //! Strict, read-only inspection (the original's resume-readonly tests).
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::{fixture, SessionText};
+use crate::common::{fixture, SessionText};
 use gjcfs::engine::inspect::{inspect_strict, InspectFailure, Tail};
 use sha2::{Digest, Sha256};
 

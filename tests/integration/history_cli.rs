@@ -1,11 +1,9 @@
 //! `gjcfs history` as a user runs it.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::gjcfs_bin;
+use crate::common::gjcfs_bin;
 use gjcfs::engine::json;
 use gjcfs::engine::HistoryStorage;
 

@@ -3,12 +3,10 @@
 //! (exit 1), the session still loads with every acknowledged entry and no torn partial line,
 //! and once space is freed the next append works.
 
-mod common;
-
 use std::process::Output;
 
-use common::tmpfs::Tmpfs;
-use common::{generate_managed, gjcfs_with_stdin};
+use crate::common::tmpfs::Tmpfs;
+use crate::common::{generate_managed, gjcfs_with_stdin};
 
 fn append(file: &std::path::Path, agent: &std::path::Path, text: &str) -> Output {
     let args = [
@@ -80,7 +78,7 @@ fn a_full_disk_fails_the_append_cleanly_and_freeing_space_lets_the_next_one_thro
 #[test]
 fn a_full_disk_under_the_mount_answers_enospc_and_the_next_append_after_freeing_space_works() {
     use std::io::Write;
-    if !common::mount::fuse_usable() {
+    if !crate::common::mount::fuse_usable() {
         return;
     }
     let Some(fs) = Tmpfs::mount("512k") else {
@@ -99,7 +97,7 @@ fn a_full_disk_under_the_mount_answers_enospc_and_the_next_append_after_freeing_
         .id()
         .unwrap()
         .to_owned();
-    let mount = common::mount::Mount::start(&["--agent-dir", agent.to_str().unwrap()]);
+    let mount = crate::common::mount::Mount::start(&["--agent-dir", agent.to_str().unwrap()]);
     let dir = mount.path().join("sessions").join(&sid);
     let append = |text: &str| {
         let mut new = std::fs::OpenOptions::new()

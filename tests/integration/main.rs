@@ -1,0 +1,36 @@
+//! The integration tests of gjcfs, one binary with a module per part: the engine through its
+//! public API, the command line, and real mounts (`mount*`), sharing the helpers in
+//! `common/`.
+
+mod common;
+
+mod cli;
+mod cold_spill;
+mod conformance;
+mod context;
+mod corpus;
+mod crash;
+mod demo_agent;
+mod fault_injection;
+mod full_disk;
+mod fuzz_regressions;
+mod history;
+mod history_cli;
+mod inspect;
+mod legacy;
+mod load;
+mod managed;
+mod manager;
+mod mount;
+mod mount_lifecycle;
+mod mount_views;
+mod peer_cases;
+mod properties;
+mod refresh;
+mod resume;
+mod scope;
+mod search;
+mod tree;
+mod vfs;
+mod views;
+mod views_cli;
