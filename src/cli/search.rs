@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use gjcfs_engine::json::{self, Object, Value};
+use gjcfs_engine::json;
 use gjcfs_engine::search::{
     default_index_dir, Filters, Hit, Progress, Query, Role, SearchError, SearchIndex,
 };
@@ -134,7 +134,11 @@ pub fn run(args: SearchArgs) -> Result<()> {
     let color = !args.json && std::io::stdout().is_terminal();
     for hit in &hits {
         if args.json {
-            writeln!(out, "{}", json::to_compact(&hit_json(hit)))?;
+            writeln!(
+                out,
+                "{}",
+                json::to_compact(&gjcfs_engine::search::hit_json(hit))
+            )?;
         } else {
             writeln!(out, "{}", hit_line(hit, color))?;
         }
@@ -181,38 +185,6 @@ fn open_index(args: &SearchArgs) -> Result<SearchIndex> {
         }
         Err(err) => Err(err.into()),
     }
-}
-
-fn hit_json(hit: &Hit) -> Value {
-    let mut o = Object::new();
-    let s = |v: &str| Value::string(v);
-    o.insert("session", s(&hit.session_id));
-    o.insert("path", s(&hit.path.to_string_lossy()));
-    o.insert("title", hit.title.as_deref().map_or(Value::Null, s));
-    o.insert("cwd", s(&hit.cwd));
-    o.insert("entry", hit.entry_id.as_deref().map_or(Value::Null, s));
-    o.insert("type", s(&hit.entry_type));
-    o.insert("kind", s(&hit.kind));
-    o.insert(
-        "timestamp",
-        hit.time_ms
-            .map_or(Value::Null, |ms| s(&format_iso_millis(ms))),
-    );
-    o.insert("onLeafPath", Value::Bool(hit.on_leaf_path));
-    o.insert("score", Value::number(hit.score));
-    o.insert("snippet", s(&hit.snippet.text));
-    let highlights = hit
-        .snippet
-        .highlights
-        .iter()
-        .map(|&(a, b)| {
-            // Character offsets, as a reader of the JSON counts them.
-            let chars = |at: usize| hit.snippet.text[..at].chars().count() as f64;
-            Value::Array(vec![Value::number(chars(a)), Value::number(chars(b))])
-        })
-        .collect();
-    o.insert("highlights", Value::Array(highlights));
-    Value::Object(o)
 }
 
 /// `ID8  TITLE  TIME  KIND  ENTRY  SNIPPET` on one line; matches in bold red on a terminal.

@@ -42,6 +42,9 @@ pub struct VfsConfig {
     /// The user whose store this is. Only they (and root) may write through the model,
     /// whatever a kernel lets through; `None` leaves access to the platform alone.
     pub owner_uid: Option<u32>,
+    /// The directory of the full-text search index (`search/`), shared with `gjcfs
+    /// search`; `None` keeps an index in memory.
+    pub search_index: Option<PathBuf>,
 }
 
 /// An opened file.
@@ -82,6 +85,7 @@ pub struct Vfs {
     notices: Mutex<(Vec<String>, HashSet<PathBuf>)>,
     pub(super) history: HistoryView,
     pub(super) store_usage: StoreUsageView,
+    pub(super) search: super::search::SearchView,
     invalidator: std::sync::OnceLock<Invalidator>,
     stopped: AtomicBool,
     /// Held shared by every write to a session file while it runs, so that
@@ -199,6 +203,7 @@ impl Vfs {
         Vfs {
             history: HistoryView::new(&config.history_db),
             store_usage: StoreUsageView::new(config.source.clone()),
+            search: super::search::SearchView::new(config.search_index.clone()),
             config,
             inodes: Mutex::new(InodeTable::default()),
             listing: Mutex::new(HashMap::new()),
@@ -723,6 +728,7 @@ impl Vfs {
                 let sid = self.recent_link(&name).ok_or(VfsError::NotFound)?;
                 Ok(format!("../sessions/{sid}"))
             }
+            Node::SearchHit(query, name) => self.search_link(&query, &name),
             Node::Label(sid, label) => self.with_session(&sid, |loaded| {
                 loaded
                     .rendered
@@ -748,6 +754,38 @@ impl Vfs {
             workspaces: workspaces.len(),
             history: self.history.exists(),
         }
+    }
+
+    /// Every transcript file of the store, unread.
+    pub(super) fn transcript_paths(&self) -> Vec<PathBuf> {
+        let storage = FileStorage;
+        match &self.config.source {
+            SessionSource::SessionsRoot(root) => {
+                gjcfs_engine::discovery::all_transcript_paths(&storage, root).unwrap_or_default()
+            }
+            SessionSource::Dir(dir) => {
+                gjcfs_engine::discovery::transcript_paths(&storage, dir).unwrap_or_default()
+            }
+        }
+    }
+
+    /// The answer to the search `query`.
+    pub(super) fn search_answer(
+        &self,
+        query: &str,
+    ) -> Result<Arc<super::search::Answer>, VfsError> {
+        self.search.answer(query, &self.transcript_paths())
+    }
+
+    /// Where the hit `name` of `query` leads.
+    pub(super) fn search_link(&self, query: &str, name: &str) -> Result<String, VfsError> {
+        let answer = self.search_answer(query)?;
+        answer
+            .links
+            .iter()
+            .find(|(file, _)| file == name)
+            .map(|(_, target)| target.clone())
+            .ok_or(VfsError::NotFound)
     }
 
     /// The session `by-date/<day>/<name>` leads to.

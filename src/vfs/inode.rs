@@ -28,6 +28,14 @@ pub enum Node {
     RecentDir,
     /// `recent/<NNN title (id)>`.
     RecentLink(String),
+    /// `search/`: full-text search over every session.
+    SearchRoot,
+    /// `search/<query>/`.
+    SearchQuery(String),
+    /// `search/<query>/NNN-<session-id>-<entry-id>.json`: query, name.
+    SearchHit(String, String),
+    /// `search/<query>/results.jsonl`.
+    SearchResults(String),
     /// `projects/<encoded-cwd>/`.
     ProjectDir(String),
     /// `projects/<encoded-cwd>/<session-id>`: project name, session id.
@@ -87,6 +95,10 @@ impl Node {
             | Node::ByDateDir
             | Node::DateDir(_)
             | Node::DateLink(..)
+            | Node::SearchRoot
+            | Node::SearchQuery(_)
+            | Node::SearchHit(..)
+            | Node::SearchResults(_)
             | Node::RecentDir
             | Node::RecentLink(_)
             | Node::StoreUsage => None,
@@ -122,6 +134,8 @@ impl Node {
                 | Node::ByDateDir
                 | Node::DateDir(_)
                 | Node::RecentDir
+                | Node::SearchRoot
+                | Node::SearchQuery(_)
                 | Node::SessionDir(_)
                 | Node::SessionBlobsDir(_)
                 | Node::EntriesDir(_)

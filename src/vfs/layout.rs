@@ -73,7 +73,11 @@ pub(super) fn kind_of(node: &Node) -> NodeKind {
         NodeKind::Directory
     } else if matches!(
         node,
-        Node::ProjectLink(..) | Node::Label(..) | Node::DateLink(..) | Node::RecentLink(_)
+        Node::ProjectLink(..)
+            | Node::Label(..)
+            | Node::DateLink(..)
+            | Node::RecentLink(_)
+            | Node::SearchHit(..)
     ) {
         NodeKind::Symlink
     } else {

@@ -25,6 +25,8 @@
 //!                                             day and time (UTC) the session started
 //! /recent/<NNN title (id8)>                   symlink to ../sessions/<session-id>, the 100
 //!                                             newest sessions, 001 the newest
+//! /search/<query>/NNN-<sid>-<entry>.json      symlink to the hit's entry (../../sessions/…)
+//! /search/<query>/results.jsonl               the hits, best first, one JSON object a line
 //! /history/prompts.jsonl                      the prompt history, one JSON object a line
 //! /history/search/<query>                     the prompts matching <query>
 //! /usage.json                                 the store's usage, replies copied into forks
@@ -85,6 +87,7 @@ mod inode;
 mod layout;
 mod navigation;
 mod nodes;
+mod search;
 mod sessions;
 mod store_usage;
 

@@ -84,9 +84,21 @@ impl Vfs {
                 "projects" => Node::ProjectsDir,
                 "by-date" => Node::ByDateDir,
                 "recent" => Node::RecentDir,
+                "search" => Node::SearchRoot,
                 "usage.json" => Node::StoreUsage,
                 _ => return Err(VfsError::NotFound),
             },
+            Node::SearchRoot => {
+                self.search.check(name)?;
+                Node::SearchQuery(name.to_owned())
+            }
+            Node::SearchQuery(query) if name == "results.jsonl" => {
+                Node::SearchResults(query.clone())
+            }
+            Node::SearchQuery(query) => {
+                self.search_link(query, name)?;
+                Node::SearchHit(query.clone(), name.to_owned())
+            }
             Node::ByDateDir => {
                 let known = |v: &Vfs| {
                     let listing = v.listing.lock();
@@ -236,6 +248,19 @@ impl Vfs {
                     .max();
                 dir(newest.unwrap_or(0))
             }
+            Node::SearchRoot => dir(self.source_mtime_ms()),
+            Node::SearchQuery(query) => {
+                self.search_answer(query)?;
+                dir(self.source_mtime_ms())
+            }
+            Node::SearchResults(query) => {
+                let answer = self.search_answer(query)?;
+                file(answer.results.len(), self.source_mtime_ms())
+            }
+            Node::SearchHit(query, name) => {
+                let target = self.search_link(query, name)?;
+                symlink(target.len(), self.source_mtime_ms())
+            }
             Node::DateLink(day, name) => {
                 let sid = self.date_link(day, name).ok_or(VfsError::NotFound)?;
                 symlink(
@@ -369,8 +394,29 @@ impl Vfs {
                 (Node::ProjectsDir, "projects".to_owned()),
                 (Node::ByDateDir, "by-date".to_owned()),
                 (Node::RecentDir, "recent".to_owned()),
+                (Node::SearchRoot, "search".to_owned()),
                 (Node::StoreUsage, "usage.json".to_owned()),
             ],
+            Node::SearchRoot => self
+                .search
+                .recent_queries()
+                .into_iter()
+                .filter(|q| usable_name(q))
+                .map(|q| (Node::SearchQuery(q.clone()), q))
+                .collect(),
+            Node::SearchQuery(query) => {
+                let answer = self.search_answer(query)?;
+                let mut out: Vec<(Node, String)> = answer
+                    .links
+                    .iter()
+                    .map(|(file, _)| (Node::SearchHit(query.clone(), file.clone()), file.clone()))
+                    .collect();
+                out.push((
+                    Node::SearchResults(query.clone()),
+                    "results.jsonl".to_owned(),
+                ));
+                out
+            }
             Node::ByDateDir => {
                 self.rescan();
                 let listing = self.listing.lock();
@@ -516,9 +562,12 @@ impl Vfs {
             Node::HistoryReadme => Ok(Arc::new(super::history::README.as_bytes().to_vec())),
             Node::HistoryErrors => Ok(Arc::new(self.errors.text(HISTORY_LOG).into_bytes())),
             // The kernel follows links; a link itself is never opened.
-            Node::ProjectLink(..) | Node::Label(..) | Node::DateLink(..) | Node::RecentLink(_) => {
-                Err(VfsError::NotFound)
-            }
+            Node::ProjectLink(..)
+            | Node::Label(..)
+            | Node::DateLink(..)
+            | Node::RecentLink(_)
+            | Node::SearchHit(..) => Err(VfsError::NotFound),
+            Node::SearchResults(query) => Ok(self.search_answer(query)?.results.clone()),
             Node::Search(query) => Ok(Arc::new(self.history.search(query)?)),
             Node::Blob(hash) => {
                 // A blob is a regular file of a real blob directory: checked before the
@@ -531,8 +580,23 @@ impl Vfs {
                     Err(e) => Err(super::errors::from_blob(&e)),
                 }
             }
-            // The directories (`Node::is_dir`).
-            _ => Err(VfsError::IsADirectory),
+            // Every directory, named so that a new node cannot fall through unnoticed.
+            Node::Root
+            | Node::SessionsDir
+            | Node::BlobsDir
+            | Node::HistoryDir
+            | Node::SearchDir
+            | Node::ProjectsDir
+            | Node::ProjectDir(_)
+            | Node::ByDateDir
+            | Node::DateDir(_)
+            | Node::RecentDir
+            | Node::SearchRoot
+            | Node::SearchQuery(_)
+            | Node::SessionDir(_)
+            | Node::SessionBlobsDir(_)
+            | Node::EntriesDir(_)
+            | Node::LabelsDir(_) => Err(VfsError::IsADirectory),
         }
     }
 }

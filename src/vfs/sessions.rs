@@ -165,6 +165,7 @@ impl Vfs {
             let result = f(&loaded.manager);
             loaded.synced = FileStamp::of(&loaded.path);
             self.note_stamp(sid, loaded.synced);
+            self.search.session_changed(&loaded.path);
             Ok(result)
         })?;
         result.map_err(|e| {
@@ -322,9 +323,11 @@ impl Vfs {
                 });
                 self.note_stamp(sid, now);
                 self.announce(sid, EntriesChanged::These(&ids));
+                self.search.session_changed(&loaded.path);
             }
             // Replaced, shortened or unreadable: load it afresh on the next touch.
             Ok(Refresh::NeedsReload(_)) | Err(_) => {
+                self.search.session_changed(&loaded.path);
                 if let Some(loaded) = state.loaded.take() {
                     if let Err(e) = loaded.manager.close() {
                         self.errors.push(sid, &format!("close: {e}"));

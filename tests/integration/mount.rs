@@ -1394,3 +1394,62 @@ fn a_message_with_a_role_the_format_does_not_know_is_refused() {
     assert!(ok("cat", &[p(&dir.join("errors"))]).contains("unknown message role \"wizard\""));
     assert_eq!(s.entry_count(), 3);
 }
+
+#[test]
+fn search_finds_every_session_at_once_and_follows_appends() {
+    if !fuse_usable() {
+        return;
+    }
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let root = mount.path();
+    let query = root.join("search").join("MOUNTTOKEN");
+    let hits = ok("ls", &[p(&query)]);
+    let first = format!("001-{}-{}.json", s.sid, s.ids[0]);
+    assert_eq!(hits, format!("{first}\nresults.jsonl\n"));
+    assert_eq!(
+        ok("readlink", &[p(&query.join(&first))]).trim_end(),
+        format!("../../sessions/{}/entries/{}.json", s.sid, s.ids[0])
+    );
+    // The link leads to the entry itself.
+    assert!(ok("cat", &[p(&query.join(&first))]).contains("question MOUNTTOKEN"));
+    let results = ok("cat", &[p(&query.join("results.jsonl"))]);
+    let hit = json::parse(results.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        hit.as_object().unwrap().get_str("entry"),
+        Some(s.ids[0].as_str())
+    );
+    assert_eq!(ok("ls", &[p(&root.join("search"))]), "MOUNTTOKEN\n");
+    // An entry appended through the mount is found at once; so is one the agent appends.
+    let out = sh(&format!(
+        r#"echo '{{"role":"user","content":"second NEWTOKEN"}}' >> {}"#,
+        p(&root.join("sessions").join(&s.sid).join("entries/new"))
+    ));
+    assert!(out.status.success());
+    assert!(within(Duration::from_secs(3), || ok(
+        "ls",
+        &[p(&root.join("search").join("NEWTOKEN"))]
+    )
+    .contains(&format!("001-{}-", s.sid))));
+    let m = SessionManager::open_managed(
+        &s.file,
+        StorageConfig::files(s.tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    m.append_message(message("user", "outside OUTSIDETOKEN"))
+        .unwrap();
+    m.close().unwrap();
+    assert!(within(Duration::from_secs(3), || ok(
+        "ls",
+        &[p(&root.join("search").join("OUTSIDETOKEN"))]
+    )
+    .contains(&format!("001-{}-", s.sid))));
+    // A query that cannot be searched is EINVAL; one that finds nothing is empty.
+    let bad = run("ls", &[p(&root.join("search").join("\"unclosed"))]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("Invalid argument"));
+    assert_eq!(
+        ok("ls", &[p(&root.join("search").join("zebra"))]),
+        "results.jsonl\n"
+    );
+}

@@ -44,6 +44,7 @@ fn vfs_config(tmp: &Path, read_only: bool) -> VfsConfig {
         max_loaded: 1,
         history_db: tmp.join("agent/history.db"),
         owner_uid: None,
+        search_index: None,
     }
 }
 
@@ -761,6 +762,7 @@ fn session_ids_that_cannot_name_a_directory_are_left_out_and_reported() {
         max_loaded: 4,
         history_db: tmp.path().join("agent/history.db"),
         owner_uid: None,
+        search_index: None,
     });
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
     let names: Vec<String> = v
@@ -854,6 +856,7 @@ fn a_deeply_nested_message_renders_in_linear_size() {
         max_loaded: 4,
         history_db: tmp.path().join("history.db"),
         owner_uid: None,
+        search_index: None,
     });
     let sdir = session_ino(&v, "deep");
     for name in ["context.json", "context.md", "tree.txt"] {

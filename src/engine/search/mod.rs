@@ -35,6 +35,7 @@
 //!   after it, never half indexed. Several processes may share one index (WAL mode, a busy
 //!   timeout); within a process a [`SearchIndex`] is `Sync`, one lock serialising its calls.
 
+mod json;
 mod prepare;
 pub mod query;
 mod schema;
@@ -48,6 +49,7 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 
+pub use json::hit_json;
 pub use prepare::Stat;
 pub use query::{Query, QueryError};
 pub use schema::{default_index_dir, APPLICATION_ID, FORMAT, INDEX_FILE};

@@ -158,6 +158,8 @@ impl Mount {
             .arg("mount")
             .arg(&self.mountpoint)
             .args(args)
+            // The search index goes to the mount's own cache, never the user's.
+            .env("XDG_CACHE_HOME", self._dir.path().join("cache"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(fs::File::create(&self.log).unwrap())

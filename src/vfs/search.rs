@@ -1,0 +1,174 @@
+//! `search/`: full-text search over every session of the store, through the engine's index
+//! ([`gjcfs_engine::search`]).
+//!
+//! ```text
+//! search/<query>/NNN-<session-id>-<entry-id>.json   symlink to ../../sessions/<id>/entries/<entry-id>.json
+//! search/<query>/NNN-<session-id>-title.json        symlink to ../../sessions/<id>/header.json (a title hit)
+//! search/<query>/results.jsonl                      the hits, one JSON object a line, best first
+//! ```
+//!
+//! A name is a query in the syntax of `gjcfs search` (plain words all match, "quoted
+//! phrases"); `substring:<text>` searches for text anywhere. `ls search/` lists the last
+//! queries asked. A query that cannot be searched is EINVAL.
+//!
+//! Invariants:
+//! - The index is opened on the first search, in the user's cache directory (an index of
+//!   its own in memory when that cannot be used), and brought up to date with the store's
+//!   files before every search that is not served from the short-lived cache of answers;
+//!   the engine re-checks the file of every hit, so no hit comes from a file as it was.
+//! - Sessions the mount writes or sees change are re-indexed at once
+//!   ([`SearchView::session_changed`]), so that the index follows the agent's appends.
+//! - An answer is kept for [`ANSWER_TTL`]: listing a query's directory and reading its
+//!   files see the same hits.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::VfsError;
+use gjcfs_engine::json;
+use gjcfs_engine::search::{hit_json, Filters, Hit, Query, SearchIndex};
+
+/// How long an answer is served again without searching anew.
+pub const ANSWER_TTL: Duration = Duration::from_secs(1);
+/// How many hits a query's directory holds.
+pub const HITS_SHOWN: usize = 100;
+/// How many queries `ls search/` shows.
+const RECENT_QUERIES: usize = 20;
+/// The name prefix of a substring query.
+pub const SUBSTRING_PREFIX: &str = "substring:";
+
+/// One query's answer: the hits, their file names, and `results.jsonl`.
+#[derive(Debug)]
+pub struct Answer {
+    /// Hit file name → (session id, where its link leads).
+    pub links: Vec<(String, String)>,
+    pub results: Arc<Vec<u8>>,
+}
+
+pub struct SearchView {
+    /// Where the index lives (`None`: in memory).
+    index_dir: Option<PathBuf>,
+    index: Mutex<Option<Arc<SearchIndex>>>,
+    answers: Mutex<HashMap<String, (Instant, Arc<Answer>)>>,
+    queries: Mutex<VecDeque<String>>,
+}
+
+/// The query a directory name asks.
+fn parse_query(name: &str) -> Result<Query, VfsError> {
+    let parsed = match name.strip_prefix(SUBSTRING_PREFIX) {
+        Some(text) => Query::substring(text),
+        None => Query::parse(name),
+    };
+    parsed.map_err(|e| VfsError::InvalidArgument(format!("{name:?}: {e}")))
+}
+
+/// `NNN-<session-id>-<entry-id>.json` and where it leads.
+fn link_of(rank: usize, hit: &Hit) -> (String, String) {
+    let sid = &hit.session_id;
+    match &hit.entry_id {
+        Some(entry) => (
+            format!("{rank:03}-{sid}-{entry}.json"),
+            format!("../../sessions/{sid}/entries/{entry}.json"),
+        ),
+        None => (
+            format!("{rank:03}-{sid}-title.json"),
+            format!("../../sessions/{sid}/header.json"),
+        ),
+    }
+}
+
+impl SearchView {
+    pub fn new(index_dir: Option<PathBuf>) -> Self {
+        SearchView {
+            index_dir,
+            index: Mutex::new(None),
+            answers: Mutex::new(HashMap::new()),
+            queries: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// The index, opened on first use.
+    fn index(&self) -> Result<Arc<SearchIndex>, VfsError> {
+        let mut index = self.index.lock();
+        if let Some(index) = &*index {
+            return Ok(index.clone());
+        }
+        let opened = match &self.index_dir {
+            Some(dir) => SearchIndex::open(dir).or_else(|_| SearchIndex::open_in_memory()),
+            None => SearchIndex::open_in_memory(),
+        }
+        .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
+        Ok(index.insert(Arc::new(opened)).clone())
+    }
+
+    /// The answer to the query `name` over the files `paths` (the store's transcripts).
+    pub fn answer(&self, name: &str, paths: &[PathBuf]) -> Result<Arc<Answer>, VfsError> {
+        if let Some((at, answer)) = self.answers.lock().get(name) {
+            if at.elapsed() < ANSWER_TTL {
+                return Ok(answer.clone());
+            }
+        }
+        let query = parse_query(name)?;
+        let index = self.index()?;
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+        index
+            .update(paths, threads, &|_| {})
+            .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
+        let filters = Filters {
+            limit: HITS_SHOWN,
+            ..Filters::default()
+        };
+        let hits = index
+            .search(&query, &filters)
+            .map_err(|e| VfsError::InvalidArgument(format!("{name:?}: {e}")))?;
+        let mut results = Vec::new();
+        let mut links = Vec::with_capacity(hits.len());
+        for (rank, hit) in hits.iter().enumerate() {
+            json::write_compact(&hit_json(hit), &mut results);
+            results.push(b'\n');
+            let (file, target) = link_of(rank + 1, hit);
+            links.push((file, target));
+        }
+        let answer = Arc::new(Answer {
+            links,
+            results: Arc::new(results),
+        });
+        self.answers
+            .lock()
+            .insert(name.to_owned(), (Instant::now(), answer.clone()));
+        self.note_query(name);
+        Ok(answer)
+    }
+
+    /// Whether `name` is a query that can be searched (without searching).
+    pub fn check(&self, name: &str) -> Result<(), VfsError> {
+        parse_query(name).map(drop)
+    }
+
+    fn note_query(&self, query: &str) {
+        let mut queries = self.queries.lock();
+        queries.retain(|q| q != query);
+        queries.push_back(query.to_owned());
+        while queries.len() > RECENT_QUERIES {
+            queries.pop_front();
+        }
+    }
+
+    /// The last queries asked, oldest first.
+    pub fn recent_queries(&self) -> Vec<String> {
+        self.queries.lock().iter().cloned().collect()
+    }
+
+    /// Re-indexes one session file the mount wrote or saw change, if the index is open.
+    pub fn session_changed(&self, path: &Path) {
+        let index = self.index.lock().clone();
+        if let Some(index) = index {
+            let _ = index.update_session(path);
+            self.answers.lock().clear();
+        }
+    }
+}
