@@ -373,6 +373,7 @@ fn blobs_are_listed_and_read_checked() {
             "projects",
             "by-date",
             "recent",
+            "search",
             "usage.json"
         ]
     );
