@@ -1197,10 +1197,8 @@ fn owner_gone(record: &LockRecord) -> bool {
     if pid <= 0 {
         return true;
     }
-    // SAFETY: signal 0 only checks that the process exists; pid is positive, so this never
-    // addresses a process group.
-    let rc = unsafe { libc::kill(pid, 0) };
-    if rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+    // pid is positive, so this never addresses a process group.
+    if !super::storage::sys::unix::process_exists(pid) {
         return true;
     }
     let actual = if pid as u32 == std::process::id() {

@@ -1,4 +1,4 @@
-//! Managed v2 session scopes (details §12.1–12.4): one directory per workspace under
+//! Managed v2 session scopes: one directory per workspace under
 //! `<agentDir>/sessions/`, named by a digest of the workspace's canonical identity, and bound
 //! to it by a binding file.
 //!
@@ -13,21 +13,22 @@
 //! - Every directory the scope verifies is a real directory (not a symlink) owned by the
 //!   effective user with mode exactly `0700`; files exactly `0600`; no POSIX ACL (an
 //!   `ENOTSUP`/`EOPNOTSUPP` answer from the ACL attribute call only means the filesystem
-//!   cannot store one).
+//!   cannot store one). Where the platform cannot make the ACL or the network-filesystem
+//!   check (anything but Linux today), the scope is refused: the check fails closed.
 //! - An existing transcript is trusted as managed only through
 //!   [`verify_transcript_scope`]: its sessions root is a real directory, its scope directory
 //!   is owner-only, and the scope's binding is valid and names the directory it is in
 //!   (`scope_dir_name` of the bound identity is the directory's name). Every path that opens
 //!   or reads a managed transcript goes through it, failing closed.
 
-use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+
+use super::storage::sys::unix as sys;
 
 /// The file that binds a scope directory to its workspace.
 pub const BINDING_FILE: &str = ".gjc-managed-session-scope.v2.json";
@@ -73,33 +74,6 @@ pub struct Identity {
     pub canonical_path: String,
 }
 
-/// Filesystem magic numbers of network filesystems (statfs `f_type`).
-#[cfg(target_os = "linux")]
-const NETWORK_FS_MAGIC: [i64; 6] = [
-    0x6969,      // NFS
-    0x517B,      // SMB
-    0xFF53_4D42, // CIFS
-    0xFE53_4D42, // SMB2
-    0x564C,      // NCP
-    0x0102_1997, // 9P (v9fs)
-];
-
-#[cfg(target_os = "linux")]
-fn is_network_fs(path: &Path) -> bool {
-    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a valid NUL-terminated path and `buf` a properly sized out-parameter.
-    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::statfs(c.as_ptr(), &mut buf) };
-    rc == 0 && NETWORK_FS_MAGIC.contains(&(buf.f_type as i64))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn is_network_fs(_path: &Path) -> bool {
-    false
-}
-
 /// The canonical identity of the workspace at `cwd`.
 pub fn resolve_identity(cwd: &Path) -> Result<Identity, ScopeError> {
     let invalid = || ScopeError::InvalidWorkspace {
@@ -109,7 +83,7 @@ pub fn resolve_identity(cwd: &Path) -> Result<Identity, ScopeError> {
     if !fs::metadata(&real).map_err(|_| invalid())?.is_dir() {
         return Err(invalid());
     }
-    if is_network_fs(&real) {
+    if super::storage::sys::is_network_fs(&real).map_err(io_err(&real))? {
         return Err(ScopeError::NetworkUnsupported {
             path: cwd.to_owned(),
         });
@@ -280,33 +254,11 @@ pub fn verify_transcript_scope(transcript: &Path) -> Result<Identity, ScopeError
     check_scope_binding(scope, &bytes)
 }
 
-/// Whether the POSIX ACL attribute call proves there is no ACL on `path`.
-#[cfg(target_os = "linux")]
+/// Checks that `path` carries no POSIX ACL; where the platform cannot tell, refuses.
 fn check_no_acl(path: &Path) -> Result<(), ScopeError> {
-    let c =
-        CString::new(path.as_os_str().as_bytes()).map_err(|_| unsafe_path(path, "NUL in path"))?;
-    for name in [c"system.posix_acl_access", c"system.posix_acl_default"] {
-        // SAFETY: both pointers are valid NUL-terminated strings; a zero-size query reads nothing.
-        let rc = unsafe { libc::lgetxattr(c.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
-        if rc >= 0 {
-            return Err(unsafe_path(path, "has a POSIX ACL"));
-        }
-        match io::Error::last_os_error().raw_os_error() {
-            Some(libc::ENODATA) => {}
-            Some(e) if e == libc::ENOTSUP || e == libc::EOPNOTSUPP => {}
-            _ => {
-                return Err(ScopeError::Io {
-                    path: path.to_owned(),
-                    source: io::Error::last_os_error(),
-                })
-            }
-        }
+    if super::storage::sys::has_posix_acl(path).map_err(io_err(path))? {
+        return Err(unsafe_path(path, "has a POSIX ACL"));
     }
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn check_no_acl(_path: &Path) -> Result<(), ScopeError> {
     Ok(())
 }
 
@@ -328,18 +280,19 @@ pub fn verify_owner_only(path: &Path, dir: bool) -> Result<(), ScopeError> {
             },
         ));
     }
-    // SAFETY: geteuid has no preconditions.
-    if meta.uid() != unsafe { libc::geteuid() } {
-        return Err(unsafe_path(path, format!("owned by uid {}", meta.uid())));
+    let owner = sys::owner(&meta);
+    if owner != sys::effective_uid() {
+        return Err(unsafe_path(path, format!("owned by uid {owner}")));
     }
     let want = if dir { 0o700 } else { 0o600 };
-    if meta.mode() & 0o7777 != want {
+    let mode = sys::mode(&meta);
+    if mode != want {
         return Err(unsafe_path(
             path,
-            format!("mode {:o}, expected {want:o}", meta.mode() & 0o7777),
+            format!("mode {mode:o}, expected {want:o}"),
         ));
     }
-    if !dir && meta.nlink() > 1 {
+    if !dir && sys::links(&meta) > 1 {
         return Err(unsafe_path(path, "has more than one hard link"));
     }
     check_no_acl(path)
@@ -385,7 +338,7 @@ pub fn read_binding(path: &Path) -> Result<Option<Vec<u8>>, ScopeError> {
     if !meta.is_file() {
         return Err(invalid("not a regular file"));
     }
-    if meta.nlink() > 1 {
+    if sys::links(&meta) > 1 {
         return Err(invalid("has more than one hard link"));
     }
     let mut bytes = Vec::new();

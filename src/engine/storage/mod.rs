@@ -16,6 +16,7 @@
 
 mod file;
 mod memory;
+pub(crate) mod sys;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
