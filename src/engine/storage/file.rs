@@ -9,12 +9,15 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use super::sys;
-use super::{FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage, StorageWriter};
+use super::{
+    EntryKind, EntryStat, FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage,
+    StorageWriter,
+};
 
 const FILE_MODE: u32 = 0o600;
 const DIR_MODE: u32 = 0o700;
@@ -141,23 +144,63 @@ impl SessionStorage for FileStorage {
         open_dir(dir)?.sync_all()
     }
 
-    fn check_private_file(&self, path: &Path) -> io::Result<()> {
-        use crate::scope::{verify_owner_only, ScopeError};
-        verify_owner_only(path, false).map_err(|e| match e {
-            ScopeError::Io { source, .. } => source,
-            other => io::Error::new(io::ErrorKind::PermissionDenied, other.to_string()),
-        })
-    }
-
     fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>> {
         sys::writers_elsewhere(path)
     }
 
-    fn verify_transcript_scope(
-        &self,
-        transcript: &Path,
-    ) -> Result<crate::scope::Identity, crate::scope::ScopeError> {
-        crate::scope::verify_transcript_scope(transcript)
+    fn lstat(&self, path: &Path) -> io::Result<EntryStat> {
+        let meta = fs::symlink_metadata(path)?;
+        let kind = meta.file_type();
+        Ok(EntryStat {
+            kind: if kind.is_file() {
+                EntryKind::File
+            } else if kind.is_dir() {
+                EntryKind::Dir
+            } else if kind.is_symlink() {
+                EntryKind::Symlink
+            } else {
+                EntryKind::Other
+            },
+            id: sys::unix::file_id(&meta),
+            mode: sys::unix::mode(&meta),
+            owner: sys::unix::owner(&meta),
+            links: sys::unix::links(&meta),
+        })
+    }
+
+    fn user(&self) -> u32 {
+        sys::unix::effective_uid()
+    }
+
+    fn has_acl(&self, path: &Path) -> io::Result<bool> {
+        sys::has_posix_acl(path)
+    }
+
+    fn is_network_fs(&self, path: &Path) -> io::Result<bool> {
+        sys::is_network_fs(path)
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        fs::canonicalize(path)
+    }
+
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::DirBuilder::new().mode(DIR_MODE).create(dir)
+    }
+
+    fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()> {
+        if fs::symlink_metadata(path)?.file_type().is_symlink() {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        fs::set_permissions(path, fs::Permissions::from_mode(mode))
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::hard_link(from, to)
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        open_regular(path)?.sync_all()
     }
 }
 
@@ -182,6 +225,10 @@ impl ReadFile for PositionalFile {
 
     fn id(&self) -> FileId {
         self.id
+    }
+
+    fn links(&self) -> io::Result<u64> {
+        Ok(sys::unix::links(&self.file.metadata()?))
     }
 }
 
@@ -256,7 +303,6 @@ impl StorageWriter for FileWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn creates_owner_only_files_and_dirs_and_refuses_symlinks() {
