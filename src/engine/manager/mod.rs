@@ -222,7 +222,7 @@ fn is_legacy_transcript(root: &Path, path: &Path) -> bool {
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(is_legacy_dir_name);
-    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    let canonical = |p: &Path| super::storage::FileStorage.canonicalize(p).ok();
     legacy_name
         && dir
             .parent()
