@@ -143,7 +143,6 @@ impl BlobStore {
 mod tests {
     use super::*;
     use crate::storage::{FileStorage, MemoryStorage};
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn put_get_and_hash_validation() {
@@ -153,11 +152,11 @@ mod tests {
         assert_eq!(hash, sha256_hex(b"hello"));
         assert_eq!(store.get(&hash).unwrap().unwrap(), b"hello");
         assert_eq!(store.put(b"hello").unwrap(), hash);
-        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let mode = |p: &Path| FileStorage.lstat(p).unwrap().mode;
         assert_eq!(mode(store.dir()), 0o700);
         assert_eq!(mode(&store.path_of(&hash).unwrap()), 0o600);
         assert_eq!(
-            std::fs::read_dir(store.dir()).unwrap().count(),
+            FileStorage.list_files(store.dir()).unwrap().len(),
             1,
             "no temp files left"
         );

@@ -1,4 +1,4 @@
-//! Terminal breadcrumbs (details §13): which session each terminal used last, so that
+//! Terminal breadcrumbs: which session each terminal used last, so that
 //! "continue" resumes the right one.
 //!
 //! - A terminal is named `tmux-$TMUX_PANE` (inside tmux), else after its tty path (`pts-3`),
@@ -38,21 +38,7 @@ pub fn terminal_id(vars: &HashMap<String, String>, tty: Option<&str>) -> Option<
 
 /// The tty on stdin, if any.
 pub fn stdin_tty() -> Option<String> {
-    // SAFETY: isatty and ttyname only read the descriptor; ttyname's buffer is copied at once.
-    unsafe {
-        if libc::isatty(0) != 1 {
-            return None;
-        }
-        let name = libc::ttyname(0);
-        if name.is_null() {
-            return None;
-        }
-        Some(
-            std::ffi::CStr::from_ptr(name)
-                .to_string_lossy()
-                .into_owned(),
-        )
-    }
+    super::storage::sys::unix::stdin_tty()
 }
 
 /// The current terminal's name.

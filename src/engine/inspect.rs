@@ -13,9 +13,9 @@
 //! The path is resolved with `realpath` first, so a symlinked path binds to its target; the
 //! target is then opened with `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`. Nothing is ever written.
 
+use crate::storage::sys::unix as sys;
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -105,12 +105,12 @@ struct StatKey {
 impl StatKey {
     fn of(m: &fs::Metadata) -> Self {
         StatKey {
-            dev: m.dev(),
-            ino: m.ino(),
-            nlink: m.nlink(),
-            size: m.size(),
-            mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
-            ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
+            dev: sys::file_id(m).dev,
+            ino: sys::file_id(m).ino,
+            nlink: sys::links(m),
+            size: m.len(),
+            mtime_ns: sys::mtime_ns(m),
+            ctime_ns: sys::ctime_ns(m),
         }
     }
 }
@@ -166,9 +166,7 @@ fn read_stable(path: &Path) -> Result<(PathBuf, Vec<u8>, StatKey), InspectFailur
     if !before.file_type().is_file() {
         return Err(InspectFailure::ReadFailed("not a regular file".into()));
     }
-    let mut file = File::options()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+    let mut file = sys::no_follow(File::options().read(true))
         .open(&canonical)
         .map_err(|e| io_failure(path, e))?;
     let mut bytes = Vec::with_capacity(before.len() as usize);

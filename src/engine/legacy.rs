@@ -57,6 +57,7 @@ use super::scope::{
     check_binding, digest, prepare_scope, read_binding, resolve_identity, scope_dir_name,
     verify_owner_only, Identity, ScopeError, BINDING_FILE, INTERNAL_DIR,
 };
+use super::storage::FileStorage;
 use super::time::now_millis;
 
 /// How much of a transcript's start may hold its header line.
@@ -697,9 +698,9 @@ fn verify_existing_scope(scope_dir: &Path, identity: &Identity) -> Result<(), Le
         Err(e) => return Err(io_err(scope_dir)(e)),
         Ok(_) => {}
     }
-    verify_owner_only(scope_dir, true)?;
+    verify_owner_only(&FileStorage, scope_dir, true)?;
     let binding = scope_dir.join(BINDING_FILE);
-    if let Some(bytes) = read_binding(&binding)? {
+    if let Some(bytes) = read_binding(&FileStorage, &binding)? {
         check_binding(&binding, &bytes, identity)?;
     }
     Ok(())
@@ -787,7 +788,7 @@ impl RecordedFile {
 /// The parsed JSON of a receipt or tombstone that may be trusted: an owner-only regular file
 /// with one link, read without following a symlink.
 fn trusted_record(path: &Path) -> Option<Value> {
-    verify_owner_only(path, false).ok()?;
+    verify_owner_only(&FileStorage, path, false).ok()?;
     let snapshot = capture(path).ok()?;
     let text = std::str::from_utf8(&snapshot.bytes).ok()?;
     json::parse(text).ok()
@@ -1197,10 +1198,8 @@ fn owner_gone(record: &LockRecord) -> bool {
     if pid <= 0 {
         return true;
     }
-    // SAFETY: signal 0 only checks that the process exists; pid is positive, so this never
-    // addresses a process group.
-    let rc = unsafe { libc::kill(pid, 0) };
-    if rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+    // pid is positive, so this never addresses a process group.
+    if !super::storage::sys::unix::process_exists(pid) {
         return true;
     }
     let actual = if pid as u32 == std::process::id() {
@@ -1800,7 +1799,9 @@ fn check_destination_transcript(dest: &Path, sha256: &str) -> Result<bool, Legac
         return Err(why(dest, conflict, "the destination is not a regular file"));
     }
     match capture(dest) {
-        Ok(s) if s.sha256 == sha256 && verify_owner_only(dest, false).is_ok() => Ok(false),
+        Ok(s) if s.sha256 == sha256 && verify_owner_only(&FileStorage, dest, false).is_ok() => {
+            Ok(false)
+        }
         Ok(_) => Err(why(dest, conflict, "the destination holds another file")),
         Err(_) => Err(why(dest, conflict, "the destination cannot be read")),
     }
@@ -1979,7 +1980,7 @@ pub fn migrate_candidate(
             why: "the published copy differs from the source".into(),
         });
     }
-    verify_owner_only(&destination, false)?;
+    verify_owner_only(&FileStorage, &destination, false)?;
 
     let dest_identity = FileIdentity {
         dev: copied.stat.dev,

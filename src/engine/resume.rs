@@ -20,6 +20,7 @@ use super::legacy::{
 };
 use super::manager::{SessionManager, SessionResult, StorageConfig};
 use super::scope::{resolve_identity, scope_dir_name};
+use super::storage::{FileStorage, SessionStorage};
 
 /// Where terminal breadcrumbs live.
 pub fn breadcrumb_dir(dirs: &AgentDirs) -> PathBuf {
@@ -27,7 +28,7 @@ pub fn breadcrumb_dir(dirs: &AgentDirs) -> PathBuf {
 }
 
 fn same_dir(a: &str, b: &Path) -> bool {
-    let canon = |p: &Path| std::fs::canonicalize(p).ok();
+    let canon = |p: &Path| FileStorage.canonicalize(p).ok();
     canon(Path::new(a)).is_some_and(|a| Some(a) == canon(b))
 }
 
@@ -73,7 +74,7 @@ pub fn continue_recent(
         let mut candidates = list_candidates(&root, cwd, &LegacyRoots::current())
             .map(|listing| listing.owned)
             .unwrap_or_default();
-        let mtime = |c: &Candidate| std::fs::metadata(&c.path).and_then(|m| m.modified()).ok();
+        let mtime = |c: &Candidate| FileStorage.stat(&c.path).map(|s| s.mtime_ms).ok();
         candidates.sort_by_key(|c| std::cmp::Reverse(mtime(c)));
         for candidate in &candidates {
             if inspect_strict(&candidate.path).is_err() {

@@ -1,4 +1,4 @@
-//! Managed v2 session scopes (details §12.1–12.4): one directory per workspace under
+//! Managed v2 session scopes: one directory per workspace under
 //! `<agentDir>/sessions/`, named by a digest of the workspace's canonical identity, and bound
 //! to it by a binding file.
 //!
@@ -13,21 +13,23 @@
 //! - Every directory the scope verifies is a real directory (not a symlink) owned by the
 //!   effective user with mode exactly `0700`; files exactly `0600`; no POSIX ACL (an
 //!   `ENOTSUP`/`EOPNOTSUPP` answer from the ACL attribute call only means the filesystem
-//!   cannot store one).
+//!   cannot store one). Where the platform cannot make the ACL or the network-filesystem
+//!   check (anything but Linux today), the scope is refused: the check fails closed.
 //! - An existing transcript is trusted as managed only through
 //!   [`verify_transcript_scope`]: its sessions root is a real directory, its scope directory
 //!   is owner-only, and the scope's binding is valid and names the directory it is in
 //!   (`scope_dir_name` of the bound identity is the directory's name). Every path that opens
 //!   or reads a managed transcript goes through it, failing closed.
 
-use std::ffi::CString;
-use std::fs::{self, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+
+use super::io_cause::{io_cause, IoCause};
+use super::storage::{
+    check_owner_only, write_new_durable, EntryKind, FileStorage, PrivacyError, SessionStorage,
+};
 
 /// The file that binds a scope directory to its workspace.
 pub const BINDING_FILE: &str = ".gjc-managed-session-scope.v2.json";
@@ -73,43 +75,25 @@ pub struct Identity {
     pub canonical_path: String,
 }
 
-/// Filesystem magic numbers of network filesystems (statfs `f_type`).
-#[cfg(target_os = "linux")]
-const NETWORK_FS_MAGIC: [i64; 6] = [
-    0x6969,      // NFS
-    0x517B,      // SMB
-    0xFF53_4D42, // CIFS
-    0xFE53_4D42, // SMB2
-    0x564C,      // NCP
-    0x0102_1997, // 9P (v9fs)
-];
-
-#[cfg(target_os = "linux")]
-fn is_network_fs(path: &Path) -> bool {
-    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a valid NUL-terminated path and `buf` a properly sized out-parameter.
-    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::statfs(c.as_ptr(), &mut buf) };
-    rc == 0 && NETWORK_FS_MAGIC.contains(&(buf.f_type as i64))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn is_network_fs(_path: &Path) -> bool {
-    false
-}
-
-/// The canonical identity of the workspace at `cwd`.
+/// The canonical identity of the workspace at `cwd`, on disk ([`resolve_identity_in`]).
 pub fn resolve_identity(cwd: &Path) -> Result<Identity, ScopeError> {
+    resolve_identity_in(&FileStorage, cwd)
+}
+
+/// The canonical identity of the workspace at `cwd` in `storage`: its canonical path, which
+/// must be an existing directory with a UTF-8 path that is not on a network filesystem.
+pub fn resolve_identity_in(
+    storage: &dyn SessionStorage,
+    cwd: &Path,
+) -> Result<Identity, ScopeError> {
     let invalid = || ScopeError::InvalidWorkspace {
         path: cwd.to_owned(),
     };
-    let real = fs::canonicalize(cwd).map_err(|_| invalid())?;
-    if !fs::metadata(&real).map_err(|_| invalid())?.is_dir() {
+    let real = storage.canonicalize(cwd).map_err(|_| invalid())?;
+    if storage.lstat(&real).map_err(|_| invalid())?.kind != EntryKind::Dir {
         return Err(invalid());
     }
-    if is_network_fs(&real) {
+    if storage.is_network_fs(&real).map_err(io_err(&real))? {
         return Err(ScopeError::NetworkUnsupported {
             path: cwd.to_owned(),
         });
@@ -255,7 +239,10 @@ pub fn check_scope_binding(scope: &Path, bytes: &[u8]) -> Result<Identity, Scope
 /// scope directory is owner-only (`0700`, ours, no ACL, not a symlink); its binding file is
 /// a regular file with one link ([`read_binding`]) holding a valid binding whose identity
 /// names the directory ([`check_scope_binding`]). Fails closed.
-pub fn verify_transcript_scope(transcript: &Path) -> Result<Identity, ScopeError> {
+pub fn verify_transcript_scope(
+    storage: &dyn SessionStorage,
+    transcript: &Path,
+) -> Result<Identity, ScopeError> {
     let scope = transcript
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -264,188 +251,159 @@ pub fn verify_transcript_scope(transcript: &Path) -> Result<Identity, ScopeError
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let meta = fs::symlink_metadata(root).map_err(io_err(root))?;
-    if !meta.file_type().is_dir() {
+    if storage.lstat(root).map_err(io_err(root))?.kind != EntryKind::Dir {
         return Err(unsafe_path(
             root,
             "the sessions root is not a real directory",
         ));
     }
-    verify_owner_only(scope, true)?;
+    verify_owner_only(storage, scope, true)?;
     let binding = scope.join(BINDING_FILE);
-    let bytes = read_binding(&binding)?.ok_or_else(|| ScopeError::BindingInvalid {
+    let bytes = read_binding(storage, &binding)?.ok_or_else(|| ScopeError::BindingInvalid {
         path: binding.clone(),
         why: "the scope has no binding".into(),
     })?;
     check_scope_binding(scope, &bytes)
 }
 
-/// Whether the POSIX ACL attribute call proves there is no ACL on `path`.
-#[cfg(target_os = "linux")]
-fn check_no_acl(path: &Path) -> Result<(), ScopeError> {
-    let c =
-        CString::new(path.as_os_str().as_bytes()).map_err(|_| unsafe_path(path, "NUL in path"))?;
-    for name in [c"system.posix_acl_access", c"system.posix_acl_default"] {
-        // SAFETY: both pointers are valid NUL-terminated strings; a zero-size query reads nothing.
-        let rc = unsafe { libc::lgetxattr(c.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
-        if rc >= 0 {
-            return Err(unsafe_path(path, "has a POSIX ACL"));
-        }
-        match io::Error::last_os_error().raw_os_error() {
-            Some(libc::ENODATA) => {}
-            Some(e) if e == libc::ENOTSUP || e == libc::EOPNOTSUPP => {}
-            _ => {
-                return Err(ScopeError::Io {
-                    path: path.to_owned(),
-                    source: io::Error::last_os_error(),
-                })
-            }
-        }
-    }
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn check_no_acl(_path: &Path) -> Result<(), ScopeError> {
-    Ok(())
-}
-
-/// Checks that `path` is a real directory (or file) owned by us with exactly the mode.
-pub fn verify_owner_only(path: &Path, dir: bool) -> Result<(), ScopeError> {
-    let meta = fs::symlink_metadata(path).map_err(io_err(path))?;
-    let kind_ok = if dir {
-        meta.file_type().is_dir()
-    } else {
-        meta.file_type().is_file()
-    };
-    if !kind_ok {
-        return Err(unsafe_path(
-            path,
-            if meta.file_type().is_symlink() {
-                "is a symlink"
-            } else {
-                "has the wrong file type"
-            },
-        ));
-    }
-    // SAFETY: geteuid has no preconditions.
-    if meta.uid() != unsafe { libc::geteuid() } {
-        return Err(unsafe_path(path, format!("owned by uid {}", meta.uid())));
-    }
-    let want = if dir { 0o700 } else { 0o600 };
-    if meta.mode() & 0o7777 != want {
-        return Err(unsafe_path(
-            path,
-            format!("mode {:o}, expected {want:o}", meta.mode() & 0o7777),
-        ));
-    }
-    if !dir && meta.nlink() > 1 {
-        return Err(unsafe_path(path, "has more than one hard link"));
-    }
-    check_no_acl(path)
+/// Checks that `path` is a real directory (or file) owned by us with exactly the mode, no
+/// ACL and (a file) one link ([`check_owner_only`]).
+pub fn verify_owner_only(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    dir: bool,
+) -> Result<(), ScopeError> {
+    check_owner_only(storage, path, dir).map_err(|e| match e {
+        PrivacyError::Io(source) => io_err(path)(source),
+        PrivacyError::Exposed(why) => unsafe_path(path, why),
+    })
 }
 
 /// Creates `dir` as an owner-only directory if missing, then verifies it; a directory whose
 /// only fault is group or other permission bits is re-secured once.
-fn ensure_owner_only_dir(dir: &Path) -> Result<(), ScopeError> {
-    match fs::DirBuilder::new().mode(0o700).create(dir) {
+fn ensure_owner_only_dir(storage: &dyn SessionStorage, dir: &Path) -> Result<(), ScopeError> {
+    match storage.create_dir(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(io_err(dir)(e)),
     }
-    match verify_owner_only(dir, true) {
+    match verify_owner_only(storage, dir, true) {
         Err(ScopeError::Unsafe { why, .. }) if why.starts_with("mode ") => {
-            let meta = fs::symlink_metadata(dir).map_err(io_err(dir))?;
-            if meta.file_type().is_dir() {
-                fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(io_err(dir))?;
+            if storage.lstat(dir).map_err(io_err(dir))?.kind == EntryKind::Dir {
+                storage.set_mode(dir, 0o700).map_err(io_err(dir))?;
             }
-            verify_owner_only(dir, true)
+            verify_owner_only(storage, dir, true)
         }
         other => other,
     }
 }
 
 /// Reads the binding at `path` without following a symlink: `None` when there is none yet.
-pub fn read_binding(path: &Path) -> Result<Option<Vec<u8>>, ScopeError> {
+pub fn read_binding(
+    storage: &dyn SessionStorage,
+    path: &Path,
+) -> Result<Option<Vec<u8>>, ScopeError> {
     let invalid = |why: &str| ScopeError::BindingInvalid {
         path: path.to_owned(),
         why: why.to_owned(),
     };
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-    {
+    let file = match storage.open_read_at(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(invalid("is a symlink")),
+        Err(e) if io_cause(&e) == IoCause::Symlink => return Err(invalid("is a symlink")),
         Err(e) => return Err(invalid(&e.to_string())),
     };
-    let meta = file.metadata().map_err(|e| invalid(&e.to_string()))?;
-    if !meta.is_file() {
-        return Err(invalid("not a regular file"));
-    }
-    if meta.nlink() > 1 {
+    if file.links().map_err(|e| invalid(&e.to_string()))? > 1 {
         return Err(invalid("has more than one hard link"));
     }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(|e| invalid(&e.to_string()))?;
+    let bytes = file.read_all().map_err(|e| invalid(&e.to_string()))?;
     Ok(Some(bytes))
 }
 
 /// Publishes the binding without replacing an existing one, or validates the existing one.
-fn publish_binding(scope: &Path, identity: &Identity) -> Result<(), ScopeError> {
+fn publish_binding(
+    storage: &dyn SessionStorage,
+    scope: &Path,
+    identity: &Identity,
+) -> Result<(), ScopeError> {
     let path = scope.join(BINDING_FILE);
-    if let Some(bytes) = read_binding(&path)? {
+    release_stale_links(storage, scope, &path)?;
+    if let Some(bytes) = read_binding(storage, &path)? {
         check_binding(&path, &bytes, identity)?;
-        return super::storage::open_regular(&path)
-            .and_then(|f| f.sync_all())
-            .map_err(io_err(&path));
+        return storage.sync_file(&path).map_err(io_err(&path));
     }
     let temp = scope.join(format!(".binding.{}.tmp", super::ids::snowflake()));
-    let write = || -> io::Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&temp)?;
-        f.write_all(&binding_bytes(identity))?;
-        f.sync_all()
-    };
-    let linked = write().and_then(|()| fs::hard_link(&temp, &path));
-    let _ = fs::remove_file(&temp);
+    let linked = write_new_durable(storage, &temp, &binding_bytes(identity))
+        .and_then(|()| storage.hard_link(&temp, &path));
+    let unlinked = storage.unlink(&temp);
+    // Published but still linked from the temp name: the binding has two links and would
+    // not verify; fail, and the next preparation releases the stale link.
+    let linked = linked.and(unlinked);
     match linked {
-        Ok(()) => super::storage::open_dir(scope)
-            .and_then(|d| d.sync_all())
-            .map_err(io_err(scope)),
+        Ok(()) => storage.sync_dir(scope).map_err(io_err(scope)),
         // Someone else published first: theirs must match.
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            let bytes = read_binding(&path)?.unwrap_or_default();
+            let bytes = read_binding(storage, &path)?.unwrap_or_default();
             check_binding(&path, &bytes, identity)
         }
         Err(e) => Err(io_err(&path)(e)),
     }
 }
 
-/// Prepares the scope of `identity` under `sessions_root` for writing and returns its path.
-pub fn prepare_scope(sessions_root: &Path, identity: &Identity) -> Result<PathBuf, ScopeError> {
-    if let Some(agent_dir) = sessions_root.parent() {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(agent_dir)
-            .map_err(io_err(agent_dir))?;
+/// Removes the temp names (`.binding.*.tmp`) that are still hard links to the published
+/// binding at `path` — left by a publish that linked the binding but failed to remove its
+/// temp name — so that the binding has one link again. A temp that is another file (a
+/// publish under way elsewhere) is left alone.
+fn release_stale_links(
+    storage: &dyn SessionStorage,
+    scope: &Path,
+    path: &Path,
+) -> Result<(), ScopeError> {
+    let binding = match storage.lstat(path) {
+        Ok(stat) if stat.kind == EntryKind::File && stat.links > 1 => stat.id,
+        _ => return Ok(()),
+    };
+    let mut released = false;
+    for temp in storage.list_files(scope).map_err(io_err(scope))? {
+        let name = temp.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !(name.starts_with(".binding.") && name.ends_with(".tmp")) {
+            continue;
+        }
+        if storage.lstat(&temp).is_ok_and(|stat| stat.id == binding) {
+            storage.unlink(&temp).map_err(io_err(&temp))?;
+            released = true;
+        }
     }
-    ensure_owner_only_dir(sessions_root)?;
+    if released {
+        storage.sync_dir(scope).map_err(io_err(scope))?;
+    }
+    Ok(())
+}
+
+/// Prepares the scope of `identity` under `sessions_root` on disk ([`prepare_scope_in`]).
+pub fn prepare_scope(sessions_root: &Path, identity: &Identity) -> Result<PathBuf, ScopeError> {
+    prepare_scope_in(&FileStorage, sessions_root, identity)
+}
+
+/// Prepares the scope of `identity` under `sessions_root` in `storage` for writing and
+/// returns its path: the agent directory, the sessions root, the scope directory and its
+/// internal directories exist and are owner-only, and the scope is bound to `identity`.
+pub fn prepare_scope_in(
+    storage: &dyn SessionStorage,
+    sessions_root: &Path,
+    identity: &Identity,
+) -> Result<PathBuf, ScopeError> {
+    if let Some(agent_dir) = sessions_root.parent() {
+        storage.ensure_dir(agent_dir).map_err(io_err(agent_dir))?;
+    }
+    ensure_owner_only_dir(storage, sessions_root)?;
     let scope = sessions_root.join(scope_dir_name(identity));
-    ensure_owner_only_dir(&scope)?;
-    publish_binding(&scope, identity)?;
+    ensure_owner_only_dir(storage, &scope)?;
+    publish_binding(storage, &scope, identity)?;
     let internal = scope.join(INTERNAL_DIR);
-    ensure_owner_only_dir(&internal)?;
+    ensure_owner_only_dir(storage, &internal)?;
     for sub in INTERNAL_SUBDIRS {
-        ensure_owner_only_dir(&internal.join(sub))?;
+        ensure_owner_only_dir(storage, &internal.join(sub))?;
     }
     Ok(scope)
 }

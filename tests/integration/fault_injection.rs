@@ -1,9 +1,12 @@
 //! Drives the manager through appends, a batch, a rename and rewrites while failing each
 //! storage operation in turn, and checks that nothing acknowledged is lost, no torn partial
 //! line is left and no file is ever half-replaced — for a session in an explicit directory
-//! and for a managed transcript. Then the in-memory backend's crash model: a managed append
-//! is durable when it is acknowledged (file fsync, then directory fsync), and so is a
-//! managed full rewrite.
+//! and for a managed transcript. Then the same for a new managed session, from the
+//! preparation of its scope (directories created or re-secured, the binding published
+//! without replacing) to its first appends: the binding is never half-written, a retry
+//! prepares the scope, and what was acknowledged is durable. Then the in-memory backend's
+//! crash model: a managed append is durable when it is acknowledged (file fsync, then
+//! directory fsync), and so is a managed full rewrite.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,8 +15,18 @@ use gjcfs::engine::blob::BlobStore;
 use gjcfs::engine::json::{self, Object, Value};
 use gjcfs::engine::manager::{SessionError, SessionManager, StorageConfig};
 use gjcfs::engine::replay::parse_session_entries;
-use gjcfs::engine::scope::{binding_bytes, scope_dir_name, Identity, BINDING_FILE};
+use gjcfs::engine::scope::{
+    binding_bytes, scope_dir_name, verify_owner_only, verify_transcript_scope, Identity,
+    BINDING_FILE, INTERNAL_DIR,
+};
 use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage, SessionStorage};
+
+/// How each operation is made to fail in turn.
+const KINDS: [FaultKind; 3] = [
+    FaultKind::Errno(libc::EIO),
+    FaultKind::Errno(libc::ENOSPC),
+    FaultKind::ShortWrite,
+];
 
 fn message(role: &str, text: &str) -> Value {
     let extra = if role == "assistant" {
@@ -131,14 +144,9 @@ fn sweep(mode: Mode) {
         "the scenario exercises storage ({total} operations)"
     );
 
-    let kinds = [
-        FaultKind::Errno(libc::EIO),
-        FaultKind::Errno(libc::ENOSPC),
-        FaultKind::ShortWrite,
-    ];
     let mut failures_seen = 0;
     for k in 0..total {
-        for kind in kinds {
+        for kind in KINDS {
             let (storage, manager, before) = fresh(mode);
             let file = manager.session_file().unwrap();
             storage.set_fault(Some(Fault {
@@ -217,6 +225,108 @@ fn every_storage_failure_of_a_managed_session_keeps_everything_acknowledged_dura
     sweep(Mode::Managed);
 }
 
+const SESSIONS_ROOT: &str = "/agent/sessions";
+
+/// A storage holding the workspace `/w` and a sessions root whose mode lets the group in
+/// (`0750`), which preparing a scope re-secures.
+fn workspace() -> MemoryStorage {
+    let storage = MemoryStorage::new();
+    storage.ensure_dir(Path::new("/w")).unwrap();
+    storage.ensure_dir(Path::new(SESSIONS_ROOT)).unwrap();
+    storage.set_mode(Path::new(SESSIONS_ROOT), 0o750).unwrap();
+    storage
+}
+
+fn workspace_identity() -> Identity {
+    Identity {
+        platform: "posix",
+        canonical_path: "/w".into(),
+    }
+}
+
+/// A new managed session: its scope prepared, then a question, its answer (the first
+/// persistence) and a follow-up. Pushes the id of every acknowledged append.
+fn new_managed_scenario(
+    storage: &MemoryStorage,
+    acked: &mut Vec<String>,
+    file: &mut Option<PathBuf>,
+) -> Result<(), SessionError> {
+    let m = SessionManager::create_managed(Path::new("/w"), Path::new(SESSIONS_ROOT), {
+        config(storage)
+    })?;
+    acked.push(m.append_message(message("user", "q1"))?);
+    acked.push(m.append_message(message("assistant", "a1"))?);
+    *file = m.session_file();
+    acked.push(m.append_message(message("user", "q2"))?);
+    m.close()
+}
+
+#[test]
+fn every_storage_failure_while_preparing_a_scope_and_starting_a_managed_session_is_safe() {
+    let scope = Path::new(SESSIONS_ROOT).join(scope_dir_name(&workspace_identity()));
+    let binding = scope.join(BINDING_FILE);
+    let clean = workspace();
+    let base = clean.op_count();
+    new_managed_scenario(&clean, &mut Vec::new(), &mut None).unwrap();
+    let total = clean.op_count() - base;
+    let log = clean.op_log();
+    for op in [
+        "create_dir",
+        "set_mode",
+        "hard_link",
+        "sync_dir",
+        "write",
+        "fsync",
+    ] {
+        assert!(log.contains(&op), "the scenario runs {op}: {log:?}");
+    }
+
+    let mut failures_seen = 0;
+    for k in 0..total {
+        for kind in KINDS {
+            let storage = workspace();
+            storage.set_fault(Some(Fault {
+                at: storage.op_count() + k,
+                kind,
+            }));
+            let (mut acked, mut file) = (Vec::new(), None);
+            let outcome = new_managed_scenario(&storage, &mut acked, &mut file);
+            let context = format!("fault {kind:?} at operation {k} ({outcome:?})");
+            failures_seen += usize::from(outcome.is_err());
+            storage.set_fault(None);
+
+            // The binding is there whole or not at all: never half-written or replaced.
+            if let Some(bytes) = storage.file(&binding) {
+                assert_eq!(bytes, binding_bytes(&workspace_identity()), "{context}");
+            }
+            // What was acknowledged after the first persistence is on disk, and durable.
+            if let Some(file) = &file {
+                let on_disk = ids_on_disk(&storage, file, &context).unwrap();
+                assert_eq!(on_disk, acked, "{context}");
+                storage.crash();
+                let durable = ids_on_disk(&storage, file, &context);
+                assert_eq!(durable.as_ref(), Some(&acked), "{context}: after a crash");
+            } else {
+                assert!(acked.len() <= 1, "{context}: {} acknowledged", acked.len());
+            }
+            // A retry prepares the scope: owner-only, bound, and its sessions verify.
+            let (mut again, mut file) = (Vec::new(), None);
+            new_managed_scenario(&storage, &mut again, &mut file)
+                .unwrap_or_else(|e| panic!("{context}: retry: {e}"));
+            for dir in [Path::new(SESSIONS_ROOT), &scope, &scope.join(INTERNAL_DIR)] {
+                verify_owner_only(&storage, dir, true).unwrap_or_else(|e| panic!("{context}: {e}"));
+            }
+            let file = file.unwrap();
+            verify_transcript_scope(&storage, &file).unwrap_or_else(|e| panic!("{context}: {e}"));
+            assert_eq!(ids_on_disk(&storage, &file, &context), Some(again));
+        }
+    }
+    assert!(
+        failures_seen as u64 >= total,
+        "every fault point was hit at least once"
+    );
+}
+
 /// The positions of `wanted`, in order, as a subsequence of `log`.
 fn in_order(log: &[&str], wanted: &[&str]) -> bool {
     let mut rest = log.iter();
@@ -237,7 +347,7 @@ fn a_managed_append_writes_then_fsyncs_the_file_then_its_directory_and_survives_
         assert!(
             in_order(
                 &log[from..],
-                &["check_private_file", "end", "write", "fsync", "sync_dir"]
+                &["lstat", "has_acl", "end", "write", "fsync", "sync_dir"]
             ),
             "{:?}",
             &log[from..]

@@ -12,6 +12,7 @@ use gjcfs::engine::scope::{
     binding_bytes, digest, prepare_scope, resolve_identity, scope_dir_name, verify_owner_only,
     Identity, ScopeError, BINDING_FILE, INTERNAL_DIR,
 };
+use gjcfs::engine::storage::FileStorage;
 
 fn mode(path: &Path) -> u32 {
     fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
@@ -204,17 +205,17 @@ fn drifted_group_and_other_bits_are_resecured_but_foreign_owners_are_refused() {
     let binding = scope.join(BINDING_FILE);
     fs::set_permissions(&binding, fs::Permissions::from_mode(0o644)).unwrap();
     assert!(matches!(
-        verify_owner_only(&binding, false),
+        verify_owner_only(&FileStorage, &binding, false),
         Err(ScopeError::Unsafe { .. })
     ));
     fs::set_permissions(&binding, fs::Permissions::from_mode(0o600)).unwrap();
-    verify_owner_only(&binding, false).unwrap();
+    verify_owner_only(&FileStorage, &binding, false).unwrap();
 
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         let c = std::ffi::CString::new(binding.to_str().unwrap()).unwrap();
         assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
-        let err = verify_owner_only(&binding, false).unwrap_err();
+        let err = verify_owner_only(&FileStorage, &binding, false).unwrap_err();
         assert!(err.to_string().contains("owned by uid 65534"), "{err}");
     }
 }
@@ -241,6 +242,6 @@ fn a_real_posix_acl_is_a_failure() {
     }
     // The ACL mask widens the group bits; restore the mode so only the ACL remains.
     fs::set_permissions(scope.join(BINDING_FILE), fs::Permissions::from_mode(0o600)).unwrap();
-    let err = verify_owner_only(&scope.join(BINDING_FILE), false).unwrap_err();
+    let err = verify_owner_only(&FileStorage, &scope.join(BINDING_FILE), false).unwrap_err();
     assert!(err.to_string().contains("POSIX ACL"), "{err}");
 }

@@ -39,7 +39,7 @@
 //! - Write opens go through one place ([`SessionManager::open_for_writing`]): a legacy
 //!   transcript is copied into its managed scope first and the copy is written; a managed
 //!   transcript's scope is verified on every open and read
-//!   ([`SessionStorage::verify_transcript_scope`]).
+//!   ([`super::scope::verify_transcript_scope`]).
 //! - Crash leftovers (orphaned backups, temp files of an interrupted rewrite) are recovered
 //!   only when a session is opened for writing or created in a directory, never in a
 //!   legacy directory ([`recover_dir`]).
@@ -82,7 +82,9 @@ use super::record::{Record, RecordType};
 use super::replay::patches_apply;
 use super::sanitize::sanitize_entries;
 use super::session::Session;
-use super::storage::{FileId, MemoryStorage, OpenMode, SessionStorage, StorageWriter};
+use super::storage::{
+    check_private_file, FileId, MemoryStorage, OpenMode, SessionStorage, StorageWriter,
+};
 use super::time;
 
 /// Where a manager keeps its session.
@@ -220,7 +222,7 @@ fn is_legacy_transcript(root: &Path, path: &Path) -> bool {
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(is_legacy_dir_name);
-    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    let canonical = |p: &Path| super::storage::FileStorage.canonicalize(p).ok();
     legacy_name
         && dir
             .parent()
@@ -550,7 +552,7 @@ impl State {
     /// session writes; the lines are written, then the file and its directory fsynced.
     fn managed_append(&mut self, path: &Path, buf: &[u8]) -> SessionResult<()> {
         let storage = self.config.storage.clone();
-        if let Err(e) = storage.check_private_file(path) {
+        if let Err(e) = check_private_file(storage.as_ref(), path) {
             let e = if e.kind() == std::io::ErrorKind::NotFound {
                 std::io::Error::new(e.kind(), "managed_append_missing: the transcript is gone")
             } else {
@@ -797,8 +799,9 @@ impl SessionManager {
         sessions_root: &Path,
         config: StorageConfig,
     ) -> SessionResult<Self> {
-        let identity = super::scope::resolve_identity(cwd)?;
-        let scope = super::scope::prepare_scope(sessions_root, &identity)?;
+        let storage = config.storage.as_ref();
+        let identity = super::scope::resolve_identity_in(storage, cwd)?;
+        let scope = super::scope::prepare_scope_in(storage, sessions_root, &identity)?;
         recover_dir(config.storage.as_ref(), &scope);
         let mut state = State::fresh(config, &cwd.to_string_lossy(), Some(scope), true);
         state.managed = true;
@@ -807,17 +810,15 @@ impl SessionManager {
     }
 
     /// Opens an existing transcript in a managed scope for writing: its scope must verify
-    /// ([`SessionStorage::verify_transcript_scope`]), it must be a private file and pass the
+    /// ([`super::scope::verify_transcript_scope`]), it must be a private file and pass the
     /// strict content checks; later appends are managed appends. Nothing is written at open
     /// (the sanitizer's patches and migrations are owed to the first write).
     pub fn open_managed(path: &Path, config: StorageConfig) -> SessionResult<Self> {
-        config.storage.verify_transcript_scope(path)?;
+        super::scope::verify_transcript_scope(config.storage.as_ref(), path)?;
         if let Some(scope) = path.parent() {
             recover_dir(config.storage.as_ref(), scope);
         }
-        config
-            .storage
-            .check_private_file(path)
+        check_private_file(config.storage.as_ref(), path)
             .map_err(|e| SessionError::Persist(PersistError::new(path, e)))?;
         let manager = Self::in_memory("");
         {
@@ -876,11 +877,8 @@ impl SessionManager {
         rules: ReadRules,
     ) -> SessionResult<Self> {
         if rules == ReadRules::Managed {
-            config.storage.verify_transcript_scope(path)?;
-            config
-                .storage
-                .check_private_file(path)
-                .map_err(read_error(path))?;
+            super::scope::verify_transcript_scope(config.storage.as_ref(), path)?;
+            check_private_file(config.storage.as_ref(), path).map_err(read_error(path))?;
         }
         let mut state = State::fresh(config, "", path.parent().map(Path::to_path_buf), true);
         state.read_only = true;

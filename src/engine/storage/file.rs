@@ -7,13 +7,20 @@
 //! nothing blocks on a FIFO at a session path. Writers open read-write so that they can read
 //! the file's last byte through their own descriptor.
 
+// The storage seam itself: the one place the engine touches the filesystem directly.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use super::{FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage, StorageWriter};
+use super::sys;
+use super::{
+    EntryKind, EntryStat, FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage,
+    StorageWriter,
+};
 
 const FILE_MODE: u32 = 0o600;
 const DIR_MODE: u32 = 0o700;
@@ -21,10 +28,6 @@ const DIR_MODE: u32 = 0o700;
 /// Storage on the local filesystem.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FileStorage;
-
-fn no_follow() -> i32 {
-    libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK
-}
 
 /// The error for a path that names something other than a regular file.
 pub fn not_a_regular_file() -> io::Error {
@@ -34,7 +37,7 @@ pub fn not_a_regular_file() -> io::Error {
 /// Opens `path` with `options`, not following a symlink and never blocking, and refuses it
 /// (closing it again) unless the descriptor is a regular file.
 fn open_checked(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
-    let file = options.custom_flags(no_follow()).open(path)?;
+    let file = sys::unix::no_follow(options).open(path)?;
     if !file.metadata()?.file_type().is_file() {
         return Err(not_a_regular_file());
     }
@@ -49,10 +52,7 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
 
 /// Opens the directory at `dir` (for an fsync), never blocking on what is there instead.
 pub fn open_dir(dir: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(dir)
+    sys::unix::open_dir(dir)
 }
 
 impl SessionStorage for FileStorage {
@@ -68,17 +68,13 @@ impl SessionStorage for FileStorage {
     }
 
     fn stat(&self, path: &Path) -> io::Result<FileStat> {
-        use std::os::unix::fs::MetadataExt;
         let meta = fs::metadata(path)?;
         let mtime_ms = meta
             .modified()?
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         Ok(FileStat {
-            id: FileId {
-                dev: meta.dev(),
-                ino: meta.ino(),
-            },
+            id: sys::unix::file_id(&meta),
             len: meta.len(),
             mtime_ms,
             is_file: meta.is_file(),
@@ -90,13 +86,8 @@ impl SessionStorage for FileStorage {
     }
 
     fn open_read_at(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
-        use std::os::unix::fs::MetadataExt;
         let file = open_regular(path)?;
-        let meta = file.metadata()?;
-        let id = FileId {
-            dev: meta.dev(),
-            ino: meta.ino(),
-        };
+        let id = sys::unix::file_id(&file.metadata()?);
         Ok(Box::new(PositionalFile { file, id }))
     }
 
@@ -111,7 +102,7 @@ impl SessionStorage for FileStorage {
 
     fn open_writer(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageWriter>> {
         let mut options = OpenOptions::new();
-        options.read(true).write(true).mode(FILE_MODE);
+        sys::unix::create_mode(options.read(true).write(true), FILE_MODE);
         match mode {
             OpenMode::Append => options.append(true).create(true),
             OpenMode::CreateNew => options.create_new(true),
@@ -156,78 +147,64 @@ impl SessionStorage for FileStorage {
         open_dir(dir)?.sync_all()
     }
 
-    fn check_private_file(&self, path: &Path) -> io::Result<()> {
-        use crate::scope::{verify_owner_only, ScopeError};
-        verify_owner_only(path, false).map_err(|e| match e {
-            ScopeError::Io { source, .. } => source,
-            other => io::Error::new(io::ErrorKind::PermissionDenied, other.to_string()),
+    fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>> {
+        sys::writers_elsewhere(path)
+    }
+
+    fn lstat(&self, path: &Path) -> io::Result<EntryStat> {
+        let meta = fs::symlink_metadata(path)?;
+        let kind = meta.file_type();
+        Ok(EntryStat {
+            kind: if kind.is_file() {
+                EntryKind::File
+            } else if kind.is_dir() {
+                EntryKind::Dir
+            } else if kind.is_symlink() {
+                EntryKind::Symlink
+            } else {
+                EntryKind::Other
+            },
+            id: sys::unix::file_id(&meta),
+            mode: sys::unix::mode(&meta),
+            owner: sys::unix::owner(&meta),
+            links: sys::unix::links(&meta),
         })
     }
 
-    fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>> {
-        writers_elsewhere(path)
+    fn user(&self) -> u32 {
+        sys::unix::effective_uid()
     }
 
-    fn verify_transcript_scope(
-        &self,
-        transcript: &Path,
-    ) -> Result<crate::scope::Identity, crate::scope::ScopeError> {
-        crate::scope::verify_transcript_scope(transcript)
+    fn has_acl(&self, path: &Path) -> io::Result<bool> {
+        sys::has_posix_acl(path)
     }
-}
 
-/// Whether `/proc/<pid>/fdinfo/<fd>` shows the descriptor open for writing.
-#[cfg(target_os = "linux")]
-fn fd_writes(fdinfo: &Path) -> bool {
-    let Ok(text) = fs::read_to_string(fdinfo) else {
-        return false;
-    };
-    text.lines()
-        .find_map(|line| line.strip_prefix("flags:"))
-        .and_then(|flags| i32::from_str_radix(flags.trim(), 8).ok())
-        .is_some_and(|flags| matches!(flags & libc::O_ACCMODE, libc::O_WRONLY | libc::O_RDWR))
-}
+    fn is_network_fs(&self, path: &Path) -> io::Result<bool> {
+        sys::is_network_fs(path)
+    }
 
-/// The other processes holding the file at `path` open for writing: every `/proc/<pid>/fd`
-/// entry that is the same file (device and inode) with write access in its `fdinfo` flags.
-/// Processes whose descriptors cannot be read (another user's, or gone meanwhile) are
-/// skipped.
-#[cfg(target_os = "linux")]
-fn writers_elsewhere(path: &Path) -> io::Result<Vec<u32>> {
-    use std::os::unix::fs::MetadataExt;
-    let target = fs::symlink_metadata(path)?;
-    let own = std::process::id();
-    let mut pids = Vec::new();
-    for entry in fs::read_dir("/proc")? {
-        let Ok(entry) = entry else { continue };
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == own {
-            continue;
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        fs::canonicalize(path)
+    }
+
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::DirBuilder::new().mode(DIR_MODE).create(dir)
+    }
+
+    fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()> {
+        if fs::symlink_metadata(path)?.file_type().is_symlink() {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
         }
-        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
-            continue;
-        };
-        for fd in fds.flatten() {
-            let same = fs::metadata(fd.path())
-                .is_ok_and(|m| m.dev() == target.dev() && m.ino() == target.ino());
-            if same && fd_writes(&entry.path().join("fdinfo").join(fd.file_name())) {
-                pids.push(pid);
-                break;
-            }
-        }
+        fs::set_permissions(path, fs::Permissions::from_mode(mode))
     }
-    Ok(pids)
-}
 
-#[cfg(not(target_os = "linux"))]
-fn writers_elsewhere(_path: &Path) -> io::Result<Vec<u32>> {
-    Ok(Vec::new())
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::hard_link(from, to)
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        open_regular(path)?.sync_all()
+    }
 }
 
 /// A file read with `pread`, which leaves the descriptor's offset alone, so threads can
@@ -240,13 +217,7 @@ struct PositionalFile {
 
 impl ReadAt for PositionalFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        use std::os::unix::fs::FileExt;
-        loop {
-            match self.file.read_at(buf, offset) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                other => return other,
-            }
-        }
+        sys::unix::read_at(&self.file, buf, offset)
     }
 }
 
@@ -257,6 +228,10 @@ impl ReadFile for PositionalFile {
 
     fn id(&self) -> FileId {
         self.id
+    }
+
+    fn links(&self) -> io::Result<u64> {
+        Ok(sys::unix::links(&self.file.metadata()?))
     }
 }
 
@@ -283,7 +258,6 @@ impl StorageWriter for FileWriter {
     }
 
     fn end(&self) -> io::Result<super::FileEnd> {
-        use std::os::unix::fs::FileExt;
         let size = self.file.metadata()?.len();
         if size == 0 {
             return Ok(super::FileEnd {
@@ -292,14 +266,9 @@ impl StorageWriter for FileWriter {
             });
         }
         let mut byte = [0u8];
-        loop {
-            match self.file.read_at(&mut byte, size - 1) {
-                Ok(1) => break,
-                // Cut short meanwhile: the end moved, read it again.
-                Ok(_) => return self.end(),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        if sys::unix::read_at(&self.file, &mut byte, size - 1)? != 1 {
+            // Cut short meanwhile: the end moved, read it again.
+            return self.end();
         }
         Ok(super::FileEnd {
             size,
@@ -320,10 +289,9 @@ impl StorageWriter for FileWriter {
     }
 
     fn is_file_at(&self, path: &Path) -> io::Result<bool> {
-        use std::os::unix::fs::MetadataExt;
-        let open = self.file.metadata()?;
+        let open = sys::unix::file_id(&self.file.metadata()?);
         match fs::symlink_metadata(path) {
-            Ok(named) => Ok(named.dev() == open.dev() && named.ino() == open.ino()),
+            Ok(named) => Ok(sys::unix::file_id(&named) == open),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e),
         }
@@ -338,7 +306,6 @@ impl StorageWriter for FileWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn creates_owner_only_files_and_dirs_and_refuses_symlinks() {

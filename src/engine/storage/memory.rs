@@ -16,14 +16,26 @@
 //!
 //! Other processes are simulated too: [`MemoryStorage::set_foreign_writers`] names pids
 //! that hold a file open for writing ([`SessionStorage::writers_elsewhere`]).
+//!
+//! Owners and modes: every entry belongs to [`MEMORY_USER`], the storage's effective user,
+//! and is private — files `0600`, directories `0700` — unless a test changes it
+//! ([`MemoryStorage::set_owner`], [`SessionStorage::set_mode`]). There are no symlinks, ACLs
+//! or network filesystems. Hard links share their file's identity (and its durable
+//! contents) but not later writes: a write through one name is not seen through the other,
+//! which the engine never relies on (it links only files it has finished writing).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{FileEnd, FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage, StorageWriter};
-use crate::scope::{check_scope_binding, Identity, ScopeError, BINDING_FILE};
+use super::{
+    EntryKind, EntryStat, FileEnd, FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage,
+    StorageWriter,
+};
+
+/// The effective user of every [`MemoryStorage`], and the owner of what it creates.
+pub const MEMORY_USER: u32 = 1000;
 
 /// How an injected fault fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,11 +73,26 @@ struct State {
     durable_entries: BTreeMap<PathBuf, BTreeMap<PathBuf, u64>>,
     /// Simulated other processes holding a file open for writing.
     foreign_writers: BTreeMap<PathBuf, Vec<u32>>,
+    /// Modes other than the private default, by path.
+    modes: BTreeMap<PathBuf, u32>,
+    /// Owners other than [`MEMORY_USER`], by path.
+    owners: BTreeMap<PathBuf, u32>,
 }
 
 impl State {
     fn id_of(&self, path: &Path) -> u64 {
         self.ids.get(path).copied().unwrap_or_default()
+    }
+
+    /// How many names the file with identity `id` has.
+    fn links_of(&self, id: u64) -> u64 {
+        self.ids.values().filter(|&&i| i == id).count() as u64
+    }
+
+    /// Forgets what was set about the entry at `path` (it is gone or replaced).
+    fn forget(&mut self, path: &Path) {
+        self.modes.remove(path);
+        self.owners.remove(path);
     }
 
     /// The entries of `dir` now.
@@ -131,6 +158,7 @@ impl MemoryStorage {
         let now = s.clock;
         s.files.insert(path.to_owned(), bytes.to_vec());
         s.mtimes.insert(path.to_owned(), now);
+        s.forget(path);
         new_identity(&mut s, path);
         let id = s.id_of(path);
         s.durable_contents.insert(id, bytes.to_vec());
@@ -140,6 +168,22 @@ impl MemoryStorage {
                 .or_default()
                 .insert(path.to_owned(), id);
         }
+    }
+
+    /// Counts operation `name` and checks that something is at `path`.
+    fn existing(&self, name: &'static str, path: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, name)?;
+        if s.files.contains_key(path) || s.dirs.contains(path) {
+            Ok(())
+        } else {
+            Err(not_found(path))
+        }
+    }
+
+    /// Makes the entry at `path` belong to `uid` (test set-up, not counted).
+    pub fn set_owner(&self, path: &Path, uid: u32) {
+        self.lock().owners.insert(path.to_owned(), uid);
     }
 
     /// Simulates a power loss: what is visible becomes the durable image (see the module
@@ -263,6 +307,7 @@ impl SessionStorage for MemoryStorage {
         Ok(Box::new(MemoryReadFile {
             bytes,
             id: FileId { dev: 0, ino },
+            links: s.links_of(ino),
         }))
     }
 
@@ -305,6 +350,13 @@ impl SessionStorage for MemoryStorage {
         let bytes = s.files.remove(from).ok_or_else(|| not_found(from))?;
         let mtime = s.mtimes.remove(from).unwrap_or(0);
         let id = s.ids.remove(from).unwrap_or_default();
+        s.forget(to);
+        if let Some(mode) = s.modes.remove(from) {
+            s.modes.insert(to.to_owned(), mode);
+        }
+        if let Some(owner) = s.owners.remove(from) {
+            s.owners.insert(to.to_owned(), owner);
+        }
         s.files.insert(to.to_owned(), bytes);
         s.mtimes.insert(to.to_owned(), mtime);
         s.ids.insert(to.to_owned(), id);
@@ -314,6 +366,7 @@ impl SessionStorage for MemoryStorage {
     fn unlink(&self, path: &Path) -> io::Result<()> {
         let mut s = self.lock();
         check(&mut s, "unlink")?;
+        s.forget(path);
         s.mtimes.remove(path);
         s.ids.remove(path);
         s.files
@@ -356,47 +409,132 @@ impl SessionStorage for MemoryStorage {
         Ok(())
     }
 
-    fn check_private_file(&self, path: &Path) -> io::Result<()> {
-        let mut s = self.lock();
-        check(&mut s, "check_private_file")?;
-        if s.files.contains_key(path) {
-            Ok(())
-        } else {
-            Err(not_found(path))
-        }
-    }
-
     fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>> {
         let mut s = self.lock();
         check(&mut s, "writers_elsewhere")?;
         Ok(s.foreign_writers.get(path).cloned().unwrap_or_default())
     }
 
-    /// The scope directory must exist and hold a valid binding named by its directory.
-    fn verify_transcript_scope(&self, transcript: &Path) -> Result<Identity, ScopeError> {
-        let scope = transcript.parent().unwrap_or(Path::new(""));
-        let binding = scope.join(BINDING_FILE);
-        let bytes = {
-            let mut s = self.lock();
-            check(&mut s, "verify_transcript_scope").map_err(|source| ScopeError::Io {
-                path: scope.to_owned(),
-                source,
-            })?;
-            if !s.dirs.contains(scope) {
-                return Err(ScopeError::Io {
-                    path: scope.to_owned(),
-                    source: not_found(scope),
-                });
-            }
-            s.files.get(&binding).cloned()
+    fn lstat(&self, path: &Path) -> io::Result<EntryStat> {
+        let mut s = self.lock();
+        check(&mut s, "lstat")?;
+        let (kind, ino, mode) = if s.files.contains_key(path) {
+            (EntryKind::File, s.id_of(path), 0o600)
+        } else if s.dirs.contains(path) {
+            (EntryKind::Dir, 0, 0o700)
+        } else {
+            return Err(not_found(path));
         };
-        let Some(bytes) = bytes else {
-            return Err(ScopeError::BindingInvalid {
-                path: binding,
-                why: "the scope has no binding".into(),
+        Ok(EntryStat {
+            kind,
+            id: FileId { dev: 0, ino },
+            mode: s.modes.get(path).copied().unwrap_or(mode),
+            owner: s.owners.get(path).copied().unwrap_or(MEMORY_USER),
+            links: if kind == EntryKind::File {
+                s.links_of(ino)
+            } else {
+                1
+            },
+        })
+    }
+
+    fn user(&self) -> u32 {
+        MEMORY_USER
+    }
+
+    /// Memory has no ACLs.
+    fn has_acl(&self, path: &Path) -> io::Result<bool> {
+        self.existing("has_acl", path).map(|()| false)
+    }
+
+    /// Memory is a local filesystem.
+    fn is_network_fs(&self, path: &Path) -> io::Result<bool> {
+        self.existing("is_network_fs", path).map(|()| false)
+    }
+
+    /// Memory has no symlinks: an existing absolute path without `.` or `..` is its own
+    /// canonical path.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        let mut s = self.lock();
+        check(&mut s, "canonicalize")?;
+        let plain = path.is_absolute()
+            && path.components().all(|c| {
+                matches!(
+                    c,
+                    std::path::Component::RootDir | std::path::Component::Normal(_)
+                )
             });
-        };
-        check_scope_binding(scope, &bytes)
+        if !plain {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: not an absolute plain path", path.display()),
+            ));
+        }
+        if s.files.contains_key(path) || s.dirs.contains(path) {
+            Ok(path.to_owned())
+        } else {
+            Err(not_found(path))
+        }
+    }
+
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, "create_dir")?;
+        if s.files.contains_key(dir) || s.dirs.contains(dir) {
+            return Err(io::Error::from_raw_os_error(libc::EEXIST));
+        }
+        if let Some(parent) = dir.parent() {
+            if !parent.as_os_str().is_empty() && !s.dirs.contains(parent) {
+                return Err(not_found(parent));
+            }
+        }
+        s.dirs.insert(dir.to_owned());
+        Ok(())
+    }
+
+    fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, "set_mode")?;
+        if !s.files.contains_key(path) && !s.dirs.contains(path) {
+            return Err(not_found(path));
+        }
+        s.modes.insert(path.to_owned(), mode & 0o7777);
+        Ok(())
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, "hard_link")?;
+        let bytes = s.files.get(from).cloned().ok_or_else(|| not_found(from))?;
+        if s.files.contains_key(to) || s.dirs.contains(to) {
+            return Err(io::Error::from_raw_os_error(libc::EEXIST));
+        }
+        if let Some(parent) = to.parent() {
+            if !parent.as_os_str().is_empty() && !s.dirs.contains(parent) {
+                return Err(not_found(parent));
+            }
+        }
+        let id = s.id_of(from);
+        let mtime = s.mtimes.get(from).copied().unwrap_or(0);
+        s.files.insert(to.to_owned(), bytes);
+        s.ids.insert(to.to_owned(), id);
+        s.mtimes.insert(to.to_owned(), mtime);
+        let state = &mut *s;
+        for table in [&mut state.modes, &mut state.owners] {
+            if let Some(v) = table.get(from).copied() {
+                table.insert(to.to_owned(), v);
+            }
+        }
+        Ok(())
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, "sync_file")?;
+        let bytes = s.files.get(path).cloned().ok_or_else(|| not_found(path))?;
+        let id = s.id_of(path);
+        s.durable_contents.insert(id, bytes);
+        Ok(())
     }
 }
 
@@ -405,6 +543,7 @@ impl SessionStorage for MemoryStorage {
 struct MemoryReadFile {
     bytes: Vec<u8>,
     id: FileId,
+    links: u64,
 }
 
 impl ReadAt for MemoryReadFile {
@@ -420,6 +559,10 @@ impl ReadFile for MemoryReadFile {
 
     fn id(&self) -> FileId {
         self.id
+    }
+
+    fn links(&self) -> io::Result<u64> {
+        Ok(self.links)
     }
 }
 
@@ -540,5 +683,30 @@ mod tests {
             storage.op_log(),
             ["ensure_dir", "open_writer", "write", "write", "rename"]
         );
+    }
+
+    #[test]
+    fn entries_are_private_until_a_test_says_otherwise_and_links_are_counted() {
+        use crate::storage::check_private_file;
+        let storage = MemoryStorage::new();
+        let dir = Path::new("/d");
+        storage.ensure_dir(dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        storage.put_file(&a, b"x");
+        check_private_file(&storage, &a).unwrap();
+        storage.hard_link(&a, &b).unwrap();
+        assert_eq!(storage.lstat(&a).unwrap().links, 2);
+        let err = check_private_file(&storage, &a).unwrap_err();
+        assert!(err.to_string().contains("more than one hard link"), "{err}");
+        assert_eq!(
+            storage.hard_link(&a, &b).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        storage.unlink(&b).unwrap();
+        storage.set_owner(&a, 0);
+        assert!(check_private_file(&storage, &a).is_err());
+        storage.set_owner(&a, MEMORY_USER);
+        storage.set_mode(&a, 0o644).unwrap();
+        assert!(check_private_file(&storage, &a).is_err());
     }
 }

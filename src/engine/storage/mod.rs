@@ -16,6 +16,7 @@
 
 mod file;
 mod memory;
+pub(crate) mod sys;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -42,6 +43,29 @@ pub struct FileId {
     pub ino: u64,
 }
 
+/// What a directory entry is, not following a symlink ([`SessionStorage::lstat`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+    Symlink,
+    /// A FIFO, a device, a socket.
+    Other,
+}
+
+/// What [`SessionStorage::lstat`] reports about the entry at a path itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryStat {
+    pub kind: EntryKind,
+    pub id: FileId,
+    /// The permission bits, with the set-id and sticky bits.
+    pub mode: u32,
+    /// The owner's user id.
+    pub owner: u32,
+    /// The number of hard links.
+    pub links: u64,
+}
+
 /// Bytes that can be read at any offset, from several threads at once.
 pub trait ReadAt: Sync {
     /// Reads up to `buf.len()` bytes starting at `offset`; 0 means the end of the data.
@@ -65,6 +89,21 @@ pub trait ReadFile: ReadAt + Send + std::fmt::Debug {
     fn size(&self) -> io::Result<u64>;
     /// The open file's identity.
     fn id(&self) -> FileId;
+    /// How many hard links the open file has now.
+    fn links(&self) -> io::Result<u64>;
+    /// Every byte of the file, from the start to its end now.
+    fn read_all(&self) -> io::Result<Vec<u8>> {
+        let mut bytes = vec![0; usize::try_from(self.size()?).unwrap_or(usize::MAX)];
+        let mut at = 0;
+        while at < bytes.len() {
+            match self.read_at(&mut bytes[at..], at as u64)? {
+                0 => break,
+                n => at += n,
+            }
+        }
+        bytes.truncate(at);
+        Ok(bytes)
+    }
 }
 
 /// How a writer opens its file.
@@ -112,20 +151,89 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     fn list_dirs(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
     /// Makes the directory entries of `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
-    /// Checks that `path` is a private file: a regular file (not a symlink) owned by the
-    /// effective user with mode exactly `0600` and no ACL. Backends without owners accept
-    /// any existing file.
-    fn check_private_file(&self, path: &Path) -> io::Result<()>;
     /// The other processes that hold the file at `path` open for writing (by pid; this
     /// process is never listed). On Linux a scan of `/proc/*/fd`; where the platform cannot
-    /// tell, none.
+    /// tell, an error (the caller refuses what needed the answer).
     fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>>;
-    /// Checks the managed scope `transcript` lives in and returns its identity
-    /// ([`crate::scope::verify_transcript_scope`] on disk).
-    fn verify_transcript_scope(
-        &self,
-        transcript: &Path,
-    ) -> Result<crate::scope::Identity, crate::scope::ScopeError>;
+    /// The entry at `path` itself, not following a symlink.
+    fn lstat(&self, path: &Path) -> io::Result<EntryStat>;
+    /// The effective user of this process: the owner private files must have.
+    fn user(&self) -> u32;
+    /// Whether the entry at `path` (not following a symlink) carries a POSIX ACL; an error
+    /// where the platform cannot tell.
+    fn has_acl(&self, path: &Path) -> io::Result<bool>;
+    /// Whether `path` is on a network filesystem; an error where the platform cannot tell.
+    fn is_network_fs(&self, path: &Path) -> io::Result<bool>;
+    /// The absolute path of `path` with every symlink, `.` and `..` resolved.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// Creates the one directory `dir` with mode `0700`; fails with
+    /// [`io::ErrorKind::AlreadyExists`] if something is there.
+    fn create_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Sets the permission bits of the entry at `path` (following nothing at the final
+    /// component: a symlink there is refused).
+    fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()>;
+    /// Publishes the file at `from` also at `to` (a hard link), never replacing what is at
+    /// `to`: [`io::ErrorKind::AlreadyExists`] then.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes the contents of the regular file at `path` durable.
+    fn sync_file(&self, path: &Path) -> io::Result<()>;
+}
+
+/// Why a path is not private ([`check_owner_only`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PrivacyError {
+    /// It could not be examined.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// It is not private: the reason.
+    #[error("{0}")]
+    Exposed(String),
+}
+
+/// Checks that `path` is a real directory (`dir`) or regular file, not a symlink, owned by
+/// the effective user with mode exactly `0700` (directories) or `0600` (files), with one
+/// link (files) and no ACL.
+pub fn check_owner_only(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    dir: bool,
+) -> Result<(), PrivacyError> {
+    let stat = storage.lstat(path)?;
+    let exposed = |why: String| Err(PrivacyError::Exposed(why));
+    let want_kind = if dir { EntryKind::Dir } else { EntryKind::File };
+    if stat.kind != want_kind {
+        return exposed(if stat.kind == EntryKind::Symlink {
+            "is a symlink".into()
+        } else {
+            "has the wrong file type".into()
+        });
+    }
+    if stat.owner != storage.user() {
+        return exposed(format!("owned by uid {}", stat.owner));
+    }
+    let want = if dir { 0o700 } else { 0o600 };
+    if stat.mode != want {
+        return exposed(format!("mode {:o}, expected {want:o}", stat.mode));
+    }
+    if !dir && stat.links > 1 {
+        return exposed("has more than one hard link".into());
+    }
+    if storage.has_acl(path)? {
+        return exposed("has a POSIX ACL".into());
+    }
+    Ok(())
+}
+
+/// Checks that `path` is a private file ([`check_owner_only`]); a file that is not is a
+/// [`io::ErrorKind::PermissionDenied`] error naming it and why.
+pub fn check_private_file(storage: &dyn SessionStorage, path: &Path) -> io::Result<()> {
+    check_owner_only(storage, path, false).map_err(|e| match e {
+        PrivacyError::Io(e) => e,
+        PrivacyError::Exposed(why) => io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{}: unsafe: {why}", path.display()),
+        ),
+    })
 }
 
 /// Where an open file ends, as [`StorageWriter::end`] sees it.

@@ -1,0 +1,101 @@
+//! Linux: POSIX ACL attributes, the filesystem type from `statfs`, and `/proc`.
+
+use std::ffi::CString;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))
+}
+
+/// Whether `path` (not following a symlink) carries a POSIX ACL: an access or a default ACL
+/// attribute. A filesystem that cannot store ACLs (`ENOTSUP`) has none.
+pub fn has_posix_acl(path: &Path) -> io::Result<bool> {
+    let c = c_path(path)?;
+    for name in [c"system.posix_acl_access", c"system.posix_acl_default"] {
+        // SAFETY: both pointers are valid NUL-terminated strings; a zero-size query reads nothing.
+        let rc = unsafe { libc::lgetxattr(c.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
+        if rc >= 0 {
+            return Ok(true);
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::ENODATA) => {}
+            Some(e) if e == libc::ENOTSUP || e == libc::EOPNOTSUPP => {}
+            _ => return Err(err),
+        }
+    }
+    Ok(false)
+}
+
+/// Filesystem magic numbers of network filesystems (statfs `f_type`).
+const NETWORK_FS_MAGIC: [i64; 6] = [
+    0x6969,      // NFS
+    0x517B,      // SMB
+    0xFF53_4D42, // CIFS
+    0xFE53_4D42, // SMB2
+    0x564C,      // NCP
+    0x0102_1997, // 9P (v9fs)
+];
+
+/// Whether `path` is on a network filesystem; an error when `statfs` cannot tell.
+pub fn is_network_fs(path: &Path) -> io::Result<bool> {
+    let c = c_path(path)?;
+    // SAFETY: `c` is a valid NUL-terminated path and `buf` a properly sized out-parameter.
+    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut buf) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(NETWORK_FS_MAGIC.contains(&(buf.f_type as i64)))
+}
+
+/// Whether `/proc/<pid>/fdinfo/<fd>` shows the descriptor open for writing.
+fn fd_writes(fdinfo: &Path) -> bool {
+    let Ok(text) = fs::read_to_string(fdinfo) else {
+        return false;
+    };
+    text.lines()
+        .find_map(|line| line.strip_prefix("flags:"))
+        .and_then(|flags| i32::from_str_radix(flags.trim(), 8).ok())
+        .is_some_and(|flags| matches!(flags & libc::O_ACCMODE, libc::O_WRONLY | libc::O_RDWR))
+}
+
+/// The other processes holding the file at `path` open for writing: every `/proc/<pid>/fd`
+/// entry that is the same file (device and inode) with write access in its `fdinfo` flags.
+/// Processes whose descriptors cannot be read (another user's, or gone meanwhile) are
+/// skipped.
+pub fn writers_elsewhere(path: &Path) -> io::Result<Vec<u32>> {
+    let target = fs::symlink_metadata(path)?;
+    let own = std::process::id();
+    let mut pids = Vec::new();
+    for entry in fs::read_dir("/proc")? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let same = fs::metadata(fd.path())
+                .is_ok_and(|m| m.dev() == target.dev() && m.ino() == target.ino());
+            if same && fd_writes(&entry.path().join("fdinfo").join(fd.file_name())) {
+                pids.push(pid);
+                break;
+            }
+        }
+    }
+    Ok(pids)
+}

@@ -1,0 +1,27 @@
+//! The platform calls behind the storage seam, one module per platform, and nowhere else in
+//! the engine: file identity, no-follow opens, modes and owners, ACLs, `statfs`, positional
+//! I/O, the effective user, the terminal on stdin, and which processes hold a file open.
+//!
+//! - [`unix`]: what every POSIX system has (open flags, `fstat` fields, `pread`, `geteuid`,
+//!   `ttyname`).
+//! - `linux`: the POSIX ACL attributes, the filesystem magic of `statfs`, `/proc`.
+//! - `unsupported` (macOS, the other Unixes, Windows): the checks Linux makes through its
+//!   own interfaces are not implemented there; each one fails closed with an
+//!   [`std::io::ErrorKind::Unsupported`] error, so the managed path refuses instead of
+//!   passing unchecked. (The rest of the engine's storage is POSIX-only today.)
+
+// The storage seam itself: the one place the engine touches the filesystem directly.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(unix)]
+pub mod unix;
+// Built everywhere so that its tests run on Linux too; used only elsewhere.
+#[cfg_attr(target_os = "linux", allow(dead_code))]
+mod unsupported;
+
+#[cfg(target_os = "linux")]
+pub use linux::{has_posix_acl, is_network_fs, writers_elsewhere};
+#[cfg(not(target_os = "linux"))]
+pub use unsupported::{has_posix_acl, is_network_fs, writers_elsewhere};

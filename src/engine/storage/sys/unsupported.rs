@@ -1,0 +1,47 @@
+//! Every platform but Linux (macOS, the other Unixes, Windows): the checks Linux makes
+//! through its own interfaces (POSIX ACL attributes, `statfs` filesystem magic, `/proc`) are
+//! not implemented here. Each fails closed — an error, never "none found" — so a managed
+//! scope is not prepared or trusted, and a full rewrite is not made, without the check.
+
+use std::io;
+use std::path::Path;
+
+fn unsupported(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{what} is not supported on this platform"),
+    )
+}
+
+/// Not implemented: refuses (macOS keeps ACLs as extended security, not POSIX attributes).
+pub fn has_posix_acl(_path: &Path) -> io::Result<bool> {
+    Err(unsupported("checking a file for an ACL"))
+}
+
+/// Not implemented: refuses.
+pub fn is_network_fs(_path: &Path) -> io::Result<bool> {
+    Err(unsupported("telling a network filesystem from a local one"))
+}
+
+/// Not implemented: refuses.
+pub fn writers_elsewhere(_path: &Path) -> io::Result<Vec<u32>> {
+    Err(unsupported("finding the other writers of a file"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_check_fails_closed() {
+        let path = Path::new("/");
+        for err in [
+            has_posix_acl(path).unwrap_err(),
+            is_network_fs(path).unwrap_err(),
+            writers_elsewhere(path).unwrap_err(),
+        ] {
+            assert_eq!(err.kind(), io::ErrorKind::Unsupported);
+            assert!(err.to_string().ends_with("not supported on this platform"));
+        }
+    }
+}
