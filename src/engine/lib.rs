@@ -33,7 +33,6 @@ pub mod io_cause;
 pub mod js_text;
 pub use gjcfs_json as json;
 pub mod leaf_marker;
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 pub mod legacy;
 pub mod lines;
 pub mod load;

@@ -1,18 +1,16 @@
 //! Artifact trees: the bounded no-follow walk, the manifest, and the staged no-replace copy.
 
-use std::ffi::CString;
-use std::fs;
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use crate::ids::snowflake;
 use crate::json::Value;
+use crate::storage::{remove_tree, EntryKind, OpenMode, ReadFile, SessionStorage};
 
-use super::capture::{create_owner_only, create_owner_only_dir, open_no_follow, sync_dir, Stat};
+use super::capture::{sync_dir, Stat};
 use super::listing::why_changed;
 use super::lock::MigrationLock;
 use super::records::{object, string};
@@ -82,6 +80,7 @@ pub(super) fn manifest_json(entries: &[ManifestEntry]) -> Value {
 }
 
 pub(super) struct Walk<'a> {
+    pub(super) storage: &'a dyn SessionStorage,
     pub(super) root: &'a Path,
     pub(super) hash: bool,
     pub(super) files: usize,
@@ -99,14 +98,9 @@ impl Walk<'_> {
                 format!("nested deeper than {ARTIFACT_MAX_DEPTH} directories"),
             ));
         }
-        let mut names = Vec::new();
-        for entry in fs::read_dir(dir).map_err(io_err(dir))? {
-            names.push(entry.map_err(io_err(dir))?.file_name());
-        }
-        names.sort();
-        for name in names {
-            let path = dir.join(&name);
-            let Some(name) = name.to_str() else {
+        let entries = self.storage.list_entries(dir).map_err(io_err(dir))?;
+        for (path, _) in entries {
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
                 return Err(why(&path, unsafe_artifacts, "the name is not UTF-8"));
             };
             let child = if rel.is_empty() {
@@ -114,12 +108,11 @@ impl Walk<'_> {
             } else {
                 format!("{rel}/{name}")
             };
-            let meta = fs::symlink_metadata(&path).map_err(io_err(&path))?;
-            let kind = meta.file_type();
-            if kind.is_symlink() {
+            let meta = self.storage.lstat(&path).map_err(io_err(&path))?;
+            if meta.kind == EntryKind::Symlink {
                 return Err(why(&path, unsafe_artifacts, "is a symlink"));
             }
-            if kind.is_dir() {
+            if meta.kind == EntryKind::Dir {
                 self.entries.push(TreeEntry {
                     rel: child.clone(),
                     dir: true,
@@ -129,17 +122,17 @@ impl Walk<'_> {
                 self.visit(&path, &child, depth + 1)?;
                 continue;
             }
-            if !kind.is_file() {
+            if meta.kind != EntryKind::File {
                 return Err(why(&path, unsafe_artifacts, "is not a regular file"));
             }
-            if meta.nlink() > 1 {
+            if meta.links > 1 {
                 return Err(why(&path, unsafe_artifacts, "has more than one hard link"));
             }
-            if meta.size() > ARTIFACT_MAX_FILE_BYTES {
+            if meta.len > ARTIFACT_MAX_FILE_BYTES {
                 return Err(why(&path, unsafe_artifacts, "is larger than 64 MiB"));
             }
             self.files += 1;
-            self.bytes += meta.size();
+            self.bytes += meta.len;
             if self.files > ARTIFACT_MAX_FILES {
                 return Err(why(
                     self.root,
@@ -156,7 +149,7 @@ impl Walk<'_> {
             }
             let stat = Stat::of(&meta);
             let sha256 = if self.hash {
-                Some(hash_file(&path, &stat)?)
+                Some(hash_file(self.storage, &path, &stat)?)
             } else {
                 None
             };
@@ -175,15 +168,17 @@ impl Walk<'_> {
 /// The bounded, no-follow listing of an artifact tree (pre-order, by name), file hashes
 /// included when `hash`.
 pub(super) fn walk_tree(
+    storage: &dyn SessionStorage,
     root: &Path,
     hash: bool,
     tick: &mut dyn FnMut() -> Result<(), LegacyError>,
 ) -> Result<Vec<TreeEntry>, LegacyError> {
-    let meta = fs::symlink_metadata(root).map_err(io_err(root))?;
-    if !meta.file_type().is_dir() {
+    let meta = storage.lstat(root).map_err(io_err(root))?;
+    if meta.kind != EntryKind::Dir {
         return Err(why(root, unsafe_artifacts, "is not a real directory"));
     }
     let mut walk = Walk {
+        storage,
         root,
         hash,
         files: 0,
@@ -200,114 +195,115 @@ pub(super) fn walk_tree(
     Ok(walk.entries)
 }
 
-/// Hashes a file through a no-follow descriptor that must still be the listed version.
-pub(super) fn hash_file(path: &Path, expected: &Stat) -> Result<String, LegacyError> {
-    let mut file = open_no_follow(path).map_err(io_err(path))?;
-    let meta = file.metadata().map_err(io_err(path))?;
-    if !Stat::of(&meta).same_version(expected) {
-        return Err(why_changed(path, "the artifact changed while it was read"));
+/// Opens `path` without following a symlink and checks that it is still the `expected`
+/// version.
+fn open_version(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    expected: &Stat,
+    why_not: &str,
+) -> Result<Box<dyn ReadFile>, LegacyError> {
+    let file = storage.open_read_at(path).map_err(io_err(path))?;
+    if !Stat::of_open(file.as_ref())
+        .map_err(io_err(path))?
+        .same_version(expected)
+    {
+        return Err(why_changed(path, why_not));
     }
-    let mut hasher = Sha256::new();
+    Ok(file)
+}
+
+/// Feeds the file to `sink` in chunks, from the start to its end; the number of bytes read.
+fn read_chunks(
+    file: &dyn ReadFile,
+    path: &Path,
+    mut sink: impl FnMut(&[u8]) -> Result<(), LegacyError>,
+) -> Result<u64, LegacyError> {
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     loop {
-        let n = file.read(&mut buf).map_err(io_err(path))?;
+        let n = file.read_at(&mut buf, total).map_err(io_err(path))?;
         if n == 0 {
-            break;
+            return Ok(total);
         }
         total += n as u64;
-        hasher.update(&buf[..n]);
+        sink(&buf[..n])?;
     }
+}
+
+/// Hashes a file through a no-follow open that must still be the listed version.
+pub(super) fn hash_file(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    expected: &Stat,
+) -> Result<String, LegacyError> {
+    let changed = "the artifact changed while it was read";
+    let file = open_version(storage, path, expected, changed)?;
+    let mut hasher = Sha256::new();
+    let total = read_chunks(file.as_ref(), path, |chunk| {
+        hasher.update(chunk);
+        Ok(())
+    })?;
     if total != expected.size {
-        return Err(why_changed(path, "the artifact changed while it was read"));
+        return Err(why_changed(path, changed));
     }
     Ok(data_encoding::HEXLOWER.encode(&hasher.finalize()))
 }
 
 /// Copies one planned file to a new owner-only file, checking it is still the listed bytes.
-pub(super) fn copy_file(src: &Path, dst: &Path, planned: &TreeEntry) -> Result<(), LegacyError> {
-    let mut input = open_no_follow(src).map_err(io_err(src))?;
-    let meta = input.metadata().map_err(io_err(src))?;
-    if !Stat::of(&meta).same_version(&planned.stat) {
-        return Err(why_changed(src, "the artifact changed since it was listed"));
-    }
-    let mut output = create_owner_only(dst).map_err(io_err(dst))?;
+pub(super) fn copy_file(
+    storage: &dyn SessionStorage,
+    src: &Path,
+    dst: &Path,
+    planned: &TreeEntry,
+) -> Result<(), LegacyError> {
+    let input = open_version(
+        storage,
+        src,
+        &planned.stat,
+        "the artifact changed since it was listed",
+    )?;
+    let mut output = storage
+        .open_writer(dst, OpenMode::CreateNew)
+        .map_err(io_err(dst))?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
-    loop {
-        let n = input.read(&mut buf).map_err(io_err(src))?;
-        if n == 0 {
-            break;
-        }
-        total += n as u64;
+    read_chunks(input.as_ref(), src, |chunk| {
+        total += chunk.len() as u64;
         if total > planned.stat.size {
             return Err(why_changed(src, "the artifact grew while it was copied"));
         }
-        hasher.update(&buf[..n]);
-        output.write_all(&buf[..n]).map_err(io_err(dst))?;
-    }
+        hasher.update(chunk);
+        output.write_all(chunk).map_err(io_err(dst))
+    })?;
     let sha = data_encoding::HEXLOWER.encode(&hasher.finalize());
     if total != planned.stat.size || planned.sha256.as_deref() != Some(sha.as_str()) {
         return Err(why_changed(src, "the artifact changed while it was copied"));
     }
     output
-        .sync_all()
+        .fsync()
+        .and_then(|()| output.close())
         .map_err(|e| LegacyError::DurabilityFailed {
             path: dst.to_owned(),
             why: e.to_string(),
         })
 }
 
-/// Renames the directory `from` to `to` only if `to` does not exist.
-pub(super) fn rename_dir_no_replace(from: &Path, to: &Path) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        let c = |p: &Path| {
-            CString::new(p.as_os_str().as_bytes())
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))
-        };
-        let (cf, ct) = (c(from)?, c(to)?);
-        // SAFETY: both are valid NUL-terminated paths; renameat2 takes no other pointers.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_renameat2,
-                libc::AT_FDCWD,
-                cf.as_ptr(),
-                libc::AT_FDCWD,
-                ct.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let err = io::Error::last_os_error();
-        if !matches!(err.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
-            return Err(err);
-        }
-    }
-    // Without a no-replace rename: claim the name with an empty directory of our own, then
-    // replace that directory (a rename only replaces an empty directory).
-    create_owner_only_dir(to)?;
-    fs::rename(from, to).inspect_err(|_| {
-        let _ = fs::remove_dir(to);
-    })
-}
-
 /// Removes a directory this migration published, if it is still that directory.
-pub(super) fn unpublish_dir(path: &Path, published: &Stat) {
-    let same = fs::symlink_metadata(path).is_ok_and(|m| {
-        m.file_type().is_dir() && m.dev() == published.dev && m.ino() == published.ino
-    });
+pub(super) fn unpublish_dir(storage: &dyn SessionStorage, path: &Path, published: &Stat) {
+    let same = storage
+        .lstat(path)
+        .is_ok_and(|s| s.kind == EntryKind::Dir && s.id == published.id());
     if same {
-        let _ = fs::remove_dir_all(path);
+        let _ = remove_tree(storage, path);
     }
 }
 
 /// Copies the planned artifact tree to `dest` (no replace) through a staging directory in
-/// the scope; returns the published directory's stat.
+/// the scope; returns the published directory's stat. When it fails, nothing it made is
+/// left.
 pub(super) fn copy_artifacts(
+    storage: &dyn SessionStorage,
     source: &Path,
     plan: &[TreeEntry],
     scope_dir: &Path,
@@ -316,21 +312,21 @@ pub(super) fn copy_artifacts(
     lock: &mut MigrationLock,
 ) -> Result<Stat, LegacyError> {
     let staging = scope_dir.join(format!(".gjc-migrate-{op}-{}.artifacts", snowflake()));
-    create_owner_only_dir(&staging).map_err(io_err(&staging))?;
-    let mut copy = || -> Result<(), LegacyError> {
+    storage.create_dir(&staging).map_err(io_err(&staging))?;
+    let mut copy = || -> Result<Stat, LegacyError> {
         for entry in plan.iter().filter(|e| !e.rel.is_empty()) {
             let target = staging.join(&entry.rel);
             if entry.dir {
-                create_owner_only_dir(&target).map_err(io_err(&target))?;
+                storage.create_dir(&target).map_err(io_err(&target))?;
             } else {
-                copy_file(&source.join(&entry.rel), &target, entry)?;
+                copy_file(storage, &source.join(&entry.rel), &target, entry)?;
                 lock.heartbeat()?;
             }
         }
         for entry in plan.iter().rev().filter(|e| e.dir) {
-            sync_dir(&staging.join(&entry.rel))?;
+            sync_dir(storage, &staging.join(&entry.rel))?;
         }
-        let again = walk_tree(source, false, &mut || Ok(()))?;
+        let again = walk_tree(storage, source, false, &mut || Ok(()))?;
         let unchanged = again.len() == plan.len()
             && again
                 .iter()
@@ -342,25 +338,30 @@ pub(super) fn copy_artifacts(
                 "the artifacts changed while they were copied",
             ));
         }
+        // The staged directory keeps its identity through the rename.
+        let staged = Stat::of(&storage.lstat(&staging).map_err(io_err(&staging))?);
         lock.assert_owned()?;
-        rename_dir_no_replace(&staging, dest).map_err(|e| match e.kind() {
-            io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty => why(
-                dest,
-                conflict,
-                "an artifacts directory appeared during the migration",
-            ),
-            _ => io_err(dest)(e),
-        })
+        storage
+            .rename_no_replace(&staging, dest)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty => why(
+                    dest,
+                    conflict,
+                    "an artifacts directory appeared during the migration",
+                ),
+                _ => io_err(dest)(e),
+            })?;
+        Ok(staged)
     };
-    if let Err(e) = copy() {
-        let _ = fs::remove_dir_all(&staging);
-        return Err(e);
-    }
-    let published = fs::symlink_metadata(dest)
-        .map(|m| Stat::of(&m))
-        .map_err(io_err(dest))?;
-    if let Err(e) = sync_dir(scope_dir) {
-        unpublish_dir(dest, &published);
+    let published = match copy() {
+        Ok(published) => published,
+        Err(e) => {
+            let _ = remove_tree(storage, &staging);
+            return Err(e);
+        }
+    };
+    if let Err(e) = sync_dir(storage, scope_dir) {
+        unpublish_dir(storage, dest, &published);
         return Err(e);
     }
     Ok(published)

@@ -1,10 +1,9 @@
-//! Reading a file whole through one no-follow descriptor, with the identity it was read at,
-//! and creating owner-only files and directories.
+//! Reading a file whole through one no-follow open, with the identity it was read at.
 
-use std::fs::{self, File, Metadata, OpenOptions};
-use std::io::{self, Read};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::io;
 use std::path::Path;
+
+use crate::storage::{EntryKind, EntryStat, FileId, ReadFile, SessionStorage};
 
 use super::{sha256_hex, LegacyError};
 
@@ -18,13 +17,32 @@ pub(super) struct Stat {
 }
 
 impl Stat {
-    pub(super) fn of(meta: &Metadata) -> Self {
+    /// What `lstat` said about an entry.
+    pub(super) fn of(entry: &EntryStat) -> Self {
         Stat {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
-            nlink: meta.nlink(),
+            dev: entry.id.dev,
+            ino: entry.id.ino,
+            size: entry.len,
+            mtime_ns: entry.mtime_ns,
+            nlink: entry.links,
+        }
+    }
+
+    /// What an open file is now.
+    pub(super) fn of_open(file: &dyn ReadFile) -> io::Result<Self> {
+        Ok(Stat {
+            dev: file.id().dev,
+            ino: file.id().ino,
+            size: file.size()?,
+            mtime_ns: file.mtime_ns()?,
+            nlink: file.links()?,
+        })
+    }
+
+    pub(super) fn id(&self) -> FileId {
+        FileId {
+            dev: self.dev,
+            ino: self.ino,
         }
     }
 
@@ -37,36 +55,17 @@ impl Stat {
     }
 }
 
-pub(super) fn open_no_follow(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-}
-
-pub(super) fn create_owner_only(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-}
-
-pub(super) fn create_owner_only_dir(path: &Path) -> io::Result<()> {
-    fs::DirBuilder::new().mode(0o700).create(path)
-}
-
-pub(super) fn sync_dir(dir: &Path) -> Result<(), LegacyError> {
-    crate::storage::open_dir(dir)
-        .and_then(|d| d.sync_all())
+/// Makes the entries of `dir` durable; a failure is `durability_failed`.
+pub(super) fn sync_dir(storage: &dyn SessionStorage, dir: &Path) -> Result<(), LegacyError> {
+    storage
+        .sync_dir(dir)
         .map_err(|e| LegacyError::DurabilityFailed {
             path: dir.to_owned(),
             why: e.to_string(),
         })
 }
 
-/// A whole file read through one no-follow descriptor.
+/// A whole file read through one no-follow open.
 pub(super) struct Snapshot {
     pub(super) bytes: Vec<u8>,
     pub(super) stat: Stat,
@@ -80,36 +79,59 @@ pub(super) enum CaptureError {
     Changed,
 }
 
-pub(super) fn capture(path: &Path) -> Result<Snapshot, CaptureError> {
-    let (file, before) = open_regular(path)?;
-    finish_capture(path, file, &before, Vec::new())
+/// A regular file open for reading, and what it was when opened.
+pub(super) struct Opened {
+    pub(super) file: Box<dyn ReadFile>,
+    pub(super) before: Stat,
 }
 
-/// Opens `path` without following a symlink; it must be a regular file.
-pub(super) fn open_regular(path: &Path) -> Result<(File, Metadata), CaptureError> {
-    let file = open_no_follow(path).map_err(|_| CaptureError::Unreadable)?;
-    let before = file.metadata().map_err(|_| CaptureError::Unreadable)?;
-    if !before.is_file() {
-        return Err(CaptureError::Unreadable);
-    }
-    Ok((file, before))
+pub(super) fn capture(storage: &dyn SessionStorage, path: &Path) -> Result<Snapshot, CaptureError> {
+    let opened = open_regular(storage, path)?;
+    finish_capture(storage, path, opened, Vec::new())
 }
 
-/// Reads the rest of `file` after `bytes` (its start, already read) and checks that neither
-/// the file nor the name changed meanwhile.
-pub(super) fn finish_capture(
+/// Opens `path` without following a symlink; it must be a regular file (the storage refuses
+/// anything else before a byte is read).
+pub(super) fn open_regular(
+    storage: &dyn SessionStorage,
     path: &Path,
-    mut file: File,
-    before: &Metadata,
+) -> Result<Opened, CaptureError> {
+    let file = storage
+        .open_read_at(path)
+        .map_err(|_| CaptureError::Unreadable)?;
+    let before = Stat::of_open(file.as_ref()).map_err(|_| CaptureError::Unreadable)?;
+    Ok(Opened { file, before })
+}
+
+/// Appends to `bytes` what `file` holds from `bytes.len()` on, at most `max` bytes in all.
+pub(super) fn read_on(file: &dyn ReadFile, bytes: &mut Vec<u8>, max: usize) -> io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    while bytes.len() < max {
+        let want = buf.len().min(max - bytes.len());
+        match file.read_at(&mut buf[..want], bytes.len() as u64)? {
+            0 => break,
+            n => bytes.extend_from_slice(&buf[..n]),
+        }
+    }
+    Ok(())
+}
+
+/// Reads the rest of the open file after `bytes` (its start, already read) and checks that
+/// neither the file nor the name changed meanwhile.
+pub(super) fn finish_capture(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    opened: Opened,
     mut bytes: Vec<u8>,
 ) -> Result<Snapshot, CaptureError> {
     let unreadable = |_| CaptureError::Unreadable;
-    bytes.reserve((before.len() as usize).saturating_sub(bytes.len()));
-    file.read_to_end(&mut bytes).map_err(unreadable)?;
-    let after = Stat::of(&file.metadata().map_err(unreadable)?);
-    let named = fs::symlink_metadata(path).map_err(unreadable)?;
-    if !named.file_type().is_file()
-        || !Stat::of(before).same_version(&after)
+    let Opened { file, before } = opened;
+    bytes.reserve((before.size as usize).saturating_sub(bytes.len()));
+    read_on(file.as_ref(), &mut bytes, usize::MAX).map_err(unreadable)?;
+    let after = Stat::of_open(file.as_ref()).map_err(unreadable)?;
+    let named = storage.lstat(path).map_err(unreadable)?;
+    if named.kind != EntryKind::File
+        || !before.same_version(&after)
         || !after.same_version(&Stat::of(&named))
         || bytes.len() as u64 != after.size
     {

@@ -2,23 +2,23 @@
 //! the candidates of a workspace.
 
 use std::collections::HashSet;
-use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::json;
 use crate::scope::{
-    check_binding, read_binding, resolve_identity, verify_owner_only, Identity, ScopeError,
+    check_binding, read_binding, resolve_identity_in, verify_owner_only, Identity, ScopeError,
     BINDING_FILE,
 };
-use crate::storage::FileStorage;
+use crate::storage::{EntryKind, SessionStorage};
 
-use super::capture::{finish_capture, open_regular, CaptureError, Snapshot};
+use super::capture::{finish_capture, open_regular, read_on, CaptureError, Snapshot};
+use super::names::legacy_dirs_in;
 use super::records::ScopeRecords;
 use super::{
-    absolute, changed, io_err, legacy_dirs, why, Candidate, CandidateListing, FileIdentity,
-    InvalidCandidate, LegacyError, LegacyRoots, Provenance, Workspace, HEADER_MAX_BYTES,
+    absolute, changed, io_err, why, Candidate, CandidateListing, FileIdentity, InvalidCandidate,
+    LegacyError, LegacyRoots, LegacyStore, Provenance, Workspace, HEADER_MAX_BYTES,
 };
 
 /// The header's `id` and `cwd`, when the first line (within 64 KiB) is a session header.
@@ -42,14 +42,16 @@ pub(super) enum Ownership {
     Invalid(&'static str),
 }
 
-pub(super) fn ownership(cwd: &str, identity: &Identity) -> Ownership {
-    match resolve_identity(Path::new(cwd)) {
+pub(super) fn ownership(storage: &dyn SessionStorage, cwd: &str, identity: &Identity) -> Ownership {
+    match resolve_identity_in(storage, Path::new(cwd)) {
         Ok(resolved) if &resolved == identity => Ownership::Owned,
         Ok(_) => Ownership::Foreign,
         Err(ScopeError::NetworkUnsupported { .. }) => Ownership::Invalid("cwd_network_unsupported"),
-        Err(_) => match fs::metadata(cwd) {
+        Err(_) => match storage.canonicalize(Path::new(cwd)) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ownership::Invalid("cwd_not_found"),
-            Ok(meta) if !meta.is_dir() => Ownership::Invalid("cwd_not_directory"),
+            Ok(real) if storage.lstat(&real).is_ok_and(|s| s.kind != EntryKind::Dir) => {
+                Ownership::Invalid("cwd_not_directory")
+            }
             _ => Ownership::Invalid("cwd_identity_unavailable"),
         },
     }
@@ -63,32 +65,33 @@ pub(super) enum Inspection {
 
 /// Attributes one transcript. Only the header window is read of a file that turns out not to
 /// be owned; an owned one is read whole and hashed.
-pub(super) fn inspect(path: &Path, provenance: Provenance, identity: &Identity) -> Inspection {
+pub(super) fn inspect(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    provenance: Provenance,
+    identity: &Identity,
+) -> Inspection {
     let failed = |e: CaptureError| match e {
         CaptureError::Changed => Inspection::Invalid("source_changed"),
         CaptureError::Unreadable => Inspection::Invalid("unreadable_candidate"),
     };
-    let (mut file, before) = match open_regular(path) {
+    let opened = match open_regular(storage, path) {
         Ok(opened) => opened,
         Err(e) => return failed(e),
     };
     let mut start = Vec::new();
-    if (&mut file)
-        .take(HEADER_MAX_BYTES as u64)
-        .read_to_end(&mut start)
-        .is_err()
-    {
+    if read_on(opened.file.as_ref(), &mut start, HEADER_MAX_BYTES).is_err() {
         return Inspection::Invalid("unreadable_candidate");
     }
     let Some((session_id, cwd)) = header_fields(&start) else {
         return Inspection::Invalid("invalid_header");
     };
-    match ownership(&cwd, identity) {
+    match ownership(storage, &cwd, identity) {
         Ownership::Owned => {}
         Ownership::Foreign => return Inspection::Foreign,
         Ownership::Invalid(code) => return Inspection::Invalid(code),
     }
-    let snapshot = match finish_capture(path, file, &before, start) {
+    let snapshot = match finish_capture(storage, path, opened, start) {
         Ok(s) => s,
         Err(e) => return failed(e),
     };
@@ -110,11 +113,12 @@ pub(super) fn inspect(path: &Path, provenance: Provenance, identity: &Identity) 
 
 /// Re-reads `candidate` and returns its bytes when it is still exactly the listed version.
 pub(super) fn revalidate(
+    storage: &dyn SessionStorage,
     candidate: &Candidate,
     identity: &Identity,
 ) -> Result<Snapshot, LegacyError> {
     let stale = |why: &str| why_changed(&candidate.path, why);
-    match inspect(&candidate.path, candidate.provenance, identity) {
+    match inspect(storage, &candidate.path, candidate.provenance, identity) {
         Inspection::Owned(found) => {
             let (current, snapshot) = *found;
             if current.identity != candidate.identity {
@@ -135,11 +139,14 @@ pub(super) fn why_changed(path: &Path, text: &str) -> LegacyError {
 }
 
 /// The `*.jsonl` files of `dir`, by name; a missing directory has none.
-pub(super) fn transcript_paths(dir: &Path) -> Result<Vec<PathBuf>, LegacyError> {
-    match fs::symlink_metadata(dir) {
+pub(super) fn transcript_paths(
+    storage: &dyn SessionStorage,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, LegacyError> {
+    match storage.lstat(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(io_err(dir)(e)),
-        Ok(meta) if !meta.file_type().is_dir() => {
+        Ok(stat) if stat.kind != EntryKind::Dir => {
             return Err(LegacyError::UnsafeDirectory {
                 path: dir.to_owned(),
                 why: "not a real directory (a symlink or another file type)".into(),
@@ -148,29 +155,31 @@ pub(super) fn transcript_paths(dir: &Path) -> Result<Vec<PathBuf>, LegacyError> 
         Ok(_) => {}
     }
     let mut paths = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
-        let entry = entry.map_err(io_err(dir))?;
-        if entry.file_name().as_bytes().ends_with(b".jsonl") {
-            paths.push(entry.path());
+    for (path, _) in storage.list_entries(dir).map_err(io_err(dir))? {
+        if path
+            .file_name()
+            .is_some_and(|n| n.as_bytes().ends_with(b".jsonl"))
+        {
+            paths.push(path);
         }
     }
-    paths.sort();
     Ok(paths)
 }
 
 /// An existing scope directory must be owner-only and carry the right binding (if any).
 pub(super) fn verify_existing_scope(
+    storage: &dyn SessionStorage,
     scope_dir: &Path,
     identity: &Identity,
 ) -> Result<(), LegacyError> {
-    match fs::symlink_metadata(scope_dir) {
+    match storage.lstat(scope_dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io_err(scope_dir)(e)),
         Ok(_) => {}
     }
-    verify_owner_only(&FileStorage, scope_dir, true)?;
+    verify_owner_only(storage, scope_dir, true)?;
     let binding = scope_dir.join(BINDING_FILE);
-    if let Some(bytes) = read_binding(&FileStorage, &binding)? {
+    if let Some(bytes) = read_binding(storage, &binding)? {
         check_binding(&binding, &bytes, identity)?;
     }
     Ok(())
@@ -184,12 +193,33 @@ pub fn list_candidates(
     cwd: &Path,
     roots: &LegacyRoots,
 ) -> Result<CandidateListing, LegacyError> {
-    let ws = Workspace::resolve(cwd)?;
+    LegacyStore::on_disk().list_candidates(sessions_root, cwd, roots)
+}
+
+impl LegacyStore<'_> {
+    /// [`list_candidates`] in this store.
+    pub fn list_candidates(
+        &self,
+        sessions_root: &Path,
+        cwd: &Path,
+        roots: &LegacyRoots,
+    ) -> Result<CandidateListing, LegacyError> {
+        list(self.storage, sessions_root, cwd, roots)
+    }
+}
+
+fn list(
+    storage: &dyn SessionStorage,
+    sessions_root: &Path,
+    cwd: &Path,
+    roots: &LegacyRoots,
+) -> Result<CandidateListing, LegacyError> {
+    let ws = Workspace::resolve_in(storage, cwd)?;
     let root = absolute(sessions_root)?;
-    match fs::symlink_metadata(&root) {
+    match storage.lstat(&root) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(CandidateListing::default()),
         Err(e) => return Err(io_err(&root)(e)),
-        Ok(meta) if !meta.file_type().is_dir() => {
+        Ok(stat) if stat.kind != EntryKind::Dir => {
             return Err(LegacyError::UnsafeDirectory {
                 path: root,
                 why: "the sessions root is not a real directory".into(),
@@ -198,26 +228,26 @@ pub fn list_candidates(
         Ok(_) => {}
     }
     let scope_dir = ws.scope_dir(&root);
-    verify_existing_scope(&scope_dir, &ws.identity)?;
+    verify_existing_scope(storage, &scope_dir, &ws.identity)?;
     let mut dirs = vec![(scope_dir.clone(), Provenance::V2)];
-    for name in legacy_dirs(&root, &ws, roots)? {
+    for name in legacy_dirs_in(storage, &root, &ws, roots)? {
         dirs.push((root.join(name), Provenance::Legacy));
     }
     let mut listing = CandidateListing::default();
     let mut seen = HashSet::new();
     for (dir, provenance) in dirs {
-        for path in transcript_paths(&dir)? {
+        for path in transcript_paths(storage, &dir)? {
             if !seen.insert(path.clone()) {
                 continue;
             }
-            match inspect(&path, provenance, &ws.identity) {
+            match inspect(storage, &path, provenance, &ws.identity) {
                 Inspection::Owned(found) => listing.owned.push(found.0),
                 Inspection::Foreign => listing.foreign.push(path),
                 Inspection::Invalid(code) => listing.invalid.push(InvalidCandidate { path, code }),
             }
         }
     }
-    let records = ScopeRecords::load(&scope_dir, &ws.digest());
+    let records = ScopeRecords::load(storage, &scope_dir, &ws.digest());
     listing.owned.retain(|c| !records.retires(c));
     let mut hidden = vec![false; listing.owned.len()];
     let mut migrated = vec![false; listing.owned.len()];

@@ -1,20 +1,18 @@
 //! The lease lock `locks/<op>.lock` that migrations and retirements run under.
 
-use std::fs::{self, File};
-use std::io::{self, Write};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::json::{self, Value};
+use crate::storage::{sys, OpenMode, SessionStorage, StorageWriter};
 use crate::time::now_millis;
 
-use super::capture::{capture, create_owner_only, sync_dir, Stat};
+use super::capture::{capture, sync_dir, Stat};
 use super::records::{object, string};
 use super::{
     io_err, LegacyError, LOCK_CHECK_INTERVAL, LOCK_HEARTBEAT_MS, LOCK_LEASE_MS, LOCK_POLL,
-    LOCK_WAIT_MS,
 };
 
 /// What a lock file holds.
@@ -81,29 +79,14 @@ impl LockRecord {
 /// The kernel's boot id, where the platform has one.
 pub(super) fn boot_id() -> Option<&'static str> {
     static BOOT: OnceLock<Option<String>> = OnceLock::new();
-    BOOT.get_or_init(|| {
-        fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .ok()
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-    })
-    .as_deref()
-}
-
-/// `<pid>:<start time in clock ticks>` from `/proc/<pid>/stat`, when readable.
-pub(super) fn proc_start_id(pid: i64) -> Option<String> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 22 (starttime); fields after the parenthesised command name start at field 3.
-    let after = &stat[stat.rfind(')')? + 1..];
-    let start = after.split_whitespace().nth(19)?;
-    Some(format!("{pid}:{start}"))
+    BOOT.get_or_init(sys::boot_id).as_deref()
 }
 
 /// An id of this process that another process with the same pid would not have.
 pub fn current_process_start_id() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
-        proc_start_id(std::process::id() as i64)
+        sys::process_start_id(std::process::id() as i64)
             .unwrap_or_else(|| format!("uuid:{}", uuid::Uuid::new_v4()))
     })
 }
@@ -122,37 +105,42 @@ pub(super) fn owner_gone(record: &LockRecord) -> bool {
         return true;
     }
     // pid is positive, so this never addresses a process group.
-    if !crate::storage::sys::unix::process_exists(pid) {
+    if !sys::unix::process_exists(pid) {
         return true;
     }
     let actual = if pid as u32 == std::process::id() {
         Some(current_process_start_id().to_owned())
     } else {
-        proc_start_id(pid as i64)
+        sys::process_start_id(pid as i64)
     };
     actual.is_some_and(|id| id != record.process_start_id)
 }
 
 /// A held `locks/<op>.lock`.
 #[derive(Debug)]
-pub(super) struct MigrationLock {
+pub(super) struct MigrationLock<'a> {
+    pub(super) storage: &'a dyn SessionStorage,
     pub(super) path: PathBuf,
     pub(super) dir: PathBuf,
-    pub(super) file: File,
-    pub(super) dev: u64,
-    pub(super) ino: u64,
+    pub(super) file: Box<dyn StorageWriter>,
     pub(super) record: LockRecord,
     pub(super) last_check: Instant,
     pub(super) released: bool,
 }
 
-impl MigrationLock {
-    /// Takes the lock, waiting up to [`LOCK_WAIT_MS`] for a live holder. A lock that was
-    /// released, or whose lease expired and whose holder certainly no longer runs (or that
-    /// cannot be parsed and is older than a lease), is taken over.
-    pub(super) fn acquire(dir: &Path, op: &str, subject: &Path) -> Result<Self, LegacyError> {
+impl<'a> MigrationLock<'a> {
+    /// Takes the lock, waiting up to `wait` for a live holder. A lock that was released, or
+    /// whose lease expired and whose holder certainly no longer runs (or that cannot be
+    /// parsed and is older than a lease), is taken over.
+    pub(super) fn acquire(
+        storage: &'a dyn SessionStorage,
+        dir: &Path,
+        op: &str,
+        subject: &Path,
+        wait: Duration,
+    ) -> Result<Self, LegacyError> {
         let path = dir.join(format!("{op}.lock"));
-        let deadline = Instant::now() + Duration::from_millis(LOCK_WAIT_MS);
+        let deadline = Instant::now() + wait;
         loop {
             let now = now_millis();
             let record = LockRecord {
@@ -165,22 +153,15 @@ impl MigrationLock {
                 lease_expires_at: now + LOCK_LEASE_MS,
                 released: false,
             };
-            match create_owner_only(&path) {
+            match storage.open_writer(&path, OpenMode::CreateNew) {
                 Ok(mut file) => {
-                    let written = file
-                        .write_all(&record.bytes())
-                        .and_then(|()| file.sync_all())
-                        .and_then(|()| file.metadata());
-                    let meta = match written {
-                        Ok(meta) => meta,
-                        Err(e) => {
-                            let _ = fs::remove_file(&path);
-                            return Err(io_err(&path)(e));
-                        }
-                    };
+                    if let Err(e) = file.write_all(&record.bytes()).and_then(|()| file.fsync()) {
+                        drop(file);
+                        let _ = storage.unlink(&path);
+                        return Err(io_err(&path)(e));
+                    }
                     let lock = MigrationLock {
-                        dev: meta.dev(),
-                        ino: meta.ino(),
+                        storage,
                         path,
                         dir: dir.to_owned(),
                         file,
@@ -188,11 +169,11 @@ impl MigrationLock {
                         last_check: Instant::now(),
                         released: false,
                     };
-                    sync_dir(dir)?;
+                    sync_dir(storage, dir)?;
                     return Ok(lock);
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    if Self::reclaim_if_stale(dir, &path) && Instant::now() < deadline {
+                    if Self::reclaim_if_stale(storage, dir, &path) && Instant::now() < deadline {
                         continue;
                     }
                 }
@@ -209,13 +190,15 @@ impl MigrationLock {
     }
 
     /// Removes the lock at `path` if it is stale; true when it was removed.
-    fn reclaim_if_stale(dir: &Path, path: &Path) -> bool {
-        let Ok(meta) = fs::symlink_metadata(path) else {
+    fn reclaim_if_stale(storage: &dyn SessionStorage, dir: &Path, path: &Path) -> bool {
+        let Ok(observed) = storage.lstat(path).map(|s| Stat::of(&s)) else {
             // Gone meanwhile: just try again.
             return true;
         };
-        let observed = Stat::of(&meta);
-        let stale = match capture(path).ok().and_then(|s| LockRecord::parse(&s.bytes)) {
+        let stale = match capture(storage, path)
+            .ok()
+            .and_then(|s| LockRecord::parse(&s.bytes))
+        {
             Some(owner) => {
                 owner.released || (owner.lease_expires_at < now_millis() && owner_gone(&owner))
             }
@@ -230,18 +213,15 @@ impl MigrationLock {
         // Move the observed file aside and remove it only if it is still the one observed;
         // a lock created meanwhile by someone else is put back.
         let aside = dir.join(format!(".gjc-lock-{}.stale", uuid::Uuid::new_v4()));
-        if fs::rename(path, &aside).is_err() {
+        if storage.rename(path, &aside).is_err() {
             return false;
         }
-        let same = fs::symlink_metadata(&aside).is_ok_and(|m| {
-            let s = Stat::of(&m);
-            s.dev == observed.dev && s.ino == observed.ino
-        });
+        let same = storage.lstat(&aside).is_ok_and(|s| s.id == observed.id());
         if !same {
-            let _ = fs::hard_link(&aside, path);
+            let _ = storage.hard_link(&aside, path);
         }
-        let _ = fs::remove_file(&aside);
-        let _ = sync_dir(dir);
+        let _ = storage.unlink(&aside);
+        let _ = sync_dir(storage, dir);
         same
     }
 
@@ -254,22 +234,21 @@ impl MigrationLock {
 
     fn rewrite(&mut self, record: &LockRecord) -> io::Result<()> {
         let bytes = record.bytes();
-        self.file.write_all_at(&bytes, 0)?;
-        self.file.set_len(bytes.len() as u64)?;
-        self.file.sync_all()
+        self.file.write_at(&bytes, 0)?;
+        self.file.truncate(bytes.len() as u64)?;
+        self.file.fsync()
     }
 
     /// Fencing: fails with `migration_busy` unless the lock file is still ours; renews the
     /// lease when less than a heartbeat of it is left.
     pub(super) fn assert_owned(&mut self) -> Result<(), LegacyError> {
         self.last_check = Instant::now();
-        let named = fs::symlink_metadata(&self.path).map_err(|_| self.busy())?;
-        let current = capture(&self.path)
+        let named = self.file.is_file_at(&self.path).map_err(|_| self.busy())?;
+        let current = capture(self.storage, &self.path)
             .ok()
             .and_then(|s| LockRecord::parse(&s.bytes));
         let ours = !self.released
-            && named.dev() == self.dev
-            && named.ino() == self.ino
+            && named
             && current
                 .as_ref()
                 .is_some_and(|c| !c.released && c.attempt_id == self.record.attempt_id);
@@ -300,6 +279,9 @@ impl MigrationLock {
         self.release_in_place()
     }
 
+    /// Marks the lock released. When the released record cannot be written, the lock file
+    /// (still ours) is removed instead, so that a record saying it is held by this live
+    /// process does not block the next attempt until its lease runs out.
     fn release_in_place(&mut self) -> Result<(), LegacyError> {
         self.assert_owned()?;
         let now = now_millis();
@@ -308,12 +290,18 @@ impl MigrationLock {
         done.heartbeat_at = now;
         done.lease_expires_at = now;
         self.released = true;
-        self.rewrite(&done).map_err(io_err(&self.path))?;
-        sync_dir(&self.dir)
+        if let Err(e) = self.rewrite(&done) {
+            if self.file.is_file_at(&self.path).unwrap_or(false) {
+                let _ = self.storage.unlink(&self.path);
+            }
+            let _ = self.storage.sync_dir(&self.dir);
+            return Err(io_err(&self.path)(e));
+        }
+        sync_dir(self.storage, &self.dir)
     }
 }
 
-impl Drop for MigrationLock {
+impl Drop for MigrationLock<'_> {
     fn drop(&mut self) {
         if !self.released {
             let _ = self.release_in_place();

@@ -27,8 +27,12 @@
 //!   special file, or beyond the bounds (depth 32, 50,000 files, 64 MiB a file, 512 MiB in
 //!   all) is `unsafe_artifacts` / `artifact_capacity_exceeded`. All of this is found before
 //!   anything is published. Artifacts are staged in a hidden directory of the scope and
-//!   published by a no-replace rename before the transcript; if staging or publishing fails,
-//!   what this attempt made is removed again.
+//!   published by a no-replace rename before the transcript; if anything fails before the
+//!   receipt is in place, what this attempt made is removed again, so a failed migration
+//!   leaves no copy behind.
+//! - Every file operation goes through a [`SessionStorage`] ([`LegacyStore`]; the free
+//!   functions use the local filesystem), so migrations run on the in-memory backend too,
+//!   with its fault injection.
 //! - Receipts and tombstones are trusted only as owner-only (`0600`, one link, no ACL)
 //!   regular files of the scope; anything else is ignored, never followed.
 //! - Everything created is owner-only: directories `0700`, files `0600`.
@@ -46,7 +50,8 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use crate::agent_dir::normalize;
-use crate::scope::{digest, resolve_identity, scope_dir_name, Identity, ScopeError};
+use crate::scope::{digest, resolve_identity_in, scope_dir_name, Identity, ScopeError};
+use crate::storage::{FileStorage, SessionStorage};
 
 mod artifacts;
 mod capture;
@@ -73,7 +78,8 @@ pub const ARTIFACT_MAX_DEPTH: usize = 32;
 pub const ARTIFACT_MAX_FILES: usize = 50_000;
 pub const ARTIFACT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 pub const ARTIFACT_MAX_TOTAL_BYTES: u64 = 512 * 1024 * 1024;
-/// Lock lease, renewal margin and how long to wait for a live holder, in milliseconds.
+/// Lock lease, renewal margin and how long to wait for a live holder by default
+/// ([`LegacyStore::lock_wait`]), in milliseconds.
 pub const LOCK_LEASE_MS: i64 = 60_000;
 pub const LOCK_HEARTBEAT_MS: i64 = 10_000;
 pub const LOCK_WAIT_MS: u64 = 5_000;
@@ -81,6 +87,39 @@ pub const LOCK_WAIT_MS: u64 = 5_000;
 const LOCK_POLL: Duration = Duration::from_millis(50);
 /// How often a long copy re-checks (and renews) its lock.
 const LOCK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Where legacy operations run: the storage every file operation goes through, and how long
+/// a migration or retirement waits for a live holder of its lock. The free functions of this
+/// module are those of [`LegacyStore::on_disk`].
+#[derive(Debug, Clone, Copy)]
+pub struct LegacyStore<'a> {
+    pub storage: &'a dyn SessionStorage,
+    /// How long to wait for a live holder of an operation's lock before failing with
+    /// `migration_busy` ([`LOCK_WAIT_MS`] unless set).
+    pub lock_wait: Duration,
+}
+
+impl LegacyStore<'static> {
+    /// The local filesystem, waiting the default time for a lock.
+    pub fn on_disk() -> Self {
+        LegacyStore::new(&FileStorage)
+    }
+}
+
+impl<'a> LegacyStore<'a> {
+    /// `storage`, waiting the default time for a lock.
+    pub fn new(storage: &'a dyn SessionStorage) -> Self {
+        LegacyStore {
+            storage,
+            lock_wait: Duration::from_millis(LOCK_WAIT_MS),
+        }
+    }
+
+    /// The same store waiting `lock_wait` for a live holder of a lock.
+    pub fn with_lock_wait(self, lock_wait: Duration) -> Self {
+        LegacyStore { lock_wait, ..self }
+    }
+}
 
 const LOCKS: &str = "locks";
 const RECEIPTS: &str = "receipts";
@@ -288,8 +327,13 @@ pub struct Workspace {
 
 impl Workspace {
     pub fn resolve(cwd: &Path) -> Result<Self, LegacyError> {
+        Self::resolve_in(&FileStorage, cwd)
+    }
+
+    /// The workspace at `cwd` in `storage`.
+    pub fn resolve_in(storage: &dyn SessionStorage, cwd: &Path) -> Result<Self, LegacyError> {
         Ok(Workspace {
-            identity: resolve_identity(cwd)?,
+            identity: resolve_identity_in(storage, cwd)?,
             lexical_cwd: absolute(cwd)?,
         })
     }

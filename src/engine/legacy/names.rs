@@ -1,12 +1,12 @@
 //! The legacy directory names a workspace may have been stored under, and the directories
 //! to scan.
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::agent_dir::normalize;
 use crate::scope::INTERNAL_DIR;
+use crate::storage::{EntryKind, FileStorage, SessionStorage};
 
 use super::{absolute, io_err, LegacyError, LegacyRoots, Workspace, MAX_DISCOVERED_LEGACY_DIRS};
 
@@ -40,10 +40,11 @@ pub(super) fn lexical_root(root: &Path) -> PathBuf {
     absolute(root).unwrap_or_else(|_| normalize(root))
 }
 
-pub(super) fn canonical_root(root: &Path) -> PathBuf {
-    fs::canonicalize(root)
+pub(super) fn canonical_root(storage: &dyn SessionStorage, root: &Path) -> PathBuf {
+    storage
+        .canonicalize(root)
         .ok()
-        .filter(|p| p.is_dir())
+        .filter(|p| storage.lstat(p).is_ok_and(|s| s.kind == EntryKind::Dir))
         .unwrap_or_else(|| lexical_root(root))
 }
 
@@ -53,6 +54,16 @@ pub(super) fn canonical_root(root: &Path) -> PathBuf {
 /// the temp-relative forms (`-tmp[-<rel>]`, `---tmp[-<rel>]--`). A relative form is taken
 /// against the root's real path first, else against its lexical spelling.
 pub fn legacy_dir_names(
+    canonical_cwd: &str,
+    lexical_cwd: &Path,
+    roots: &LegacyRoots,
+) -> Vec<String> {
+    legacy_dir_names_in(&FileStorage, canonical_cwd, lexical_cwd, roots)
+}
+
+/// [`legacy_dir_names`], the roots' real paths taken in `storage`.
+pub(super) fn legacy_dir_names_in(
+    storage: &dyn SessionStorage,
     canonical_cwd: &str,
     lexical_cwd: &Path,
     roots: &LegacyRoots,
@@ -69,7 +80,7 @@ pub fn legacy_dir_names(
     }
     let canonical = Path::new(canonical_cwd);
     let relative = |root: &Path| {
-        relative_to(&canonical_root(root), canonical)
+        relative_to(&canonical_root(storage, root), canonical)
             .or_else(|| relative_to(&lexical_root(root), lexical_cwd))
     };
     if let Some(home) = &roots.home {
@@ -108,21 +119,30 @@ pub fn legacy_dirs(
     ws: &Workspace,
     roots: &LegacyRoots,
 ) -> Result<Vec<String>, LegacyError> {
-    let mut names = legacy_dir_names(&ws.identity.canonical_path, &ws.lexical_cwd, roots);
-    let entries = match fs::read_dir(sessions_root) {
+    legacy_dirs_in(&FileStorage, sessions_root, ws, roots)
+}
+
+/// [`legacy_dirs`] in `storage`.
+pub(super) fn legacy_dirs_in(
+    storage: &dyn SessionStorage,
+    sessions_root: &Path,
+    ws: &Workspace,
+    roots: &LegacyRoots,
+) -> Result<Vec<String>, LegacyError> {
+    let mut names =
+        legacy_dir_names_in(storage, &ws.identity.canonical_path, &ws.lexical_cwd, roots);
+    let entries = match storage.list_dirs(sessions_root) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(names),
         Err(e) => return Err(io_err(sessions_root)(e)),
     };
     let mut discovered = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(io_err(sessions_root))?;
-        let is_dir = entry.file_type().map_err(io_err(&entry.path()))?.is_dir();
-        let Ok(name) = entry.file_name().into_string() else {
+    for path in entries {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        if is_dir
-            && name.starts_with('-')
+        let name = name.to_owned();
+        if name.starts_with('-')
             && !name.starts_with("v2-")
             && name != INTERNAL_DIR
             && !names.contains(&name)

@@ -1,15 +1,13 @@
 //! Receipts and tombstones: their JSON, which of them are trusted, and writing them.
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::ids::snowflake;
 use crate::json::{self, Object, Value};
 use crate::scope::{verify_owner_only, INTERNAL_DIR};
-use crate::storage::FileStorage;
+use crate::storage::{write_new_durable, SessionStorage};
 
-use super::capture::{capture, create_owner_only, sync_dir};
+use super::capture::{capture, sync_dir};
 use super::{io_err, operation_name, Candidate, FileIdentity, LegacyError, RECEIPTS, TOMBSTONES};
 
 pub(super) fn string(text: impl Into<String>) -> Value {
@@ -89,9 +87,9 @@ impl RecordedFile {
 
 /// The parsed JSON of a receipt or tombstone that may be trusted: an owner-only regular file
 /// with one link, read without following a symlink.
-pub(super) fn trusted_record(path: &Path) -> Option<Value> {
-    verify_owner_only(&FileStorage, path, false).ok()?;
-    let snapshot = capture(path).ok()?;
+pub(super) fn trusted_record(storage: &dyn SessionStorage, path: &Path) -> Option<Value> {
+    verify_owner_only(storage, path, false).ok()?;
+    let snapshot = capture(storage, path).ok()?;
     let text = std::str::from_utf8(&snapshot.bytes).ok()?;
     json::parse(text).ok()
 }
@@ -104,30 +102,30 @@ pub(super) struct ReceiptDestination {
 }
 
 /// What a scope's receipts and tombstones say.
-pub(super) struct ScopeRecords {
+pub(super) struct ScopeRecords<'a> {
+    pub(super) storage: &'a dyn SessionStorage,
     pub(super) scope_dir: PathBuf,
     pub(super) digest: String,
     pub(super) retired: Vec<RecordedFile>,
 }
 
-impl ScopeRecords {
-    pub(super) fn load(scope_dir: &Path, digest: &str) -> Self {
+impl<'a> ScopeRecords<'a> {
+    pub(super) fn load(storage: &'a dyn SessionStorage, scope_dir: &Path, digest: &str) -> Self {
         let mut records = ScopeRecords {
+            storage,
             scope_dir: scope_dir.to_owned(),
             digest: digest.to_owned(),
             retired: Vec::new(),
         };
         let dir = scope_dir.join(INTERNAL_DIR).join(TOMBSTONES);
-        let Ok(entries) = fs::read_dir(&dir) else {
+        let Ok(entries) = storage.list_files(&dir) else {
             return records;
         };
-        let mut paths: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        paths.sort();
+        let paths = entries
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "json"));
         for path in paths {
-            if let Some(value) = trusted_record(&path) {
+            if let Some(value) = trusted_record(storage, &path) {
                 records.retired.extend(records.tombstone_targets(&value));
             }
         }
@@ -220,7 +218,7 @@ impl ScopeRecords {
         let path = self
             .internal(RECEIPTS)
             .join(format!("{}.json", source.operation_name()));
-        let (recorded, destination) = self.parse_receipt(&trusted_record(&path)?)?;
+        let (recorded, destination) = self.parse_receipt(&trusted_record(self.storage, &path)?)?;
         recorded.is(source).then_some(destination)
     }
 
@@ -230,12 +228,11 @@ impl ScopeRecords {
         destination: &Path,
         session_id: &str,
     ) -> Vec<RecordedFile> {
-        let Ok(entries) = fs::read_dir(self.internal(RECEIPTS)) else {
+        let Ok(entries) = self.storage.list_files(&self.internal(RECEIPTS)) else {
             return Vec::new();
         };
         let mut sources = Vec::new();
-        for entry in entries.flatten() {
-            let path = entry.path();
+        for path in entries {
             let Some(stem) = path
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -243,7 +240,8 @@ impl ScopeRecords {
             else {
                 continue;
             };
-            let Some((source, dest)) = trusted_record(&path).and_then(|v| self.parse_receipt(&v))
+            let Some((source, dest)) =
+                trusted_record(self.storage, &path).and_then(|v| self.parse_receipt(&v))
             else {
                 continue;
             };
@@ -294,7 +292,22 @@ pub(super) fn valid_manifest(value: &Value) -> bool {
 /// Writes a record (receipt or tombstone) as `<json>\n` through a temp file renamed over
 /// `path`, then makes the directory durable. Called only under the operation's lock, which
 /// is what makes replacing a stale record at the same name safe.
-pub(super) fn write_record(path: &Path, value: &Value) -> Result<(), LegacyError> {
+pub(super) fn write_record(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    value: &Value,
+) -> Result<(), LegacyError> {
+    put_record(storage, path, value)?;
+    sync_dir(storage, path.parent().unwrap_or(Path::new(".")))
+}
+
+/// [`write_record`] up to the rename: when it fails, nothing is at `path` that was not
+/// there before (the temp file is removed again). The directory is not synced yet.
+pub(super) fn put_record(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    value: &Value,
+) -> Result<(), LegacyError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
@@ -303,15 +316,11 @@ pub(super) fn write_record(path: &Path, value: &Value) -> Result<(), LegacyError
     let temp = dir.join(format!(".{name}.{}.tmp", snowflake()));
     let mut bytes = json::to_compact(value).into_bytes();
     bytes.push(b'\n');
-    let result = create_owner_only(&temp)
-        .and_then(|mut f| {
-            f.write_all(&bytes)?;
-            f.sync_all()
-        })
-        .and_then(|()| fs::rename(&temp, path));
+    let result =
+        write_new_durable(storage, &temp, &bytes).and_then(|()| storage.rename(&temp, path));
     if let Err(e) = result {
-        let _ = fs::remove_file(&temp);
+        let _ = storage.unlink(&temp);
         return Err(io_err(path)(e));
     }
-    sync_dir(dir)
+    Ok(())
 }

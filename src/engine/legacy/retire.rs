@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::json::Value;
-use crate::scope::{prepare_scope, INTERNAL_DIR};
+use crate::scope::{prepare_scope_in, INTERNAL_DIR};
 
 use super::listing::revalidate;
 use super::lock::MigrationLock;
@@ -12,8 +12,8 @@ use super::records::{
     object, path_text, string, trusted_record, write_record, RecordedFile, ScopeRecords,
 };
 use super::{
-    absolute, invalid_candidate, why, Candidate, LegacyError, Provenance, Workspace, LOCKS,
-    TOMBSTONES,
+    absolute, invalid_candidate, why, Candidate, LegacyError, LegacyStore, Provenance, Workspace,
+    LOCKS, TOMBSTONES,
 };
 
 pub(super) fn target_json(file: &RecordedFile, provenance: &str) -> Value {
@@ -48,7 +48,29 @@ pub fn retire_candidate(
     cwd: &Path,
     candidate: &Candidate,
 ) -> Result<PathBuf, LegacyError> {
-    let ws = Workspace::resolve(cwd)?;
+    LegacyStore::on_disk().retire_candidate(sessions_root, cwd, candidate)
+}
+
+impl LegacyStore<'_> {
+    /// [`retire_candidate`] in this store.
+    pub fn retire_candidate(
+        &self,
+        sessions_root: &Path,
+        cwd: &Path,
+        candidate: &Candidate,
+    ) -> Result<PathBuf, LegacyError> {
+        retire(self, sessions_root, cwd, candidate)
+    }
+}
+
+fn retire(
+    store: &LegacyStore<'_>,
+    sessions_root: &Path,
+    cwd: &Path,
+    candidate: &Candidate,
+) -> Result<PathBuf, LegacyError> {
+    let storage = store.storage;
+    let ws = Workspace::resolve_in(storage, cwd)?;
     let root = absolute(sessions_root)?;
     let scope_dir = ws.scope_dir(&root);
     if candidate.provenance == Provenance::Legacy {
@@ -60,26 +82,32 @@ pub fn retire_candidate(
             format!("not a transcript of the v2 scope {}", scope_dir.display()),
         ));
     }
-    let scope_dir = prepare_scope(&root, &ws.identity)?;
+    let scope_dir = prepare_scope_in(storage, &root, &ws.identity)?;
     let internal = scope_dir.join(INTERNAL_DIR);
     let op = candidate.operation_name();
     let tombstone = internal.join(TOMBSTONES).join(format!("{op}.json"));
-    let mut lock = MigrationLock::acquire(&internal.join(LOCKS), &op, &candidate.path)?;
-    let records = ScopeRecords::load(&scope_dir, &ws.digest());
+    let mut lock = MigrationLock::acquire(
+        storage,
+        &internal.join(LOCKS),
+        &op,
+        &candidate.path,
+        store.lock_wait,
+    )?;
+    let records = ScopeRecords::load(storage, &scope_dir, &ws.digest());
     let this = RecordedFile {
         path: path_text(&candidate.path),
         session_id: candidate.session_id.clone(),
         cwd: candidate.cwd.clone(),
         identity: candidate.identity.clone(),
     };
-    let already = trusted_record(&tombstone)
+    let already = trusted_record(storage, &tombstone)
         .map(|v| records.tombstone_targets(&v))
         .is_some_and(|targets| targets.iter().any(|t| t.is(candidate)));
     if already {
         lock.release()?;
         return Ok(tombstone);
     }
-    revalidate(candidate, &ws.identity)?;
+    revalidate(storage, candidate, &ws.identity)?;
     let mut targets = vec![target_json(
         &this,
         if candidate.provenance == Provenance::Legacy {
@@ -100,7 +128,7 @@ pub fn retire_candidate(
         ("targets", Value::Array(targets)),
     ]);
     lock.assert_owned()?;
-    write_record(&tombstone, &value)?;
+    write_record(storage, &tombstone, &value)?;
     lock.release()?;
     Ok(tombstone)
 }
