@@ -264,6 +264,8 @@ impl LegacyStore<'_> {
                     _ => false,
                 };
             if live {
+                // An earlier attempt may have failed to make the receipt durable.
+                sync_dir(storage, receipt.parent().unwrap_or(&internal))?;
                 lock.release()?;
                 return Ok(MigrationOutcome {
                     destination,
