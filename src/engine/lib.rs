@@ -19,7 +19,6 @@
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 pub mod agent_dir;
 pub mod blob;
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 pub mod breadcrumb;
 pub mod cold_spill;
 pub mod context;
