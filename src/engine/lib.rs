@@ -26,7 +26,6 @@ pub mod discovery;
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 pub mod history;
 pub mod ids;
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 pub mod inspect;
 pub mod io_cause;
 pub mod js_text;

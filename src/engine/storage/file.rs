@@ -161,6 +161,7 @@ impl SessionStorage for FileStorage {
             links: sys::unix::links(&meta),
             len: meta.len(),
             mtime_ns: sys::unix::mtime_ns(&meta),
+            ctime_ns: sys::unix::ctime_ns(&meta),
         })
     }
 
@@ -275,6 +276,10 @@ impl ReadFile for PositionalFile {
 
     fn mtime_ns(&self) -> io::Result<i128> {
         Ok(sys::unix::mtime_ns(&self.file.metadata()?))
+    }
+
+    fn ctime_ns(&self) -> io::Result<i128> {
+        Ok(sys::unix::ctime_ns(&self.file.metadata()?))
     }
 }
 

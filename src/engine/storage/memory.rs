@@ -23,7 +23,7 @@
 //! ([`MemoryStorage::set_owner`], [`SessionStorage::set_mode`]). There are no symlinks, ACLs
 //! or network filesystems, and directories have no identity (every one is inode 0). Modification
 //! times come from a counter that every change advances (milliseconds, as far as the
-//! engine can tell). Hard links share their file's identity (and its durable
+//! engine can tell); change times are the modification times. Hard links share their file's identity (and its durable
 //! contents) but not later writes: a write through one name is not seen through the other,
 //! which the engine never relies on (it links only files it has finished writing).
 
@@ -476,6 +476,7 @@ impl SessionStorage for MemoryStorage {
             },
             len,
             mtime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
+            ctime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
         })
     }
 
@@ -691,6 +692,11 @@ impl ReadFile for MemoryReadFile {
     }
 
     fn mtime_ns(&self) -> io::Result<i128> {
+        Ok(self.mtime_ns)
+    }
+
+    /// Memory keeps no separate change time: it is the modification time.
+    fn ctime_ns(&self) -> io::Result<i128> {
         Ok(self.mtime_ns)
     }
 }

@@ -70,6 +70,8 @@ pub struct EntryStat {
     pub len: u64,
     /// Modification time in nanoseconds since the epoch.
     pub mtime_ns: i128,
+    /// Change time (of the contents or of the inode) in nanoseconds since the epoch.
+    pub ctime_ns: i128,
 }
 
 /// Bytes that can be read at any offset, from several threads at once.
@@ -99,6 +101,8 @@ pub trait ReadFile: ReadAt + Send + std::fmt::Debug {
     fn links(&self) -> io::Result<u64>;
     /// The open file's modification time now, in nanoseconds since the epoch.
     fn mtime_ns(&self) -> io::Result<i128>;
+    /// The open file's change time now, in nanoseconds since the epoch.
+    fn ctime_ns(&self) -> io::Result<i128>;
     /// Every byte of the file, from the start to its end now.
     fn read_all(&self) -> io::Result<Vec<u8>> {
         let mut bytes = vec![0; usize::try_from(self.size()?).unwrap_or(usize::MAX)];
