@@ -1,4 +1,4 @@
-//! Where the agent keeps its files (details §1).
+//! Where the agent keeps its files.
 //!
 //! Resolution, in order:
 //! 1. `$GJC_CODING_AGENT_DIR`, else `$PI_CODING_AGENT_DIR`: the agent directory, made
@@ -31,6 +31,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use super::js_text::js_trim;
+use super::storage::{FileStorage, SessionStorage};
 
 /// The default config directory name under home.
 pub const DEFAULT_CONFIG_DIR_NAME: &str = ".gjc";
@@ -198,7 +199,8 @@ impl AgentDirs {
             }
             let base = env.vars.get(name).filter(|v| !v.is_empty())?;
             let dir = join(Path::new(base), XDG_APP_NAME);
-            dir.exists().then_some(dir)
+            // Followed, as the agent's existence check follows a symlink.
+            FileStorage.stat(&dir).is_ok().then_some(dir)
         };
         Ok(AgentDirs {
             xdg_data: xdg("XDG_DATA_HOME"),
@@ -289,19 +291,10 @@ pub fn join(base: &Path, rest: impl AsRef<Path>) -> PathBuf {
 /// The bytes of a `.env` file (a symlink to one is followed, as a shell would); a FIFO or
 /// any other non-regular file there is ignored without blocking.
 fn read_dotenv(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    // The storage opens without following a symlink at the final component, never blocks
+    // and refuses anything but a regular file: resolve the path first.
+    let real = FileStorage.canonicalize(path).ok()?;
+    FileStorage.read(&real).ok()
 }
 
 /// Parses a `.env` file as the agent does: `KEY=value` lines, trimmed; blank lines and lines
@@ -476,7 +469,7 @@ mod tests {
             AgentDirs::resolve(&e).unwrap().history_db(),
             Path::new("/home/u/.gjc/agent/history.db")
         );
-        std::fs::create_dir(xdg.path().join("gjc")).unwrap();
+        FileStorage.create_dir(&xdg.path().join("gjc")).unwrap();
         let dirs = AgentDirs::resolve(&e).unwrap();
         assert_eq!(dirs.history_db(), xdg.path().join("gjc/history.db"));
         assert_eq!(

@@ -8,10 +8,10 @@
 //!   is best effort. Reading trims the content and needs at least two lines.
 
 use std::collections::HashMap;
-use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
+
+use super::storage::{FileStorage, OpenMode, SessionStorage};
 
 /// A terminal's name from its environment and its stdin tty path.
 pub fn terminal_id(vars: &HashMap<String, String>, tty: Option<&str>) -> Option<String> {
@@ -54,34 +54,49 @@ pub fn write_breadcrumb(
     terminal: &str,
     cwd: &str,
     session_file: &Path,
-) -> std::io::Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+) -> io::Result<()> {
+    write_breadcrumb_in(&FileStorage, dir, terminal, cwd, session_file)
+}
+
+/// [`write_breadcrumb`] in `storage`: a new owner-only temp file (not fsynced: a breadcrumb
+/// is a hint) renamed over the terminal's breadcrumb.
+pub fn write_breadcrumb_in(
+    storage: &dyn SessionStorage,
+    dir: &Path,
+    terminal: &str,
+    cwd: &str,
+    session_file: &Path,
+) -> io::Result<()> {
+    storage.ensure_dir(dir)?;
     let path = dir.join(terminal);
     let temp = dir.join(format!(".{terminal}.{}.tmp", super::ids::snowflake()));
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&temp)?;
-    let written = file
-        .write_all(format!("{cwd}\n{}\n", session_file.display()).as_bytes())
-        .and_then(|()| fs::rename(&temp, &path));
+    let mut file = storage.open_writer(&temp, OpenMode::CreateNew)?;
+    let bytes = format!("{cwd}\n{}\n", session_file.display());
+    let written = file.write_all(bytes.as_bytes());
+    let closed = file.close();
+    let written = written
+        .and(closed)
+        .and_then(|()| storage.rename(&temp, &path));
     if written.is_err() {
-        let _ = fs::remove_file(&temp);
+        let _ = storage.unlink(&temp);
     }
     written
 }
 
 /// The `(cwd, session file)` a terminal's breadcrumb names, if it is well formed.
 pub fn read_breadcrumb(dir: &Path, terminal: &str) -> Option<(String, PathBuf)> {
-    let mut text = String::new();
-    super::storage::open_regular(&dir.join(terminal))
-        .and_then(|mut f| std::io::Read::read_to_string(&mut f, &mut text))
-        .ok()?;
+    read_breadcrumb_in(&FileStorage, dir, terminal)
+}
+
+/// [`read_breadcrumb`] in `storage` (never following a symlink, refusing anything but a
+/// regular file).
+pub fn read_breadcrumb_in(
+    storage: &dyn SessionStorage,
+    dir: &Path,
+    terminal: &str,
+) -> Option<(String, PathBuf)> {
+    let bytes = storage.read(&dir.join(terminal)).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     let mut lines = text.trim().split('\n');
     let cwd = lines.next()?.trim_end_matches('\r').to_owned();
     let file = lines.next()?.trim_end_matches('\r');
@@ -138,9 +153,36 @@ mod tests {
             read_breadcrumb(&dir, "pts-1"),
             Some(("/work".into(), PathBuf::from("/s/a.jsonl")))
         );
-        fs::write(dir.join("pts-2"), "/only-one-line\n").unwrap();
+        crate::storage::write_new_durable(&FileStorage, &dir.join("pts-2"), b"/only-one-line\n")
+            .unwrap();
         assert_eq!(read_breadcrumb(&dir, "pts-2"), None);
         assert_eq!(read_breadcrumb(&dir, "pts-9"), None);
-        assert_eq!(fs::read_dir(&dir).unwrap().count(), 2, "no temp files left");
+        let entries = FileStorage.list_entries(&dir).unwrap();
+        assert_eq!(entries.len(), 2, "no temp files left: {entries:?}");
+    }
+
+    #[test]
+    fn a_failed_breadcrumb_write_leaves_no_temp_file() {
+        use crate::storage::{Fault, FaultKind, MemoryStorage};
+        let dir = Path::new("/agent/terminal-sessions");
+        for at in 0..5 {
+            let storage = MemoryStorage::new();
+            storage.set_fault(Some(Fault {
+                at,
+                kind: FaultKind::ShortWrite,
+            }));
+            let written = write_breadcrumb_in(&storage, dir, "pts-1", "/w", Path::new("/s/a"));
+            storage.set_fault(None);
+            let crumb = read_breadcrumb_in(&storage, dir, "pts-1");
+            match written {
+                Ok(()) => assert_eq!(crumb, Some(("/w".into(), PathBuf::from("/s/a")))),
+                Err(_) => assert_eq!(crumb, None, "fault at {at}"),
+            }
+            assert!(
+                storage.paths().len() <= 1,
+                "fault at {at}: {:?}",
+                storage.paths()
+            );
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! Strict, read-only inspection of a session file (details §5.4).
+//! Strict, read-only inspection of a session file: what opening it for writing needs.
 //!
 //! Fails closed with one of four reasons:
 //! - `missing`: the file (or a path component) does not exist;
@@ -11,12 +11,14 @@
 //!   fails the schema check after migration.
 //!
 //! The path is resolved with `realpath` first, so a symlinked path binds to its target; the
-//! target is then opened with `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`. Nothing is ever written.
+//! target is then opened through the storage seam, which never follows a symlink at the
+//! final component, never blocks and refuses anything but a regular file. Nothing is ever
+//! written.
 
-use crate::storage::sys::unix as sys;
-use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
+
+use crate::storage::{EntryKind, EntryStat, FileStorage, ReadFile, SessionStorage};
 
 use sha2::{Digest, Sha256};
 
@@ -103,25 +105,44 @@ struct StatKey {
 }
 
 impl StatKey {
-    fn of(m: &fs::Metadata) -> Self {
+    fn of(stat: &EntryStat) -> Self {
         StatKey {
-            dev: sys::file_id(m).dev,
-            ino: sys::file_id(m).ino,
-            nlink: sys::links(m),
-            size: m.len(),
-            mtime_ns: sys::mtime_ns(m),
-            ctime_ns: sys::ctime_ns(m),
+            dev: stat.id.dev,
+            ino: stat.id.ino,
+            nlink: stat.links,
+            size: stat.len,
+            mtime_ns: stat.mtime_ns,
+            ctime_ns: stat.ctime_ns,
         }
+    }
+
+    fn of_open(file: &dyn ReadFile) -> io::Result<Self> {
+        Ok(StatKey {
+            dev: file.id().dev,
+            ino: file.id().ino,
+            nlink: file.links()?,
+            size: file.size()?,
+            mtime_ns: file.mtime_ns()?,
+            ctime_ns: file.ctime_ns()?,
+        })
     }
 }
 
 /// Strictly inspects the session file at `path`.
 pub fn inspect_strict(path: &Path) -> Result<Inspection, InspectError> {
+    inspect_strict_in(&FileStorage, path)
+}
+
+/// [`inspect_strict`] in `storage`.
+pub fn inspect_strict_in(
+    storage: &dyn SessionStorage,
+    path: &Path,
+) -> Result<Inspection, InspectError> {
     let fail = |failure| InspectError {
         path: path.to_owned(),
         failure,
     };
-    let (canonical, bytes, stat) = read_stable(path).map_err(fail)?;
+    let (canonical, bytes, stat) = read_stable(storage, path).map_err(fail)?;
     let (session, _) = parse_strict(&bytes).map_err(fail)?;
     let tail = match session.build_context().messages.last() {
         Some(m) if m.as_object().and_then(|o| o.get_str("role")) != Some("assistant") => {
@@ -151,31 +172,32 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn io_failure(path: &Path, e: io::Error) -> InspectFailure {
-    if e.kind() == io::ErrorKind::NotFound || !path.exists() {
+fn io_failure(storage: &dyn SessionStorage, path: &Path, e: io::Error) -> InspectFailure {
+    if e.kind() == io::ErrorKind::NotFound || !storage.exists(path) {
         InspectFailure::Missing
     } else {
         InspectFailure::ReadFailed(e.to_string())
     }
 }
 
-/// Reads the file through one no-follow descriptor, checking it did not change meanwhile.
-fn read_stable(path: &Path) -> Result<(PathBuf, Vec<u8>, StatKey), InspectFailure> {
-    let canonical = fs::canonicalize(path).map_err(|e| io_failure(path, e))?;
-    let before = fs::metadata(&canonical).map_err(|e| io_failure(path, e))?;
-    if !before.file_type().is_file() {
+/// Reads the file through one no-follow open, checking it did not change meanwhile.
+fn read_stable(
+    storage: &dyn SessionStorage,
+    path: &Path,
+) -> Result<(PathBuf, Vec<u8>, StatKey), InspectFailure> {
+    let failed = |e| io_failure(storage, path, e);
+    let canonical = storage.canonicalize(path).map_err(failed)?;
+    // Resolved: nothing at the canonical path is a symlink, so lstat says what stat would.
+    let before = storage.lstat(&canonical).map_err(failed)?;
+    if before.kind != EntryKind::File {
         return Err(InspectFailure::ReadFailed("not a regular file".into()));
     }
-    let mut file = sys::no_follow(File::options().read(true))
-        .open(&canonical)
-        .map_err(|e| io_failure(path, e))?;
-    let mut bytes = Vec::with_capacity(before.len() as usize);
-    file.read_to_end(&mut bytes)
-        .map_err(|e| io_failure(path, e))?;
-    let during = file.metadata().map_err(|e| io_failure(path, e))?;
-    let after = fs::metadata(&canonical).map_err(|e| io_failure(path, e))?;
+    let file = storage.open_read_at(&canonical).map_err(failed)?;
+    let bytes = file.read_all().map_err(failed)?;
+    let during = StatKey::of_open(file.as_ref()).map_err(failed)?;
+    let after = storage.lstat(&canonical).map_err(failed)?;
     let key = StatKey::of(&before);
-    if key != StatKey::of(&during) || key != StatKey::of(&after) {
+    if key != during || key != StatKey::of(&after) {
         return Err(InspectFailure::Unstable);
     }
     Ok((canonical, bytes, key))
@@ -300,4 +322,44 @@ pub fn schema_violation(record: &Record) -> Option<&'static str> {
         }
         _ => "fields do not match the entry type's schema",
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{Fault, FaultKind, MemoryStorage};
+
+    const SESSION: &str = concat!(
+        r#"{"type":"session","version":5,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+        "\n",
+        r#"{"type":"message","id":"q","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+        "\n"
+    );
+
+    #[test]
+    fn strict_reads_go_through_the_storage_and_fail_closed() {
+        let storage = MemoryStorage::new();
+        storage.ensure_dir(Path::new("/s")).unwrap();
+        let path = Path::new("/s/a.jsonl");
+        storage.put_file(path, SESSION.as_bytes());
+        let inspected = inspect_strict_in(&storage, path).unwrap();
+        assert_eq!(inspected.fingerprint.session_id, "s");
+        assert_eq!(inspected.fingerprint.size, SESSION.len() as u64);
+        assert_eq!(inspected.tail, Tail::Resumable);
+
+        let missing = inspect_strict_in(&storage, Path::new("/s/b.jsonl")).unwrap_err();
+        assert!(
+            matches!(missing.failure, InspectFailure::Missing),
+            "{missing}"
+        );
+        storage.set_fault(Some(Fault {
+            at: storage.op_count() + 2,
+            kind: FaultKind::Errno(libc::EIO),
+        }));
+        let failed = inspect_strict_in(&storage, path).unwrap_err();
+        assert!(
+            matches!(failed.failure, InspectFailure::ReadFailed(_)),
+            "{failed}"
+        );
+    }
 }

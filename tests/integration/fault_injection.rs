@@ -4,15 +4,19 @@
 //! and for a managed transcript. Then the same for a new managed session, from the
 //! preparation of its scope (directories created or re-secured, the binding published
 //! without replacing) to its first appends: the binding is never half-written, a retry
-//! prepares the scope, and what was acknowledged is durable. Then the in-memory backend's
+//! prepares the scope, and what was acknowledged is durable. Then a copy-retain migration of
+//! a legacy session with artifacts: the legacy files stay byte-identical, the copy is whole
+//! with its receipt or not there at all, and a retry completes it. Then the in-memory backend's
 //! crash model: a managed append is durable when it is acknowledged (file fsync, then
 //! directory fsync), and so is a managed full rewrite.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use gjcfs::engine::blob::BlobStore;
 use gjcfs::engine::json::{self, Object, Value};
+use gjcfs::engine::legacy::{artifacts_dir, Candidate, LegacyRoots, LegacyStore, Provenance};
 use gjcfs::engine::manager::{SessionError, SessionManager, StorageConfig};
 use gjcfs::engine::replay::parse_session_entries;
 use gjcfs::engine::scope::{
@@ -387,4 +391,222 @@ fn a_managed_full_rewrite_survives_a_crash_and_an_unsynced_one_does_not_replace_
     drop(m);
     storage.crash();
     assert_eq!(storage.file(&explicit).unwrap(), rewritten);
+}
+
+/// The legacy transcript of the migration sweep, in `/w`'s legacy directory.
+const LEGACY_TRANSCRIPT: &str = "/agent/sessions/--w--/2025-01-01T00-00-00-000Z_s.jsonl";
+
+/// [`workspace`] with a legacy session of `/w`: its transcript and an artifacts directory
+/// holding a file and a subdirectory with another.
+fn legacy_workspace() -> MemoryStorage {
+    let storage = workspace();
+    let transcript = Path::new(LEGACY_TRANSCRIPT);
+    let artifacts = artifacts_dir(transcript);
+    storage.ensure_dir(&artifacts.join("sub")).unwrap();
+    let text = crate::common::SessionText::new()
+        .message("q0", None, "user", "q")
+        .message("a0", Some("q0"), "assistant", "a")
+        .text()
+        .replacen("\"cwd\":\"/work\"", "\"cwd\":\"/w\"", 1);
+    assert!(
+        text.contains("\"cwd\":\"/w\""),
+        "the header names /w: {text}"
+    );
+    storage.put_file(transcript, text.as_bytes());
+    storage.put_file(&artifacts.join("tool-1.txt"), b"first artifact\n");
+    storage.put_file(&artifacts.join("sub/tool-2.bin"), &[0, 1, 2, 3, 255]);
+    storage
+}
+
+/// Every file below `dir` with its bytes and modification time.
+fn tree(storage: &MemoryStorage, dir: &Path) -> Vec<(PathBuf, Vec<u8>, i128)> {
+    storage
+        .paths()
+        .into_iter()
+        .filter(|p| p.starts_with(dir))
+        .map(|p| {
+            let mtime = storage.lstat(&p).unwrap().mtime_ns;
+            (p.clone(), storage.file(&p).unwrap(), mtime)
+        })
+        .collect()
+}
+
+/// The files below `dir` by their path inside it, with their bytes.
+fn relative_files(storage: &MemoryStorage, dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    tree(storage, dir)
+        .into_iter()
+        .map(|(p, bytes, _)| (p.strip_prefix(dir).unwrap().to_owned(), bytes))
+        .collect()
+}
+
+/// The store the sweep migrates through; a held lock is given up on at once.
+fn legacy_store(storage: &MemoryStorage) -> LegacyStore<'_> {
+    LegacyStore::new(storage).with_lock_wait(Duration::from_millis(20))
+}
+
+/// The legacy candidate of `/w`, as listed.
+fn legacy_candidate(storage: &MemoryStorage) -> Candidate {
+    let listing = legacy_store(storage)
+        .list_candidates(
+            Path::new(SESSIONS_ROOT),
+            Path::new("/w"),
+            &LegacyRoots::default(),
+        )
+        .unwrap();
+    let mut legacy = listing
+        .owned
+        .into_iter()
+        .filter(|c| c.provenance == Provenance::Legacy);
+    let candidate = legacy.next().expect("the legacy session is listed");
+    assert!(legacy.next().is_none());
+    candidate
+}
+
+/// Checks that the migration of `source` is either complete — the transcript and its
+/// artifacts copied whole, and a committed receipt naming the copy — or absent, with nothing
+/// of it left in the scope (no half-published copy, no staging directory, no temp file).
+/// Returns whether it is complete.
+fn complete_or_absent(storage: &MemoryStorage, source: &Candidate, context: &str) -> bool {
+    let scope = Path::new(SESSIONS_ROOT).join(scope_dir_name(&workspace_identity()));
+    let dest = scope.join(source.path.file_name().unwrap());
+    let dest_artifacts = artifacts_dir(&dest);
+    let receipt = scope
+        .join(INTERNAL_DIR)
+        .join("receipts")
+        .join(format!("{}.json", source.operation_name()));
+    if storage.exists(&scope) {
+        let leftovers: Vec<_> = storage
+            .list_entries(&scope)
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p)
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.starts_with(".gjc-migrate-") || name.ends_with(".migrate.tmp")
+            })
+            .collect();
+        assert!(leftovers.is_empty(), "{context}: left behind {leftovers:?}");
+    }
+    let Some(bytes) = storage.file(&receipt) else {
+        assert!(
+            storage.file(&dest).is_none(),
+            "{context}: a copy without a receipt"
+        );
+        assert!(
+            !storage.exists(&dest_artifacts),
+            "{context}: artifacts without a receipt"
+        );
+        return false;
+    };
+    let value = json::parse(std::str::from_utf8(&bytes).unwrap()).unwrap();
+    let o = value.as_object().unwrap();
+    assert_eq!(o.get_str("state"), Some("committed"), "{context}");
+    let named = o.get("destination").and_then(Value::as_object).unwrap();
+    assert_eq!(named.get_str("path"), dest.to_str(), "{context}");
+    assert_eq!(
+        storage.file(&dest).as_deref(),
+        storage.file(&source.path).as_deref(),
+        "{context}: the copy is the source's bytes"
+    );
+    verify_owner_only(storage, &dest, false).unwrap_or_else(|e| panic!("{context}: {e}"));
+    assert_eq!(
+        relative_files(storage, &dest_artifacts),
+        relative_files(storage, &artifacts_dir(&source.path)),
+        "{context}: the artifacts are copied whole"
+    );
+    true
+}
+
+/// Runs a copy-retain migration of a legacy session (transcript and artifacts) failing each
+/// of its storage operations in turn with each fault kind.
+#[test]
+fn every_storage_failure_of_a_legacy_migration_leaves_the_source_and_a_whole_copy_or_none() {
+    let clean = legacy_workspace();
+    let source = legacy_candidate(&clean);
+    let base = clean.op_count();
+    let store = legacy_store(&clean);
+    store
+        .migrate_candidate(Path::new(SESSIONS_ROOT), Path::new("/w"), &source)
+        .unwrap();
+    let total = clean.op_count() - base;
+    let log = clean.op_log()[base as usize..].to_vec();
+    for op in [
+        "create_dir",
+        "open_read_at",
+        "list_entries",
+        "rename_no_replace",
+        "hard_link",
+        "rename",
+        "write",
+        "write_at",
+        "fsync",
+        "sync_dir",
+    ] {
+        assert!(log.contains(&op), "the migration runs {op}: {log:?}");
+    }
+    assert!(complete_or_absent(&clean, &source, "clean run"));
+
+    let legacy_dir = source.path.parent().unwrap().to_owned();
+    let mut tolerated: Vec<(u64, &str)> = Vec::new();
+    for k in 0..total {
+        for kind in KINDS {
+            let storage = legacy_workspace();
+            let source = legacy_candidate(&storage);
+            let original = tree(&storage, &legacy_dir);
+            storage.set_fault(Some(Fault {
+                at: storage.op_count() + k,
+                kind,
+            }));
+            let outcome = legacy_store(&storage).migrate_candidate(
+                Path::new(SESSIONS_ROOT),
+                Path::new("/w"),
+                &source,
+            );
+            storage.set_fault(None);
+            let op = log[k as usize];
+            let context = format!("fault {kind:?} at operation {k} ({op}): {outcome:?}");
+            if outcome.is_ok() && tolerated.last() != Some(&(k, op)) {
+                tolerated.push((k, op));
+            }
+
+            // The legacy files are never written: byte-identical, mtimes included.
+            assert_eq!(tree(&storage, &legacy_dir), original, "{context}");
+            let complete = complete_or_absent(&storage, &source, &context);
+            assert!(outcome.is_err() || complete, "{context}");
+
+            // A retry completes the migration, durably, and the listing shows the copy.
+            let retried = legacy_store(&storage)
+                .migrate_candidate(Path::new(SESSIONS_ROOT), Path::new("/w"), &source)
+                .unwrap_or_else(|e| panic!("{context}: retry: {e}"));
+            assert!(complete_or_absent(&storage, &source, &context));
+            assert_eq!(tree(&storage, &legacy_dir), original, "{context}");
+            storage.crash();
+            assert!(
+                complete_or_absent(&storage, &source, &context),
+                "{context}: after a crash"
+            );
+            let listing = legacy_store(&storage)
+                .list_candidates(
+                    Path::new(SESSIONS_ROOT),
+                    Path::new("/w"),
+                    &LegacyRoots::default(),
+                )
+                .unwrap();
+            let listed: Vec<_> = listing
+                .owned
+                .iter()
+                .map(|c| (c.path.clone(), c.provenance))
+                .collect();
+            assert_eq!(
+                listed,
+                [(retried.destination.clone(), Provenance::MigratedV2)],
+                "{context}"
+            );
+        }
+    }
+    // Every fault fails the migration but those of three reads that find nothing to do: the
+    // binding's stale-link check, the listing of the scope's tombstones and the trust check
+    // of the receipt (there is none yet), each of which reads as "nothing there".
+    let survived: Vec<&str> = tolerated.iter().map(|(_, op)| *op).collect();
+    assert_eq!(survived, ["lstat", "list_files", "lstat"], "{tolerated:?}");
 }

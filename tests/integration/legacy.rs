@@ -10,8 +10,8 @@ use crate::common::fixture_text;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::legacy::{
     current_process_start_id, encode_absolute, list_candidates, migrate_candidate,
-    path_for_writing, retire_candidate, Candidate, LegacyError, LegacyRoots, MigrationPolicy,
-    Provenance,
+    path_for_writing, retire_candidate, Candidate, LegacyError, LegacyRoots, LegacyStore,
+    MigrationPolicy, Provenance,
 };
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 use gjcfs::engine::scope::{prepare_scope, resolve_identity, scope_dir_name, INTERNAL_DIR};
@@ -82,6 +82,17 @@ impl Env {
         c: &Candidate,
     ) -> Result<gjcfs::engine::legacy::MigrationOutcome, LegacyError> {
         migrate_candidate(&self.root, &self.ws, c)
+    }
+
+    /// [`Env::migrate`] giving up on a held lock after a short wait, for the tests of a
+    /// busy lock.
+    fn migrate_or_busy(
+        &self,
+        c: &Candidate,
+    ) -> Result<gjcfs::engine::legacy::MigrationOutcome, LegacyError> {
+        LegacyStore::on_disk()
+            .with_lock_wait(std::time::Duration::from_millis(100))
+            .migrate_candidate(&self.root, &self.ws, c)
     }
 }
 
@@ -734,7 +745,7 @@ fn a_live_lock_makes_migration_busy() {
             now_ms() + 600_000,
         ),
     );
-    let err = env.migrate(&v1).unwrap_err();
+    let err = env.migrate_or_busy(&v1).unwrap_err();
     assert!(matches!(err, LegacyError::MigrationBusy { .. }), "{err}");
     assert_eq!(err.code(), "migration_busy");
     assert!(scope_payload(&env).is_empty());
@@ -753,7 +764,10 @@ fn an_expired_lease_of_a_live_holder_is_not_stolen() {
         &v1,
         &lock_record(std::process::id(), current_process_start_id(), now_ms() - 1),
     );
-    assert_eq!(env.migrate(&v1).unwrap_err().code(), "migration_busy");
+    assert_eq!(
+        env.migrate_or_busy(&v1).unwrap_err().code(),
+        "migration_busy"
+    );
 }
 
 #[test]
@@ -770,7 +784,10 @@ fn an_unexpired_lease_is_honoured_even_when_its_holder_is_gone() {
             now_ms() + 600_000,
         ),
     );
-    assert_eq!(env.migrate(&v1).unwrap_err().code(), "migration_busy");
+    assert_eq!(
+        env.migrate_or_busy(&v1).unwrap_err().code(),
+        "migration_busy"
+    );
 }
 
 #[test]

@@ -153,21 +153,15 @@ impl SessionStorage for FileStorage {
 
     fn lstat(&self, path: &Path) -> io::Result<EntryStat> {
         let meta = fs::symlink_metadata(path)?;
-        let kind = meta.file_type();
         Ok(EntryStat {
-            kind: if kind.is_file() {
-                EntryKind::File
-            } else if kind.is_dir() {
-                EntryKind::Dir
-            } else if kind.is_symlink() {
-                EntryKind::Symlink
-            } else {
-                EntryKind::Other
-            },
+            kind: entry_kind(meta.file_type()),
             id: sys::unix::file_id(&meta),
             mode: sys::unix::mode(&meta),
             owner: sys::unix::owner(&meta),
             links: sys::unix::links(&meta),
+            len: meta.len(),
+            mtime_ns: sys::unix::mtime_ns(&meta),
+            ctime_ns: sys::unix::ctime_ns(&meta),
         })
     }
 
@@ -205,6 +199,52 @@ impl SessionStorage for FileStorage {
     fn sync_file(&self, path: &Path) -> io::Result<()> {
         open_regular(path)?.sync_all()
     }
+
+    fn list_entries(&self, dir: &Path) -> io::Result<Vec<(PathBuf, EntryKind)>> {
+        let mut entries = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            entries.push((entry.path(), entry_kind(entry.file_type()?)));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(entries)
+    }
+
+    /// `renameat2(RENAME_NOREPLACE)` where the kernel has it; elsewhere a directory first
+    /// claims the name with an empty directory of its own and then replaces that (a rename
+    /// replaces only an empty directory), and a file is hard-linked into place and its old
+    /// name removed.
+    fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        match sys::rename_no_replace(from, to) {
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {}
+            other => return other,
+        }
+        if fs::symlink_metadata(from)?.file_type().is_dir() {
+            self.create_dir(to)?;
+            fs::rename(from, to).inspect_err(|_| {
+                let _ = fs::remove_dir(to);
+            })
+        } else {
+            fs::hard_link(from, to)?;
+            fs::remove_file(from)
+        }
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::remove_dir(dir)
+    }
+}
+
+fn entry_kind(kind: fs::FileType) -> EntryKind {
+    if kind.is_file() {
+        EntryKind::File
+    } else if kind.is_dir() {
+        EntryKind::Dir
+    } else if kind.is_symlink() {
+        EntryKind::Symlink
+    } else {
+        EntryKind::Other
+    }
 }
 
 /// A file read with `pread`, which leaves the descriptor's offset alone, so threads can
@@ -232,6 +272,14 @@ impl ReadFile for PositionalFile {
 
     fn links(&self) -> io::Result<u64> {
         Ok(sys::unix::links(&self.file.metadata()?))
+    }
+
+    fn mtime_ns(&self) -> io::Result<i128> {
+        Ok(sys::unix::mtime_ns(&self.file.metadata()?))
+    }
+
+    fn ctime_ns(&self) -> io::Result<i128> {
+        Ok(sys::unix::ctime_ns(&self.file.metadata()?))
     }
 }
 
@@ -274,6 +322,10 @@ impl StorageWriter for FileWriter {
             size,
             last_byte: Some(byte[0]),
         })
+    }
+
+    fn write_at(&mut self, bytes: &[u8], offset: u64) -> io::Result<()> {
+        sys::unix::write_all_at(&self.file, bytes, offset)
     }
 
     fn truncate(&mut self, len: u64) -> io::Result<()> {
@@ -327,5 +379,41 @@ mod tests {
         assert!(FileStorage.open_writer(&link, OpenMode::Append).is_err());
         assert_eq!(FileStorage.read(&file).unwrap(), b"abc");
         assert_eq!(FileStorage.list_files(&dir).unwrap(), vec![file]);
+    }
+
+    #[test]
+    fn no_replace_renames_refuse_a_taken_name_and_entries_say_what_they_are() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let (a, b, c) = (dir.join("a"), dir.join("b"), dir.join("c"));
+        FileStorage.create_dir(&a).unwrap();
+        FileStorage.create_dir(&b).unwrap();
+        let err = FileStorage.rename_no_replace(&a, &b).unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty
+            ),
+            "{err}"
+        );
+        FileStorage.rename_no_replace(&a, &c).unwrap();
+        std::os::unix::fs::symlink(&c, dir.join("l")).unwrap();
+        crate::storage::write_new_durable(&FileStorage, &c.join("f"), b"xyz").unwrap();
+        let entries = FileStorage.list_entries(dir).unwrap();
+        assert_eq!(
+            entries,
+            [
+                (b.clone(), EntryKind::Dir),
+                (c.clone(), EntryKind::Dir),
+                (dir.join("l"), EntryKind::Symlink)
+            ]
+        );
+        let stat = FileStorage.lstat(&c.join("f")).unwrap();
+        assert_eq!(stat.len, 3);
+        let open = FileStorage.open_read_at(&c.join("f")).unwrap();
+        assert_eq!(open.mtime_ns().unwrap(), stat.mtime_ns);
+        assert!(FileStorage.remove_dir(&c).is_err(), "not empty");
+        crate::storage::remove_tree(&FileStorage, &c).unwrap();
+        assert!(!FileStorage.exists(&c));
     }
 }

@@ -12,7 +12,8 @@
 //! ([`SessionStorage::sync_dir`]). [`MemoryStorage::crash`] replaces what is visible by the
 //! durable image: entries never synced vanish (or come back, for an unsynced unlink or
 //! rename), and contents fall back to their last fsync. Directories themselves, and files
-//! put in place by [`MemoryStorage::put_file`] (test set-up), are durable at once.
+//! put in place by [`MemoryStorage::put_file`] (test set-up), are durable at once; so are a
+//! directory's rename (its files' entries move with it) and its removal.
 //!
 //! Other processes are simulated too: [`MemoryStorage::set_foreign_writers`] names pids
 //! that hold a file open for writing ([`SessionStorage::writers_elsewhere`]).
@@ -20,7 +21,9 @@
 //! Owners and modes: every entry belongs to [`MEMORY_USER`], the storage's effective user,
 //! and is private — files `0600`, directories `0700` — unless a test changes it
 //! ([`MemoryStorage::set_owner`], [`SessionStorage::set_mode`]). There are no symlinks, ACLs
-//! or network filesystems. Hard links share their file's identity (and its durable
+//! or network filesystems, and directories have no identity (every one is inode 0). Modification
+//! times come from a counter that every change advances (milliseconds, as far as the
+//! engine can tell); change times are the modification times. Hard links share their file's identity (and its durable
 //! contents) but not later writes: a write through one name is not seen through the other,
 //! which the engine never relies on (it links only files it has finished writing).
 
@@ -170,6 +173,26 @@ impl MemoryStorage {
         }
     }
 
+    /// Moves the file at `from` to `to`, replacing any file there (the operation is counted
+    /// by the caller).
+    fn rename_unchecked(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        let bytes = s.files.remove(from).ok_or_else(|| not_found(from))?;
+        let mtime = s.mtimes.remove(from).unwrap_or(0);
+        let id = s.ids.remove(from).unwrap_or_default();
+        s.forget(to);
+        if let Some(mode) = s.modes.remove(from) {
+            s.modes.insert(to.to_owned(), mode);
+        }
+        if let Some(owner) = s.owners.remove(from) {
+            s.owners.insert(to.to_owned(), owner);
+        }
+        s.files.insert(to.to_owned(), bytes);
+        s.mtimes.insert(to.to_owned(), mtime);
+        s.ids.insert(to.to_owned(), id);
+        Ok(())
+    }
+
     /// Counts operation `name` and checks that something is at `path`.
     fn existing(&self, name: &'static str, path: &Path) -> io::Result<()> {
         let mut s = self.lock();
@@ -213,6 +236,35 @@ impl MemoryStorage {
             s.foreign_writers.remove(path);
         } else {
             s.foreign_writers.insert(path.to_owned(), pids);
+        }
+    }
+}
+
+/// A modification time of the counter, in nanoseconds.
+fn mtime_ns(ms: i64) -> i128 {
+    i128::from(ms) * 1_000_000
+}
+
+/// Where `path` goes when the directory `from` is renamed to `to`, if it is in it.
+fn moved(path: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix(from).ok()?;
+    Some(if rest.as_os_str().is_empty() {
+        to.to_owned()
+    } else {
+        to.join(rest)
+    })
+}
+
+/// Moves every key of `map` inside the directory `from` to the same place inside `to`.
+fn move_keys<V>(map: &mut BTreeMap<PathBuf, V>, from: &Path, to: &Path) {
+    let inside: Vec<PathBuf> = map
+        .keys()
+        .filter(|p| p.starts_with(from))
+        .cloned()
+        .collect();
+    for old in inside {
+        if let (Some(value), Some(new)) = (map.remove(&old), moved(&old, from, to)) {
+            map.insert(new, value);
         }
     }
 }
@@ -308,6 +360,7 @@ impl SessionStorage for MemoryStorage {
             bytes,
             id: FileId { dev: 0, ino },
             links: s.links_of(ino),
+            mtime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
         }))
     }
 
@@ -345,22 +398,8 @@ impl SessionStorage for MemoryStorage {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        let mut s = self.lock();
-        check(&mut s, "rename")?;
-        let bytes = s.files.remove(from).ok_or_else(|| not_found(from))?;
-        let mtime = s.mtimes.remove(from).unwrap_or(0);
-        let id = s.ids.remove(from).unwrap_or_default();
-        s.forget(to);
-        if let Some(mode) = s.modes.remove(from) {
-            s.modes.insert(to.to_owned(), mode);
-        }
-        if let Some(owner) = s.owners.remove(from) {
-            s.owners.insert(to.to_owned(), owner);
-        }
-        s.files.insert(to.to_owned(), bytes);
-        s.mtimes.insert(to.to_owned(), mtime);
-        s.ids.insert(to.to_owned(), id);
-        Ok(())
+        check(&mut self.lock(), "rename")?;
+        self.rename_unchecked(from, to)
     }
 
     fn unlink(&self, path: &Path) -> io::Result<()> {
@@ -418,10 +457,10 @@ impl SessionStorage for MemoryStorage {
     fn lstat(&self, path: &Path) -> io::Result<EntryStat> {
         let mut s = self.lock();
         check(&mut s, "lstat")?;
-        let (kind, ino, mode) = if s.files.contains_key(path) {
-            (EntryKind::File, s.id_of(path), 0o600)
+        let (kind, ino, mode, len) = if let Some(bytes) = s.files.get(path) {
+            (EntryKind::File, s.id_of(path), 0o600, bytes.len() as u64)
         } else if s.dirs.contains(path) {
-            (EntryKind::Dir, 0, 0o700)
+            (EntryKind::Dir, 0, 0o700, 0)
         } else {
             return Err(not_found(path));
         };
@@ -435,6 +474,9 @@ impl SessionStorage for MemoryStorage {
             } else {
                 1
             },
+            len,
+            mtime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
+            ctime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
         })
     }
 
@@ -528,6 +570,89 @@ impl SessionStorage for MemoryStorage {
         Ok(())
     }
 
+    fn list_entries(&self, dir: &Path) -> io::Result<Vec<(PathBuf, EntryKind)>> {
+        let mut s = self.lock();
+        check(&mut s, "list_entries")?;
+        if !s.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let files = s.files.keys().map(|p| (p.clone(), EntryKind::File));
+        let dirs = s.dirs.iter().map(|p| (p.clone(), EntryKind::Dir));
+        let mut entries: Vec<_> = files
+            .chain(dirs)
+            .filter(|(p, _)| p.parent() == Some(dir))
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(entries)
+    }
+
+    fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, "rename_no_replace")?;
+        let is_dir = s.dirs.contains(from);
+        if !is_dir && !s.files.contains_key(from) {
+            return Err(not_found(from));
+        }
+        if s.files.contains_key(to) || s.dirs.contains(to) {
+            return Err(io::Error::from_raw_os_error(libc::EEXIST));
+        }
+        if let Some(parent) = to.parent() {
+            if !parent.as_os_str().is_empty() && !s.dirs.contains(parent) {
+                return Err(not_found(parent));
+            }
+        }
+        if !is_dir {
+            drop(s);
+            // A rename of a file to a free name: what `rename` does.
+            return self.rename_unchecked(from, to);
+        }
+        if to.starts_with(from) {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let state = &mut *s;
+        let dirs: Vec<PathBuf> = state
+            .dirs
+            .iter()
+            .filter(|p| p.starts_with(from))
+            .cloned()
+            .collect();
+        for dir in dirs {
+            state.dirs.remove(&dir);
+            state.dirs.extend(moved(&dir, from, to));
+        }
+        move_keys(&mut state.files, from, to);
+        move_keys(&mut state.mtimes, from, to);
+        move_keys(&mut state.ids, from, to);
+        move_keys(&mut state.modes, from, to);
+        move_keys(&mut state.owners, from, to);
+        move_keys(&mut state.foreign_writers, from, to);
+        move_keys(&mut state.durable_entries, from, to);
+        for entries in state.durable_entries.values_mut() {
+            move_keys(entries, from, to);
+        }
+        Ok(())
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        check(&mut s, "remove_dir")?;
+        if s.files.contains_key(dir) {
+            return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+        }
+        if !s.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let occupied = s.files.keys().any(|p| p.parent() == Some(dir))
+            || s.dirs.iter().any(|p| p.parent() == Some(dir));
+        if occupied {
+            return Err(io::Error::from_raw_os_error(libc::ENOTEMPTY));
+        }
+        s.dirs.remove(dir);
+        s.forget(dir);
+        s.durable_entries.remove(dir);
+        Ok(())
+    }
+
     fn sync_file(&self, path: &Path) -> io::Result<()> {
         let mut s = self.lock();
         check(&mut s, "sync_file")?;
@@ -544,6 +669,7 @@ struct MemoryReadFile {
     bytes: Vec<u8>,
     id: FileId,
     links: u64,
+    mtime_ns: i128,
 }
 
 impl ReadAt for MemoryReadFile {
@@ -564,6 +690,15 @@ impl ReadFile for MemoryReadFile {
     fn links(&self) -> io::Result<u64> {
         Ok(self.links)
     }
+
+    fn mtime_ns(&self) -> io::Result<i128> {
+        Ok(self.mtime_ns)
+    }
+
+    /// Memory keeps no separate change time: it is the modification time.
+    fn ctime_ns(&self) -> io::Result<i128> {
+        Ok(self.mtime_ns)
+    }
 }
 
 #[derive(Debug)]
@@ -574,11 +709,18 @@ struct MemoryWriter {
     position: u64,
 }
 
-impl StorageWriter for MemoryWriter {
-    fn write_all_counted(&mut self, bytes: &[u8], written: &mut u64) -> io::Result<()> {
-        *written = 0;
+impl MemoryWriter {
+    /// One write operation named `name`: `store` puts what the armed fault lets through of
+    /// `bytes` (all, half for a short write, nothing for an errno) into the file. Returns how
+    /// many bytes were stored, the file's length after, and the fault.
+    fn write_op(
+        &mut self,
+        name: &'static str,
+        bytes: &[u8],
+        store: impl FnOnce(&mut Vec<u8>, &[u8]),
+    ) -> io::Result<(u64, u64, Option<FaultKind>)> {
         let mut s = self.storage.lock();
-        let fault = begin(&mut s, "write");
+        let fault = begin(&mut s, name);
         let stored = match fault {
             Some(FaultKind::ShortWrite) => &bytes[..bytes.len() / 2],
             Some(FaultKind::Errno(_)) => &bytes[..0],
@@ -591,13 +733,20 @@ impl StorageWriter for MemoryWriter {
             .files
             .get_mut(&self.path)
             .ok_or_else(|| not_found(&self.path))?;
-        file.extend_from_slice(stored);
-        self.position = file.len() as u64;
-        *written = stored.len() as u64;
-        match fault {
-            Some(kind) => Err(errno(kind)),
-            None => Ok(()),
-        }
+        store(file, stored);
+        Ok((stored.len() as u64, file.len() as u64, fault))
+    }
+}
+
+impl StorageWriter for MemoryWriter {
+    fn write_all_counted(&mut self, bytes: &[u8], written: &mut u64) -> io::Result<()> {
+        *written = 0;
+        let (stored, len, fault) = self.write_op("write", bytes, |file, stored| {
+            file.extend_from_slice(stored)
+        })?;
+        self.position = len;
+        *written = stored;
+        fault.map_or(Ok(()), |kind| Err(errno(kind)))
     }
 
     fn end(&self) -> io::Result<FileEnd> {
@@ -611,6 +760,18 @@ impl StorageWriter for MemoryWriter {
             size: file.len() as u64,
             last_byte: file.last().copied(),
         })
+    }
+
+    fn write_at(&mut self, bytes: &[u8], offset: u64) -> io::Result<()> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let (_, _, fault) = self.write_op("write_at", bytes, |file, stored| {
+            let end = start.saturating_add(stored.len());
+            if file.len() < end {
+                file.resize(end, 0);
+            }
+            file[start..end].copy_from_slice(stored);
+        })?;
+        fault.map_or(Ok(()), |kind| Err(errno(kind)))
     }
 
     fn truncate(&mut self, len: u64) -> io::Result<()> {
@@ -708,5 +869,56 @@ mod tests {
         storage.set_owner(&a, MEMORY_USER);
         storage.set_mode(&a, 0o644).unwrap();
         assert!(check_private_file(&storage, &a).is_err());
+    }
+
+    #[test]
+    fn directories_move_whole_never_over_anything_and_leave_only_when_empty() {
+        let storage = MemoryStorage::new();
+        let (a, b) = (Path::new("/d/a"), Path::new("/d/b"));
+        storage.ensure_dir(&a.join("sub")).unwrap();
+        storage.put_file(&a.join("sub/f"), b"x");
+        storage.ensure_dir(Path::new("/d/c")).unwrap();
+        assert_eq!(
+            storage
+                .rename_no_replace(a, Path::new("/d/c"))
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        storage.rename_no_replace(a, b).unwrap();
+        assert!(!storage.exists(a));
+        assert_eq!(storage.file(&b.join("sub/f")).unwrap(), b"x");
+        assert_eq!(
+            storage.list_entries(b).unwrap(),
+            [(b.join("sub"), EntryKind::Dir)]
+        );
+        // The moved file's entry is as durable as it was before the move.
+        storage.crash();
+        assert_eq!(storage.file(&b.join("sub/f")).unwrap(), b"x");
+        assert_eq!(
+            storage
+                .remove_dir(&b.join("sub"))
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::ENOTEMPTY)
+        );
+        crate::storage::remove_tree(&storage, b).unwrap();
+        assert!(!storage.exists(b) && storage.paths().is_empty());
+    }
+
+    #[test]
+    fn positional_writes_overwrite_in_place() {
+        let storage = MemoryStorage::new();
+        storage.ensure_dir(Path::new("/d")).unwrap();
+        let file = Path::new("/d/f");
+        let mut w = storage.open_writer(file, OpenMode::CreateNew).unwrap();
+        w.write_all(b"abcdef").unwrap();
+        w.write_at(b"XY", 1).unwrap();
+        w.truncate(4).unwrap();
+        assert_eq!(storage.file(file).unwrap(), b"aXYd");
+        let stat = storage.lstat(file).unwrap();
+        assert_eq!(stat.len, 4);
+        let open = storage.open_read_at(file).unwrap();
+        assert_eq!(open.mtime_ns().unwrap(), stat.mtime_ns);
     }
 }

@@ -12,7 +12,9 @@
 //!   write"). The caller can take a partial write back with [`StorageWriter::truncate`].
 //! - Nothing is durable until [`StorageWriter::fsync`] (or [`SessionStorage::sync_dir`] for
 //!   directory entries) has returned.
-//! - `rename` replaces its target atomically.
+//! - `rename` replaces its target atomically; `rename_no_replace` and `hard_link` never
+//!   replace anything: they fail with [`io::ErrorKind::AlreadyExists`] when the target is
+//!   taken.
 
 mod file;
 mod memory;
@@ -64,6 +66,12 @@ pub struct EntryStat {
     pub owner: u32,
     /// The number of hard links.
     pub links: u64,
+    /// The length in bytes (of a file; what the platform says for the rest).
+    pub len: u64,
+    /// Modification time in nanoseconds since the epoch.
+    pub mtime_ns: i128,
+    /// Change time (of the contents or of the inode) in nanoseconds since the epoch.
+    pub ctime_ns: i128,
 }
 
 /// Bytes that can be read at any offset, from several threads at once.
@@ -91,6 +99,10 @@ pub trait ReadFile: ReadAt + Send + std::fmt::Debug {
     fn id(&self) -> FileId;
     /// How many hard links the open file has now.
     fn links(&self) -> io::Result<u64>;
+    /// The open file's modification time now, in nanoseconds since the epoch.
+    fn mtime_ns(&self) -> io::Result<i128>;
+    /// The open file's change time now, in nanoseconds since the epoch.
+    fn ctime_ns(&self) -> io::Result<i128>;
     /// Every byte of the file, from the start to its end now.
     fn read_all(&self) -> io::Result<Vec<u8>> {
         let mut bytes = vec![0; usize::try_from(self.size()?).unwrap_or(usize::MAX)];
@@ -177,6 +189,26 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Makes the contents of the regular file at `path` durable.
     fn sync_file(&self, path: &Path) -> io::Result<()>;
+    /// Every entry directly in `dir` with what it is (not following symlinks), by name.
+    fn list_entries(&self, dir: &Path) -> io::Result<Vec<(PathBuf, EntryKind)>>;
+    /// Renames the file or directory at `from` to `to`, never replacing what is at `to`:
+    /// [`io::ErrorKind::AlreadyExists`] then (or `DirectoryNotEmpty`, where the platform
+    /// can only refuse to replace a non-empty directory).
+    fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes the empty directory `dir` (a symlink there is refused).
+    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// Removes the directory `dir` and everything in it, not following symlinks (a symlink in
+/// the tree is removed, not what it points at).
+pub fn remove_tree(storage: &dyn SessionStorage, dir: &Path) -> io::Result<()> {
+    for (path, kind) in storage.list_entries(dir)? {
+        match kind {
+            EntryKind::Dir => remove_tree(storage, &path)?,
+            _ => storage.unlink(&path)?,
+        }
+    }
+    storage.remove_dir(dir)
 }
 
 /// Why a path is not private ([`check_owner_only`]).
@@ -264,6 +296,9 @@ pub trait StorageWriter: Send + std::fmt::Debug {
     /// The open file's length and last byte, read through this writer's own descriptor
     /// (`fstat` and a positional read), whoever wrote them.
     fn end(&self) -> io::Result<FileEnd>;
+    /// Writes every byte of `bytes` at `offset` (not for an appending writer, whose writes
+    /// always land at the end), or fails; the file offset of later writes is left alone.
+    fn write_at(&mut self, bytes: &[u8], offset: u64) -> io::Result<()>;
     /// Cuts the open file to `len` bytes.
     fn truncate(&mut self, len: u64) -> io::Result<()>;
     /// Makes what was written durable.

@@ -1,4 +1,5 @@
-//! Linux: POSIX ACL attributes, the filesystem type from `statfs`, and `/proc`.
+//! Linux: POSIX ACL attributes, the filesystem type from `statfs`, `/proc` (writers of a
+//! file, the boot id, a process's start time), and the no-replace rename.
 
 use std::ffi::CString;
 use std::fs;
@@ -98,4 +99,47 @@ pub fn writers_elsewhere(path: &Path) -> io::Result<Vec<u32>> {
         }
     }
     Ok(pids)
+}
+
+/// Renames `from` to `to` only if nothing is at `to` (`renameat2` with `RENAME_NOREPLACE`).
+/// A kernel or filesystem without the flag is an [`io::ErrorKind::Unsupported`] error.
+pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    let (cf, ct) = (c_path(from)?, c_path(to)?);
+    // SAFETY: both are valid NUL-terminated paths; renameat2 takes no other pointers.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            cf.as_ptr(),
+            libc::AT_FDCWD,
+            ct.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EINVAL | libc::ENOSYS) => Err(io::Error::new(io::ErrorKind::Unsupported, err)),
+        _ => Err(err),
+    }
+}
+
+/// The kernel's boot id (`/proc/sys/kernel/random/boot_id`).
+pub fn boot_id() -> Option<String> {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+/// `<pid>:<start time in clock ticks>` from `/proc/<pid>/stat`, when readable: an id of the
+/// process that another process with the same pid would not have.
+pub fn process_start_id(pid: i64) -> Option<String> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22 (starttime); fields after the parenthesised command name start at field 3.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let start = after.split_whitespace().nth(19)?;
+    Some(format!("{pid}:{start}"))
 }

@@ -1,10 +1,12 @@
 //! The platform calls behind the storage seam, one module per platform, and nowhere else in
 //! the engine: file identity, no-follow opens, modes and owners, ACLs, `statfs`, positional
-//! I/O, the effective user, the terminal on stdin, and which processes hold a file open.
+//! I/O, the effective user, the terminal on stdin, which processes hold a file open, a
+//! no-replace rename, and what tells one run of a process (or of the system) from another.
 //!
 //! - [`unix`]: what every POSIX system has (open flags, `fstat` fields, `pread`, `geteuid`,
 //!   `ttyname`).
-//! - `linux`: the POSIX ACL attributes, the filesystem magic of `statfs`, `/proc`.
+//! - `linux`: the POSIX ACL attributes, the filesystem magic of `statfs`, `/proc`,
+//!   `renameat2`.
 //! - `unsupported` (macOS, the other Unixes, Windows): the checks Linux makes through its
 //!   own interfaces are not implemented there; each one fails closed with an
 //!   [`std::io::ErrorKind::Unsupported`] error, so the managed path refuses instead of
@@ -22,6 +24,10 @@ pub mod unix;
 mod unsupported;
 
 #[cfg(target_os = "linux")]
-pub use linux::{has_posix_acl, is_network_fs, writers_elsewhere};
+pub use linux::{
+    boot_id, has_posix_acl, is_network_fs, process_start_id, rename_no_replace, writers_elsewhere,
+};
 #[cfg(not(target_os = "linux"))]
-pub use unsupported::{has_posix_acl, is_network_fs, writers_elsewhere};
+pub use unsupported::{
+    boot_id, has_posix_acl, is_network_fs, process_start_id, rename_no_replace, writers_elsewhere,
+};

@@ -74,6 +74,12 @@ pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     }
 }
 
+/// Writes every byte of `bytes` at `offset` without moving the descriptor's offset
+/// (`pwrite`, retried on EINTR and short writes).
+pub fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+    file.write_all_at(bytes, offset)
+}
+
 /// The effective user id of this process.
 pub fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.

@@ -28,6 +28,21 @@ pub fn writers_elsewhere(_path: &Path) -> io::Result<Vec<u32>> {
     Err(unsupported("finding the other writers of a file"))
 }
 
+/// Not implemented: refuses (the caller falls back to what every platform has).
+pub fn rename_no_replace(_from: &Path, _to: &Path) -> io::Result<()> {
+    Err(unsupported("a no-replace rename"))
+}
+
+/// Not known here.
+pub fn boot_id() -> Option<String> {
+    None
+}
+
+/// Not known here.
+pub fn process_start_id(_pid: i64) -> Option<String> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,6 +54,7 @@ mod tests {
             has_posix_acl(path).unwrap_err(),
             is_network_fs(path).unwrap_err(),
             writers_elsewhere(path).unwrap_err(),
+            rename_no_replace(path, path).unwrap_err(),
         ] {
             assert_eq!(err.kind(), io::ErrorKind::Unsupported);
             assert!(err.to_string().ends_with("not supported on this platform"));
