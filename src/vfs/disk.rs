@@ -1,31 +1,40 @@
 //! The few facts the model reads from the disk itself rather than through a session: file
-//! stamps, directory mtimes, the blob store's names. Nothing here follows a symlink, and
-//! nothing opens a file (a FIFO cannot block a stat).
+//! stamps, directory mtimes, the blob store's names — through the engine's storage seam,
+//! like everything else. Nothing here follows a symlink, and nothing opens a file (a FIFO
+//! cannot block a stat).
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::VfsError;
 use gjcfs_engine::blob::is_valid_hash;
+use gjcfs_engine::storage::{EntryKind, EntryStat, FileStorage, SessionStorage};
 
 /// What tells one state of a file from another: size, mtime and inode (a rewrite replaces
 /// the file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct FileStamp {
     len: u64,
-    mtime: SystemTime,
+    mtime_ns: i128,
     ino: u64,
+}
+
+/// The entry at `path`, not following a symlink.
+fn lstat(path: &Path) -> std::io::Result<EntryStat> {
+    FileStorage.lstat(path)
+}
+
+fn millis(ns: i128) -> i64 {
+    (ns / 1_000_000).try_into().unwrap_or(0)
 }
 
 impl FileStamp {
     /// The stamp of the file at `path` (not following a symlink), if there is one.
     pub(super) fn of(path: &Path) -> Option<Self> {
-        use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::symlink_metadata(path).ok()?;
+        let stat = lstat(path).ok()?;
         Some(FileStamp {
-            len: meta.len(),
-            mtime: meta.modified().ok()?,
-            ino: meta.ino(),
+            len: stat.len,
+            mtime_ns: stat.mtime_ns,
+            ino: stat.id.ino,
         })
     }
 
@@ -34,42 +43,29 @@ impl FileStamp {
     }
 
     pub(super) fn millis(&self) -> i64 {
-        millis(self.mtime)
+        millis(self.mtime_ns)
     }
-}
-
-fn millis(time: SystemTime) -> i64 {
-    time.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// The mtime of `path` in milliseconds (0 when it cannot be read).
 pub(super) fn mtime_ms(path: &Path) -> i64 {
-    std::fs::symlink_metadata(path)
-        .ok()
-        .and_then(|m| m.modified().ok())
-        .map_or(0, millis)
+    lstat(path).map_or(0, |s| millis(s.mtime_ns))
 }
 
 /// The newest mtime of `root` and of the real directories in it.
 pub(super) fn newest_dir_mtime_ms(root: &Path) -> i64 {
-    let inner = std::fs::read_dir(root)
-        .map(|dirs| {
-            dirs.filter_map(|e| e.ok())
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .map(|e| mtime_ms(&e.path()))
-                .max()
-                .unwrap_or(0)
-        })
+    let inner = FileStorage
+        .list_dirs(root)
+        .map(|dirs| dirs.iter().map(|d| mtime_ms(d)).max().unwrap_or(0))
         .unwrap_or(0);
     inner.max(mtime_ms(root))
 }
 
 /// Whether the blob store directory is usable: missing (an empty store), or a real
 /// directory. A symlink in its place is refused, never followed.
-fn check_blob_dir(dir: &Path) -> Result<Option<std::fs::Metadata>, VfsError> {
-    match std::fs::symlink_metadata(dir) {
-        Ok(meta) if meta.file_type().is_dir() => Ok(Some(meta)),
+fn check_blob_dir(dir: &Path) -> Result<Option<EntryStat>, VfsError> {
+    match lstat(dir) {
+        Ok(stat) if stat.kind == EntryKind::Dir => Ok(Some(stat)),
         Ok(_) => Err(VfsError::Refused(format!(
             "{}: the blob store is not a real directory",
             dir.display()
@@ -92,12 +88,10 @@ pub(super) fn blob_meta(dir: &Path, hash: Option<&str>) -> Result<(u64, i64), Vf
         };
     };
     let Some(hash) = hash else {
-        return Ok((0, dir_meta.modified().map_or(0, millis)));
+        return Ok((0, millis(dir_meta.mtime_ns)));
     };
-    match std::fs::symlink_metadata(dir.join(hash)) {
-        Ok(meta) if meta.file_type().is_file() => {
-            Ok((meta.len(), meta.modified().map_or(0, millis)))
-        }
+    match lstat(&dir.join(hash)) {
+        Ok(stat) if stat.kind == EntryKind::File => Ok((stat.len, millis(stat.mtime_ns))),
         Ok(_) => Err(VfsError::NotFound),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(VfsError::NotFound),
         Err(e) => Err(super::errors::from_io(&e, format!("blob {hash}: {e}"))),
@@ -109,16 +103,13 @@ pub(super) fn blob_names(dir: &Path) -> Result<Vec<String>, VfsError> {
     if check_blob_dir(dir)?.is_none() {
         return Ok(Vec::new());
     }
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|name| is_valid_hash(name))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut names: Vec<String> = FileStorage
+        .list_files(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|path| path.file_name()?.to_str().map(str::to_owned))
+        .filter(|name| is_valid_hash(name))
+        .collect();
     names.sort();
     Ok(names)
 }

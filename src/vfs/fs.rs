@@ -14,20 +14,11 @@ use super::inode::{InodeTable, Node, ROOT_INO};
 use super::layout::safe_session_name;
 use super::sessions::{Listed, SlotCache};
 use super::store_usage::StoreUsageView;
-use super::{Attr, DirEntry, OpenMode, VfsError};
+use super::{Attr, DirEntry, OpenMode, SessionSource, VfsError};
 use gjcfs_engine::discovery::{list_all, list_dir, SessionInfo};
 use gjcfs_engine::json::{self, Object, Value};
 use gjcfs_engine::leaf_marker::persist_leaf;
 use gjcfs_engine::storage::{FileStorage, ReadFile, SessionStorage};
-
-/// Where the sessions come from.
-#[derive(Debug, Clone)]
-pub enum SessionSource {
-    /// `<agentDir>/sessions`: every scope and legacy directory under it.
-    SessionsRoot(PathBuf),
-    /// One directory of session files (`--session-dir`).
-    Dir(PathBuf),
-}
 
 #[derive(Debug, Clone)]
 pub struct VfsConfig {

@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use super::VfsError;
 use gjcfs_engine::history::{tokenize as crate_tokenize, HistoryEntry, HistoryStorage, MAX_LIMIT};
 use gjcfs_engine::json::{self, Object, Value};
+use gjcfs_engine::storage::{EntryKind, FileStorage, SessionStorage};
 
 /// How many queries `ls history/search/` shows.
 const RECENT_QUERIES: usize = 20;
@@ -40,9 +41,16 @@ pub struct HistoryView {
     prompts: Mutex<Option<(DbStamp, Arc<Vec<u8>>)>>,
 }
 
-/// Size and mtime of the database and of its write-ahead log: a commit by any process
+/// Size and mtime (ns) of the database and of its write-ahead log: a commit by any process
 /// changes one of them.
-type DbStamp = [(u64, std::time::SystemTime); 2];
+type DbStamp = [(u64, i128); 2];
+
+/// Size and mtime (ns) of the file at `path` (zero when there is none).
+fn size_and_mtime(path: &Path) -> (u64, i128) {
+    FileStorage
+        .lstat(path)
+        .map_or((0, 0), |stat| (stat.len, stat.mtime_ns))
+}
 
 /// `{"id":…,"prompt":…,"created_at":…,"cwd":…}` and a newline; `cwd` only when recorded.
 fn json_line(entry: &HistoryEntry, out: &mut Vec<u8>) {
@@ -82,7 +90,7 @@ impl HistoryView {
     ) -> Result<Option<R>, VfsError> {
         let mut storage = self.storage.lock();
         if storage.is_none() {
-            if !self.path.is_file() {
+            if !self.exists() {
                 return Ok(None);
             }
             let opened = HistoryStorage::open(&self.path)
@@ -100,13 +108,7 @@ impl HistoryView {
     }
 
     fn stamp(&self) -> DbStamp {
-        let of = |p: &Path| {
-            std::fs::metadata(p)
-                .ok()
-                .and_then(|m| Some((m.len(), m.modified().ok()?)))
-                .unwrap_or((0, std::time::UNIX_EPOCH))
-        };
-        [of(&self.path), of(&self.wal_path())]
+        [size_and_mtime(&self.path), size_and_mtime(&self.wal_path())]
     }
 
     /// `prompts.jsonl`: every prompt, oldest first.
@@ -129,7 +131,9 @@ impl HistoryView {
 
     /// Whether the database exists.
     pub fn exists(&self) -> bool {
-        self.path.is_file()
+        FileStorage
+            .lstat(&self.path)
+            .is_ok_and(|stat| stat.kind == EntryKind::File)
     }
 
     /// Notes a query asked, for [`HistoryView::recent_queries`].
@@ -164,14 +168,10 @@ impl HistoryView {
 
     /// The newest mtime of the database and its write-ahead log, ms since the epoch.
     pub fn mtime_ms(&self) -> i64 {
-        let wal = self.wal_path();
-        [self.path.as_path(), wal.as_path()]
-            .iter()
-            .filter_map(|p: &&Path| std::fs::metadata(p).ok()?.modified().ok())
-            .filter_map(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_millis() as i64)
-            .max()
-            .unwrap_or(0)
+        let newest = size_and_mtime(&self.path)
+            .1
+            .max(size_and_mtime(&self.wal_path()).1);
+        (newest / 1_000_000).try_into().unwrap_or(0)
     }
 
     /// Closes the database if it was opened.

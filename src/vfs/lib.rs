@@ -77,6 +77,8 @@
 //!
 //! [`SessionManager`]: gjcfs_engine::manager::SessionManager
 
+use std::path::PathBuf;
+
 mod content;
 mod disk;
 mod errors;
@@ -95,9 +97,7 @@ pub use gjcfs_engine::io_cause::IoCause;
 pub use handles::{LEAF_MAX, LINE_MAX};
 pub use layout::label_file_name;
 
-pub use fs::{
-    Caching, Invalidator, NamespaceChange, Opened, SessionSource, Summary, Vfs, VfsConfig,
-};
+pub use fs::{Caching, Invalidator, NamespaceChange, Opened, Summary, Vfs, VfsConfig};
 pub use inode::{Node, ROOT_INO};
 
 /// Why an operation failed, in filesystem terms.
@@ -143,6 +143,15 @@ pub enum VfsError {
     /// [`LEAF_MAX`].
     #[error("too large: {0}")]
     TooLarge(String),
+}
+
+/// Where the sessions come from.
+#[derive(Debug, Clone)]
+pub enum SessionSource {
+    /// `<agentDir>/sessions`: every scope and legacy directory under it.
+    SessionsRoot(PathBuf),
+    /// One directory of session files (`--session-dir`).
+    Dir(PathBuf),
 }
 
 /// What a node is.

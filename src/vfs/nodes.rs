@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use super::content::Bytes;
 use super::disk;
-use super::fs::{SessionSource, Vfs};
+use super::fs::Vfs;
 use super::inode::Node;
 use super::layout::{
     kind_of, link_target, project_name, session_child, usable_name, view_of, SESSION_FILES,
 };
+use super::SessionSource;
 use super::{Attr, DirEntry, NodeKind, VfsError};
 use gjcfs_engine::blob::{is_valid_hash, BlobStore};
 use gjcfs_engine::storage::FileStorage;

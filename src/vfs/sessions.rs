@@ -21,7 +21,8 @@ use parking_lot::Mutex;
 use super::content::{Generation, Rendered};
 use super::disk::FileStamp;
 use super::errors::from_session;
-use super::fs::{EntriesChanged, SessionSource, Vfs};
+use super::fs::{EntriesChanged, Vfs};
+use super::SessionSource;
 use super::VfsError;
 use gjcfs_engine::manager::{
     ReadRules, Refresh, SessionError, SessionManager, StorageConfig, WriteTarget,

@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 
 use super::content::Bytes;
 use super::disk::FileStamp;
-use super::fs::SessionSource;
+use super::SessionSource;
 use super::VfsError;
 use gjcfs_engine::discovery::{all_transcript_paths, transcript_paths};
 use gjcfs_engine::json;
