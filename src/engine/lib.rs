@@ -22,7 +22,6 @@ pub mod breadcrumb;
 pub mod cold_spill;
 pub mod context;
 pub mod discovery;
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 pub mod history;
 pub mod ids;
 pub mod inspect;

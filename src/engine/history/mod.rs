@@ -205,9 +205,14 @@ impl HistoryStorage {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, HistoryError> {
         let path = path.as_ref();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| HistoryError::CreateDir {
-                path: path.to_owned(),
-                source,
+            // SQLite itself opens and writes the database file (and its WAL); what gjcfs does
+            // around it goes through the storage seam.
+            let storage = crate::storage::FileStorage;
+            crate::storage::SessionStorage::ensure_dir(&storage, parent).map_err(|source| {
+                HistoryError::CreateDir {
+                    path: path.to_owned(),
+                    source,
+                }
             })?;
         }
         let err = |e| HistoryError::sqlite(path, e);
