@@ -2,7 +2,7 @@
 //!
 //! A corpus is one session file written the way the agent writes it:
 //! - compact JSON lines built with the engine's own JSON model, so every line is exactly what
-//!   the engine's writer produces, keys in the order each writer emits them (details §3);
+//!   the engine's writer produces, keys in the order each writer emits them;
 //! - ISO entry timestamps (`YYYY-MM-DDTHH:MM:SS.mmmZ`), integer-millisecond message
 //!   timestamps, 8-hex entry ids and a UUIDv7-shaped session id.
 //!

@@ -1,4 +1,4 @@
-//! The content-addressed blob store (details §10.2–10.3).
+//! The content-addressed blob store.
 //!
 //! Invariants:
 //! - A blob lives at `<dir>/<hex>`, where `<hex>` is the lower-case SHA-256 of its bytes.

@@ -1,4 +1,4 @@
-//! Rehydrating cold-spilled content (details §10.5).
+//! Rehydrating cold-spilled content.
 //!
 //! After a compaction the agent moves the large payloads of older `message` and
 //! `custom_message` entries into the blob store and leaves, in their place, a notice (or, for

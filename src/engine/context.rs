@@ -1,4 +1,4 @@
-//! `buildSessionContext`: what is sent to the model at a leaf (details §8).
+//! `buildSessionContext`: what is sent to the model at a leaf.
 //!
 //! The path is the leaf's ancestor chain, root first (cycles and unknown parents end it).
 //! State is scanned over the whole path; messages are emitted from `message`,
@@ -256,7 +256,7 @@ fn value_list(value: Option<&Value>) -> Option<Vec<Value>> {
     }
 }
 
-/// The state scan of §8.2.
+/// The state scan: the latest thinking level, models, selections and mode on the path.
 #[derive(Default)]
 struct StateScan<'a> {
     ctx: SessionContext<'static>,

@@ -1,4 +1,4 @@
-//! Session discovery and listing metadata (details §14).
+//! Session discovery and listing metadata.
 //!
 //! Metadata comes from a 4 KiB prefix of each file, replayed with the same patch rules as a
 //! full load, plus — for v4/v5 files larger than the prefix — a backwards scan of at most the

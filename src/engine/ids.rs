@@ -1,4 +1,4 @@
-//! Entry and session identifiers (details §2).
+//! Entry and session identifiers.
 //!
 //! - An entry id is the last 8 hex characters of a random UUID v4. Up to 100 draws are
 //!   checked against the ids in use; if all collide, a 16-hex-digit snowflake is used:

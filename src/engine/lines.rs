@@ -1,5 +1,5 @@
 //! Reading a byte range of a session file as lines and parsing each line into a record, on
-//! several threads (the line rules of details §5.3).
+//! several threads (the line rules of a lenient load).
 //!
 //! Invariants:
 //! - The range is cut into chunks at arbitrary offsets. A chunk owns exactly the lines that

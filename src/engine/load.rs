@@ -1,4 +1,4 @@
-//! Loading a session file leniently (`loadEntriesFromFile`, details §5.3) and into memory.
+//! Loading a session file leniently (`loadEntriesFromFile`) and into memory.
 //!
 //! - A missing file loads as empty ([`LoadStatus::Missing`]).
 //! - Malformed or torn lines are skipped and reported; the other lines are kept.

@@ -1,4 +1,4 @@
-//! In-memory migrations from v1 to the current version 5 (details §6).
+//! In-memory migrations from v1 to the current version 5.
 //!
 //! The version is read from the first `session` record (absent means 1). Steps:
 //! - v1 → v2: every `session` record gets `version` (appended when absent); every other record,

@@ -1,4 +1,4 @@
-//! The persist-time transform (details §10.1) and blob-reference resolution (§10.2).
+//! The persist-time transform and blob-reference resolution.
 //!
 //! Applied to every record written (full rewrites, appends, entry-patch payloads), walking
 //! values with the key each sits under (array elements inherit the array's key):

@@ -6,11 +6,11 @@
 //!   number, two values) is skipped and reported in [`Replayed::skipped`]; the lines around
 //!   it are kept. A complete last line without a trailing newline is kept.
 //!
-//! Replay (details §5.2):
+//! Replay:
 //! - The first `session` record's `version` must be absent (v1) or an integer ≤ 5; otherwise
 //!   the whole file is rejected with [`ReplayError::UnsupportedVersion`] before any replay.
 //! - `header_patch` and `entry_patch` records are consumed: applied when the first header
-//!   seen so far has a version ≥ 4 and the record has exactly the canonical shape (§3.3),
+//!   seen so far has a version ≥ 4 and the record has exactly the canonical shape,
 //!   dropped otherwise. An entry patch only reaches a `message` entry already seen, and
 //!   replaces its `message` wholesale. Later patches win.
 //! - Every other record is kept in file order, later `session` records included.
@@ -510,7 +510,7 @@ mod tests {
             .filter_map(|rec| rec.message())
             .map(|m| json::to_compact(m.get("content").unwrap()))
             .collect();
-        // Entries before the header are indexed too (§5.2); a patch before its target is
+        // Entries before the header are indexed too; a patch before its target is
         // dropped; a duplicated id sends later patches to the later entry.
         assert_eq!(contents, ["[9]", "[1]", "[3]", "[2]"]);
     }

@@ -1,4 +1,4 @@
-//! Choosing the session to continue (`continueRecent`, details §13–14).
+//! Choosing the session to continue (`continueRecent`).
 //!
 //! Candidates, each opened strictly (a malformed, unstable or future-version file is skipped):
 //! 1. the terminal's breadcrumb, when its cwd is this workspace and the file's header cwd

@@ -1,4 +1,4 @@
-//! The load-time OpenAI replay sanitizer (details §9.9).
+//! The load-time OpenAI replay sanitizer.
 //!
 //! Every assistant `message` whose `providerPayload.type` is `"openaiResponsesHistory"` loses
 //! its `providerPayload`, and each `thinking` content block loses its `thinkingSignature`.

@@ -1,4 +1,4 @@
-//! Usage statistics of a session (details §11): token counts, premium requests and cost,
+//! Usage statistics of a session: token counts, premium requests and cost,
 //! summed over every entry in file order.
 //!
 //! Counted: the `usage` of assistant messages, and `details.usage` of `toolResult` messages

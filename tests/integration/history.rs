@@ -1,4 +1,4 @@
-//! The prompt history store (`HistoryStorage`, details §15): schema, adding and batching,
+//! The prompt history store (`HistoryStorage`): schema, adding and batching,
 //! durability across drop and process exit, two processes writing at once, compatibility
 //! with databases the agent created, the legacy migration, damaged files, and search.
 
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use gjcfs::engine::history::{HistoryEntry, HistoryError, HistoryStorage};
 use rusqlite::Connection;
 
-/// The agent's open-time SQL, written out from details §15 as the agent runs it.
+/// The agent's open-time SQL, written out as the agent runs it.
 const AGENT_DDL: &str = "
 PRAGMA journal_mode=WAL;
 PRAGMA synchronous=NORMAL;

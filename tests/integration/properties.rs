@@ -1,5 +1,5 @@
 //! Property tests: the engine, run on generated input, against small models written here
-//! straight from the format description (engine-details §4–§8).
+//! straight from the format description.
 //!
 //! The inputs are built from a model JSON value ([`M`]) with its own JavaScript-canonical
 //! writer, so no generated file depends on the engine's writer. Each model is deliberately
@@ -229,7 +229,7 @@ fn loose_unit_escape(unit: u16, rng: &mut Rng, out: &mut String) {
 /// Valid JSON for `value` that `JSON.stringify` would not write: whitespace, needless and
 /// upper-case escapes, `\/`, members in insertion order (array indices unsorted), and
 /// duplicated keys whose earlier value is overridden. Numbers stay canonical: the engine keeps
-/// a number's source text (details §4 allows it), so `1.0` is written back as `1.0`.
+/// a number's source text (the format allows it), so `1.0` is written back as `1.0`.
 fn write_loose(value: &M, rng: &mut Rng, out: &mut String) {
     rng.ws(out);
     match value {
@@ -958,7 +958,7 @@ fn ctx_choice() -> impl Strategy<Value = CtxChoice> {
         )
 }
 
-/// What a `configured_model_chain` entry does, by the normalisation rules of §8.2.
+/// What a `configured_model_chain` entry does, by the normalisation rules
 #[derive(Clone, Debug)]
 enum ChainEffect {
     Ignore,
@@ -1464,7 +1464,7 @@ fn build_ctx_file(choices: &[CtxChoice]) -> (String, Vec<CtxEntry>) {
 }
 
 /// What the context model computes, as canonical text: the messages, and the whole context
-/// object of §8.5.
+/// object
 struct ModelContext {
     messages: Vec<String>,
     full: String,
@@ -1482,8 +1482,8 @@ fn map_obj(map: &[(String, M)]) -> M {
     obj(map.iter().map(|(k, v)| (k.as_str(), v.clone())).collect())
 }
 
-/// The model of §8: the path, the state scan of §8.2, message emission of §8.3, and the
-/// return value of §8.5.
+/// The model: the path, the state scan, message emission, and the
+/// return value
 fn model_context(entries: &[CtxEntry], leaf: Option<usize>) -> ModelContext {
     let mut path = Vec::new();
     let mut at = leaf;
@@ -1921,7 +1921,7 @@ fn patch_header(version: Option<i64>, title: bool) -> M {
     header
 }
 
-/// §5.2 replay over the model lines: the kept records after patches.
+/// Patch replay over the model lines: the kept records after patches.
 fn model_replay(lines: Vec<PatchLine>) -> Vec<M> {
     let mut out: Vec<M> = Vec::new();
     let mut header: Option<usize> = None;
@@ -2169,7 +2169,7 @@ fn is_session(record: &M) -> bool {
     record.get("type") == Some(&jstr("session"))
 }
 
-/// §6 applied to the model records, given the ids the engine drew for a v1 file.
+/// The migrations applied to the model records, given the ids the engine drew for a v1 file.
 fn model_migrate(file: &MigFile, drawn_ids: &[Option<String>]) -> Vec<M> {
     let mut out = file.records.clone();
     let first_header = out.iter().position(is_session).expect("a header");

@@ -1,5 +1,5 @@
-//! Prompt history: the agent's SQLite store of submitted prompts, `<agentDir>/history.db`
-//! (details §15). It is separate from sessions: it serves prompt recall and search only.
+//! Prompt history: the agent's SQLite store of submitted prompts, `<agentDir>/history.db`.
+//! It is separate from sessions: it serves prompt recall and search only.
 //!
 //! Schema (created on open if missing, exactly as the agent creates it):
 //! - `history(id INTEGER PRIMARY KEY AUTOINCREMENT, prompt TEXT NOT NULL, created_at INTEGER
@@ -354,7 +354,7 @@ impl HistoryStorage {
         result.map_err(|e| HistoryError::sqlite(&self.shared.path, e))
     }
 
-    /// Searches prompts (details §15; the [`search`](mod@search) module says how): full-text
+    /// Searches prompts (the [`search`](mod@search) module says how): full-text
     /// prefix matches of every token first, then rows that contain every token as a
     /// substring (ASCII case-insensitively), newest first within each group, at most
     /// `limit` (at most [`MAX_LIMIT`]) rows, each once.

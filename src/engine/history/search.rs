@@ -1,4 +1,4 @@
-//! Prompt search (details §15, `search(query, limit, cwd?)`).
+//! Prompt search, as the agent's `search(query, limit, cwd?)` runs it.
 //!
 //! The result is defined by the agent's SQL:
 //! 1. the query is tokenized ([`tokenize`]); no tokens, no rows;

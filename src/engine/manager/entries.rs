@@ -1,4 +1,4 @@
-//! Building new entries with the key order the original writer emits (details §3.2), and
+//! Building new entries with the key order the original writer emits, and
 //! checking entries given from outside (the CLI and the mount) before they are appended.
 //!
 //! - Most types: `type, id, parentId, timestamp`, then the type's own fields in order.

@@ -1,4 +1,4 @@
-//! Atomic full rewrites of a session file (details §9.4).
+//! Atomic full rewrites of a session file.
 //!
 //! The new content goes to `.<name>.<snowflake>.tmp` in the same directory, which is written,
 //! fsynced and closed, then renamed over the target, so the target is at every moment either

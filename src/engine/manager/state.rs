@@ -240,7 +240,7 @@ impl State {
         result
     }
 
-    /// A managed append (details §9.6): the file must still be the private file this
+    /// A managed append: the file must still be the private file this
     /// session writes; the lines are written, then the file and its directory fsynced.
     fn managed_append(&mut self, path: &Path, buf: &[u8]) -> SessionResult<()> {
         let storage = self.config.storage.clone();

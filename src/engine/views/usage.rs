@@ -1,4 +1,4 @@
-//! `usage.json`: the session's usage statistics ([`Session::usage_statistics`], details §11)
+//! `usage.json`: the session's usage statistics ([`Session::usage_statistics`])
 //! with a breakdown per model.
 //!
 //! Format (invariants): pretty JSON (two-space indent) ended by a newline, one object:
