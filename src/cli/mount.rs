@@ -37,10 +37,11 @@ pub struct Args {
     #[arg(long)]
     pub read_only: bool,
     /// Let other users reach the mount (needs root or user_allow_other in
-    /// /etc/fuse.conf). The kernel still enforces the permissions shown (files 0600,
-    /// directories 0700, owned by the mounting user): other users are refused (EACCES)
-    /// every directory and file, so they can neither read nor append to sessions.
-    /// Without it, other users cannot reach the mount at all.
+    /// /etc/fuse.conf). The kernel still enforces the permissions shown (files 0400, leaf
+    /// 0600, entries/new 0200, directories 0700, owned by the mounting user), and the
+    /// server refuses writes by anyone but that user and root: other users are refused
+    /// (EACCES) every directory and file, so they can neither read nor append to
+    /// sessions. Without it, other users cannot reach the mount at all.
     #[arg(long)]
     pub allow_other: bool,
 }
