@@ -1,7 +1,6 @@
 //! The index file: where it lives, its schema, opening (and replacing what is not an index
 //! of this format), and the search statement.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -14,7 +13,7 @@ use super::super::storage::FileId;
 use super::query::Query;
 use super::rank::{self, COMMON_FROM};
 use super::snippet::Snippet;
-use super::{FileState, Filters, Hit, SearchError, Stamp, Stat};
+use super::{FileState, Filters, Hit, SearchError, Stamp, Stamps, Stat};
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
 pub const FORMAT: i64 = 2;
@@ -283,12 +282,12 @@ pub fn load_state(conn: &Connection, id: i64) -> rusqlite::Result<FileState> {
 }
 
 /// The stamp of every indexed file, read from the `files_stamp` index alone.
-pub fn read_stamps(conn: &Connection) -> rusqlite::Result<HashMap<PathBuf, Stamp>> {
+pub fn read_stamps(conn: &Connection) -> rusqlite::Result<Stamps> {
     let mut stmt = conn.prepare_cached(
         "SELECT path, id, dev, ino, len, mtime_ns FROM files INDEXED BY files_stamp",
     )?;
     let mut rows = stmt.query([])?;
-    let mut stamps = HashMap::new();
+    let mut stamps = Stamps::default();
     while let Some(row) = rows.next()? {
         let stat = Stat {
             dev: row.get::<_, i64>(2)? as u64,
@@ -296,7 +295,7 @@ pub fn read_stamps(conn: &Connection) -> rusqlite::Result<HashMap<PathBuf, Stamp
             len: row.get::<_, i64>(4)? as u64,
             mtime_ns: row.get(5)?,
         };
-        let path = path_of(row.get_ref(0)?.as_blob()?);
+        let path = Path::new(OsStr::from_bytes(row.get_ref(0)?.as_blob()?));
         stamps.insert(
             path,
             Stamp {

@@ -216,7 +216,7 @@ pub fn apply(
             }
             Appended::Done(state, change) => {
                 tx.commit()?;
-                inner.files.insert(path.clone(), state.stamp());
+                inner.files.insert(&path, state.stamp());
                 match change {
                     Some(change) => report.changes.push(SessionChange { path, change }),
                     None => report.unchanged += 1,
@@ -293,7 +293,7 @@ pub fn apply(
                         .map(|r| r.text.len() as u64)
                         .sum::<u64>();
                     let state = write_prepared(tx, &prepared)?;
-                    files.insert(path.clone(), state.stamp());
+                    files.insert(path, state.stamp());
                     let change = if *known {
                         Change::Reindexed
                     } else {
