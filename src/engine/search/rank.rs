@@ -16,7 +16,7 @@ use super::query::{is_word_char, Query};
 use super::snippet::count_folded;
 
 /// A query with more matches than this is ranked over the window of its newest matches.
-pub const COMMON_FROM: usize = 256;
+pub const COMMON_FROM: usize = 128;
 
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
