@@ -15,7 +15,8 @@
 # (delete target/bench/search to drop them).
 #
 # Environment: RUNS (default 10), WARMUP (default 2), SESSIONS (default 10000),
-# SESSION_SIZE (default 54KB), BIG_ENTRIES (default 100000).
+# SESSION_SIZE (default 54KB), BIG_ENTRIES (default 100000); BEFORE=PATH (optional) is
+# another gjcfs binary (an older build) measured in the same runs, with its own index.
 set -euo pipefail
 
 RUNS=${RUNS:-10}
@@ -43,6 +44,8 @@ for tool in hyperfine rg; do
 done
 cargo build --release --quiet || die "cargo build --release failed"
 BIN=$PWD/target/release/gjcfs
+BEFORE=${BEFORE:-}
+[ -z "$BEFORE" ] || [ -x "$BEFORE" ] || die "BEFORE=$BEFORE is not an executable"
 IDX=$(mktemp -d /tmp/gjcfs-bench-search.XXXXXX)
 AGENT=$IDX/agent
 trap 'rm -rf "$IDX"' EXIT
@@ -91,11 +94,29 @@ for dir in "$STORE" "$BIG"; do
 	ratio=$(awk -v s="$size" -v b="$bytes" 'BEGIN { printf "%.2f", s / b }')
 	echo "first build and search: $build_ms ms = $rate MB/s; index $size bytes = ${ratio}x"
 	SUMMARY+=("$name: build $build_ms ms = $rate MB/s (target >= 50), index ${ratio}x the transcripts")
+	declare -a OLD=()
+	if [ -n "$BEFORE" ]; then
+		old_index=$IDX/before-$name
+		start=$(date +%s%N)
+		"$BEFORE" search --session-dir "$dir" --index "$old_index" "$RARE" >/dev/null
+		end=$(date +%s%N)
+		old_ms=$(((end - start) / 1000000))
+		old_rate=$(awk -v b="$bytes" -v ms="$old_ms" 'BEGIN { printf "%.1f", b / 1e6 / (ms / 1000) }')
+		old_ratio=$(awk -v s="$(du -sb "$old_index" | cut -f1)" -v b="$bytes" 'BEGIN { printf "%.2f", s / b }')
+		echo "before: first build and search: $old_ms ms = $old_rate MB/s; index ${old_ratio}x"
+		SUMMARY+=("$name: before: build $old_ms ms = $old_rate MB/s, index ${old_ratio}x the transcripts")
+		old_search="$BEFORE search --session-dir $dir --index $old_index"
+		OLD=(-n "before rare" "$old_search $RARE"
+			-n "before common" "$old_search $COMMON"
+			-n "before phrase" "$old_search '\"$PHRASE\"'"
+			-n "before substring" "$old_search --substring $SUBSTRING")
+	fi
 	[ "$(search "$RARE" | wc -l)" -ge 1 ] || die "$RARE not found in $name"
 
 	# One entry appended to one session, then a search (update and query).
 	victim=$(find "$dir" -name '*.jsonl' | sort | sed -n 1p)
 	total=0
+	old_total=0
 	for i in 1 2 3 4 5; do
 		echo "{\"role\":\"user\",\"content\":\"appended number $i\"}" |
 			"$BIN" append "$victim" --agent-dir "$AGENT" 2>/dev/null
@@ -103,10 +124,20 @@ for dir in "$STORE" "$BIG"; do
 		search "appended" >/dev/null
 		end=$(date +%s%N)
 		total=$((total + (end - start) / 1000))
+		if [ -n "$BEFORE" ]; then
+			start=$(date +%s%N)
+			$old_search "appended" >/dev/null
+			end=$(date +%s%N)
+			old_total=$((old_total + (end - start) / 1000))
+		fi
 	done
 	append_ms=$(awk -v t="$total" 'BEGIN { printf "%.1f", t / 5 / 1000 }')
 	echo "search after one appended entry (5 rounds, mean): $append_ms ms"
-	SUMMARY+=("$name: search after one appended entry $append_ms ms (target < 50 ms, process start and a stat per file included)")
+	line="$name: search after one appended entry $append_ms ms (target < 50 ms, process start and a stat per file included)"
+	if [ -n "$BEFORE" ]; then
+		line="$line; before: $(awk -v t="$old_total" 'BEGIN { printf "%.1f", t / 5 / 1000 }') ms"
+	fi
+	SUMMARY+=("$line")
 
 	csv=$IDX/$name.csv
 	hyperfine --style basic -N --warmup "$WARMUP" --runs "$RUNS" --export-csv "$csv" -i \
@@ -121,7 +152,8 @@ for dir in "$STORE" "$BIG"; do
 		-n "grep -rl phrase" "grep -rl '$PHRASE' $dir" \
 		-n "search substring" "$BIN search --session-dir $dir --index $index --substring $SUBSTRING" \
 		-n "rg -l substring" "rg -il $SUBSTRING $dir" \
-		-n "grep -rl substring" "grep -ril $SUBSTRING $dir" >/dev/null || die "hyperfine failed"
+		-n "grep -rl substring" "grep -ril $SUBSTRING $dir" \
+		"${OLD[@]}" >/dev/null || die "hyperfine failed"
 	for q in rare common phrase substring; do
 		s=$(awk -F, -v n="search $q" '$1 == n { print $2 * 1000 }' "$csv")
 		med=$(awk -F, -v n="search $q" '$1 == n { print $4 * 1000 }' "$csv")
@@ -130,6 +162,10 @@ for dir in "$STORE" "$BIG"; do
 		line=$(awk -v s="$s" -v m="$med" -v r="$r" -v g="$g" -v q="$q" -v n="$name" 'BEGIN {
 			printf "%s: %s query: gjcfs search mean %.1f ms (median %.1f), rg -l %.1f ms (%.1fx), grep -rl %.1f ms (%.1fx)",
 				n, q, s, m, r, r / s, g, g / s }')
+		if [ -n "$BEFORE" ]; then
+			b=$(awk -F, -v n="before $q" '$1 == n { print $4 * 1000 }' "$csv")
+			line="$line; before: median $b ms"
+		fi
 		echo "$line"
 		SUMMARY+=("$line")
 	done

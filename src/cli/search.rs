@@ -10,6 +10,7 @@ use gjcfs_engine::json;
 use gjcfs_engine::search::{
     default_index_dir, Filters, Hit, Progress, Query, Role, SearchError, SearchIndex,
 };
+use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::time::{format_iso_millis, parse_iso_millis};
 
 use super::store::StoreArgs;
@@ -102,7 +103,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
         limit: args.limit,
     };
     let index = open_index(&args)?;
-    let paths = args.store.transcripts()?;
+    let dirs = store_dirs(&args.store)?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
     let terminal = std::io::stderr().is_terminal();
     let progress = |p: Progress| {
@@ -119,7 +120,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
             }
         }
     };
-    let report = index.update(&paths, threads, &progress)?;
+    let report = index.update_dirs(&dirs, threads, &progress)?;
     for (path, err) in report.failed.iter().take(FAILED_SHOWN) {
         eprintln!("gjcfs: warning: not indexed: {}: {err}", path.display());
     }
@@ -145,6 +146,21 @@ pub fn run(args: SearchArgs) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// The directories whose transcripts make up the store (as [`StoreArgs::transcripts`]
+/// lists them): `--session-dir`, or every directory of the agent's sessions root.
+fn store_dirs(store: &StoreArgs) -> Result<Vec<PathBuf>> {
+    store.check()?;
+    if let Some(dir) = &store.session_dir {
+        return Ok(vec![dir.clone()]);
+    }
+    let root = store.agent_dirs()?.sessions_root();
+    match FileStorage.list_dirs(&root) {
+        Ok(dirs) => Ok(dirs),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("{}: cannot list sessions", root.display())),
+    }
 }
 
 fn absolute(dir: &std::path::Path) -> Result<String> {

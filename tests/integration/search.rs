@@ -532,3 +532,61 @@ fn cli_search_without_a_writable_index_dir_searches_in_memory() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("using an index in memory"));
     assert!(String::from_utf8_lossy(&out.stdout).contains("aa000006"));
 }
+
+#[test]
+fn cli_search_over_an_agent_directory_reads_every_scope_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent");
+    let sessions = agent.join("sessions");
+    let mut files = Vec::new();
+    for (seed, name) in [
+        (1, "scope-a/a.jsonl"),
+        (2, "scope-b/b.jsonl"),
+        (3, "stray.jsonl"),
+    ] {
+        let path = sessions.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let options = Options {
+            seed,
+            limit: Limit::Entries(20),
+            format: Format::V5,
+        };
+        generate_file(&path, &options).unwrap();
+        append(&path, &[user("aa000001", &leaf_of(&path), "zyxscope")]);
+        files.push(path);
+    }
+    let index = dir.path().join("index");
+    let found = || {
+        let out = gjcfs(&[
+            "search",
+            "zyxscope",
+            "--all",
+            "--json",
+            "--agent-dir",
+            agent.to_str().unwrap(),
+            "--index",
+            index.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut paths: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let hit = gjcfs::engine::json::parse(line).unwrap();
+                let path = hit.as_object().unwrap().get_str("path").unwrap().to_owned();
+                path
+            })
+            .collect();
+        paths.sort();
+        paths
+    };
+    // The scope directories' sessions, as `gjcfs ls` lists them; not a file beside them.
+    let display = |p: &PathBuf| p.to_string_lossy().into_owned();
+    assert_eq!(found(), [display(&files[0]), display(&files[1])]);
+    std::fs::remove_dir_all(sessions.join("scope-b")).unwrap();
+    assert_eq!(found(), [display(&files[0])]);
+}

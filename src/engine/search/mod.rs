@@ -15,8 +15,12 @@
 //!   session's id, cwd, title and leaf;
 //! - `docs`: one row per entry (and title), its text included where it has some;
 //! - `words`: FTS5 over that text with the `unicode61` tokenizer (words and phrases);
-//!   `grams`: FTS5 with the `trigram` tokenizer (substrings). Both are contentless with
-//!   `contentless_delete=1`: the text is held once, in `docs`, and rows are deleted by id.
+//!   `grams`: FTS5 over each document's distinct trigrams, lower-cased, as digest tokens
+//!   ([`query::gram_text`], substrings). Both are contentless with `contentless_delete=1`:
+//!   the text is held once, in `docs`, and rows are deleted by id. Documents are numbered
+//!   in the order they were written: a first build writes the sessions oldest first (by
+//!   modification time), and later updates come after, so the highest numbers are the
+//!   newest — the window a common query is ranked over ([`rank`]).
 //!
 //! Invariants:
 //! - The index is a cache: a missing file, a file of another format or application, or one
@@ -28,6 +32,10 @@
 //!   indexed is not read. A file that only grew — same identity, not shorter, the same last
 //!   bytes before where indexing stopped — has its complete new lines read and replayed
 //!   on top of what is indexed ([`update`]); anything else is read again whole.
+//! - Telling whether anything changed costs a listing of the store's directories
+//!   ([`SearchIndex::update_dirs`]) and a `stat` of each file, on several threads, compared
+//!   with the stamps (path, device, inode, length, modification time) read from one
+//!   covering index of `files`; the rest of a file's row is read only when it changed.
 //! - [`SearchIndex::search`] checks the file of every hit it returns; a file that changed
 //!   since it was indexed is brought up to date and the search run again, so no hit comes
 //!   from a file as it was.
@@ -38,12 +46,15 @@
 mod json;
 mod prepare;
 pub mod query;
+pub mod rank;
+mod scan;
 mod schema;
 pub mod snippet;
 pub mod text;
 mod update;
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
@@ -77,6 +88,22 @@ pub enum SearchError {
     },
     #[error(transparent)]
     Query(#[from] QueryError),
+}
+
+/// Each path once (in byte order).
+fn distinct(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut paths = paths.to_vec();
+    paths.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+    paths.dedup();
+    paths
+}
+
+/// The same error again (`io::Error` is not `Clone`).
+fn copy_error(e: &std::io::Error) -> std::io::Error {
+    match e.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(e.kind(), e.to_string()),
+    }
 }
 
 /// Message roles, as a search filters them.
@@ -145,7 +172,9 @@ pub struct Hit {
     /// Whether the entry is on the path from the root to the session's leaf (always true
     /// for a title).
     pub on_leaf_path: bool,
-    /// FTS5's bm25 relevance: lower is better.
+    /// Relevance, lower is better: FTS5's bm25 when the query has at most
+    /// [`rank::COMMON_FROM`] matches (or the limit), else the same formula over the window
+    /// of its newest matches ([`rank`]).
     pub score: f64,
     pub snippet: Snippet,
 }
@@ -191,7 +220,16 @@ pub struct Progress {
     pub bytes_total: u64,
 }
 
-/// What the index holds of a file (the `files` row), kept in memory.
+/// What tells whether an indexed file changed: its `files` row id and the stat indexed.
+/// Every indexed file's stamp is kept in memory; the rest of its row is read only when the
+/// file changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    id: i64,
+    stat: Stat,
+}
+
+/// What the index holds of a file (the `files` row).
 #[derive(Debug, Clone, PartialEq)]
 struct FileState {
     id: i64,
@@ -203,10 +241,55 @@ struct FileState {
     leaf: Option<(i64, String)>,
 }
 
+impl FileState {
+    fn stamp(&self) -> Stamp {
+        Stamp {
+            id: self.id,
+            stat: self.stat,
+        }
+    }
+}
+
+/// The stamps of the indexed files by path, keyed by the path's bytes: hashing and
+/// comparing a `Path` walks its components, which was a tenth of a search's cost on
+/// 10,000 files.
+#[derive(Debug, Default)]
+struct Stamps(HashMap<OsString, Stamp>);
+
+impl Stamps {
+    fn get(&self, path: &Path) -> Option<&Stamp> {
+        self.0.get(path.as_os_str())
+    }
+
+    fn contains(&self, path: &Path) -> bool {
+        self.0.contains_key(path.as_os_str())
+    }
+
+    fn insert(&mut self, path: &Path, stamp: Stamp) {
+        self.0.insert(path.as_os_str().to_owned(), stamp);
+    }
+
+    fn remove(&mut self, path: &Path) {
+        self.0.remove(path.as_os_str());
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.0.keys().map(Path::new)
+    }
+}
+
 struct Inner {
     conn: Connection,
-    /// The `files` table, as of `data_version`.
-    files: HashMap<PathBuf, FileState>,
+    /// The stamps of the `files` table, as of `data_version`.
+    files: Stamps,
     /// SQLite's `PRAGMA data_version` when `files` was read: another connection's commit
     /// changes it.
     data_version: i64,
@@ -246,7 +329,7 @@ impl SearchIndex {
         let index = SearchIndex {
             inner: Mutex::new(Inner {
                 conn,
-                files: HashMap::new(),
+                files: Stamps::default(),
                 data_version: -1,
             }),
             path,
@@ -277,7 +360,7 @@ impl SearchIndex {
             .query_row("PRAGMA data_version", [], |r| r.get(0))
             .map_err(|e| self.sql_error(e))?;
         if version != inner.data_version {
-            inner.files = schema::read_files(&inner.conn).map_err(|e| self.sql_error(e))?;
+            inner.files = schema::read_stamps(&inner.conn).map_err(|e| self.sql_error(e))?;
             inner.data_version = version;
         }
         Ok(())
@@ -287,7 +370,7 @@ impl SearchIndex {
     pub fn indexed_files(&self) -> Result<Vec<PathBuf>, SearchError> {
         let mut inner = self.inner.lock();
         self.sync_files(&mut inner)?;
-        let mut paths: Vec<PathBuf> = inner.files.keys().cloned().collect();
+        let mut paths: Vec<PathBuf> = inner.files.paths().map(Path::to_owned).collect();
         paths.sort();
         Ok(paths)
     }
@@ -296,14 +379,40 @@ impl SearchIndex {
     /// it): new and changed files are indexed, files not in `paths` dropped. Files that
     /// need reading whole are read on `threads` threads. Nothing is read of a file whose
     /// stat is the one indexed, so a call that finds nothing changed costs a `stat` per
-    /// file.
+    /// file (on `threads` threads for a large store).
     pub fn update(
         &self,
         paths: &[PathBuf],
         threads: usize,
         progress: &dyn Fn(Progress),
     ) -> Result<UpdateReport, SearchError> {
-        self.recovering(|| self.update_once(paths, threads, progress))
+        let paths = distinct(paths);
+        self.recovering(|| {
+            let found = scan::stat_all(paths.clone(), threads);
+            self.update_found(&found, threads, progress)
+        })
+    }
+
+    /// [`SearchIndex::update`] for the store made of the transcript files directly in
+    /// `dirs` (regular files whose name [`is_transcript_name`] accepts, as
+    /// [`transcript_paths`] lists them); a directory that cannot be listed holds none. A
+    /// call that finds nothing changed costs a listing of each directory and a `stat` per
+    /// file.
+    ///
+    /// [`is_transcript_name`]: crate::discovery::is_transcript_name
+    /// [`transcript_paths`]: crate::discovery::transcript_paths
+    pub fn update_dirs(
+        &self,
+        dirs: &[PathBuf],
+        threads: usize,
+        progress: &dyn Fn(Progress),
+    ) -> Result<UpdateReport, SearchError> {
+        let dirs = distinct(dirs);
+        self.recovering(|| {
+            let listed = dirs.iter().filter_map(|dir| scan::list(dir).ok()).collect();
+            let found = scan::stat_listed(listed, threads);
+            self.update_found(&found, threads, progress)
+        })
     }
 
     /// Runs `op`; if it finds the index file damaged, replaces the file by a new index and
@@ -327,39 +436,36 @@ impl SearchIndex {
         }
     }
 
-    fn update_once(
+    /// Updates the index from `found`: every file of the store (each path once) with its
+    /// stat taken now.
+    fn update_found(
         &self,
-        paths: &[PathBuf],
+        found: &[scan::Found],
         threads: usize,
         progress: &dyn Fn(Progress),
     ) -> Result<UpdateReport, SearchError> {
         let mut inner = self.inner.lock();
         self.sync_files(&mut inner)?;
-        let keep: HashSet<&Path> = paths.iter().map(PathBuf::as_path).collect();
         let mut report = UpdateReport::default();
-        let gone: Vec<PathBuf> = inner
-            .files
-            .keys()
-            .filter(|p| !keep.contains(p.as_path()))
-            .cloned()
-            .collect();
-        for path in gone {
-            update::remove(&mut inner, &path).map_err(|e| self.sql_error(e))?;
-            report.changes.push(SessionChange {
-                path,
-                change: Change::Removed,
-            });
-        }
         let mut changed = Vec::new();
-        for path in paths {
-            match Stat::read(path) {
-                Ok(stat) if inner.files.get(path).is_some_and(|f| f.stat == stat) => {
-                    report.unchanged += 1
-                }
-                Ok(stat) => changed.push((path.clone(), stat)),
+        // Indexed files found in the store: when they are all of them, none is gone.
+        let mut indexed_found = 0;
+        for (path, stat) in found {
+            match stat {
+                Ok(stat) => match inner.files.get(path) {
+                    Some(stamp) => {
+                        indexed_found += 1;
+                        if stamp.stat == *stat {
+                            report.unchanged += 1
+                        } else {
+                            changed.push((path.clone(), *stat))
+                        }
+                    }
+                    None => changed.push((path.clone(), *stat)),
+                },
                 // Gone since it was listed: dropped like a removed file.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    if inner.files.contains_key(path) {
+                    if inner.files.contains(path) {
                         update::remove(&mut inner, path).map_err(|e| self.sql_error(e))?;
                         report.changes.push(SessionChange {
                             path: path.clone(),
@@ -367,13 +473,32 @@ impl SearchIndex {
                         });
                     }
                 }
-                Err(source) => report.failed.push((
-                    path.clone(),
-                    LoadError::Io {
-                        path: path.clone(),
-                        source,
-                    },
-                )),
+                Err(source) => {
+                    indexed_found += usize::from(inner.files.contains(path));
+                    report.failed.push((
+                        path.clone(),
+                        LoadError::Io {
+                            path: path.clone(),
+                            source: copy_error(source),
+                        },
+                    ))
+                }
+            }
+        }
+        if indexed_found < inner.files.len() {
+            let keep: HashSet<&OsStr> = found.iter().map(|(p, _)| p.as_os_str()).collect();
+            let gone: Vec<PathBuf> = inner
+                .files
+                .paths()
+                .filter(|p| !keep.contains(p.as_os_str()))
+                .map(Path::to_owned)
+                .collect();
+            for path in gone {
+                update::remove(&mut inner, &path).map_err(|e| self.sql_error(e))?;
+                report.changes.push(SessionChange {
+                    path,
+                    change: Change::Removed,
+                });
             }
         }
         update::apply(&mut inner, changed, threads, progress, &mut report).map_err(|e| {
@@ -406,7 +531,7 @@ impl SearchIndex {
         let stat = match Stat::read(path) {
             Ok(stat) => stat,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if !inner.files.contains_key(path) {
+                if !inner.files.contains(path) {
                     return Ok(None);
                 }
                 update::remove(inner, path).map_err(|e| self.sql_error(e))?;
@@ -450,7 +575,8 @@ impl SearchIndex {
         Ok(report.changes.pop())
     }
 
-    /// The best hits for `query` under `filters`: by relevance (bm25), then newest first.
+    /// The best hits for `query` under `filters`: by relevance (bm25; for a query with more
+    /// than [`rank::COMMON_FROM`] matches, among its newest matches), then newest first.
     /// Every hit's file is checked first: a file changed since it was indexed is indexed
     /// again and the search repeated.
     pub fn search(&self, query: &Query, filters: &Filters) -> Result<Vec<Hit>, SearchError> {

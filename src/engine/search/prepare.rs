@@ -14,6 +14,7 @@ use super::super::load::{build_session, load_entries_from_file, LoadError, LoadS
 use super::super::migrate::Migration;
 use super::super::record::Record;
 use super::super::time::parse_iso_millis;
+use super::query::gram_text;
 use super::text::{record_kind, record_text, TITLE_KIND};
 
 /// What tells whether a file changed since it was indexed, without reading it.
@@ -56,6 +57,8 @@ pub struct Row {
     pub on_leaf: bool,
     /// Empty when the record holds no text.
     pub text: String,
+    /// What the trigram index holds of `text` ([`gram_text`]).
+    pub grams: String,
 }
 
 /// The session-level facts of a file.
@@ -102,23 +105,36 @@ pub fn row_of(seq: i64, record: &Record) -> Row {
         kind: record_kind(record),
         time_ms: record_time(record),
         on_leaf: false,
+        grams: String::new(),
         text: record_text(record),
     }
+    .with_grams()
 }
 
 /// The row holding a session's title.
 pub fn title_row(facts: &SessionFacts) -> Option<Row> {
     let title = facts.title.as_ref().filter(|t| !t.is_empty())?;
-    Some(Row {
-        seq: 0,
-        entry_id: None,
-        parent_id: None,
-        entry_type: "session".to_owned(),
-        kind: TITLE_KIND.to_owned(),
-        time_ms: parse_iso_millis(&facts.created),
-        on_leaf: true,
-        text: title.clone(),
-    })
+    Some(
+        Row {
+            seq: 0,
+            entry_id: None,
+            parent_id: None,
+            entry_type: "session".to_owned(),
+            kind: TITLE_KIND.to_owned(),
+            time_ms: parse_iso_millis(&facts.created),
+            on_leaf: true,
+            grams: String::new(),
+            text: title.clone(),
+        }
+        .with_grams(),
+    )
+}
+
+impl Row {
+    fn with_grams(mut self) -> Self {
+        self.grams = gram_text(&self.text);
+        self
+    }
 }
 
 /// Reads a file whole. A file that is missing or not a session gives no rows (and no

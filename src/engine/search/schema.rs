@@ -1,7 +1,6 @@
 //! The index file: where it lives, its schema, opening (and replacing what is not an index
 //! of this format), and the search statement.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -12,11 +11,12 @@ use rusqlite::{params_from_iter, types::Value as Sql, Connection, Row};
 use super::super::load::ReadMark;
 use super::super::storage::FileId;
 use super::query::Query;
+use super::rank::{self, COMMON_FROM};
 use super::snippet::Snippet;
-use super::{FileState, Filters, Hit, SearchError, Stat};
+use super::{FileState, Filters, Hit, SearchError, Stamp, Stamps, Stat};
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 1;
+pub const FORMAT: i64 = 2;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 /// The index file's name in its directory.
@@ -36,6 +36,8 @@ CREATE TABLE files (
     session_id TEXT NOT NULL, cwd TEXT NOT NULL, title TEXT, created TEXT NOT NULL
 );
 CREATE INDEX files_cwd ON files(cwd);
+-- What a check for changes reads of every file, in a few pages.
+CREATE INDEX files_stamp ON files(path, id, dev, ino, len, mtime_ns);
 CREATE TABLE docs (
     id INTEGER PRIMARY KEY,
     file INTEGER NOT NULL,
@@ -49,8 +51,9 @@ CREATE TABLE docs (
 CREATE INDEX docs_entry ON docs(file, entry_id);
 CREATE VIRTUAL TABLE words USING fts5(text, content='', contentless_delete=1,
     tokenize='unicode61 remove_diacritics 0');
+-- Each document's distinct trigrams, as tokens (query::gram_text).
 CREATE VIRTUAL TABLE grams USING fts5(text, content='', contentless_delete=1,
-    tokenize='trigram', detail='none');
+    tokenize='ascii', detail='none');
 ";
 
 /// Where the index of a store lives by default: `<cache>/gjcfs/search/<key>` where
@@ -85,6 +88,9 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // 32 MB of page cache (the default is 2 MB): a build rewrites FTS5 segments and the
+    // documents' b-tree pages many times over.
+    conn.pragma_update(None, "cache_size", -32768)?;
     Ok(())
 }
 
@@ -96,17 +102,25 @@ fn is_current(conn: &Connection) -> rusqlite::Result<bool> {
     if app != APPLICATION_ID || version != FORMAT {
         return Ok(false);
     }
+    // Each table's first row: a count would read all of it.
     for table in ["files", "docs", "words", "grams"] {
-        conn.query_row(&format!("SELECT count(*) FROM {table} LIMIT 1"), [], |_| {
-            Ok(())
-        })?;
+        conn.prepare(&format!("SELECT 1 FROM {table} LIMIT 1"))?
+            .query([])?
+            .next()?;
     }
     Ok(true)
 }
 
+/// FTS5's buffer of terms not yet written, per table: a transaction's worth of text
+/// ([`super::update`] commits every 64 MB) becomes one segment instead of dozens to merge.
+const FTS_HASH_SIZE: usize = 64 << 20;
+
 fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(&format!(
-        "BEGIN; {SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {FORMAT}; COMMIT;"
+        "BEGIN; {SCHEMA} \
+         INSERT INTO words(words, rank) VALUES ('hashsize', {FTS_HASH_SIZE}); \
+         INSERT INTO grams(grams, rank) VALUES ('hashsize', {FTS_HASH_SIZE}); \
+         PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {FORMAT}; COMMIT;"
     ))
 }
 
@@ -261,63 +275,139 @@ pub fn file_state(row: &Row, at: usize) -> rusqlite::Result<FileState> {
     })
 }
 
-pub fn read_files(conn: &Connection) -> rusqlite::Result<HashMap<PathBuf, FileState>> {
-    let mut stmt = conn.prepare(&format!("SELECT path, {FILE_COLUMNS} FROM files"))?;
-    let rows = stmt.query_map([], |row| {
-        Ok((path_of(&row.get::<_, Vec<u8>>(0)?), file_state(row, 1)?))
-    })?;
-    rows.collect()
+/// The state of file `id`.
+pub fn load_state(conn: &Connection, id: i64) -> rusqlite::Result<FileState> {
+    conn.prepare_cached(&format!("SELECT {FILE_COLUMNS} FROM files WHERE id = ?1"))?
+        .query_row([id], |r| file_state(r, 0))
+}
+
+/// The stamp of every indexed file, read from the `files_stamp` index alone.
+pub fn read_stamps(conn: &Connection) -> rusqlite::Result<Stamps> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT path, id, dev, ino, len, mtime_ns FROM files INDEXED BY files_stamp",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut stamps = Stamps::default();
+    while let Some(row) = rows.next()? {
+        let stat = Stat {
+            dev: row.get::<_, i64>(2)? as u64,
+            ino: row.get::<_, i64>(3)? as u64,
+            len: row.get::<_, i64>(4)? as u64,
+            mtime_ns: row.get(5)?,
+        };
+        let path = Path::new(OsStr::from_bytes(row.get_ref(0)?.as_blob()?));
+        stamps.insert(
+            path,
+            Stamp {
+                id: row.get(1)?,
+                stat,
+            },
+        );
+    }
+    Ok(stamps)
 }
 
 /// The hits of a query, best first, with their snippets.
 ///
-/// The ranking runs over the matches' ids, scores and times only, and the text of the
-/// best is read afterwards: sorting every match with its text made a frequent word cost
-/// its whole posting list in text. A substring's candidates are checked against their
-/// text, so more are ranked than asked for, and more again while checks fail.
+/// A query with at most [`COMMON_FROM`] matches (or the limit, if larger) is ranked by
+/// FTS5's bm25 over all of them ([`ranked_by_bm25`]); one with more, over the window of
+/// its newest matches ([`super::rank`]). The newest matches are read first, which costs
+/// no scoring: whether there are more than the window tells which.
 pub fn run_search(
     conn: &Connection,
     query: &Query,
     filters: &Filters,
 ) -> rusqlite::Result<Vec<Hit>> {
+    let (table, from, params) = matches_clause(query, filters);
+    let window = COMMON_FROM.max(filters.limit);
+    match ranked_in_window(conn, query, filters, window, table, &from, &params)? {
+        Some(hits) => Ok(hits),
+        None => ranked_by_bm25(conn, query, filters, table, &from, &params),
+    }
+}
+
+/// The FTS5 table searched, the `FROM … WHERE` clause of a query's matches under
+/// `filters` (documents `d` of files `f`), and its parameters.
+fn matches_clause(query: &Query, filters: &Filters) -> (&'static str, String, Vec<Sql>) {
     let table = match query {
         Query::Terms(_) => "words",
         Query::Substring(_) => "grams",
     };
-    let mut inner = format!(
-        "SELECT d.id AS id, bm25({table}) AS score, d.time_ms AS time \
-         FROM {table} JOIN docs d ON d.id = {table}.rowid JOIN files f ON f.id = d.file \
+    let mut from = format!(
+        "FROM {table} JOIN docs d ON d.id = {table}.rowid JOIN files f ON f.id = d.file \
          WHERE {table} MATCH ?"
     );
     let mut params: Vec<Sql> = vec![Sql::Text(query.fts_match())];
     if let Some(cwd) = &filters.cwd {
-        inner.push_str(" AND f.cwd = ?");
+        from.push_str(" AND f.cwd = ?");
         params.push(Sql::Text(cwd.clone()));
     }
     if let Some(since) = filters.since_ms {
-        inner.push_str(" AND d.time_ms >= ?");
+        from.push_str(" AND d.time_ms >= ?");
         params.push(Sql::Integer(since));
     }
     if let Some(until) = filters.until_ms {
-        inner.push_str(" AND d.time_ms < ?");
+        from.push_str(" AND d.time_ms < ?");
         params.push(Sql::Integer(until));
     }
     if let Some(role) = filters.role {
         let kinds = role.kinds();
-        inner.push_str(&format!(
+        from.push_str(&format!(
             " AND d.kind IN ({})",
             vec!["?"; kinds.len()].join(",")
         ));
         params.extend(kinds.iter().map(|k| Sql::Text((*k).to_owned())));
     }
     if let Some(prefix) = &filters.session {
-        inner.push_str(" AND substr(f.session_id, 1, ?) = ?");
+        from.push_str(" AND substr(f.session_id, 1, ?) = ?");
         params.push(Sql::Integer(prefix.chars().count() as i64));
         params.push(Sql::Text(prefix.clone()));
     }
+    (table, from, params)
+}
+
+fn sql_count(n: usize) -> i64 {
+    n.min(i64::MAX as usize) as i64
+}
+
+/// The columns of a hit, after its id and score.
+const HIT_COLUMNS: &str = "f.path, f.session_id, f.title, f.cwd, d.entry_id, d.entry_type, \
+     d.kind, d.time_ms, d.on_leaf, d.text";
+
+/// A hit from a row holding [`HIT_COLUMNS`] from column `at` on, and its text.
+fn hit_of(row: &Row, at: usize, score: f64, snippet: Snippet) -> rusqlite::Result<Hit> {
+    Ok(Hit {
+        path: path_of(&row.get::<_, Vec<u8>>(at)?),
+        session_id: row.get(at + 1)?,
+        title: row.get(at + 2)?,
+        cwd: row.get(at + 3)?,
+        entry_id: row.get(at + 4)?,
+        entry_type: row.get(at + 5)?,
+        kind: row.get(at + 6)?,
+        time_ms: row.get(at + 7)?,
+        on_leaf_path: row.get(at + 8)?,
+        score,
+        snippet,
+    })
+}
+
+/// The best hits by FTS5's bm25 over every match.
+///
+/// The ranking runs over the matches' ids, scores and times only, and the text of the
+/// best is read afterwards: sorting every match with its text made a frequent word cost
+/// its whole posting list in text. A substring's candidates are checked against their
+/// text, so more are ranked than asked for, and more again while checks fail.
+fn ranked_by_bm25(
+    conn: &Connection,
+    query: &Query,
+    filters: &Filters,
+    table: &str,
+    from: &str,
+    params: &[Sql],
+) -> rusqlite::Result<Vec<Hit>> {
+    let inner = format!("SELECT d.id AS id, bm25({table}) AS score, d.time_ms AS time {from}");
     let sql = format!(
-        "SELECT top.id, top.score, f.path, f.session_id, f.title, f.cwd, d.entry_id, \
-         d.entry_type, d.kind, d.time_ms, d.on_leaf, d.text \
+        "SELECT top.id, top.score, {HIT_COLUMNS} \
          FROM ({inner} ORDER BY score, time DESC, id DESC LIMIT ? OFFSET ?) top \
          JOIN docs d ON d.id = top.id JOIN files f ON f.id = d.file \
          ORDER BY top.score, top.time DESC, top.id DESC"
@@ -330,8 +420,8 @@ pub fn run_search(
         Query::Substring(_) => filters.limit.saturating_mul(4).max(64),
     };
     while hits.len() < filters.limit {
-        let mut page = params.clone();
-        page.push(Sql::Integer(batch.min(i64::MAX as usize) as i64));
+        let mut page = params.to_vec();
+        page.push(Sql::Integer(sql_count(batch)));
         page.push(Sql::Integer(offset as i64));
         let mut rows = stmt.query(params_from_iter(page))?;
         let mut seen = 0;
@@ -346,19 +436,7 @@ pub fn run_search(
             let Some(snippet) = Snippet::of(&text, query) else {
                 continue;
             };
-            hits.push(Hit {
-                path: path_of(&row.get::<_, Vec<u8>>(2)?),
-                session_id: row.get(3)?,
-                title: row.get(4)?,
-                cwd: row.get(5)?,
-                entry_id: row.get(6)?,
-                entry_type: row.get(7)?,
-                kind: row.get(8)?,
-                time_ms: row.get(9)?,
-                on_leaf_path: row.get(10)?,
-                score: row.get(1)?,
-                snippet,
-            });
+            hits.push(hit_of(row, 2, row.get(1)?, snippet)?);
         }
         if seen < batch {
             break;
@@ -367,4 +445,72 @@ pub fn run_search(
         batch = batch.saturating_mul(2);
     }
     Ok(hits)
+}
+
+/// The best hits of a common query among its newest `window` matches ([`super::rank`]);
+/// a substring's window grows while it holds fewer than `limit` true matches. `None` when
+/// the query has no more than `window` matches: it is not common.
+fn ranked_in_window(
+    conn: &Connection,
+    query: &Query,
+    filters: &Filters,
+    mut window: usize,
+    table: &str,
+    from: &str,
+    params: &[Sql],
+) -> rusqlite::Result<Option<Vec<Hit>>> {
+    let sql = format!("SELECT d.id, {HIT_COLUMNS} {from} ORDER BY {table}.rowid DESC LIMIT ?");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut first = true;
+    loop {
+        let mut page = params.to_vec();
+        page.push(Sql::Integer(sql_count(window.saturating_add(1))));
+        let mut rows = stmt.query(params_from_iter(page))?;
+        // (id, the row's hit without its score and snippet, its text), and its counts.
+        let mut found = Vec::new();
+        let mut counts = Vec::new();
+        let mut seen = 0;
+        while let Some(row) = rows.next()? {
+            seen += 1;
+            if seen > window {
+                break;
+            }
+            let text: String = row.get(10)?;
+            let Some(c) = rank::counts(&text, query) else {
+                continue;
+            };
+            let id: i64 = row.get(0)?;
+            found.push((id, hit_of(row, 1, 0.0, Snippet::default())?, text));
+            counts.push(c);
+        }
+        let more = seen > window;
+        if first && !more {
+            return Ok(None);
+        }
+        first = false;
+        if found.len() < filters.limit && more {
+            window = window.saturating_mul(4);
+            continue;
+        }
+        for (f, score) in found.iter_mut().zip(rank::scores(&counts)) {
+            f.1.score = score;
+        }
+        found.sort_by(|(a_id, a, _), (b_id, b, _)| {
+            a.score
+                .total_cmp(&b.score)
+                .then(b.time_ms.cmp(&a.time_ms))
+                .then(b_id.cmp(a_id))
+        });
+        found.truncate(filters.limit);
+        // Only the hits shown need their snippet.
+        return Ok(Some(
+            found
+                .into_iter()
+                .map(|(_, mut hit, text)| {
+                    hit.snippet = Snippet::of(&text, query).unwrap_or_default();
+                    hit
+                })
+                .collect(),
+        ));
+    }
 }

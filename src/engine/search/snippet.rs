@@ -75,6 +75,11 @@ pub fn contains_folded(text: &str, needle: &str) -> bool {
     !find_folded_limit(text, needle, 1).is_empty()
 }
 
+/// How many times `text` contains `needle`, compared lower-cased.
+pub fn count_folded(text: &str, needle: &str) -> usize {
+    find_folded(text, needle).len()
+}
+
 fn find_folded(text: &str, needle: &str) -> Vec<(usize, usize)> {
     find_folded_limit(text, needle, usize::MAX)
 }

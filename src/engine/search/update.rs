@@ -21,7 +21,7 @@
 //!
 //! [`SessionManager::refresh_from_file`]: crate::manager::SessionManager::refresh_from_file
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -36,7 +36,7 @@ use super::super::record::{Record, RecordType};
 use super::super::replay::{entry_patch, header_patch, reshape};
 use super::super::storage::{FileStorage, SessionStorage};
 use super::prepare::{prepare, row_of, title_row, Prepared, Row, SessionFacts, Stat};
-use super::schema::{file_state, path_bytes, FILE_COLUMNS};
+use super::schema::{load_state, path_bytes};
 use super::{Change, FileState, Inner, Progress, SessionChange, UpdateReport};
 
 /// Text written in one transaction before it is committed, in bytes.
@@ -86,11 +86,11 @@ fn delete_text(conn: &Connection, doc: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn insert_text(conn: &Connection, doc: i64, text: &str) -> rusqlite::Result<()> {
+fn insert_text(conn: &Connection, doc: i64, text: &str, grams: &str) -> rusqlite::Result<()> {
     conn.prepare_cached("INSERT INTO words(rowid, text) VALUES (?1, ?2)")?
         .execute(params![doc, text])?;
     conn.prepare_cached("INSERT INTO grams(rowid, text) VALUES (?1, ?2)")?
-        .execute(params![doc, text])?;
+        .execute(params![doc, grams])?;
     Ok(())
 }
 
@@ -112,7 +112,7 @@ fn insert_row(conn: &Connection, file: i64, row: &Row) -> rusqlite::Result<()> {
         text
     ])?;
     if let Some(text) = text {
-        insert_text(conn, conn.last_insert_rowid(), text)?;
+        insert_text(conn, conn.last_insert_rowid(), text, &row.grams)?;
     }
     Ok(())
 }
@@ -160,12 +160,14 @@ fn write_file_row(
          leaf_seq=?12, leaf_id=?13, session_id=?14, cwd=?15, title=?16, created=?17",
     )?
     .execute(values)?;
-    let id = id.unwrap_or_else(|| conn.last_insert_rowid());
-    conn.query_row(
-        &format!("SELECT {FILE_COLUMNS} FROM files WHERE id = ?1"),
-        [id],
-        |r| file_state(r, 0),
-    )
+    Ok(FileState {
+        id: id.unwrap_or_else(|| conn.last_insert_rowid()),
+        stat,
+        mark: mark.cloned(),
+        incremental,
+        next_seq,
+        leaf: leaf.cloned(),
+    })
 }
 
 /// Replaces what is indexed of a file by a whole read of it.
@@ -201,11 +203,12 @@ pub fn apply(
 ) -> rusqlite::Result<()> {
     let mut whole = Vec::new();
     for (path, stat) in changed {
-        let Some(old) = inner.files.get(&path).cloned() else {
+        let Some(stamp) = inner.files.get(&path).copied() else {
             whole.push((path, stat, false));
             continue;
         };
         let tx = inner.conn.transaction()?;
+        let old = load_state(&tx, stamp.id)?;
         match append(&tx, &path, &old, stat)? {
             Appended::Whole => {
                 drop(tx);
@@ -213,7 +216,7 @@ pub fn apply(
             }
             Appended::Done(state, change) => {
                 tx.commit()?;
-                inner.files.insert(path.clone(), state);
+                inner.files.insert(&path, state.stamp());
                 match change {
                     Some(change) => report.changes.push(SessionChange { path, change }),
                     None => report.unchanged += 1,
@@ -224,6 +227,9 @@ pub fn apply(
     if whole.is_empty() {
         return Ok(());
     }
+    // Oldest first, and written in that order: the index's newest documents are those of
+    // the sessions written last, which is the window a common query is ranked over.
+    whole.sort_by_key(|w| w.1.mtime_ns);
     let total = Progress {
         files_done: 0,
         files_total: whole.len(),
@@ -254,7 +260,24 @@ pub fn apply(
         let mut pending = 0u64;
         let conn: &Connection = conn;
         let mut db = Some(conn.unchecked_transaction()?);
-        for (k, prepared) in rx.iter() {
+        // Files prepared ahead of the next one in order wait here.
+        let mut ahead: BTreeMap<usize, Result<Prepared, LoadError>> = BTreeMap::new();
+        let mut in_order = 0;
+        let mut received = rx.iter();
+        loop {
+            let prepared = match ahead.remove(&in_order) {
+                Some(prepared) => prepared,
+                None => match received.next() {
+                    Some((k, prepared)) if k == in_order => prepared,
+                    Some((k, prepared)) => {
+                        ahead.insert(k, prepared);
+                        continue;
+                    }
+                    None => break,
+                },
+            };
+            let k = in_order;
+            in_order += 1;
             let (path, stat, known) = &whole[k];
             let tx = match &db {
                 Some(tx) => tx,
@@ -270,7 +293,7 @@ pub fn apply(
                         .map(|r| r.text.len() as u64)
                         .sum::<u64>();
                     let state = write_prepared(tx, &prepared)?;
-                    files.insert(path.clone(), state);
+                    files.insert(path, state.stamp());
                     let change = if *known {
                         Change::Reindexed
                     } else {
@@ -474,12 +497,12 @@ fn append(
     for row in &new_rows {
         insert_row(tx, old.id, row)?;
     }
-    for (doc, (text, kind)) in &edits {
+    for (doc, (text, kind, grams)) in &edits {
         delete_text(tx, *doc)?;
         tx.prepare_cached("UPDATE docs SET text = ?2, kind = ?3 WHERE id = ?1")?
             .execute(params![doc, (!text.is_empty()).then_some(text), kind])?;
         if !text.is_empty() {
-            insert_text(tx, *doc, text)?;
+            insert_text(tx, *doc, text, grams)?;
         }
     }
     if new_facts.title != facts.title {
@@ -527,7 +550,7 @@ struct Replay<'t> {
     /// Id → index in `records`, of the new entries seen so far.
     by_id: HashMap<String, usize>,
     /// Indexed documents whose message a patch replaced: their new text and kind.
-    edits: HashMap<i64, (String, String)>,
+    edits: HashMap<i64, (String, String, String)>,
 }
 
 impl Replay<'_> {
@@ -597,7 +620,7 @@ impl Replay<'_> {
             fields.insert("type", Value::string("message"));
             fields.insert("message", reshape(message, 1));
             let row = row_of(0, &Record::new(fields));
-            self.edits.insert(doc, (row.text, row.kind));
+            self.edits.insert(doc, (row.text, row.kind, row.grams));
         }
         Ok(())
     }

@@ -1,0 +1,148 @@
+//! Ranking the matches of a common query.
+//!
+//! FTS5's `bm25()` scores every match of a query and, for each term, first counts the
+//! documents that hold it: a word in most entries costs a pass over its whole posting list
+//! and then a score per match (about 100 ms for 100,000 matches), a phrase of common words
+//! more. So a query matching more than [`COMMON_FROM`] documents is ranked over the
+//! [`COMMON_FROM`] matches indexed last (the index's newest: files are indexed oldest
+//! first, and appended entries after them) with the same formula computed here from their
+//! text: for each term, its occurrences `tf` in the document (as whole words, a phrase's
+//! words in a row) and the document's length against the window's mean, `tf·(k1+1) / (tf + k1·(1 − b + b·len/mean))` with FTS5's
+//! `k1 = 1.2`, `b = 0.75`, summed over the terms with equal weights (every term of such a
+//! query is common, so their inverse document frequencies are all near zero and alike).
+//! The score is negated, lower is better, as FTS5's.
+
+use super::query::{is_word_char, Query};
+use super::snippet::count_folded;
+
+/// A query with more matches than this is ranked over the window of its newest matches.
+pub const COMMON_FROM: usize = 128;
+
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// What the ranking needs of one document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counts {
+    /// Occurrences of each term (a substring query has one).
+    pub tf: Vec<u32>,
+    /// Length in bytes (what bm25 compares with the mean is proportional to it).
+    pub len: u32,
+}
+
+/// The counts of `text` for `query`; `None` when a substring query does not occur in it
+/// (the trigram index's candidates hold every trigram, not always the substring).
+pub fn counts(text: &str, query: &Query) -> Option<Counts> {
+    let len = text.len() as u32;
+    match query {
+        Query::Terms(terms) => {
+            let lowered = text.to_lowercase();
+            let tf = terms
+                .iter()
+                // The word index matched it: its case folding differs from `to_lowercase`
+                // for a few characters, so it occurs at least once.
+                .map(|term| occurrences(&lowered, &term.words).max(1))
+                .collect();
+            Some(Counts { tf, len })
+        }
+        Query::Substring(needle) => {
+            let found = count_folded(text, needle);
+            (found > 0).then(|| Counts {
+                tf: vec![found as u32],
+                len,
+            })
+        }
+    }
+}
+
+/// How many times the words `phrase` occur in a row, as whole words, in the lower-cased
+/// `text` (with only separators between them).
+fn occurrences(text: &str, phrase: &[String]) -> u32 {
+    let Some(first) = phrase.first() else {
+        return 0;
+    };
+    let mut n = 0;
+    'next: for (at, _) in text.match_indices(first.as_str()) {
+        if !boundary_before(text, at) {
+            continue;
+        }
+        let mut end = at + first.len();
+        for word in &phrase[1..] {
+            let rest = &text[end..];
+            // Separators, at least one, then the word.
+            match rest.find(is_word_char) {
+                Some(skip) if skip > 0 && rest[skip..].starts_with(word.as_str()) => {
+                    end += skip + word.len()
+                }
+                _ => continue 'next,
+            }
+        }
+        if !text[end..].starts_with(is_word_char) {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Whether no word character comes right before byte `at`.
+fn boundary_before(text: &str, at: usize) -> bool {
+    !text[..at].ends_with(is_word_char)
+}
+
+/// The score of each document of a window (lower is better).
+pub fn scores(window: &[Counts]) -> Vec<f64> {
+    let mean = window.iter().map(|c| f64::from(c.len)).sum::<f64>() / window.len().max(1) as f64;
+    let mean = mean.max(1.0);
+    window
+        .iter()
+        .map(|c| {
+            let norm = K1 * (1.0 - B + B * f64::from(c.len) / mean);
+            -c.tf
+                .iter()
+                .map(|&tf| {
+                    let tf = f64::from(tf);
+                    tf * (K1 + 1.0) / (tf + norm)
+                })
+                .sum::<f64>()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn more_occurrences_and_shorter_documents_rank_first() {
+        let q = Query::parse("parser").unwrap();
+        let texts = [
+            "the parser failed",
+            "the parser failed and the parser failed again",
+            "a parser",
+            "a long text where the parser is mentioned once among many other words",
+        ];
+        let counts: Vec<Counts> = texts.iter().map(|t| counts(t, &q).unwrap()).collect();
+        assert_eq!(counts[1].tf, [2]);
+        assert_eq!(counts[2].len, 8);
+        let s = scores(&counts);
+        assert!(s[2] < s[0] && s[0] < s[3]);
+        assert!(s[1] < s[0]);
+    }
+
+    #[test]
+    fn phrases_and_substrings_are_counted_as_they_match() {
+        let q = Query::parse("\"torn line\" Parser").unwrap();
+        let c = counts("Torn line, torn-line; PARSER torn", &q).unwrap();
+        assert_eq!(c.tf, [2, 1]);
+        let c = counts("torn lines, xtorn line, torn  line", &q).unwrap();
+        assert_eq!(c.tf, [1, 1]);
+        let q = Query::parse("straße").unwrap();
+        assert_eq!(
+            counts("Straße, STRASSE; straßen straße", &q).unwrap().tf,
+            [2]
+        );
+        let q = Query::substring("rror: c").unwrap();
+        assert_eq!(counts("Error: cannot; error: cause", &q).unwrap().tf, [2]);
+        assert_eq!(counts("Error cannot", &q), None);
+    }
+}
