@@ -19,6 +19,25 @@ fn append(file: &std::path::Path, agent: &std::path::Path, text: &str) -> Output
     gjcfs_with_stdin::<&std::ffi::OsStr>(&args, &line)
 }
 
+/// The session at `file` loads with no torn partial line, and its `fill-` entries are
+/// exactly the `acknowledged` ones, in order.
+fn assert_holds_exactly(file: &std::path::Path, acknowledged: &[String]) {
+    let bytes = std::fs::read(file).unwrap();
+    assert_eq!(bytes.last(), Some(&b'\n'), "no torn partial line");
+    let loaded = gjcfs::engine::load_session(file).unwrap();
+    assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
+    let contents: Vec<String> = loaded
+        .session
+        .entries()
+        .filter_map(|e| e.message()?.get_str("content").map(str::to_owned))
+        .filter(|c| c.starts_with("fill-"))
+        .collect();
+    assert_eq!(
+        contents, acknowledged,
+        "every acknowledged entry, nothing else"
+    );
+}
+
 #[test]
 fn a_full_disk_fails_the_append_cleanly_and_freeing_space_lets_the_next_one_through() {
     let Some(fs) = Tmpfs::mount("512k") else {
@@ -48,20 +67,7 @@ fn a_full_disk_fails_the_append_cleanly_and_freeing_space_lets_the_next_one_thro
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(!acknowledged.is_empty());
 
-    let bytes = std::fs::read(&file).unwrap();
-    assert_eq!(bytes.last(), Some(&b'\n'), "no torn partial line");
-    let loaded = gjcfs::engine::load_session(&file).unwrap();
-    assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
-    let contents: Vec<String> = loaded
-        .session
-        .entries()
-        .filter_map(|e| e.message()?.get_str("content").map(str::to_owned))
-        .filter(|c| c.starts_with("fill-"))
-        .collect();
-    assert_eq!(
-        contents, acknowledged,
-        "every acknowledged entry, nothing else"
-    );
+    assert_holds_exactly(&file, &acknowledged);
 
     std::fs::remove_file(&filler).unwrap();
     let out = append(&file, &agent, "after freeing space");
@@ -120,17 +126,7 @@ fn a_full_disk_under_the_mount_answers_enospc_and_the_next_append_after_freeing_
     let errors = std::fs::read_to_string(dir.join("errors")).unwrap();
     assert!(errors.contains("No space left on device"), "{errors}");
     // The file as the mount left it: every acknowledged entry, no torn partial line.
-    let bytes = std::fs::read(&file).unwrap();
-    assert_eq!(bytes.last(), Some(&b'\n'), "no torn partial line");
-    let loaded = gjcfs::engine::load_session(&file).unwrap();
-    assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
-    let contents: Vec<String> = loaded
-        .session
-        .entries()
-        .filter_map(|e| e.message()?.get_str("content").map(str::to_owned))
-        .filter(|c| c.starts_with("fill-"))
-        .collect();
-    assert_eq!(contents, acknowledged);
+    assert_holds_exactly(&file, &acknowledged);
     // The fault clears: the next append through the same mount works.
     std::fs::remove_file(&filler).unwrap();
     append("after freeing space").unwrap();
