@@ -1453,3 +1453,46 @@ fn search_finds_every_session_at_once_and_follows_appends() {
         "results.jsonl\n"
     );
 }
+
+#[test]
+fn the_leaf_of_a_legacy_v1_session_moves_on_its_managed_copy() {
+    if !fuse_usable() {
+        return;
+    }
+    let (s, legacy, legacy_id) = mixed_store();
+    let original = fs::read(&legacy).unwrap();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&legacy_id);
+    assert_eq!(context_messages(&dir), 2);
+    // The first entry as this load named it (a v1 file draws new ids at every load).
+    let first = ok("ls", &[p(&dir.join("entries"))])
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let out = sh(&format!("echo {first} > {}", p(&dir.join("leaf"))));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(context_messages(&dir), 1, "the context at the first entry");
+    drop(mount);
+    assert_eq!(
+        fs::read(&legacy).unwrap(),
+        original,
+        "the legacy file is untouched"
+    );
+    let copy = s.file.parent().unwrap().join(legacy.file_name().unwrap());
+    let session = load_session(&copy).unwrap().session;
+    let messages = session.build_context().to_value();
+    let count = messages
+        .as_object()
+        .unwrap()
+        .get("messages")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(count, 1, "the copy resumes at the chosen entry");
+}
