@@ -24,12 +24,11 @@ use std::io;
 
 use super::{is_assistant, SessionError, SessionManager, SessionResult, State};
 use crate::inspect::schema_violation;
-use crate::lines::read_lines;
+use crate::lines::{last_newline, read_exact_at, read_lines};
 use crate::load::{LoadError, ReadMark};
 use crate::record::Record;
 use crate::replay::{resume_lines, BaseEdit, SkippedLine};
 use crate::sanitize::sanitize_entries;
-use crate::storage::ReadAt;
 
 /// What [`SessionManager::refresh_from_file`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,36 +93,6 @@ impl SessionManager {
     pub fn refresh_from_file(&self) -> SessionResult<Refresh> {
         self.state.lock().refresh()
     }
-}
-
-/// The bytes of a file at `offset`, or `None` if it ends first.
-fn read_exact_at(file: &dyn ReadAt, offset: u64, len: usize) -> io::Result<Option<Vec<u8>>> {
-    let mut buf = vec![0; len];
-    let mut done = 0;
-    while done < len {
-        match file.read_at(&mut buf[done..], offset + done as u64)? {
-            0 => return Ok(None),
-            n => done += n,
-        }
-    }
-    Ok(Some(buf))
-}
-
-/// The offset of the last `\n` in `file[from..to]`.
-fn last_newline(file: &dyn ReadAt, from: u64, to: u64) -> io::Result<Option<u64>> {
-    const BLOCK: u64 = 1 << 16;
-    let mut end = to;
-    while end > from {
-        let start = end.saturating_sub(BLOCK).max(from);
-        let Some(block) = read_exact_at(file, start, (end - start) as usize)? else {
-            return Ok(None);
-        };
-        if let Some(i) = memchr::memrchr(b'\n', &block) {
-            return Ok(Some(start + i as u64));
-        }
-        end = start;
-    }
-    Ok(None)
 }
 
 impl State {
