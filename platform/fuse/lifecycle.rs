@@ -215,18 +215,45 @@ pub fn is_mounted(path: &Path) -> bool {
     })
 }
 
-/// Whether a server answers for the filesystem at `path`: statfs always reaches it (a
-/// dead mount's cached names and attributes may still answer a stat).
-fn answers(path: &Path) -> bool {
+/// The `f_type` statfs reports for a FUSE filesystem.
+#[cfg(target_os = "linux")]
+const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
+
+/// Whether a FUSE server answers for the filesystem at `path`: statfs always reaches it (a
+/// dead mount's cached names and attributes may still answer a stat), and the filesystem
+/// it reports must be FUSE — a mount that vanished between a look at `/proc/mounts` and
+/// this call leaves the plain directory underneath, whose statfs succeeds too.
+pub fn answers(path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
         return false;
     };
     // SAFETY: a valid NUL-terminated path and a zeroed out-struct.
     unsafe {
-        let mut buf: libc::statvfs = std::mem::zeroed();
-        libc::statvfs(c_path.as_ptr(), &mut buf) == 0
+        let mut buf: libc::statfs = std::mem::zeroed();
+        if libc::statfs(c_path.as_ptr(), &mut buf) != 0 {
+            return false;
+        }
+        is_fuse(&buf)
     }
+}
+
+#[cfg(target_os = "linux")]
+fn is_fuse(buf: &libc::statfs) -> bool {
+    #[allow(clippy::unnecessary_cast)] // `f_type`'s width differs between libcs.
+    let kind = buf.f_type as i64;
+    kind == FUSE_SUPER_MAGIC
+}
+
+#[cfg(not(target_os = "linux"))]
+fn is_fuse(buf: &libc::statfs) -> bool {
+    let name: Vec<u8> = buf
+        .f_fstypename
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    name.ends_with(b"fuse")
 }
 
 /// How long a dead server's mount is given to go away by itself.
@@ -283,5 +310,18 @@ fn lazy_unmount(mountpoint: &Path, report: &mut dyn FnMut(String)) {
         .status();
     if !matches!(status, Ok(s) if s.success()) {
         report(format!("fusermount3 -uz {} failed", mountpoint.display()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_directory_or_a_missing_path_is_no_served_mount() {
+        // The directory a vanished mount leaves behind answers statfs, but is not FUSE.
+        assert!(!answers(Path::new(env!("CARGO_MANIFEST_DIR"))));
+        assert!(!answers(&std::env::temp_dir()));
+        assert!(!answers(Path::new("/nonexistent/gjcfs-mountpoint")));
     }
 }

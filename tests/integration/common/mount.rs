@@ -34,32 +34,7 @@ pub fn fuse_usable() -> bool {
     false
 }
 
-fn escape(path: &Path) -> String {
-    path.to_string_lossy()
-        .replace('\\', "\\134")
-        .replace(' ', "\\040")
-}
-
-pub fn is_mounted(path: &Path) -> bool {
-    let wanted = escape(path);
-    fs::read_to_string("/proc/mounts").is_ok_and(|text| {
-        text.lines()
-            .any(|line| line.split(' ').nth(1) == Some(wanted.as_str()))
-    })
-}
-
-/// Whether a server answers for the filesystem at `path` (statfs always reaches it).
-pub fn answers(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: a valid NUL-terminated path and a zeroed out-struct.
-    unsafe {
-        let mut buf: libc::statvfs = std::mem::zeroed();
-        libc::statvfs(c_path.as_ptr(), &mut buf) == 0
-    }
-}
+pub use gjcfs::fuse::lifecycle::{answers, is_mounted};
 
 /// Runs a tool to completion.
 pub fn run(program: &str, args: &[&str]) -> std::process::Output {
