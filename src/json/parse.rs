@@ -8,6 +8,7 @@
 //! Strings accept every escape `JSON.parse` accepts, including `\u` escapes of lone
 //! surrogates, which are kept in generalized UTF-8 (see [`JsString`]).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use super::value::{JsString, Number, Object, RawJson, Value};
@@ -522,6 +523,26 @@ fn push_code_unit(p: &mut Parser<'_>, buf: &mut Vec<u8>, unit: u16) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Raw containers are parsed here, where the parser is: the value model itself does not
+/// depend on the parser.
+impl Value {
+    /// The value with a raw container parsed into a tree; other values are borrowed.
+    pub fn expanded(&self) -> Cow<'_, Value> {
+        match self {
+            Value::Raw(raw) => Cow::Owned(expand_raw(raw)),
+            other => Cow::Borrowed(other),
+        }
+    }
+
+    /// Replaces a raw container by its parsed tree in place, and returns the value.
+    pub fn expand_in_place(&mut self) -> &mut Value {
+        if let Value::Raw(raw) = self {
+            *self = expand_raw(raw);
+        }
+        self
+    }
 }
 
 #[cfg(test)]

@@ -482,22 +482,6 @@ impl Value {
         }
     }
 
-    /// The value with a raw container parsed into a tree; other values are borrowed.
-    pub fn expanded(&self) -> Cow<'_, Value> {
-        match self {
-            Value::Raw(raw) => Cow::Owned(super::parse::expand_raw(raw)),
-            other => Cow::Borrowed(other),
-        }
-    }
-
-    /// Replaces a raw container by its parsed tree in place, and returns the value.
-    pub fn expand_in_place(&mut self) -> &mut Value {
-        if let Value::Raw(raw) = self {
-            *self = super::parse::expand_raw(raw);
-        }
-        self
-    }
-
     pub fn as_object(&self) -> Option<&Object> {
         match self {
             Value::Object(o) => Some(o),
