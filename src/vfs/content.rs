@@ -14,7 +14,7 @@ use gjcfs_engine::session::Session;
 use gjcfs_engine::time::parse_iso_millis;
 use gjcfs_engine::views;
 
-use super::layout::label_file_name;
+use super::layout::{label_file_name, View};
 
 pub type Bytes = Arc<Vec<u8>>;
 
@@ -60,17 +60,6 @@ pub struct Rendered {
     blob_refs: Option<Vec<String>>,
     views: [Option<Bytes>; 3],
     labels: Option<BTreeMap<String, String>>,
-}
-
-/// A rendering of the session for people ([`gjcfs_engine::views`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum View {
-    /// `context.md`; its image links point into the session's `blobs/`.
-    ContextMd,
-    /// `tree.txt`.
-    Tree,
-    /// `usage.json`.
-    Usage,
 }
 
 fn pretty_record(record: &Record) -> Vec<u8> {

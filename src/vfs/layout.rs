@@ -1,6 +1,5 @@
 //! The fixed layout: which names a directory holds and which node each name is.
 
-use super::content::View;
 use super::inode::Node;
 use super::NodeKind;
 use gjcfs_engine::legacy::encode_absolute;
@@ -40,6 +39,17 @@ pub(super) fn session_child(sid: &str, name: &str) -> Option<Node> {
         "blobs" => Node::SessionBlobsDir(s),
         _ => return None,
     })
+}
+
+/// A rendering of the session for people ([`gjcfs_engine::views`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// `context.md`; its image links point into the session's `blobs/`.
+    ContextMd,
+    /// `tree.txt`.
+    Tree,
+    /// `usage.json`.
+    Usage,
 }
 
 /// The view a node shows, if it is one.
