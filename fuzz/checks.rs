@@ -11,7 +11,6 @@ use gjcfs::engine::inspect::parse_strict;
 use gjcfs::engine::load::{entries_from_records, LoadStatus};
 use gjcfs::engine::migrate::migrate;
 use gjcfs::engine::replay::{parse_session_entries, parse_session_reader};
-use gjcfs::engine::sanitize::sanitize_openai_replay;
 use gjcfs::engine::{json, Record, Session};
 
 /// Any text: `parse`, `validate` and `parse_shallow` agree on whether it is JSON; when it is,
@@ -101,7 +100,7 @@ pub fn parse_session(data: &[u8]) {
     let unique = ids.iter().collect::<HashSet<_>>().len() == ids.len()
         && session.entries().all(|r| r.id().is_some());
     let mut file = write_all(session.records());
-    let patches = sanitize_openai_replay(&mut session);
+    let patches = session.sanitize_openai_replay();
     if unique && !patches.is_empty() {
         // The file as loaded, with the sanitizer's patch lines appended, replays to the
         // sanitized session.

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use gjcfs_engine::blob::BlobStore;
 use gjcfs_engine::load_session;
-use gjcfs_engine::sanitize::sanitize_openai_replay;
 use gjcfs_engine::storage::FileStorage;
 
 use super::output::warn_skipped;
@@ -45,7 +44,7 @@ pub fn run(file: &Path, leaf: Option<&str>, agent_dir: Option<&Path>) -> Result<
     warn_skipped(file, &loaded.skipped);
     // What the agent sends: its load-time sanitizer has run (in memory only: its patches
     // are dropped, the file is not written).
-    sanitize_openai_replay(&mut loaded.session);
+    loaded.session.sanitize_openai_replay();
     let session = &loaded.session;
     let context = match leaf {
         None => session.build_context(),

@@ -7,7 +7,6 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use gjcfs_engine::blob::BlobStore;
 use gjcfs_engine::load_session;
-use gjcfs_engine::sanitize::sanitize_openai_replay;
 use gjcfs_engine::storage::FileStorage;
 use gjcfs_engine::views::{markdown, tree, usage};
 
@@ -40,7 +39,7 @@ pub fn run(args: ShowArgs) -> Result<()> {
     let mut loaded = load_session(&path)?;
     warn_skipped(&path, &loaded.skipped);
     // The context the agent sends: its load-time sanitizer applied, in memory only.
-    sanitize_openai_replay(&mut loaded.session);
+    loaded.session.sanitize_openai_replay();
     let session = &loaded.session;
     // Image links point into the agent's blob store, and cold-spilled content is read back
     // from it, when it can be named.

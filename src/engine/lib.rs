@@ -45,6 +45,7 @@ pub mod search;
 pub mod session;
 pub mod storage;
 pub mod store_usage;
+pub mod summary;
 pub mod time;
 pub mod usage;
 pub mod views;

@@ -19,8 +19,8 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::record::{LineError, Record};
-use super::session::Summary;
 use super::storage::ReadAt;
+use super::summary::Summary;
 
 /// How many bytes before the end of what was read [`Lines::tail`] keeps.
 pub const TAIL: usize = 64;

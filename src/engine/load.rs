@@ -17,8 +17,9 @@ use super::lines::{read_lines, Lines, TAIL};
 use super::migrate::{migrate, Migration};
 use super::record::Record;
 use super::replay::{patches_apply, replay_lines, ReplayError, SkippedLine};
-use super::session::{Session, Summary};
+use super::session::Session;
 use super::storage::{FileId, FileStorage, SessionStorage};
+use super::summary::Summary;
 
 /// Which bytes of which file a load read: what a later read of lines appended to the file
 /// starts from.

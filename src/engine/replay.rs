@@ -26,7 +26,8 @@ use std::io::BufRead;
 use super::json::{self, Object, Value};
 use super::lines::{parse_line, Lines, ParsedLine};
 use super::record::{LineError, Record, RecordType};
-use super::session::{Session, Summary};
+use super::session::Session;
+use super::summary::Summary;
 
 /// A line that was skipped, with its 1-based number.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,46 +5,29 @@
 //! The sanitized message replaces the entry's message, and one `entry_patch` record
 //! `{"type":"entry_patch","entryId":…,"patch":{"message":…}}` per changed entry is returned
 //! for the caller to persist.
+//!
+//! This module holds the rule, record by record; [`super::session::Session::sanitize_openai_replay`]
+//! applies it to a session.
 
 use super::json::{Object, Value};
 use super::record::Record;
-use super::session::Session;
 
 const REPLAY_PAYLOAD_TYPE: &str = "openaiResponsesHistory";
 
-/// Sanitizes `session` in place and returns the `entry_patch` records describing the change.
-pub fn sanitize_openai_replay(session: &mut Session) -> Vec<Record> {
-    let all: Vec<usize> = session.entry_indices().collect();
-    sanitize_entries(session, all)
-}
-
-/// [`sanitize_openai_replay`] for the records at `candidates` only (every record the
-/// sanitizer would change must be among them), in the order given.
-pub fn sanitize_entries(
-    session: &mut Session,
-    candidates: impl IntoIterator<Item = usize>,
-) -> Vec<Record> {
-    let targets: Vec<usize> = candidates
-        .into_iter()
-        .filter(|&i| needs_sanitizing(session.record(i)))
-        .collect();
-    let mut patches = Vec::with_capacity(targets.len());
-    for i in targets {
-        let Some(message) = session.record(i).message() else {
-            continue;
-        };
-        let sanitized = sanitized_message(message);
-        let entry_id = session.record(i).id().unwrap_or_default().to_owned();
-        session.replace_message(i, Value::Object(sanitized.clone()));
-        let mut patch = Object::with_capacity(1);
-        patch.insert("message", Value::Object(sanitized));
-        let mut record = Object::with_capacity(3);
-        record.insert("type", Value::string("entry_patch"));
-        record.insert("entryId", Value::string(entry_id));
-        record.insert("patch", Value::Object(patch));
-        patches.push(Record::new(record));
+/// The sanitized message of `record` and the `entry_patch` record that says so, or `None`
+/// when the sanitizer leaves the record as it is.
+pub fn sanitize_record(record: &Record) -> Option<(Value, Record)> {
+    if !needs_sanitizing(record) {
+        return None;
     }
-    patches
+    let sanitized = sanitized_message(record.message()?);
+    let mut patch = Object::with_capacity(1);
+    patch.insert("message", Value::Object(sanitized.clone()));
+    let mut entry_patch = Object::with_capacity(3);
+    entry_patch.insert("type", Value::string("entry_patch"));
+    entry_patch.insert("entryId", Value::string(record.id().unwrap_or_default()));
+    entry_patch.insert("patch", Value::Object(patch));
+    Some((Value::Object(sanitized), Record::new(entry_patch)))
 }
 
 /// Whether the sanitizer changes this record.

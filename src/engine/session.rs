@@ -14,16 +14,16 @@
 //! - Labels come from `label` entries in file order: a truthy label sets, an empty or absent
 //!   one clears.
 //!
-//! Building the index of a large session reads the id and parent id of every record; read
-//! from the records themselves, that is a few cache misses per record. A [`Summary`] taken
-//! while a record is parsed (on the parsing thread, with the record in cache) holds them
-//! inline, so [`Session::from_summarized`] touches only compact memory.
+//! Building the index of a large session reads the id and parent id of every record;
+//! [`Session::from_summarized`] reads them from the [`Summary`] taken when each record was
+//! parsed (see [`super::summary`]).
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::json::{self, Value};
 use super::record::{Header, Record, RecordType};
-use super::sanitize::needs_sanitizing;
+use super::sanitize::sanitize_record;
+use super::summary::{Key, Summary};
 
 /// An entry id that is not in the session.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,76 +107,6 @@ impl Index {
     }
 }
 
-/// What indexing and the load-time sanitizer read of one record, taken when it is parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Summary {
-    id: Option<Key>,
-    parent_id: Option<Key>,
-    needs_sanitizing: bool,
-}
-
-impl Summary {
-    pub fn of(record: &Record) -> Self {
-        Summary {
-            id: record.id().map(Key::new),
-            parent_id: record.parent_id().map(Key::new),
-            needs_sanitizing: needs_sanitizing(record),
-        }
-    }
-
-    /// Whether the load-time sanitizer changes the record (see [`super::sanitize`]).
-    pub fn needs_sanitizing(&self) -> bool {
-        self.needs_sanitizing
-    }
-}
-
-const INLINE_KEY: usize = 22;
-
-/// An id kept inline when short (every id the agent makes is), on the heap otherwise. The
-/// id index holds its keys this way, so comparing one reads no other memory. Equality and
-/// hashing are the string's (the representation follows from the length).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Key {
-    Inline { len: u8, bytes: [u8; INLINE_KEY] },
-    Heap(Box<str>),
-}
-
-impl Key {
-    fn new(text: &str) -> Self {
-        if text.len() > INLINE_KEY {
-            return Key::Heap(text.into());
-        }
-        let mut bytes = [0; INLINE_KEY];
-        bytes[..text.len()].copy_from_slice(text.as_bytes());
-        Key::Inline {
-            len: text.len() as u8,
-            bytes,
-        }
-    }
-
-    fn as_str(&self) -> &str {
-        match self {
-            // Built from a `&str`, so always UTF-8.
-            Key::Inline { len, bytes } => {
-                std::str::from_utf8(&bytes[..*len as usize]).unwrap_or("")
-            }
-            Key::Heap(text) => text,
-        }
-    }
-}
-
-impl std::hash::Hash for Key {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
-    }
-}
-
-impl std::borrow::Borrow<str> for Key {
-    fn borrow(&self) -> &str {
-        self.as_str()
-    }
-}
-
 /// The entry tree: roots and children as record indices (no recursion, so any depth works).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tree {
@@ -210,11 +140,7 @@ impl Session {
         let records = &session.records;
         let key = |i: usize| {
             let summary = &summaries[i];
-            (
-                records[i].is_header(),
-                summary.id.as_ref().map(Key::as_str),
-                summary.parent_id.as_ref().map(Key::as_str),
-            )
+            (records[i].is_header(), summary.id(), summary.parent_id())
         };
         session.index.extend(0, records.len(), &key);
         session.finish_index(0);
@@ -259,6 +185,26 @@ impl Session {
                 self.labels.remove(target);
             }
         }
+    }
+
+    /// Runs the load-time OpenAI replay sanitizer ([`super::sanitize`]) over every entry, in
+    /// place; the `entry_patch` records describing the change.
+    pub fn sanitize_openai_replay(&mut self) -> Vec<Record> {
+        let all: Vec<usize> = self.entry_indices().collect();
+        self.sanitize_entries(all)
+    }
+
+    /// [`Session::sanitize_openai_replay`] for the records at `candidates` only (every record
+    /// the sanitizer would change must be among them), in the order given.
+    pub fn sanitize_entries(&mut self, candidates: impl IntoIterator<Item = usize>) -> Vec<Record> {
+        let mut patches = Vec::new();
+        for i in candidates {
+            if let Some((message, patch)) = sanitize_record(&self.records[i]) {
+                self.replace_message(i, message);
+                patches.push(patch);
+            }
+        }
+        patches
     }
 
     /// Indices of the entries (every record but `session` ones), in file order.

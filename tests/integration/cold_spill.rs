@@ -11,7 +11,6 @@ use gjcfs::engine::blob::BlobStore;
 use gjcfs::engine::cold_spill::{rehydrate_record, EVICTED_NOTICE};
 use gjcfs::engine::json;
 use gjcfs::engine::load_session;
-use gjcfs::engine::sanitize::sanitize_openai_replay;
 use gjcfs::engine::storage::FileStorage;
 use gjcfs::engine::views::{markdown, tree};
 
@@ -36,7 +35,7 @@ fn recorded(name: &str) -> String {
 /// builds it: sanitized, blobs resolved, cold spill rehydrated.
 fn context(file: &Path, leaf: Option<&str>, blobs: &BlobStore) -> String {
     let mut loaded = load_session(file).expect("loads");
-    sanitize_openai_replay(&mut loaded.session);
+    loaded.session.sanitize_openai_replay();
     let session = &loaded.session;
     let ctx = match leaf {
         Some(id) => session.build_context_for(id),

@@ -6,7 +6,6 @@ use gjcfs::engine::ids::is_short_entry_id;
 use gjcfs::engine::inspect::{inspect_strict, InspectFailure, Tail};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::replay::parse_session_entries;
-use gjcfs::engine::sanitize::sanitize_openai_replay;
 use gjcfs::engine::{load_entries_from_file, load_session, LoadStatus, RecordType, Session};
 
 fn message_content(session_record: &gjcfs::engine::Record) -> String {
@@ -188,7 +187,7 @@ fn openai_replay_payload_is_sanitized_with_one_entry_patch() {
     let text = fixture_text("openai-replay-sanitize.jsonl").replace("<CWD>", "/tmp");
     let records = parse_session_entries(&text).unwrap().records;
     let mut session = Session::from_records(records);
-    let patches = sanitize_openai_replay(&mut session);
+    let patches = session.sanitize_openai_replay();
     assert_eq!(patches.len(), 1);
     let patch = &patches[0];
     assert_eq!(patch.record_type(), RecordType::EntryPatch);
@@ -211,7 +210,7 @@ fn openai_replay_payload_is_sanitized_with_one_entry_patch() {
     let replayed = parse_session_entries(&patched).unwrap().records;
     assert_eq!(replayed[1].message(), Some(message));
     // A second pass finds nothing left to do.
-    assert!(sanitize_openai_replay(&mut session).is_empty());
+    assert!(session.sanitize_openai_replay().is_empty());
 }
 
 fn role_of(message: &Value) -> String {

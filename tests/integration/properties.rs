@@ -16,7 +16,7 @@ use gjcfs::engine::json;
 use gjcfs::engine::lines::{read_lines_in, TAIL};
 use gjcfs::engine::migrate::{migrate, Migration};
 use gjcfs::engine::replay::{parse_session_entries, parse_session_reader, replay_lines};
-use gjcfs::engine::session::Summary;
+use gjcfs::engine::summary::Summary;
 use gjcfs::engine::{Record, Session};
 
 // ---------------------------------------------------------------------------------------------

@@ -83,7 +83,6 @@ use super::lines::read_lines;
 use super::load::{LoadError, ReadMark};
 use super::migrate::{Migration, CURRENT_SESSION_VERSION};
 use super::record::Record;
-use super::sanitize::sanitize_entries;
 use super::session::Session;
 use super::storage::{check_private_file, MemoryStorage, SessionStorage, StorageWriter};
 use super::time;
@@ -514,7 +513,7 @@ impl SessionManager {
         })?;
         let mut session = built.session;
         let migrated = matches!(built.migration, Migration::Migrated { .. });
-        let patches = sanitize_entries(&mut session, built.to_sanitize);
+        let patches = session.sanitize_entries(built.to_sanitize);
         state.adopt(session, Some(path.to_owned()), true);
         state.session_dir = path.parent().map(Path::to_path_buf);
         state.needs_full_rewrite = migrated;

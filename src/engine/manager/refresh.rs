@@ -28,7 +28,6 @@ use crate::lines::{last_newline, read_exact_at, read_lines};
 use crate::load::{LoadError, ReadMark};
 use crate::record::Record;
 use crate::replay::{resume_lines, BaseEdit, SkippedLine};
-use crate::sanitize::sanitize_entries;
 
 /// What [`SessionManager::refresh_from_file`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,7 +202,7 @@ impl State {
         candidates.dedup();
         let edited = candidates.clone();
         candidates.extend(from..self.session.records().len());
-        let patches = sanitize_entries(&mut self.session, candidates);
+        let patches = self.session.sanitize_entries(candidates);
         self.owed.extend(patches);
         Ok(Refresh::Appended {
             records,

@@ -10,7 +10,6 @@ use crate::migrate::Migration;
 use crate::persist::prepare_for_persist;
 use crate::record::Record;
 use crate::replay::patches_apply;
-use crate::sanitize::sanitize_entries;
 use crate::session::Session;
 use crate::storage::{check_private_file, FileId, OpenMode, SessionStorage, StorageWriter};
 use crate::time;
@@ -367,7 +366,7 @@ impl State {
         self.adopt(built.session, Some(path.to_owned()), true);
         self.synced = loaded.mark;
         self.needs_full_rewrite = matches!(built.migration, Migration::Migrated { .. });
-        self.owed = sanitize_entries(&mut self.session, built.to_sanitize);
+        self.owed = self.session.sanitize_entries(built.to_sanitize);
         Ok(())
     }
 
