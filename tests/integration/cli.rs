@@ -364,11 +364,12 @@ fn ls_lists_a_workspace_or_every_session_newest_first() {
         .unwrap();
         m.set_session_name(title, true).unwrap();
         m.close().unwrap();
-        m.session_id()
+        (m.session_id(), m.session_file().unwrap())
     };
-    let mine = make(&ws, "Mine");
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    let theirs = make(&other_ws, "Theirs");
+    let (mine, mine_file) = make(&ws, "Mine");
+    let (theirs, theirs_file) = make(&other_ws, "Theirs");
+    crate::common::set_mtime(&mine_file, 0);
+    crate::common::set_mtime(&theirs_file, 10);
     let a = agent.to_str().unwrap();
 
     let out = gjcfs(&["ls", "--agent-dir", a, "--cwd", ws.to_str().unwrap()]);

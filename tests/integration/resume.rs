@@ -11,6 +11,8 @@ use gjcfs::engine::legacy::MigrationPolicy;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 use gjcfs::engine::resume::{breadcrumb_dir, continue_recent};
 
+use crate::common::set_mtime;
+
 fn message(role: &str) -> Value {
     json::parse(&format!(
         r#"{{"role":"{role}","content":"x","provider":"p","model":"m","timestamp":1}}"#
@@ -32,7 +34,6 @@ fn session(ws: &Path, dirs: &AgentDirs) -> SessionManager {
     m.append_message(message("user")).unwrap();
     m.append_message(message("assistant")).unwrap();
     m.close().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(15));
     m
 }
 
@@ -47,6 +48,9 @@ fn continue_prefers_the_breadcrumb_then_the_newest_valid_session() {
     let newer = session(&ws, &d);
     let newest_broken = session(&ws, &d);
     fs::write(newest_broken.session_file().unwrap(), b"{ broken\n").unwrap();
+    for (age, m) in [&older, &newer, &newest_broken].into_iter().enumerate() {
+        set_mtime(&m.session_file().unwrap(), age as u64 * 10);
+    }
 
     // No breadcrumb: the newest session that opens strictly.
     let m = continue_recent(&ws, &d, cfg(), None, MigrationPolicy::CopyRetain).unwrap();

@@ -242,3 +242,14 @@ pub fn generate_managed(agent: &std::path::Path, ws: &std::path::Path, entries: 
     assert!(file.is_file());
     file
 }
+
+/// Sets the modification time of the file at `path` to `seconds` after a fixed moment in
+/// the past, so that tests order files by mtime without waiting for the clock.
+pub fn set_mtime(path: &std::path::Path, seconds: u64) {
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_750_000_000 + seconds);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(when))
+        .unwrap_or_else(|e| panic!("set the mtime of {}: {e}", path.display()));
+}
