@@ -817,6 +817,23 @@ fn a_stale_lock_is_taken_over() {
 }
 
 #[test]
+fn a_released_lock_is_taken_even_when_no_wait_is_left() {
+    let env = Env::new();
+    legacy_sessions(&env);
+    let v1 = env.owned(V1);
+    // What a failed attempt leaves: its lock, marked released. Reclaiming it is not waiting
+    // for a holder, so a wait that is already over (a slow machine) must not make it busy.
+    let released = lock_record(std::process::id(), current_process_start_id(), now_ms())
+        .replace("}\n", ",\"released\":true}\n");
+    plant_lock(&env, &v1, &released);
+    let out = LegacyStore::on_disk()
+        .with_lock_wait(std::time::Duration::ZERO)
+        .migrate_candidate(&env.root, &env.ws, &v1)
+        .unwrap();
+    assert!(!out.already_migrated);
+}
+
+#[test]
 fn concurrent_migrations_of_one_source_serialise() {
     let env = Env::new();
     legacy_sessions(&env);

@@ -116,6 +116,9 @@ pub(super) fn owner_gone(record: &LockRecord) -> bool {
     actual.is_some_and(|id| id != record.process_start_id)
 }
 
+/// How many stale locks one acquisition removes before it gives up.
+const MAX_RECLAIMS: u32 = 16;
+
 /// A held `locks/<op>.lock`.
 #[derive(Debug)]
 pub(super) struct MigrationLock<'a> {
@@ -141,6 +144,7 @@ impl<'a> MigrationLock<'a> {
     ) -> Result<Self, LegacyError> {
         let path = dir.join(format!("{op}.lock"));
         let deadline = Instant::now() + wait;
+        let mut reclaims = 0;
         loop {
             let now = now_millis();
             let record = LockRecord {
@@ -173,7 +177,12 @@ impl<'a> MigrationLock<'a> {
                     return Ok(lock);
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    if Self::reclaim_if_stale(storage, dir, &path) && Instant::now() < deadline {
+                    // A stale lock just removed is tried for again even when the wait is
+                    // over (a slow reclaim must not turn a free lock into "busy"); only a
+                    // live holder makes the caller wait, up to `wait`. The bound keeps a
+                    // stream of stale locks from looping forever.
+                    if Self::reclaim_if_stale(storage, dir, &path) && reclaims < MAX_RECLAIMS {
+                        reclaims += 1;
                         continue;
                     }
                 }
