@@ -220,6 +220,8 @@ fn drifted_group_and_other_bits_are_resecured_but_foreign_owners_are_refused() {
     }
 }
 
+// POSIX ACLs (setfacl) are Linux's; macOS has its own test below.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_real_posix_acl_is_a_failure() {
     let tmp = tempfile::tempdir().unwrap();
@@ -244,4 +246,36 @@ fn a_real_posix_acl_is_a_failure() {
     fs::set_permissions(scope.join(BINDING_FILE), fs::Permissions::from_mode(0o600)).unwrap();
     let err = verify_owner_only(&FileStorage, &scope.join(BINDING_FILE), false).unwrap_err();
     assert!(err.to_string().contains("POSIX ACL"), "{err}");
+}
+
+#[cfg(target_os = "macos")]
+#[test]
+fn a_real_extended_acl_is_a_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let id = workspace(tmp.path());
+    let root = tmp.path().join("sessions");
+    let scope = prepare_scope(&root, &id).unwrap();
+    let binding = scope.join(BINDING_FILE);
+    verify_owner_only(&FileStorage, &binding, false).unwrap();
+    // An extended ACL entry leaves the mode bits as they were.
+    let status = Command::new("chmod")
+        .args(["+a", "everyone allow read"])
+        .arg(&binding)
+        .status()
+        .unwrap();
+    assert!(status.success(), "chmod +a failed: {status}");
+    assert_eq!(
+        fs::metadata(&binding).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let err = verify_owner_only(&FileStorage, &binding, false).unwrap_err();
+    assert!(err.to_string().contains("extended ACL"), "{err}");
+    // Removing the entry makes it private again.
+    let status = Command::new("chmod")
+        .arg("-N")
+        .arg(&binding)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    verify_owner_only(&FileStorage, &binding, false).unwrap();
 }
