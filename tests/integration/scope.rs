@@ -220,14 +220,19 @@ fn drifted_group_and_other_bits_are_resecured_but_foreign_owners_are_refused() {
     }
 }
 
+/// A scope prepared for a workspace in `tmp`.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn prepared_scope(tmp: &Path) -> std::path::PathBuf {
+    let id = workspace(tmp);
+    prepare_scope(&tmp.join("sessions"), &id).unwrap()
+}
+
 // POSIX ACLs (setfacl) are Linux's; macOS has its own test below.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_real_posix_acl_is_a_failure() {
     let tmp = tempfile::tempdir().unwrap();
-    let id = workspace(tmp.path());
-    let root = tmp.path().join("sessions");
-    let scope = prepare_scope(&root, &id).unwrap();
+    let scope = prepared_scope(tmp.path());
     let status = Command::new("setfacl")
         .args(["-m", "u:65534:r"])
         .arg(scope.join(BINDING_FILE))
@@ -252,10 +257,7 @@ fn a_real_posix_acl_is_a_failure() {
 #[test]
 fn a_real_extended_acl_is_a_failure() {
     let tmp = tempfile::tempdir().unwrap();
-    let id = workspace(tmp.path());
-    let root = tmp.path().join("sessions");
-    let scope = prepare_scope(&root, &id).unwrap();
-    let binding = scope.join(BINDING_FILE);
+    let binding = prepared_scope(tmp.path()).join(BINDING_FILE);
     verify_owner_only(&FileStorage, &binding, false).unwrap();
     // An extended ACL entry leaves the mode bits as they were.
     let status = Command::new("chmod")
