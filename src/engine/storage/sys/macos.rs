@@ -29,6 +29,8 @@
 //!
 //! The parts that are plain logic are built on every system, so their tests run on Linux.
 
+use std::io;
+
 /// `f_fstypename` values of network filesystems.
 pub const NETWORK_FS_TYPES: [&[u8]; 6] = [b"nfs", b"smbfs", b"afpfs", b"webdav", b"ftp", b"cifs"];
 
@@ -56,6 +58,19 @@ fn is_network(fstypename: &[u8], flags: u32) -> bool {
 /// Whether `acl_get_link_np`'s `errno` means "no ACL" rather than a failure.
 fn means_no_acl(errno: Option<i32>) -> bool {
     errno == Some(libc::ENOENT)
+}
+
+/// Whether `acl_get_entry(acl, ACL_FIRST_ENTRY, …)` returning `rc` (with `errno` after it)
+/// found an entry. Only `-1` with `EINVAL` (no entry there) means none — whether success is
+/// `0` (macOS) or `1` (the FreeBSD convention), any other result counts as an entry, so an
+/// ACL is never passed over; `-1` with any other error is that error.
+fn first_entry_found(rc: i32, errno: Option<i32>) -> io::Result<bool> {
+    match (rc, errno) {
+        (-1, Some(libc::EINVAL)) => Ok(false),
+        (-1, Some(code)) => Err(io::Error::from_raw_os_error(code)),
+        (-1, None) => Err(io::Error::other("acl_get_entry failed")),
+        _ => Ok(true),
+    }
 }
 
 /// Whether a descriptor opened with `fi_openflags` may write.
@@ -132,12 +147,13 @@ mod native {
         }
         let mut entry: AclEntryT = std::ptr::null_mut();
         // SAFETY: `acl` is a valid ACL and `entry` a valid out pointer; `acl` is freed once.
-        let found = unsafe {
-            let found = acl_get_entry(acl, ACL_FIRST_ENTRY, &mut entry) == 0;
+        let (rc, errno) = unsafe {
+            let rc = acl_get_entry(acl, ACL_FIRST_ENTRY, &mut entry);
+            let errno = io::Error::last_os_error().raw_os_error();
             acl_free(acl);
-            found
+            (rc, errno)
         };
-        Ok(found)
+        first_entry_found(rc, errno)
     }
 
     /// Whether `path` is on a network filesystem ([`is_network`]); an error when `statfs`
@@ -377,6 +393,17 @@ mod tests {
             assert!(!means_no_acl(Some(errno)), "{errno}");
         }
         assert!(!means_no_acl(None));
+    }
+
+    #[test]
+    fn any_first_entry_of_an_acl_counts_and_only_einval_means_none() {
+        assert!(first_entry_found(0, None).unwrap());
+        assert!(first_entry_found(1, None).unwrap());
+        assert!(first_entry_found(0, Some(libc::EINVAL)).unwrap());
+        assert!(!first_entry_found(-1, Some(libc::EINVAL)).unwrap());
+        let err = first_entry_found(-1, Some(libc::ENOMEM)).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOMEM));
+        assert!(first_entry_found(-1, None).is_err());
     }
 
     #[test]
