@@ -79,6 +79,7 @@ pub struct MountOptions {
     pub allow_other: bool,
     /// Have fusermount3 remove the mount when the process dies (it needs `allow_other`,
     /// which is then limited to root and the owner unless `allow_other` asks for everyone).
+    /// Linux only: macFUSE has no such watcher, and the option is left out there.
     pub auto_unmount: bool,
 }
 
@@ -99,6 +100,57 @@ impl Mounted {
     }
 }
 
+/// The FUSE implementations the mount options are written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    /// Linux's FUSE, mounted by fuser itself (with `fusermount3` for `auto_unmount`).
+    Linux,
+    /// macFUSE, mounted through its libfuse: it knows no `subtype` and no `auto_unmount`
+    /// (there is no watcher process; a dead server's mount is cleared by the next run) and
+    /// takes a volume name and `noappledouble` (Finder's `._` files are never created).
+    MacFuse,
+}
+
+impl Kernel {
+    const HERE: Kernel = if cfg!(target_os = "macos") {
+        Kernel::MacFuse
+    } else {
+        Kernel::Linux
+    };
+}
+
+/// The mount options and who may reach the mount, for `kernel`.
+fn mount_options(options: &MountOptions, kernel: Kernel) -> (Vec<MountOption>, SessionACL) {
+    let mut list = vec![MountOption::FSName("gjcfs".to_owned())];
+    match kernel {
+        Kernel::Linux => list.push(MountOption::Subtype("gjcfs".to_owned())),
+        Kernel::MacFuse => list.extend([
+            MountOption::CUSTOM("volname=gjcfs".to_owned()),
+            MountOption::CUSTOM("noappledouble".to_owned()),
+        ]),
+    }
+    list.extend([
+        MountOption::NoAtime,
+        // The kernel checks the permissions the attributes show (owned by the mounting
+        // user): with allow_other, other users may reach the mount but not read or write.
+        MountOption::DefaultPermissions,
+    ]);
+    if options.read_only {
+        list.push(MountOption::RO);
+    }
+    let mut acl = SessionACL::Owner;
+    if options.allow_other {
+        acl = SessionACL::All;
+    }
+    if options.auto_unmount && kernel == Kernel::Linux {
+        list.push(MountOption::AutoUnmount);
+        if !options.allow_other {
+            acl = SessionACL::RootAndOwner;
+        }
+    }
+    (list, acl)
+}
+
 /// Mounts `vfs` at `mountpoint` and serves it in the background, with the model's changes
 /// announced to the kernel ([`invalidator`]).
 pub fn mount(
@@ -110,26 +162,7 @@ pub fn mount(
     let mut config = Config::default();
     config.n_threads = Some(options.threads);
     config.clone_fd = options.threads > 1;
-    config.mount_options = vec![
-        MountOption::FSName("gjcfs".to_owned()),
-        MountOption::Subtype("gjcfs".to_owned()),
-        MountOption::NoAtime,
-        // The kernel checks the permissions the attributes show (owned by the mounting
-        // user): with allow_other, other users may reach the mount but not read or write.
-        MountOption::DefaultPermissions,
-    ];
-    if options.read_only {
-        config.mount_options.push(MountOption::RO);
-    }
-    if options.allow_other {
-        config.acl = SessionACL::All;
-    }
-    if options.auto_unmount {
-        config.mount_options.push(MountOption::AutoUnmount);
-        if !options.allow_other {
-            config.acl = SessionACL::RootAndOwner;
-        }
-    }
+    (config.mount_options, config.acl) = mount_options(options, Kernel::HERE);
     let session = fuser::spawn_mount(adapter, mountpoint, &config)?;
     vfs.set_invalidator(invalidator(session.notifier()));
     Ok(Mounted { session })
@@ -663,6 +696,63 @@ mod tests {
             .chain(causes.map(|(cause, code)| (storage(cause), code)));
         for (error, code) in cases {
             assert_eq!(i32::from(to_errno(&error)), code, "{error:?}");
+        }
+    }
+
+    fn options(read_only: bool, allow_other: bool, auto_unmount: bool) -> MountOptions {
+        MountOptions {
+            uid: 1,
+            gid: 1,
+            threads: 1,
+            read_only,
+            allow_other,
+            auto_unmount,
+        }
+    }
+
+    #[test]
+    fn linux_mounts_with_a_subtype_and_its_auto_unmount_watcher() {
+        let (list, acl) = mount_options(&options(false, false, true), Kernel::Linux);
+        assert_eq!(
+            list,
+            [
+                MountOption::FSName("gjcfs".into()),
+                MountOption::Subtype("gjcfs".into()),
+                MountOption::NoAtime,
+                MountOption::DefaultPermissions,
+                MountOption::AutoUnmount,
+            ]
+        );
+        // auto_unmount needs allow_other, limited to root and the owner.
+        assert_eq!(acl, SessionACL::RootAndOwner);
+        let (list, acl) = mount_options(&options(true, true, true), Kernel::Linux);
+        assert!(list.contains(&MountOption::RO));
+        assert_eq!(acl, SessionACL::All);
+        let (list, acl) = mount_options(&options(false, false, false), Kernel::Linux);
+        assert!(!list.contains(&MountOption::AutoUnmount));
+        assert_eq!(acl, SessionACL::Owner);
+    }
+
+    #[test]
+    fn macfuse_gets_no_option_it_does_not_know() {
+        for (read_only, allow_other) in [(false, false), (true, true)] {
+            let (list, acl) =
+                mount_options(&options(read_only, allow_other, true), Kernel::MacFuse);
+            assert!(!list.contains(&MountOption::AutoUnmount), "{list:?}");
+            assert!(
+                !list.iter().any(|o| matches!(o, MountOption::Subtype(_))),
+                "{list:?}"
+            );
+            assert!(list.contains(&MountOption::CUSTOM("volname=gjcfs".into())));
+            assert!(list.contains(&MountOption::CUSTOM("noappledouble".into())));
+            assert!(list.contains(&MountOption::DefaultPermissions));
+            assert_eq!(list.contains(&MountOption::RO), read_only);
+            let wanted = if allow_other {
+                SessionACL::All
+            } else {
+                SessionACL::Owner
+            };
+            assert_eq!(acl, wanted);
         }
     }
 }

@@ -1,12 +1,34 @@
-//! The mount's lifecycle on Linux (and, where the same tools exist, other Unix systems):
-//! checking that FUSE is installed, refusing a mountpoint inside the store or around it,
-//! clearing a mount left by a killed server, the termination signals, and unmounting
-//! through `fusermount3`. What the caller should tell the user is handed to a `report`
-//! callback; nothing here prints.
+//! The mount's lifecycle: checking that FUSE is installed, refusing a mountpoint inside the
+//! store or around it, clearing a mount left by a killed server, the termination signals,
+//! and unmounting. What the caller should tell the user is handed to a `report` callback;
+//! nothing here prints.
+//!
+//! What differs between systems lives in one module per system, each with the same
+//! functions (`check_fuse_installed`, `is_mounted`, `answers`, `auto_unmount_allowed`,
+//! `umount`, `unmount`, `detach`):
+//! - `linux`: `/dev/fuse` and `fusermount3`, `/proc/mounts`, the FUSE magic of `statfs`;
+//! - `macos`: macFUSE's bundle, the mount table of `getmntinfo` (`f_mntonname`,
+//!   `f_fstypename` `macfuse`/`osxfuse`), `unmount(2)` then `diskutil unmount force`;
+//! - `unsupported` (the other Unixes): mounting is refused with a message.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+use linux as sys;
+// Its pure parts are built everywhere, so that their tests run on Linux too.
+#[cfg(any(target_os = "macos", test))]
+mod macos;
+#[cfg(target_os = "macos")]
+use macos as sys;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+mod unsupported;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+use unsupported as sys;
+
+pub use sys::{answers, auto_unmount_allowed, check_fuse_installed, is_mounted, unmount};
 
 /// Why a mount cannot start or stop.
 #[derive(Debug, thiserror::Error)]
@@ -24,40 +46,9 @@ pub enum MountError {
     },
 }
 
-/// The packages that provide FUSE's userspace parts, for error messages.
-const FUSE_PACKAGE: &str = "install the fuse3 package (Debian/Ubuntu: apt install fuse3)";
-
-/// Fails with what to install when the FUSE device or `fusermount3` is missing.
-pub fn check_fuse_installed() -> Result<(), MountError> {
-    if !Path::new("/dev/fuse").exists() {
-        return Err(MountError::Missing(format!(
-            "/dev/fuse does not exist: the kernel's FUSE module is not loaded (modprobe fuse) \
-             or, in a container, the device was not passed in; {FUSE_PACKAGE}"
-        )));
-    }
-    if find_program("fusermount3").is_none() {
-        return Err(MountError::Missing(format!(
-            "fusermount3 was not found in PATH; {FUSE_PACKAGE}"
-        )));
-    }
-    Ok(())
-}
-
-/// The first executable file named `name` in `PATH`.
-fn find_program(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-}
-
 /// `path` (absolute) with every symlink resolved, as far as it exists: its nearest
 /// existing ancestor canonicalized, the rest appended (`..` folded).
-fn resolved(path: &Path) -> PathBuf {
+pub(crate) fn resolved(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut rest = Vec::new();
     let mut existing = path.to_owned();
@@ -110,7 +101,8 @@ pub fn refuse_overlap(mountpoint: &Path, store: &[(&str, PathBuf)]) -> Result<()
     Ok(())
 }
 
-/// `fusermount3 -u MOUNTPOINT` for a served mount; the server sees its session end.
+/// Unmounts the served mount at `mountpoint` (`gjcfs umount`); the server sees its session
+/// end. Refused when nothing is mounted there.
 pub fn umount(mountpoint: &Path) -> Result<(), MountError> {
     if !is_mounted(mountpoint) {
         return Err(MountError::Refused(format!(
@@ -118,21 +110,7 @@ pub fn umount(mountpoint: &Path) -> Result<(), MountError> {
             mountpoint.display()
         )));
     }
-    let status = Command::new("fusermount3")
-        .arg("-u")
-        .arg(mountpoint)
-        .status()
-        .map_err(|source| MountError::Io {
-            what: "cannot run fusermount3".into(),
-            source,
-        })?;
-    if !status.success() {
-        return Err(MountError::Refused(format!(
-            "fusermount3 -u {} failed ({status})",
-            mountpoint.display()
-        )));
-    }
-    Ok(())
+    sys::umount(mountpoint)
 }
 
 /// Blocks SIGINT, SIGTERM and SIGHUP in this thread and every thread it starts later, and
@@ -180,82 +158,6 @@ pub fn wait_for_signal(signals: &Signals) -> Option<&'static str> {
     })
 }
 
-/// Whether fusermount3 will accept `auto_unmount` (it needs `allow_other`: root, or
-/// `user_allow_other` in /etc/fuse.conf).
-pub fn auto_unmount_allowed() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    std::fs::read_to_string("/etc/fuse.conf")
-        .is_ok_and(|text| text.lines().any(|line| line.trim() == "user_allow_other"))
-}
-
-/// `/proc/mounts` escapes space, tab, newline and backslash as octal.
-fn mounts_escape(path: &Path) -> String {
-    let mut out = String::new();
-    for c in path.to_string_lossy().chars() {
-        match c {
-            ' ' => out.push_str("\\040"),
-            '\t' => out.push_str("\\011"),
-            '\n' => out.push_str("\\012"),
-            '\\' => out.push_str("\\134"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Whether `path` is a mountpoint in `/proc/mounts`.
-pub fn is_mounted(path: &Path) -> bool {
-    let wanted = mounts_escape(path);
-    std::fs::read_to_string("/proc/mounts").is_ok_and(|text| {
-        text.lines()
-            .any(|line| line.split(' ').nth(1) == Some(wanted.as_str()))
-    })
-}
-
-/// The `f_type` statfs reports for a FUSE filesystem.
-#[cfg(target_os = "linux")]
-const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
-
-/// Whether a FUSE server answers for the filesystem at `path`: statfs always reaches it (a
-/// dead mount's cached names and attributes may still answer a stat), and the filesystem
-/// it reports must be FUSE — a mount that vanished between a look at `/proc/mounts` and
-/// this call leaves the plain directory underneath, whose statfs succeeds too.
-pub fn answers(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: a valid NUL-terminated path and a zeroed out-struct.
-    unsafe {
-        let mut buf: libc::statfs = std::mem::zeroed();
-        if libc::statfs(c_path.as_ptr(), &mut buf) != 0 {
-            return false;
-        }
-        is_fuse(&buf)
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn is_fuse(buf: &libc::statfs) -> bool {
-    #[allow(clippy::unnecessary_cast)] // `f_type`'s width differs between libcs.
-    let kind = buf.f_type as i64;
-    kind == FUSE_SUPER_MAGIC
-}
-
-#[cfg(not(target_os = "linux"))]
-fn is_fuse(buf: &libc::statfs) -> bool {
-    let name: Vec<u8> = buf
-        .f_fstypename
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    name.ends_with(b"fuse")
-}
-
 /// How long a dead server's mount is given to go away by itself.
 const STALE_PATIENCE: Duration = Duration::from_secs(2);
 
@@ -282,35 +184,12 @@ pub fn clear_stale_mount(
                 "{} holds a dead mount; detaching it",
                 mountpoint.display()
             ));
-            lazy_unmount(mountpoint, report);
+            sys::detach(mountpoint, report);
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(())
-}
-
-/// `fusermount3 -u`, and if the mount is busy, `fusermount3 -uz` (detached now, gone when
-/// the last open file closes).
-pub fn unmount(mountpoint: &Path, report: &mut dyn FnMut(String)) {
-    let status = Command::new("fusermount3")
-        .arg("-u")
-        .arg(mountpoint)
-        .status();
-    if !matches!(status, Ok(s) if s.success()) && is_mounted(mountpoint) {
-        report("unmount failed; detaching lazily".to_owned());
-        lazy_unmount(mountpoint, report);
-    }
-}
-
-fn lazy_unmount(mountpoint: &Path, report: &mut dyn FnMut(String)) {
-    let status = Command::new("fusermount3")
-        .arg("-uz")
-        .arg(mountpoint)
-        .status();
-    if !matches!(status, Ok(s) if s.success()) {
-        report(format!("fusermount3 -uz {} failed", mountpoint.display()));
-    }
 }
 
 #[cfg(test)]

@@ -208,8 +208,8 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
             // Nothing written from now on reaches a session.
             vfs.stop_writes();
             eprintln!("gjcfs: {name}: writes refused from now on; unmounting");
-            // Unmount ourselves (fuser's own unmount only closes the auto_unmount socket
-            // and relies on a fusermount3 watcher being alive); the session thread then
+            // Unmount ourselves (on Linux, fuser's own unmount only closes the auto_unmount
+            // socket and relies on a fusermount3 watcher being alive); the session thread then
             // ends, once the last file open on a detached mount is closed.
             lifecycle::unmount(&mountpoint, &mut say);
             let started = Instant::now();
@@ -243,7 +243,8 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     Ok(())
 }
 
-/// `gjcfs umount MOUNTPOINT`: `fusermount3 -u`; the server sees its session end.
+/// `gjcfs umount MOUNTPOINT`: unmounts (Linux: `fusermount3 -u`; macOS: `unmount(2)`); the
+/// server sees its session end.
 pub fn umount(mountpoint: &Path) -> Result<()> {
     let mountpoint = std::path::absolute(mountpoint)
         .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;

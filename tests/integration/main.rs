@@ -12,6 +12,8 @@ mod corpus;
 mod crash;
 mod demo_agent;
 mod fault_injection;
+// A real full disk is a tmpfs, mounted the Linux way.
+#[cfg(target_os = "linux")]
 mod full_disk;
 mod fuzz_regressions;
 mod history;

@@ -220,12 +220,19 @@ fn drifted_group_and_other_bits_are_resecured_but_foreign_owners_are_refused() {
     }
 }
 
+/// A scope prepared for a workspace in `tmp`.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn prepared_scope(tmp: &Path) -> std::path::PathBuf {
+    let id = workspace(tmp);
+    prepare_scope(&tmp.join("sessions"), &id).unwrap()
+}
+
+// POSIX ACLs (setfacl) are Linux's; macOS has its own test below.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_real_posix_acl_is_a_failure() {
     let tmp = tempfile::tempdir().unwrap();
-    let id = workspace(tmp.path());
-    let root = tmp.path().join("sessions");
-    let scope = prepare_scope(&root, &id).unwrap();
+    let scope = prepared_scope(tmp.path());
     let status = Command::new("setfacl")
         .args(["-m", "u:65534:r"])
         .arg(scope.join(BINDING_FILE))
@@ -244,4 +251,33 @@ fn a_real_posix_acl_is_a_failure() {
     fs::set_permissions(scope.join(BINDING_FILE), fs::Permissions::from_mode(0o600)).unwrap();
     let err = verify_owner_only(&FileStorage, &scope.join(BINDING_FILE), false).unwrap_err();
     assert!(err.to_string().contains("POSIX ACL"), "{err}");
+}
+
+#[cfg(target_os = "macos")]
+#[test]
+fn a_real_extended_acl_is_a_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let binding = prepared_scope(tmp.path()).join(BINDING_FILE);
+    verify_owner_only(&FileStorage, &binding, false).unwrap();
+    // An extended ACL entry leaves the mode bits as they were.
+    let status = Command::new("chmod")
+        .args(["+a", "everyone allow read"])
+        .arg(&binding)
+        .status()
+        .unwrap();
+    assert!(status.success(), "chmod +a failed: {status}");
+    assert_eq!(
+        fs::metadata(&binding).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let err = verify_owner_only(&FileStorage, &binding, false).unwrap_err();
+    assert!(err.to_string().contains("extended ACL"), "{err}");
+    // Removing the entry makes it private again.
+    let status = Command::new("chmod")
+        .arg("-N")
+        .arg(&binding)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    verify_owner_only(&FileStorage, &binding, false).unwrap();
 }

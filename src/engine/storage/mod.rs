@@ -171,8 +171,8 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     fn lstat(&self, path: &Path) -> io::Result<EntryStat>;
     /// The effective user of this process: the owner private files must have.
     fn user(&self) -> u32;
-    /// Whether the entry at `path` (not following a symlink) carries a POSIX ACL; an error
-    /// where the platform cannot tell.
+    /// Whether the entry at `path` (not following a symlink) carries a POSIX ACL (macOS: an
+    /// extended ACL with any entry); an error where the platform cannot tell.
     fn has_acl(&self, path: &Path) -> io::Result<bool>;
     /// Whether `path` is on a network filesystem; an error where the platform cannot tell.
     fn is_network_fs(&self, path: &Path) -> io::Result<bool>;
@@ -251,7 +251,12 @@ pub fn check_owner_only(
         return exposed("has more than one hard link".into());
     }
     if storage.has_acl(path)? {
-        return exposed("has a POSIX ACL".into());
+        let kind = if cfg!(target_os = "macos") {
+            "an extended ACL"
+        } else {
+            "a POSIX ACL"
+        };
+        return exposed(format!("has {kind}"));
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod mount;
+#[cfg(target_os = "linux")]
 pub mod tmpfs;
 
 use std::path::PathBuf;

@@ -7,7 +7,9 @@
 //!   `ttyname`).
 //! - `linux`: the POSIX ACL attributes, the filesystem magic of `statfs`, `/proc`,
 //!   `renameat2`.
-//! - `unsupported` (macOS, the other Unixes, Windows): the checks Linux makes through its
+//! - `macos`: extended ACLs, `statfs`'s `f_fstypename` and `MNT_LOCAL`, `libproc`,
+//!   `kern.bootsessionuuid`, `renamex_np`.
+//! - `unsupported` (the other Unixes, Windows): the checks Linux makes through its
 //!   own interfaces are not implemented there; each one fails closed with an
 //!   [`std::io::ErrorKind::Unsupported`] error, so the managed path refuses instead of
 //!   passing unchecked. (The rest of the engine's storage is POSIX-only today.)
@@ -19,15 +21,24 @@
 mod linux;
 #[cfg(unix)]
 pub mod unix;
+// Its pure parts are built for the tests everywhere, so that they run on Linux too.
+#[cfg(any(target_os = "macos", test))]
+mod macos;
 // Built everywhere so that its tests run on Linux too; used only elsewhere.
-#[cfg_attr(target_os = "linux", allow(dead_code))]
+#[cfg_attr(any(target_os = "linux", target_os = "macos"), allow(dead_code))]
 mod unsupported;
 
 #[cfg(target_os = "linux")]
 pub use linux::{
     boot_id, has_posix_acl, is_network_fs, process_start_id, rename_no_replace, writers_elsewhere,
 };
-#[cfg(not(target_os = "linux"))]
+// The seam's ACL check is the extended ACL there.
+#[cfg(target_os = "macos")]
+pub use macos::{
+    boot_id, has_extended_acl as has_posix_acl, is_network_fs, process_start_id, rename_no_replace,
+    writers_elsewhere,
+};
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub use unsupported::{
     boot_id, has_posix_acl, is_network_fs, process_start_id, rename_no_replace, writers_elsewhere,
 };

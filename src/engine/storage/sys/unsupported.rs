@@ -1,4 +1,4 @@
-//! Every platform but Linux (macOS, the other Unixes, Windows): the checks Linux makes
+//! Every platform but Linux and macOS (the other Unixes, Windows): the checks Linux makes
 //! through its own interfaces (POSIX ACL attributes, `statfs` filesystem magic, `/proc`) are
 //! not implemented here. Each fails closed — an error, never "none found" — so a managed
 //! scope is not prepared or trusted, and a full rewrite is not made, without the check.
@@ -13,7 +13,7 @@ fn unsupported(what: &str) -> io::Error {
     )
 }
 
-/// Not implemented: refuses (macOS keeps ACLs as extended security, not POSIX attributes).
+/// Not implemented: refuses.
 pub fn has_posix_acl(_path: &Path) -> io::Result<bool> {
     Err(unsupported("checking a file for an ACL"))
 }
