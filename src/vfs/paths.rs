@@ -23,7 +23,8 @@ use super::{Attr, VfsError};
 pub struct Unresolved {
     pub error: VfsError,
     /// Whether the failure is at the path's last name (the node itself is missing or
-    /// refused), rather than on the way to it (a missing directory, a file used as one).
+    /// refused), rather than on the way to it (a missing directory, a file used as one,
+    /// even as the last name's directory).
     pub at_last: bool,
 }
 
@@ -55,6 +56,13 @@ impl Vfs {
                 return Err(fail(VfsError::InvalidArgument("`..` in a path".into())));
             }
             attr = match self.lookup_child(attr.ino, name) {
+                // The name's directory is a file: the way to it fails.
+                Err(VfsError::NotADirectory) => {
+                    return Err(Unresolved {
+                        error: VfsError::NotADirectory,
+                        at_last: false,
+                    })
+                }
                 Err(VfsError::NotFound) => {
                     let folded = self.fold_case(attr.ino, name).map_err(fail)?;
                     self.lookup_child(attr.ino, &folded).map_err(fail)?
@@ -283,7 +291,7 @@ mod tests {
         );
         assert_eq!(
             vfs.resolve_path(&format!("sessions/{sid}/leaf/x")),
-            missing(VfsError::NotADirectory)
+            on_the_way(VfsError::NotADirectory)
         );
         assert_eq!(
             vfs.resolve_path(&format!("sessions/{sid}/leaf/x/y")),
