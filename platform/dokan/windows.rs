@@ -508,7 +508,9 @@ pub fn serve(
                         asked = true;
                         vfs.stop_writes();
                         say("writes refused from now on; unmounting".to_owned());
-                        dokan::unmount(&wide_point);
+                        if !dokan::unmount(&wide_point) {
+                            say(format!("Dokan did not remove the mount at {mount_point}"));
+                        }
                     }
                 }
                 // Waits for Dokan to finish with the volume.
