@@ -469,7 +469,13 @@ pub fn serve(
         match mounter.mount() {
             Err(e) => Err(MountError::Mount {
                 mount_point: mount_point.to_owned(),
-                reason: e.to_string(),
+                reason: match e {
+                    dokan::FileSystemMountError::DriverInstall => format!(
+                        "{e}: the Dokan driver is not installed or not running (install \
+                         Dokan 2 from https://github.com/dokan-dev/dokan/releases)"
+                    ),
+                    other => other.to_string(),
+                },
             }),
             Ok(file_system) => {
                 let instance = file_system.instance();
