@@ -1,6 +1,9 @@
 //! The FUSE adapter: translates `fuser`'s `Filesystem` calls to the platform-neutral
 //! [`Vfs`] and its results to replies. It decides nothing itself: every answer comes from
 //! the model, every error code from [`to_errno`], and a panic in a handler becomes `EIO`.
+//!
+//! FUSE exists only on Unix: elsewhere (Windows) this crate is empty.
+#![cfg(unix)]
 
 pub mod lifecycle;
 

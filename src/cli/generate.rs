@@ -2,12 +2,12 @@
 //! [--cwd DIR [--scope AGENT_DIR]]`.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use gjcfs_corpus::{self as corpus, Format, Limit, Options};
 use gjcfs_engine::json::{self, Value};
+use gjcfs_engine::storage::{FileStorage, SessionStorage};
 
 use super::agent::agent_dirs;
 
@@ -102,8 +102,9 @@ pub fn run(out: &Path, limit: Limit, seed: u64, format: Format, target: Target<'
     }
     if target.scope.is_some() {
         // A managed transcript is a private file.
-        fs::set_permissions(&out, fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot chmod {}", out.display()))?;
+        FileStorage
+            .set_mode(&out, 0o600)
+            .with_context(|| format!("cannot make {} private", out.display()))?;
     }
     eprintln!(
         "gjcfs: wrote {} ({format} session, seed {seed}): {} entries, {} bytes",

@@ -7,6 +7,14 @@ mod entries;
 mod generate;
 mod history;
 mod ls;
+// Windows mounts through the Dokan server program; the module is built everywhere so that
+// what it passes and reads back is tested everywhere.
+#[cfg_attr(not(windows), allow(dead_code))]
+mod dokan_server;
+#[cfg(unix)]
+mod mount;
+#[cfg(windows)]
+#[path = "mount_windows.rs"]
 mod mount;
 mod output;
 mod search;

@@ -38,7 +38,7 @@ pub fn terminal_id(vars: &HashMap<String, String>, tty: Option<&str>) -> Option<
 
 /// The tty on stdin, if any.
 pub fn stdin_tty() -> Option<String> {
-    super::storage::sys::unix::stdin_tty()
+    super::storage::sys::os::stdin_tty()
 }
 
 /// The current terminal's name.

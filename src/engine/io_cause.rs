@@ -64,7 +64,13 @@ fn cause_of_errno(code: i32) -> Option<IoCause> {
     })
 }
 
-#[cfg(not(unix))]
+/// On Windows the raw code is a system error code.
+#[cfg(windows)]
+fn cause_of_errno(code: i32) -> Option<IoCause> {
+    crate::storage::sys::os::cause_of_code(code)
+}
+
+#[cfg(not(any(unix, windows)))]
 fn cause_of_errno(_code: i32) -> Option<IoCause> {
     None
 }
@@ -75,16 +81,35 @@ mod tests {
 
     #[test]
     fn errnos_keep_their_meaning() {
-        let of = |code| io_cause(&io::Error::from_raw_os_error(code));
+        // The platform's own error for each errno (the errno itself on Unix).
+        let of = |code| io_cause(&crate::storage::sys::os::errno_error(code));
         assert_eq!(of(libc::ENOSPC), IoCause::NoSpace);
+        #[cfg(unix)]
         assert_eq!(of(libc::EDQUOT), IoCause::QuotaExceeded);
         assert_eq!(of(libc::EROFS), IoCause::ReadOnlyFilesystem);
         assert_eq!(of(libc::EACCES), IoCause::PermissionDenied);
+        // Windows has one "access denied" for both.
+        #[cfg(unix)]
         assert_eq!(of(libc::EPERM), IoCause::NotPermitted);
+        #[cfg(windows)]
+        assert_eq!(of(libc::EPERM), IoCause::PermissionDenied);
+        assert_eq!(of(libc::ENOENT), IoCause::NotFound);
         assert_eq!(of(libc::EIO), IoCause::Other);
         let kind = |k| io_cause(&io::Error::new(k, "x"));
         assert_eq!(kind(io::ErrorKind::StorageFull), IoCause::NoSpace);
         assert_eq!(kind(io::ErrorKind::WriteZero), IoCause::NoSpace);
         assert_eq!(kind(io::ErrorKind::Other), IoCause::Other);
+    }
+
+    #[cfg(windows)]
+    #[test]
+    fn windows_errors_keep_their_meaning() {
+        let of = |code: u32| io_cause(&io::Error::from_raw_os_error(code as i32));
+        assert_eq!(of(112), IoCause::NoSpace); // ERROR_DISK_FULL
+        assert_eq!(of(1295), IoCause::QuotaExceeded); // ERROR_DISK_QUOTA_EXCEEDED
+        assert_eq!(of(19), IoCause::ReadOnlyFilesystem); // ERROR_WRITE_PROTECT
+        assert_eq!(of(32), IoCause::NotPermitted); // ERROR_SHARING_VIOLATION
+        assert_eq!(of(3), IoCause::NotFound); // ERROR_PATH_NOT_FOUND
+        assert_eq!(of(1921), IoCause::Symlink); // a refused reparse point
     }
 }

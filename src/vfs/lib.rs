@@ -1,6 +1,8 @@
 //! A platform-neutral model of the mounted session store: nodes, attributes, handles and
 //! the semantics of every filesystem operation, with no kernel types. Platform adapters
-//! (`platform/fuse/`) only translate calls and map [`VfsError`] to error codes.
+//! (`platform/fuse/`, `platform/dokan/`) only translate calls and map [`VfsError`] to error
+//! codes. A platform that names files by path resolves them with [`Vfs::resolve`] and finds a
+//! node's path with [`Vfs::path_of`].
 //!
 //! Layout:
 //! ```text
@@ -89,6 +91,7 @@ mod inode;
 mod layout;
 mod navigation;
 mod nodes;
+mod paths;
 mod search;
 mod sessions;
 mod store_usage;
@@ -99,6 +102,7 @@ pub use layout::label_file_name;
 
 pub use fs::{Caching, Invalidator, NamespaceChange, Opened, Summary, Vfs, VfsConfig};
 pub use inode::{Node, ROOT_INO};
+pub use paths::{same_ignoring_case, Unresolved};
 
 /// Why an operation failed, in filesystem terms.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,6 +1,11 @@
 //! The integration tests of gjcfs, one binary with a module per part: the engine through its
 //! public API, the command line, and real mounts (`mount*`), sharing the helpers in
 //! `common/`.
+//!
+//! Unix only: the tests mount the FUSE filesystem, make FIFOs, set modes and POSIX ACLs,
+//! and mount tmpfs filesystems to fill, none of which Windows has. The engine's and the
+//! model's own tests (`cargo test -p gjcfs-engine -p gjcfs-vfs`) run on Windows.
+#![cfg(unix)]
 
 mod common;
 

@@ -1,7 +1,6 @@
 //! Artifact trees: the bounded no-follow walk, the manifest, and the staged no-replace copy.
 
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -21,9 +20,11 @@ use super::{
 
 /// The artifacts directory of a transcript: its path minus `.jsonl`.
 pub fn artifacts_dir(transcript: &Path) -> PathBuf {
-    let bytes = transcript.as_os_str().as_bytes();
-    let stem = bytes.strip_suffix(b".jsonl").unwrap_or(bytes);
-    PathBuf::from(std::ffi::OsStr::from_bytes(stem))
+    if transcript.extension().is_some_and(|e| e == "jsonl") {
+        transcript.with_extension("")
+    } else {
+        transcript.to_owned()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,6 @@
 
 use std::collections::HashSet;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::json;
@@ -158,7 +157,7 @@ pub(super) fn transcript_paths(
     for (path, _) in storage.list_entries(dir).map_err(io_err(dir))? {
         if path
             .file_name()
-            .is_some_and(|n| n.as_bytes().ends_with(b".jsonl"))
+            .is_some_and(|n| n.as_encoded_bytes().ends_with(b".jsonl"))
         {
             paths.push(path);
         }

@@ -105,7 +105,7 @@ pub(super) fn owner_gone(record: &LockRecord) -> bool {
         return true;
     }
     // pid is positive, so this never addresses a process group.
-    if !sys::unix::process_exists(pid) {
+    if !sys::os::process_exists(pid) {
         return true;
     }
     let actual = if pid as u32 == std::process::id() {

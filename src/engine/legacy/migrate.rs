@@ -2,7 +2,6 @@
 //! candidate for writing with.
 
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::ids::snowflake;
@@ -41,7 +40,7 @@ pub(super) fn check_legacy_location(root: &Path, path: &Path) -> Result<(), Lega
         .and_then(|dir| dir.file_name())
         .and_then(|n| n.to_str());
     let in_legacy_dir = dir_name.is_some_and(|n| n.starts_with('-') && !n.starts_with("v2-"));
-    let is_transcript = path.as_os_str().as_bytes().ends_with(b".jsonl");
+    let is_transcript = path.as_os_str().as_encoded_bytes().ends_with(b".jsonl");
     if !in_legacy_dir || !is_transcript {
         return Err(why(
             path,

@@ -43,7 +43,6 @@
 //! the same operation and completed with a receipt instead of failing.
 
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -265,7 +264,7 @@ impl Candidate {
 
 fn operation_name(path: &Path, id: &FileIdentity) -> String {
     let mut hasher = Sha256::new();
-    hasher.update(path.as_os_str().as_bytes());
+    hasher.update(path.as_os_str().as_encoded_bytes());
     for part in [
         id.dev.to_string(),
         id.ino.to_string(),

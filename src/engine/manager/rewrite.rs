@@ -82,7 +82,7 @@ pub fn atomic_replace_checked(
     let closed = writer.close();
     let result = written.and(closed).and_then(|()| check()).and_then(|()| {
         match storage.rename(&temp, target) {
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            Err(e) if crate::storage::is_rename_refused(&e) => {
                 replace_with_backup(storage, &temp, target, e)
             }
             other => other,

@@ -6,13 +6,12 @@
 //! from the root to the leaf, and its text ([`record_text`]) — and the header's title one
 //! more. Reading is pure: nothing is written, so files are prepared on several threads.
 
-use std::fs::Metadata;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::super::load::{build_session, load_entries_from_file, LoadError, LoadStatus, ReadMark};
 use super::super::migrate::Migration;
 use super::super::record::Record;
+use super::super::storage::{file_version, FileVersion};
 use super::super::time::parse_iso_millis;
 use super::query::gram_text;
 use super::text::{record_kind, record_text, TITLE_KIND};
@@ -28,17 +27,18 @@ pub struct Stat {
 }
 
 impl Stat {
-    pub fn of(meta: &Metadata) -> Self {
+    pub fn of(version: FileVersion) -> Self {
         Stat {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            len: meta.len(),
-            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            dev: version.id.dev,
+            ino: version.id.ino,
+            len: version.len,
+            mtime_ns: version.mtime_ns as i64,
         }
     }
 
+    /// The stat of the file at `path` now (following a symlink).
     pub fn read(path: &Path) -> std::io::Result<Self> {
-        std::fs::metadata(path).map(|m| Stat::of(&m))
+        file_version(path).map(Stat::of)
     }
 }
 

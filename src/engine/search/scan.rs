@@ -8,15 +8,11 @@
 //! cost of an update that finds nothing changed. Nothing is sorted: the index looks files
 //! up by path.
 
-use std::ffi::{CString, OsStr};
-use std::fs::File;
 use std::io;
-use std::mem::MaybeUninit;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use super::super::discovery::is_transcript_name;
+use super::super::storage::{list_regular_files, DirLookup};
 use super::prepare::Stat;
 
 /// Below this many files, stats run on the calling thread.
@@ -27,43 +23,15 @@ pub type Found = (PathBuf, io::Result<Stat>);
 
 /// A directory of the store, open, with its transcript files.
 pub struct Listed {
-    dir: File,
+    dir: DirLookup,
     pub files: Vec<PathBuf>,
 }
 
 /// The transcript files directly in `dir` (regular files, not following symlinks).
 pub fn list(dir: &Path) -> io::Result<Listed> {
-    let handle = File::open(dir)?;
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let listable = entry.file_name().to_str().is_some_and(is_transcript_name);
-        if listable && entry.file_type()?.is_file() {
-            files.push(entry.path());
-        }
-    }
+    let handle = DirLookup::open(dir)?;
+    let files = list_regular_files(dir, is_transcript_name)?;
     Ok(Listed { dir: handle, files })
-}
-
-/// The stat of `name` in the open directory `dir` (following a symlink, as
-/// [`std::fs::metadata`]): one lookup of one name instead of a walk of the whole path.
-fn stat_at(dir: &File, name: &OsStr) -> io::Result<Stat> {
-    let name = CString::new(name.as_bytes())?;
-    let mut st = MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `name` is NUL-terminated and outlives the call; `st` is valid for writes and
-    // is read only after `fstatat` reported that it wrote it.
-    let st = unsafe {
-        if libc::fstatat(dir.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), 0) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        st.assume_init()
-    };
-    Ok(Stat {
-        dev: st.st_dev as u64,
-        ino: st.st_ino as u64,
-        len: st.st_size as u64,
-        mtime_ns: st.st_mtime as i64 * 1_000_000_000 + st.st_mtime_nsec as i64,
-    })
 }
 
 /// Each file of each listed directory with its stat, on up to `threads` threads.
@@ -74,7 +42,8 @@ pub fn stat_listed(listed: Vec<Listed>, threads: usize) -> Vec<Found> {
             files,
             threads,
             &|path: &Path| match path.file_name() {
-                Some(name) => stat_at(&dir, name),
+                // One lookup of one name in the open directory, not a walk of the path.
+                Some(name) => dir.version(name).map(Stat::of),
                 None => Stat::read(path),
             },
         ));

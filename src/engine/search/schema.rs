@@ -1,15 +1,13 @@
 //! The index file: where it lives, its schema, opening (and replacing what is not an index
 //! of this format), and the search statement.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{params_from_iter, types::Value as Sql, Connection, Row};
 
 use super::super::load::ReadMark;
-use super::super::storage::FileId;
+use super::super::storage::{path_from_bytes, path_to_bytes, FileId, FileStorage, SessionStorage};
 use super::query::Query;
 use super::rank::{self, COMMON_FROM};
 use super::snippet::Snippet;
@@ -69,8 +67,10 @@ pub fn default_index_dir(store: &Path) -> Option<PathBuf> {
             let home = std::env::var_os("HOME").map(PathBuf::from)?;
             home.is_absolute().then(|| home.join(".cache"))
         })?;
-    let store = std::fs::canonicalize(store).unwrap_or_else(|_| store.to_owned());
-    let digest = Sha256::digest(store.as_os_str().as_bytes());
+    let store = FileStorage
+        .canonicalize(store)
+        .unwrap_or_else(|_| store.to_owned());
+    let digest = Sha256::digest(path_bytes(&store));
     let name = store
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -132,10 +132,12 @@ fn is_empty(conn: &Connection) -> rusqlite::Result<bool> {
 
 /// Opens the index at `path`, replacing it when it is not a current index.
 pub fn open_file(dir: &Path, path: &Path) -> Result<Connection, SearchError> {
-    std::fs::create_dir_all(dir).map_err(|source| SearchError::CreateDir {
-        path: dir.to_owned(),
-        source,
-    })?;
+    FileStorage
+        .ensure_dir(dir)
+        .map_err(|source| SearchError::CreateDir {
+            path: dir.to_owned(),
+            source,
+        })?;
     let sql = |source| SearchError::Sqlite {
         path: path.to_owned(),
         source,
@@ -205,7 +207,7 @@ fn remove_index_files(path: &Path) -> Result<(), SearchError> {
     for suffix in ["", "-wal", "-shm"] {
         let mut name = path.as_os_str().to_owned();
         name.push(suffix);
-        match std::fs::remove_file(&name) {
+        match FileStorage.unlink(Path::new(&name)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(source) => {
@@ -230,11 +232,11 @@ pub fn open_memory() -> Result<Connection, SearchError> {
 }
 
 pub fn path_of(bytes: &[u8]) -> PathBuf {
-    PathBuf::from(OsStr::from_bytes(bytes))
+    path_from_bytes(bytes).into_owned()
 }
 
 pub fn path_bytes(path: &Path) -> &[u8] {
-    path.as_os_str().as_bytes()
+    path_to_bytes(path)
 }
 
 /// Columns of `files` read into a [`FileState`], in this order.
@@ -295,9 +297,9 @@ pub fn read_stamps(conn: &Connection) -> rusqlite::Result<Stamps> {
             len: row.get::<_, i64>(4)? as u64,
             mtime_ns: row.get(5)?,
         };
-        let path = Path::new(OsStr::from_bytes(row.get_ref(0)?.as_blob()?));
+        let path = path_from_bytes(row.get_ref(0)?.as_blob()?);
         stamps.insert(
-            path,
+            &path,
             Stamp {
                 id: row.get(1)?,
                 stat,

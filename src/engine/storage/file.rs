@@ -1,29 +1,26 @@
-//! The real filesystem.
+//! The real filesystem, through the platform calls of [`sys::os`].
 //!
-//! Files are opened with `O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK` and created with mode `0600`;
-//! directories are created `0700`. The process umask cannot widen these (it only removes
-//! bits). Every open is checked with `fstat` on the descriptor it opened: anything but a
-//! regular file (a FIFO, a device, a directory) is refused before it is read or written, so
-//! nothing blocks on a FIFO at a session path. Writers open read-write so that they can read
-//! the file's last byte through their own descriptor.
+//! On Unix files are opened with `O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK` and created with mode
+//! `0600`; directories are created `0700`. The process umask cannot widen these (it only
+//! removes bits). On Windows files are opened without following a reparse point and created
+//! with a protected DACL that grants only the current user (`sys::windows`). Every open is
+//! checked on the handle it opened: anything but a regular file (a FIFO, a device, a
+//! directory) is refused before it is read or written, so nothing blocks on a FIFO at a
+//! session path. Writers open read-write so that they can read the file's last byte through
+//! their own descriptor.
 
 // The storage seam itself: the one place the engine touches the filesystem directly.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
-use super::sys;
+use super::sys::{self, os, Create, Open};
 use super::{
     EntryKind, EntryStat, FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage,
     StorageWriter,
 };
-
-const FILE_MODE: u32 = 0o600;
-const DIR_MODE: u32 = 0o700;
 
 /// Storage on the local filesystem.
 #[derive(Debug, Default, Clone, Copy)]
@@ -34,33 +31,64 @@ pub fn not_a_regular_file() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")
 }
 
-/// Opens `path` with `options`, not following a symlink and never blocking, and refuses it
-/// (closing it again) unless the descriptor is a regular file.
-fn open_checked(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
-    let file = sys::unix::no_follow(options).open(path)?;
-    if !file.metadata()?.file_type().is_file() {
-        return Err(not_a_regular_file());
-    }
-    Ok(file)
-}
-
 /// Opens the regular file at `path` for reading without following a symlink or blocking
 /// on a FIFO; anything but a regular file is refused before a byte is read.
 pub fn open_regular(path: &Path) -> io::Result<File> {
-    open_checked(OpenOptions::new().read(true), path)
+    os::open(path, Open::READ)
 }
 
 /// Opens the directory at `dir` (for an fsync), never blocking on what is there instead.
 pub fn open_dir(dir: &Path) -> io::Result<File> {
-    sys::unix::open_dir(dir)
+    os::open_dir(dir)
+}
+
+/// The [`FileVersion`](super::FileVersion) of the file at `path` on disk.
+pub fn file_version(path: &Path) -> io::Result<super::FileVersion> {
+    os::version(path)
+}
+
+/// A directory on disk, open for looking up the versions of its entries by name.
+#[derive(Debug)]
+pub struct DirLookup(os::DirLookup);
+
+impl DirLookup {
+    pub fn open(dir: &Path) -> io::Result<DirLookup> {
+        os::DirLookup::open(dir).map(DirLookup)
+    }
+
+    /// The [`FileVersion`](super::FileVersion) of the entry `name` (following a symlink).
+    pub fn version(&self, name: &std::ffi::OsStr) -> io::Result<super::FileVersion> {
+        self.0.version(name)
+    }
+}
+
+/// The regular files directly in the directory `dir` on disk whose names are UTF-8 and
+/// pass `keep` (not following symlinks), in the order the directory lists them.
+pub fn list_regular_files(dir: &Path, keep: impl Fn(&str) -> bool) -> io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let listable = entry.file_name().to_str().is_some_and(&keep);
+        if listable && entry.file_type()?.is_file() {
+            files.push(entry.path());
+        }
+    }
+    Ok(files)
+}
+
+/// The bytes a path is stored as in an index ([`path_from_bytes`] gives the path back).
+pub fn path_to_bytes(path: &Path) -> &[u8] {
+    os::path_to_bytes(path)
+}
+
+/// The path stored as `bytes` ([`path_to_bytes`]).
+pub fn path_from_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, Path> {
+    os::path_from_bytes(bytes)
 }
 
 impl SessionStorage for FileStorage {
     fn ensure_dir(&self, dir: &Path) -> io::Result<()> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(DIR_MODE)
-            .create(dir)
+        os::ensure_dir(dir)
     }
 
     fn exists(&self, path: &Path) -> bool {
@@ -68,17 +96,7 @@ impl SessionStorage for FileStorage {
     }
 
     fn stat(&self, path: &Path) -> io::Result<FileStat> {
-        let meta = fs::metadata(path)?;
-        let mtime_ms = meta
-            .modified()?
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        Ok(FileStat {
-            id: sys::unix::file_id(&meta),
-            len: meta.len(),
-            mtime_ms,
-            is_file: meta.is_file(),
-        })
+        os::stat(path)
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
@@ -87,7 +105,7 @@ impl SessionStorage for FileStorage {
 
     fn open_read_at(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
         let file = open_regular(path)?;
-        let id = sys::unix::file_id(&file.metadata()?);
+        let id = os::info(&file)?.id;
         Ok(Box::new(PositionalFile { file, id }))
     }
 
@@ -101,14 +119,20 @@ impl SessionStorage for FileStorage {
     }
 
     fn open_writer(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageWriter>> {
-        let mut options = OpenOptions::new();
-        sys::unix::create_mode(options.read(true).write(true), FILE_MODE);
-        match mode {
-            OpenMode::Append => options.append(true).create(true),
-            OpenMode::CreateNew => options.create_new(true),
+        let append = mode == OpenMode::Append;
+        let create = match mode {
+            OpenMode::Append => Create::IfMissing,
+            OpenMode::CreateNew => Create::New,
         };
-        let file = open_checked(&mut options, path)?;
-        Ok(Box::new(FileWriter { file }))
+        let file = os::open(
+            path,
+            Open {
+                write: true,
+                append,
+                create,
+            },
+        )?;
+        Ok(Box::new(FileWriter { file, append }))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -144,7 +168,7 @@ impl SessionStorage for FileStorage {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        open_dir(dir)?.sync_all()
+        os::sync_dir(dir)
     }
 
     fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>> {
@@ -152,21 +176,11 @@ impl SessionStorage for FileStorage {
     }
 
     fn lstat(&self, path: &Path) -> io::Result<EntryStat> {
-        let meta = fs::symlink_metadata(path)?;
-        Ok(EntryStat {
-            kind: entry_kind(meta.file_type()),
-            id: sys::unix::file_id(&meta),
-            mode: sys::unix::mode(&meta),
-            owner: sys::unix::owner(&meta),
-            links: sys::unix::links(&meta),
-            len: meta.len(),
-            mtime_ns: sys::unix::mtime_ns(&meta),
-            ctime_ns: sys::unix::ctime_ns(&meta),
-        })
+        os::lstat(path)
     }
 
     fn user(&self) -> u32 {
-        sys::unix::effective_uid()
+        os::effective_uid()
     }
 
     fn has_acl(&self, path: &Path) -> io::Result<bool> {
@@ -178,18 +192,15 @@ impl SessionStorage for FileStorage {
     }
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        fs::canonicalize(path)
+        os::canonicalize(path)
     }
 
     fn create_dir(&self, dir: &Path) -> io::Result<()> {
-        fs::DirBuilder::new().mode(DIR_MODE).create(dir)
+        os::create_dir(dir)
     }
 
     fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()> {
-        if fs::symlink_metadata(path)?.file_type().is_symlink() {
-            return Err(io::Error::from_raw_os_error(libc::ELOOP));
-        }
-        fs::set_permissions(path, fs::Permissions::from_mode(mode))
+        os::set_mode(path, mode)
     }
 
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -197,20 +208,21 @@ impl SessionStorage for FileStorage {
     }
 
     fn sync_file(&self, path: &Path) -> io::Result<()> {
-        open_regular(path)?.sync_all()
+        os::sync_file(path)
     }
 
     fn list_entries(&self, dir: &Path) -> io::Result<Vec<(PathBuf, EntryKind)>> {
         let mut entries = Vec::new();
         for entry in fs::read_dir(dir)? {
             let entry = entry?;
-            entries.push((entry.path(), entry_kind(entry.file_type()?)));
+            entries.push((entry.path(), os::entry_kind(entry.file_type()?)));
         }
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(entries)
     }
 
-    /// `renameat2(RENAME_NOREPLACE)` where the kernel has it; elsewhere a directory first
+    /// The platform's no-replace rename where it has one (`renameat2(RENAME_NOREPLACE)`,
+    /// `MoveFileExW` without `MOVEFILE_REPLACE_EXISTING`); elsewhere a directory first
     /// claims the name with an empty directory of its own and then replaces that (a rename
     /// replaces only an empty directory), and a file is hard-linked into place and its old
     /// name removed.
@@ -235,20 +247,8 @@ impl SessionStorage for FileStorage {
     }
 }
 
-fn entry_kind(kind: fs::FileType) -> EntryKind {
-    if kind.is_file() {
-        EntryKind::File
-    } else if kind.is_dir() {
-        EntryKind::Dir
-    } else if kind.is_symlink() {
-        EntryKind::Symlink
-    } else {
-        EntryKind::Other
-    }
-}
-
-/// A file read with `pread`, which leaves the descriptor's offset alone, so threads can
-/// share it.
+/// A file read with positional reads (`pread`; on Windows reads at an offset), which
+/// threads can share.
 #[derive(Debug)]
 struct PositionalFile {
     file: File,
@@ -257,7 +257,7 @@ struct PositionalFile {
 
 impl ReadAt for PositionalFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        sys::unix::read_at(&self.file, buf, offset)
+        os::read_at(&self.file, buf, offset)
     }
 }
 
@@ -271,28 +271,30 @@ impl ReadFile for PositionalFile {
     }
 
     fn links(&self) -> io::Result<u64> {
-        Ok(sys::unix::links(&self.file.metadata()?))
+        Ok(os::info(&self.file)?.links)
     }
 
     fn mtime_ns(&self) -> io::Result<i128> {
-        Ok(sys::unix::mtime_ns(&self.file.metadata()?))
+        Ok(os::info(&self.file)?.mtime_ns)
     }
 
     fn ctime_ns(&self) -> io::Result<i128> {
-        Ok(sys::unix::ctime_ns(&self.file.metadata()?))
+        Ok(os::info(&self.file)?.ctime_ns)
     }
 }
 
 #[derive(Debug)]
 struct FileWriter {
     file: File,
+    /// Whether every write goes to the end of the file.
+    append: bool,
 }
 
 impl StorageWriter for FileWriter {
     fn write_all_counted(&mut self, mut bytes: &[u8], written: &mut u64) -> io::Result<()> {
         *written = 0;
         while !bytes.is_empty() {
-            match self.file.write(bytes) {
+            match os::write(&self.file, bytes, self.append) {
                 Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "Short write")),
                 Ok(n) => {
                     bytes = &bytes[n..];
@@ -314,7 +316,7 @@ impl StorageWriter for FileWriter {
             });
         }
         let mut byte = [0u8];
-        if sys::unix::read_at(&self.file, &mut byte, size - 1)? != 1 {
+        if os::read_at(&self.file, &mut byte, size - 1)? != 1 {
             // Cut short meanwhile: the end moved, read it again.
             return self.end();
         }
@@ -325,7 +327,7 @@ impl StorageWriter for FileWriter {
     }
 
     fn write_at(&mut self, bytes: &[u8], offset: u64) -> io::Result<()> {
-        sys::unix::write_all_at(&self.file, bytes, offset)
+        os::write_all_at(&self.file, bytes, offset)
     }
 
     fn truncate(&mut self, len: u64) -> io::Result<()> {
@@ -341,9 +343,9 @@ impl StorageWriter for FileWriter {
     }
 
     fn is_file_at(&self, path: &Path) -> io::Result<bool> {
-        let open = sys::unix::file_id(&self.file.metadata()?);
-        match fs::symlink_metadata(path) {
-            Ok(named) => Ok(sys::unix::file_id(&named) == open),
+        let open = os::info(&self.file)?.id;
+        match os::lstat(path) {
+            Ok(named) => Ok(named.kind == EntryKind::File && named.id == open),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e),
         }
@@ -359,12 +361,28 @@ impl StorageWriter for FileWriter {
 mod tests {
     use super::*;
 
+    /// A symlink at `link` to `target` (a directory symlink on Windows when `dir`).
+    pub(crate) fn symlink(target: &Path, link: &Path, dir: bool) {
+        #[cfg(unix)]
+        let made = {
+            let _ = dir;
+            std::os::unix::fs::symlink(target, link)
+        };
+        #[cfg(windows)]
+        let made = if dir {
+            std::os::windows::fs::symlink_dir(target, link)
+        } else {
+            std::os::windows::fs::symlink_file(target, link)
+        };
+        made.unwrap();
+    }
+
     #[test]
     fn creates_owner_only_files_and_dirs_and_refuses_symlinks() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("a/b");
         FileStorage.ensure_dir(&dir).unwrap();
-        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let mode = |p: &Path| FileStorage.lstat(p).unwrap().mode & 0o777;
         assert_eq!(mode(&dir), 0o700);
         let file = dir.join("f");
         let mut w = FileStorage.open_writer(&file, OpenMode::CreateNew).unwrap();
@@ -374,7 +392,7 @@ mod tests {
         assert_eq!(mode(&file), 0o600);
         assert!(FileStorage.open_writer(&file, OpenMode::CreateNew).is_err());
         let link = dir.join("link");
-        std::os::unix::fs::symlink(&file, &link).unwrap();
+        symlink(&file, &link, false);
         assert!(FileStorage.open_read(&link).is_err());
         assert!(FileStorage.open_writer(&link, OpenMode::Append).is_err());
         assert_eq!(FileStorage.read(&file).unwrap(), b"abc");
@@ -397,7 +415,7 @@ mod tests {
             "{err}"
         );
         FileStorage.rename_no_replace(&a, &c).unwrap();
-        std::os::unix::fs::symlink(&c, dir.join("l")).unwrap();
+        symlink(&c, &dir.join("l"), true);
         crate::storage::write_new_durable(&FileStorage, &c.join("f"), b"xyz").unwrap();
         let entries = FileStorage.list_entries(dir).unwrap();
         assert_eq!(

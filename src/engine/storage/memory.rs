@@ -43,7 +43,8 @@ pub const MEMORY_USER: u32 = 1000;
 /// How an injected fault fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
-    /// The operation fails with this errno and changes nothing.
+    /// The operation fails with this POSIX errno (on Windows the system error that means the
+    /// same, for the errnos the engine tells apart) and changes nothing.
     Errno(i32),
     /// A write stores half of its bytes, then fails with ENOSPC; other operations fail with
     /// ENOSPC.
@@ -285,8 +286,8 @@ fn begin(state: &mut State, name: &'static str) -> Option<FaultKind> {
 
 fn errno(kind: FaultKind) -> io::Error {
     match kind {
-        FaultKind::Errno(e) => io::Error::from_raw_os_error(e),
-        FaultKind::ShortWrite => io::Error::from_raw_os_error(libc::ENOSPC),
+        FaultKind::Errno(e) => super::sys::os::errno_error(e),
+        FaultKind::ShortWrite => super::sys::os::errno_error(libc::ENOSPC),
     }
 }
 

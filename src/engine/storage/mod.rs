@@ -23,7 +23,10 @@ pub(crate) mod sys;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-pub use file::{not_a_regular_file, open_dir, open_regular, FileStorage};
+pub use file::{
+    file_version, list_regular_files, not_a_regular_file, open_dir, open_regular, path_from_bytes,
+    path_to_bytes, DirLookup, FileStorage,
+};
 pub use memory::{Fault, FaultKind, MemoryStorage};
 
 /// What [`SessionStorage::stat`] reports.
@@ -35,6 +38,15 @@ pub struct FileStat {
     /// Modification time in milliseconds since the epoch.
     pub mtime_ms: i64,
     pub is_file: bool,
+}
+
+/// What tells whether a file on disk changed without reading it: its identity, length and
+/// modification time (in nanoseconds since the epoch), following symlinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileVersion {
+    pub id: FileId,
+    pub len: u64,
+    pub mtime_ns: i128,
 }
 
 /// What tells one file from another while both exist (device and inode on disk). A file
@@ -197,6 +209,13 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes the empty directory `dir` (a symlink there is refused).
     fn remove_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// Whether a failed rename is the refusal the full rewrite works around by moving the
+/// target aside first: EPERM on Unix; on Windows an access-denied or sharing-violation
+/// error (a target that is read-only, or open without delete sharing).
+pub fn is_rename_refused(error: &io::Error) -> bool {
+    sys::os::is_rename_refused(error)
 }
 
 /// Removes the directory `dir` and everything in it, not following symlinks (a symlink in

@@ -9,10 +9,15 @@
 //!   `renameat2`.
 //! - `macos`: extended ACLs, `statfs`'s `f_fstypename` and `MNT_LOCAL`, `libproc`,
 //!   `kern.bootsessionuuid`, `renamex_np`.
-//! - `unsupported` (the other Unixes, Windows): the checks Linux makes through its
-//!   own interfaces are not implemented there; each one fails closed with an
+//! - `windows`: the same seam over Win32 (handles opened without following reparse points,
+//!   volume serial and file index, owner-only DACLs, the final path of a handle, `MoveFileExW`).
+//! - `unsupported` (the other Unixes): the checks Linux makes through its own interfaces
+//!   are not implemented there; each one fails closed with an
 //!   [`std::io::ErrorKind::Unsupported`] error, so the managed path refuses instead of
-//!   passing unchecked. (The rest of the engine's storage is POSIX-only today.)
+//!   passing unchecked.
+//!
+//! [`os`] names the module of the running platform's family (`unix` or `windows`); both
+//! offer the same functions, so the backends call `sys::os::…` without a `cfg` of their own.
 
 // The storage seam itself: the one place the engine touches the filesystem directly.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -24,8 +29,18 @@ pub mod unix;
 // Its pure parts are built for the tests everywhere, so that they run on Linux too.
 #[cfg(any(target_os = "macos", test))]
 mod macos;
+#[cfg(windows)]
+pub mod windows;
+
+#[cfg(unix)]
+pub use unix as os;
+#[cfg(windows)]
+pub use windows as os;
 // Built everywhere so that its tests run on Linux too; used only elsewhere.
-#[cfg_attr(any(target_os = "linux", target_os = "macos"), allow(dead_code))]
+#[cfg_attr(
+    any(target_os = "linux", target_os = "macos", windows),
+    allow(dead_code)
+)]
 mod unsupported;
 
 #[cfg(target_os = "linux")]
@@ -38,7 +53,52 @@ pub use macos::{
     boot_id, has_extended_acl as has_posix_acl, is_network_fs, process_start_id, rename_no_replace,
     writers_elsewhere,
 };
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 pub use unsupported::{
     boot_id, has_posix_acl, is_network_fs, process_start_id, rename_no_replace, writers_elsewhere,
 };
+#[cfg(windows)]
+pub use windows::{
+    boot_id, has_posix_acl, is_network_fs, process_start_id, rename_no_replace, writers_elsewhere,
+};
+
+/// Whether [`os::open`] may create the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Create {
+    /// Open only what exists.
+    Never,
+    /// Create the file (owner-only) if it is missing.
+    IfMissing,
+    /// Create a new file (owner-only); fail if something is there.
+    New,
+}
+
+/// How [`os::open`] opens a file: always for reading, not following a link at the final
+/// component, refusing anything but a regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Open {
+    pub write: bool,
+    /// Every write lands at the end of the file, whoever else appends.
+    pub append: bool,
+    pub create: Create,
+}
+
+impl Open {
+    pub const READ: Open = Open {
+        write: false,
+        append: false,
+        create: Create::Never,
+    };
+}
+
+/// What the handle of an open file says about it now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Info {
+    pub id: crate::storage::FileId,
+    pub len: u64,
+    pub links: u64,
+    /// Modification time, in nanoseconds since the epoch.
+    pub mtime_ns: i128,
+    /// Change time (contents or metadata), in nanoseconds since the epoch.
+    pub ctime_ns: i128,
+}

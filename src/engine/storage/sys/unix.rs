@@ -1,20 +1,212 @@
 //! The POSIX calls every Unix has.
 
 use std::ffi::CStr;
-use std::fs::{File, Metadata, OpenOptions};
-use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
-use std::path::Path;
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
 
-use crate::storage::FileId;
+use super::{Create, Info, Open};
+use crate::storage::{not_a_regular_file, EntryKind, EntryStat, FileId, FileStat, FileVersion};
+
+/// The mode of every file the storage creates.
+const FILE_MODE: u32 = 0o600;
+/// The mode of every directory the storage creates.
+const DIR_MODE: u32 = 0o700;
 
 /// The flags of every file open: never follow a symlink at the final component, never
 /// block (a FIFO), never leak the descriptor into a child.
 pub const NO_FOLLOW: i32 = libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
 
-/// Adds [`NO_FOLLOW`] to `options`.
-pub fn no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
-    options.custom_flags(NO_FOLLOW)
+/// Opens the file at `path` as `how` says with [`NO_FOLLOW`], creating it with mode `0600`,
+/// and refuses it (closing it again) unless the descriptor is a regular file.
+pub fn open(path: &Path, how: Open) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .write(how.write)
+        .append(how.append)
+        .custom_flags(NO_FOLLOW)
+        .mode(FILE_MODE);
+    match how.create {
+        Create::Never => {}
+        Create::IfMissing => {
+            options.create(true);
+        }
+        Create::New => {
+            options.create_new(true);
+        }
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.file_type().is_file() {
+        return Err(not_a_regular_file());
+    }
+    Ok(file)
+}
+
+/// Writes some of `bytes` at the file offset (an appending descriptor's `O_APPEND` puts
+/// them at the end).
+pub fn write(file: &File, bytes: &[u8], _append: bool) -> io::Result<usize> {
+    (&*file).write(bytes)
+}
+
+/// What `fstat` says about the open `file`.
+pub fn info(file: &File) -> io::Result<Info> {
+    let meta = file.metadata()?;
+    Ok(Info {
+        id: file_id(&meta),
+        len: meta.len(),
+        links: meta.nlink(),
+        mtime_ns: mtime_ns(&meta),
+        ctime_ns: ctime_ns(&meta),
+    })
+}
+
+/// What `stat` (following symlinks) says about `path`.
+pub fn stat(path: &Path) -> io::Result<FileStat> {
+    let meta = fs::metadata(path)?;
+    let mtime_ms = meta
+        .modified()?
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    Ok(FileStat {
+        id: file_id(&meta),
+        len: meta.len(),
+        mtime_ms,
+        is_file: meta.is_file(),
+    })
+}
+
+/// What `lstat` says about the entry at `path` itself.
+pub fn lstat(path: &Path) -> io::Result<EntryStat> {
+    let meta = fs::symlink_metadata(path)?;
+    Ok(EntryStat {
+        kind: entry_kind(meta.file_type()),
+        id: file_id(&meta),
+        mode: mode(&meta),
+        owner: owner(&meta),
+        links: links(&meta),
+        len: meta.len(),
+        mtime_ns: mtime_ns(&meta),
+        ctime_ns: ctime_ns(&meta),
+    })
+}
+
+/// What a directory entry of type `kind` is.
+pub fn entry_kind(kind: fs::FileType) -> EntryKind {
+    if kind.is_file() {
+        EntryKind::File
+    } else if kind.is_dir() {
+        EntryKind::Dir
+    } else if kind.is_symlink() {
+        EntryKind::Symlink
+    } else {
+        EntryKind::Other
+    }
+}
+
+/// Creates `dir` and its missing parents with mode `0700`.
+pub fn ensure_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+}
+
+/// Creates the one directory `dir` with mode `0700`.
+pub fn create_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new().mode(DIR_MODE).create(dir)
+}
+
+/// Sets the permission bits of the entry at `path`, refusing a symlink there.
+pub fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    if fs::symlink_metadata(path)?.file_type().is_symlink() {
+        return Err(io::Error::from_raw_os_error(libc::ELOOP));
+    }
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+/// `realpath`.
+pub fn canonicalize(path: &Path) -> io::Result<PathBuf> {
+    fs::canonicalize(path)
+}
+
+/// Makes the entries of the directory `dir` durable (an fsync of the directory).
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    open_dir(dir)?.sync_all()
+}
+
+/// Makes the contents of the regular file at `path` durable.
+pub fn sync_file(path: &Path) -> io::Result<()> {
+    open(path, Open::READ)?.sync_all()
+}
+
+/// The identity, length and modification time of `path` (following symlinks).
+pub fn version(path: &Path) -> io::Result<FileVersion> {
+    let meta = fs::metadata(path)?;
+    Ok(FileVersion {
+        id: file_id(&meta),
+        len: meta.len(),
+        mtime_ns: mtime_ns(&meta),
+    })
+}
+
+/// An open directory whose entries are looked up by name (`fstatat`).
+#[derive(Debug)]
+pub struct DirLookup(File);
+
+impl DirLookup {
+    pub fn open(dir: &Path) -> io::Result<DirLookup> {
+        File::open(dir).map(DirLookup)
+    }
+
+    /// [`version`] of `name` in the directory: one lookup of one name instead of a walk of
+    /// the whole path.
+    pub fn version(&self, name: &std::ffi::OsStr) -> io::Result<FileVersion> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::io::AsRawFd;
+        let name = std::ffi::CString::new(name.as_bytes())?;
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `name` is NUL-terminated and outlives the call; `st` is valid for writes
+        // and is read only after `fstatat` reported that it wrote it.
+        let st = unsafe {
+            if libc::fstatat(self.0.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            st.assume_init()
+        };
+        Ok(FileVersion {
+            id: FileId {
+                dev: st.st_dev as u64,
+                ino: st.st_ino as u64,
+            },
+            len: st.st_size as u64,
+            mtime_ns: st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128,
+        })
+    }
+}
+
+/// The bytes of a path, as stored in an index (the raw bytes on Unix).
+pub fn path_to_bytes(path: &Path) -> &[u8] {
+    path.as_os_str().as_encoded_bytes()
+}
+
+/// The path whose [`path_to_bytes`] are `bytes`.
+pub fn path_from_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, Path> {
+    use std::os::unix::ffi::OsStrExt;
+    std::borrow::Cow::Borrowed(Path::new(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+/// The error of an EPERM (the only error whose rename failure the rewrite works around by
+/// moving the target aside first).
+pub fn is_rename_refused(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(libc::EPERM)
+}
+
+/// The error `errno` stands for (the platform's own numbers already are errnos).
+pub fn errno_error(errno: i32) -> io::Error {
+    io::Error::from_raw_os_error(errno)
 }
 
 /// Opens the directory at `dir` read-only (for an fsync), never blocking on what is there
@@ -24,11 +216,6 @@ pub fn open_dir(dir: &Path) -> io::Result<File> {
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(dir)
-}
-
-/// Sets the permission bits of new files opened through `options`.
-pub fn create_mode(options: &mut OpenOptions, mode: u32) -> &mut OpenOptions {
-    options.mode(mode)
 }
 
 /// The identity (device and inode) of what `meta` describes.

@@ -1,0 +1,128 @@
+//! `gjcfs-dokan`: the Dokan mount server that `gjcfs mount` starts on Windows, in an
+//! executable of its own because it links Dokan's library (`dokan2.dll`): the `gjcfs`
+//! command itself then runs on machines without Dokan, and only a mount needs it. When the
+//! library is missing, Windows refuses to start this program (`STATUS_DLL_NOT_FOUND`), and
+//! `gjcfs mount` says that Dokan is not installed.
+//!
+//! ```text
+//! gjcfs-dokan serve MOUNTPOINT --sessions-root DIR | --session-dir DIR
+//!             --blob-dir DIR --history-db FILE [--search-index DIR] [--read-only]
+//! gjcfs-dokan unmount MOUNTPOINT
+//! ```
+//! The store's paths come resolved from `gjcfs mount`; this program does not look for them.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "gjcfs-dokan",
+    about = "The Dokan mount server of gjcfs (started by `gjcfs mount`)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Mount the store and serve it until it is unmounted.
+    Serve {
+        /// A drive letter (`M:`) or an empty NTFS directory.
+        mountpoint: String,
+        #[arg(long, value_name = "DIR", required_unless_present = "session_dir")]
+        sessions_root: Option<PathBuf>,
+        #[arg(long, value_name = "DIR", conflicts_with = "sessions_root")]
+        session_dir: Option<PathBuf>,
+        #[arg(long, value_name = "DIR")]
+        blob_dir: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        history_db: PathBuf,
+        #[arg(long, value_name = "DIR")]
+        search_index: Option<PathBuf>,
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// Remove a mount made by `serve`.
+    Unmount { mountpoint: String },
+}
+
+/// How many sessions stay loaded at once.
+#[cfg_attr(not(windows), allow(dead_code))]
+const MAX_LOADED: usize = 64;
+
+#[cfg(windows)]
+fn run(cli: Cli) -> Result<(), String> {
+    use gjcfs_vfs::{SessionSource, Vfs, VfsConfig};
+    match cli.command {
+        Command::Serve {
+            mountpoint,
+            sessions_root,
+            session_dir,
+            blob_dir,
+            history_db,
+            search_index,
+            read_only,
+        } => {
+            let (source, store) = match (session_dir, sessions_root) {
+                (Some(dir), _) => (SessionSource::Dir(dir.clone()), dir),
+                (None, Some(root)) => (SessionSource::SessionsRoot(root.clone()), root),
+                (None, None) => return Err("--sessions-root or --session-dir".to_owned()),
+            };
+            let vfs = std::sync::Arc::new(Vfs::new(VfsConfig {
+                source,
+                blob_dir,
+                read_only,
+                max_loaded: MAX_LOADED,
+                history_db,
+                // Windows has no uid: only the mounting user may open anything (the adapter
+                // checks each requester's SID).
+                owner_uid: None,
+                search_index,
+            }));
+            let served = gjcfs_dokan::windows::serve(
+                vfs.clone(),
+                &mountpoint,
+                &store,
+                read_only,
+                |message| eprintln!("gjcfs: {message}"),
+            );
+            let failures = vfs.close_all();
+            for (sid, reason) in &failures {
+                eprintln!("gjcfs: session {sid}: {reason}");
+            }
+            served.map_err(|e| e.to_string())?;
+            if !failures.is_empty() {
+                return Err(format!(
+                    "{} session(s) could not be closed cleanly",
+                    failures.len()
+                ));
+            }
+            eprintln!("gjcfs: unmounted {mountpoint}");
+            Ok(())
+        }
+        Command::Unmount { mountpoint } => {
+            gjcfs_dokan::windows::unmount(&mountpoint).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// Elsewhere there is no Dokan: refuse.
+#[cfg(not(windows))]
+fn run(cli: Cli) -> Result<(), String> {
+    let what = match cli.command {
+        Command::Serve { .. } => "serve",
+        Command::Unmount { .. } => "unmount",
+    };
+    Err(format!(
+        "{what}: Dokan mounts exist on Windows only (use `gjcfs mount` here)"
+    ))
+}
+
+fn main() {
+    if let Err(message) = run(Cli::parse()) {
+        eprintln!("gjcfs-dokan: {message}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,90 @@
+//! `gjcfs mount M:` on Windows: resolves the store as the Unix mount does and starts the
+//! Dokan mount server, `gjcfs-dokan.exe` ([`super::dokan_server`]), in the foreground until
+//! it is unmounted (`gjcfs umount M:`, Ctrl-C). `gjcfs umount` asks the same server program
+//! to remove the mount.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use super::dokan_server::{explain_exit, serve_args, server_beside, Serve, SERVER};
+
+/// `gjcfs mount`'s arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// A drive letter (`M:`) or an empty NTFS directory.
+    pub mountpoint: String,
+    /// Serve a missing agent or session directory as an empty store (else an error).
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// The agent directory whose sessions to show
+    /// [default: %GJC_CODING_AGENT_DIR%, else %USERPROFILE%\.gjc\agent].
+    #[arg(long, value_name = "DIR")]
+    pub agent_dir: Option<PathBuf>,
+    /// Show the sessions of this one directory instead.
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<PathBuf>,
+    /// Refuse every write (the volume is write-protected).
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+/// `gjcfs umount`'s arguments.
+#[derive(clap::Args)]
+pub struct UmountArgs {
+    /// The drive letter or directory mounted.
+    pub mountpoint: String,
+}
+
+/// The server program, or why there is none.
+fn server() -> Result<PathBuf> {
+    let me = std::env::current_exe().context("cannot find the running gjcfs.exe")?;
+    let server = server_beside(&me).context("cannot find the running gjcfs.exe's directory")?;
+    if !server.is_file() {
+        bail!(
+            "{}: not found; {SERVER} serves Dokan mounts and is installed beside gjcfs.exe",
+            server.display()
+        );
+    }
+    Ok(server)
+}
+
+/// Runs the server with `args`, in the foreground.
+fn run_server(args: Vec<std::ffi::OsString>) -> Result<()> {
+    let server = server()?;
+    let status = Command::new(&server)
+        .args(args)
+        .status()
+        .with_context(|| format!("{}: cannot start", server.display()))?;
+    if status.success() {
+        return Ok(());
+    }
+    match explain_exit(status.code()) {
+        Some(reason) => bail!("{reason}"),
+        // The server printed its reason.
+        None => bail!("the mount server failed ({status})"),
+    }
+}
+
+pub fn command(args: Args) -> Result<()> {
+    let dirs = super::agent::agent_dirs(args.agent_dir.as_deref())?;
+    super::agent::check_store(&dirs, args.session_dir.as_deref(), args.allow_empty)?;
+    let served_dir = args.session_dir.as_deref().unwrap_or(dirs.agent_dir());
+    let search_index = gjcfs_engine::search::default_index_dir(served_dir);
+    let (sessions_root, blob_dir, history_db) =
+        (dirs.sessions_root(), dirs.blob_dir(), dirs.history_db());
+    run_server(serve_args(&Serve {
+        mountpoint: &args.mountpoint,
+        session_dir: args.session_dir.as_deref(),
+        sessions_root: &sessions_root,
+        blob_dir: &blob_dir,
+        history_db: &history_db,
+        search_index: search_index.as_deref(),
+        read_only: args.read_only,
+    }))
+}
+
+pub fn umount_command(args: UmountArgs) -> Result<()> {
+    run_server(vec!["unmount".into(), args.mountpoint.into()])
+}
