@@ -211,6 +211,15 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     fn remove_dir(&self, dir: &Path) -> io::Result<()>;
 }
 
+/// `path` spelled without a Windows `\\?\` (verbatim) prefix: `\\?\C:\x` is `C:\x`,
+/// `\\?\UNC\s\h` is `\\s\h`. Every other path (every path on Unix) is returned as it is.
+pub fn without_verbatim_prefix(path: &Path) -> PathBuf {
+    #[cfg(windows)]
+    return sys::os::strip_verbatim(path.to_owned());
+    #[cfg(not(windows))]
+    path.to_owned()
+}
+
 /// Whether a failed rename is the refusal the full rewrite works around by moving the
 /// target aside first: EPERM on Unix; on Windows an access-denied or sharing-violation
 /// error (a target that is read-only, or open without delete sharing).
