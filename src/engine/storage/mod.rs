@@ -3,8 +3,9 @@
 //! call.
 //!
 //! Contract of every backend:
-//! - Files are created owner-only (`0600`), directories `0700`. Opens do not follow a symlink
-//!   at the final path component, never block (a FIFO at a path is opened non-blocking), and
+//! - Files are created owner-only (`0600`), directories `0700` (on Windows: a protected DACL
+//!   granting only the current user, which `lstat` reports as those modes). Opens do not
+//!   follow a symlink (on Windows any reparse point) at the final path component, never block (a FIFO at a path is opened non-blocking), and
 //!   refuse anything but a regular file ("not a regular file") before a byte is read or
 //!   written.
 //! - [`StorageWriter::write_all_counted`] either writes every byte or fails, saying how many
@@ -176,15 +177,16 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     /// Makes the directory entries of `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// The other processes that hold the file at `path` open for writing (by pid; this
-    /// process is never listed). On Linux a scan of `/proc/*/fd`; where the platform cannot
+    /// process is never listed). On Linux a scan of `/proc/*/fd`; on Windows a sharing probe
+    /// that sees any handle with write access, and names it pid 0; where the platform cannot
     /// tell, an error (the caller refuses what needed the answer).
     fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>>;
     /// The entry at `path` itself, not following a symlink.
     fn lstat(&self, path: &Path) -> io::Result<EntryStat>;
     /// The effective user of this process: the owner private files must have.
     fn user(&self) -> u32;
-    /// Whether the entry at `path` (not following a symlink) carries a POSIX ACL; an error
-    /// where the platform cannot tell.
+    /// Whether the entry at `path` (not following a symlink) carries a POSIX ACL (on Windows:
+    /// a DACL wider than owner-only); an error where the platform cannot tell.
     fn has_acl(&self, path: &Path) -> io::Result<bool>;
     /// Whether `path` is on a network filesystem; an error where the platform cannot tell.
     fn is_network_fs(&self, path: &Path) -> io::Result<bool>;

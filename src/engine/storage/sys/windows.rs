@@ -252,13 +252,17 @@ pub fn open(path: &Path, how: Open) -> io::Result<File> {
         Create::IfMissing => OPEN_ALWAYS,
         Create::New => CREATE_NEW,
     };
-    let security = OwnerOnly::new(false)?;
-    let sa = security.attributes();
+    // The owner-only descriptor, for a file this open may create.
+    let security = match how.create {
+        Create::Never => None,
+        Create::IfMissing | Create::New => Some(OwnerOnly::new(false)?),
+    };
+    let sa = security.as_ref().map(|s| s.attributes());
     let file = create_file(
         path,
         access,
         SHARE_ALL,
-        (how.create != Create::Never).then_some(&sa),
+        sa.as_ref(),
         disposition,
         FILE_FLAG_OPEN_REPARSE_POINT,
     )
