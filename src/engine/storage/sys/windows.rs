@@ -4,7 +4,9 @@
 //!   symlink, a junction or any other reparse point at the final component is opened itself,
 //!   not followed; a reparse point is then refused (as `ELOOP` is on Unix, with
 //!   `ERROR_CANT_RESOLVE_FILENAME`), and so is a handle that is not a disk file, or one that
-//!   is a directory ("not a regular file"). Handles are never inheritable. Files are shared
+//!   is a directory ("not a regular file"). [`lstat`] reports any reparse point as a symlink,
+//!   so the owner-only checks refuse one on every path they verify. Handles are never
+//!   inheritable. Files are shared
 //!   for reading, writing and deletion (`FILE_SHARE_READ | FILE_SHARE_WRITE |
 //!   FILE_SHARE_DELETE`), as the agent's own runtime shares them, so that a rename over a file
 //!   another process reads or appends to is possible.
@@ -400,13 +402,19 @@ pub fn path_from_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, Path> {
     }
 }
 
-/// What the entry at `path` itself is: its kind, identity, owner and the mode its DACL
-/// amounts to (see the module documentation).
+/// What the entry at `path` itself is: its kind (any reparse point is a symlink), identity,
+/// owner and the mode its DACL amounts to (see the module documentation).
 pub fn lstat(path: &Path) -> io::Result<EntryStat> {
     let meta = std::fs::symlink_metadata(path)?;
-    let kind = entry_kind(meta.file_type());
     let file = open_entry(path)?;
     let info = handle_info(&file)?;
+    // Every reparse point counts as a link to the checks, not only symlinks and junctions:
+    // what it stands for is not the entry itself.
+    let kind = if info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+        EntryKind::Symlink
+    } else {
+        entry_kind(meta.file_type())
+    };
     let basic = basic_info(&file)?;
     let (owner, owner_only) = security_of(&file)?;
     let dir = kind == EntryKind::Dir;
