@@ -204,7 +204,7 @@ fn filetime_of(ft: FILETIME) -> i64 {
     ((ft.dwHighDateTime as i64) << 32) | ft.dwLowDateTime as i64
 }
 
-fn size_of(info: &BY_HANDLE_FILE_INFORMATION) -> u64 {
+fn file_size(info: &BY_HANDLE_FILE_INFORMATION) -> u64 {
     ((info.nFileSizeHigh as u64) << 32) | info.nFileSizeLow as u64
 }
 
@@ -338,7 +338,7 @@ pub fn info(file: &File) -> io::Result<Info> {
     let basic = basic_info(file)?;
     Ok(Info {
         id: id_of(&info),
-        len: size_of(&info),
+        len: file_size(&info),
         links: info.nNumberOfLinks as u64,
         mtime_ns: filetime_ns(basic.LastWriteTime),
         ctime_ns: filetime_ns(basic.ChangeTime),
@@ -352,7 +352,7 @@ pub fn stat(path: &Path) -> io::Result<FileStat> {
     let mtime_ms = (filetime_ns(filetime_of(info.ftLastWriteTime)) / 1_000_000) as i64;
     Ok(FileStat {
         id: id_of(&info),
-        len: size_of(&info),
+        len: file_size(&info),
         mtime_ms: mtime_ms.max(0),
         is_file: info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY == 0 && is_disk(&file),
     })
@@ -364,7 +364,7 @@ pub fn version(path: &Path) -> io::Result<FileVersion> {
     let info = handle_info(&file)?;
     Ok(FileVersion {
         id: id_of(&info),
-        len: size_of(&info),
+        len: file_size(&info),
         mtime_ns: filetime_ns(filetime_of(info.ftLastWriteTime)),
     })
 }
