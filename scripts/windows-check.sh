@@ -4,7 +4,9 @@
 #
 #   scripts/windows-check.sh          cargo check and cargo clippy -D warnings, every target
 #   scripts/windows-check.sh --test   also builds the tests of gjcfs-json, gjcfs-engine and
-#                                     gjcfs-vfs and runs them under wine
+#                                     gjcfs-vfs and runs them under wine, then runs gjcfs.exe
+#                                     under wine (a managed session made, appended to,
+#                                     listed and searched; the mount refused)
 #
 # The tests run are those of the json, engine and vfs crates. The root crate's integration
 # test binary is Unix-only (it mounts FUSE, makes FIFOs and tmpfs mounts) and gjcfs-fuse is
@@ -133,6 +135,39 @@ if [ "$rc" = 0 ]; then
 else
 	status=1
 	note "tests under wine (json, engine, vfs): FAILED, $totals (log $out/test.log)"
+fi
+
+# The command itself under wine: a managed session made, appended to and found again, and
+# the mount refused with its reason.
+step "gjcfs.exe under wine: generate --scope, append, ls, search, mount"
+smoke() {
+	cargo build --target "$target" --bin gjcfs >"$out/smoke-build.log" 2>&1 || return 1
+	local exe="$CARGO_TARGET_DIR/$target/debug/gjcfs.exe"
+	local drive="$WINEPREFIX/drive_c" work='C:\gjcfs-smoke'
+	rm -rf "$drive/gjcfs-smoke"
+	mkdir -p "$drive/gjcfs-smoke/ws"
+	(
+		cd "$drive/gjcfs-smoke/ws" || exit 1
+		export GJC_CODING_AGENT_DIR="$work\agent"
+		set -e
+		wine "$exe" generate --entries 20 --seed 1 --cwd "$work\ws" --scope "$work\agent" s.jsonl
+		id=$(wine "$exe" ls --json | grep -o '"id":"[^"]*"' | head -1 | cut -d'"' -f4)
+		echo "session: $id"
+		echo '{"role":"user","content":"zanzibarquokka"}' | wine "$exe" append "$id"
+		wine "$exe" search zanzibarquokka | grep -q zanzibarquokka
+		if wine "$exe" mount "$work\m" 2>"$out/smoke-mount.log"; then exit 1; fi
+		grep -q 'needs the Dokan adapter' "$out/smoke-mount.log"
+	) >"$out/smoke.log" 2>&1
+	local rc=$?
+	rm -rf "$drive/gjcfs-smoke"
+	return $rc
+}
+if smoke; then
+	note "gjcfs.exe under wine (generate --scope, append, ls, search, mount refused): ok"
+else
+	status=1
+	tail -20 "$out/smoke.log"
+	note "gjcfs.exe under wine: FAILED (log $out/smoke.log)"
 fi
 step "done"
 finish "$status"

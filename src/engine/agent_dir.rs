@@ -55,7 +55,16 @@ pub enum Category {
 /// Why the agent directory could not be resolved.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentDirError {
-    #[error("cannot find the home directory (HOME is not set) to locate the agent directory")]
+    #[cfg_attr(
+        not(windows),
+        error("cannot find the home directory (HOME is not set) to locate the agent directory")
+    )]
+    #[cfg_attr(
+        windows,
+        error(
+            "cannot find the home directory (USERPROFILE is not set) to locate the agent directory"
+        )
+    )]
     NoHome,
     #[error("cannot read the current directory to resolve the agent directory: {0}")]
     NoCurrentDir(io::Error),
@@ -371,6 +380,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(windows, ignore = "POSIX paths: `/a` is not absolute on Windows")]
     fn agent_dir_variables_in_order_and_made_absolute() {
         assert_eq!(
             agent_dir(&env(&[
@@ -413,7 +423,14 @@ mod tests {
             ".b"
         );
         assert_eq!(name(&[("GJC_CONFIG_DIR", "a/../../x")]), ".gjc");
+        // A backslash separates segments on Windows only (as for the agent's own path
+        // functions there): `a\..\x` is `x` there, one odd name elsewhere.
+        #[cfg(not(windows))]
         assert_eq!(name(&[("GJC_CONFIG_DIR", "a\\..\\x")]), ".gjc");
+        #[cfg(windows)]
+        assert_eq!(name(&[("GJC_CONFIG_DIR", "a\\..\\x")]), "a\\..\\x");
+        #[cfg(windows)]
+        assert_eq!(name(&[("GJC_CONFIG_DIR", "a\\..\\..\\x")]), ".gjc");
         assert_eq!(name(&[("GJC_CONFIG_DIR", "   ")]), ".gjc");
         // A `..` that normalises away is fine.
         assert_eq!(name(&[("GJC_CONFIG_DIR", "a/../b")]), "a/../b");
@@ -429,6 +446,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(windows, ignore = "POSIX paths: `/a` is not absolute on Windows")]
     fn values_from_the_project_dotenv_are_ignored() {
         let mut e = env(&[
             ("GJC_CODING_AGENT_DIR", "/from-env"),
@@ -460,6 +478,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(windows, ignore = "POSIX paths: `/a` is not absolute on Windows")]
     fn xdg_data_redirects_only_the_default_dir_when_it_exists() {
         let xdg = tempfile::tempdir().unwrap();
         let xdg_str = xdg.path().to_str().unwrap();
@@ -502,6 +521,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(windows, ignore = "POSIX paths: `/a` is not absolute on Windows")]
     fn missing_home_is_an_error_only_without_an_override() {
         let mut e = env(&[]);
         e.home = None;
@@ -509,6 +529,36 @@ mod tests {
         e.vars
             .insert("GJC_CODING_AGENT_DIR".into(), OsString::from("/x"));
         assert_eq!(agent_dir(&e), Path::new("/x"));
+    }
+
+    /// The Windows spellings: the default is `%USERPROFILE%\.gjc\agent`, an override is
+    /// made absolute against the current directory, and XDG never applies.
+    #[cfg(windows)]
+    #[test]
+    fn windows_default_and_overrides() {
+        let mut e = env(&[]);
+        e.home = Some(PathBuf::from(r"C:\Users\u"));
+        e.current_dir = Some(PathBuf::from(r"C:\work\proj"));
+        e.xdg_platform = Environment::current().xdg_platform;
+        assert!(!e.xdg_platform);
+        let dirs = AgentDirs::resolve(&e).unwrap();
+        assert_eq!(dirs.agent_dir(), Path::new(r"C:\Users\u\.gjc\agent"));
+        assert_eq!(
+            dirs.history_db(),
+            Path::new(r"C:\Users\u\.gjc\agent\history.db")
+        );
+        e.vars
+            .insert("XDG_DATA_HOME".into(), OsString::from(r"C:\xdg"));
+        assert_eq!(
+            AgentDirs::resolve(&e).unwrap().history_db(),
+            Path::new(r"C:\Users\u\.gjc\agent\history.db")
+        );
+        e.vars
+            .insert("GJC_CODING_AGENT_DIR".into(), OsString::from(r"D:\agent"));
+        assert_eq!(agent_dir(&e), Path::new(r"D:\agent"));
+        e.vars
+            .insert("GJC_CODING_AGENT_DIR".into(), OsString::from(r"rel\a"));
+        assert_eq!(agent_dir(&e), Path::new(r"C:\work\proj\rel\a"));
     }
 
     #[test]

@@ -6,12 +6,21 @@
 //!   there is no breadcrumb.
 //! - The breadcrumb `<terminal-sessions>/<terminal>` holds `<cwd>\n<session file>\n`. Writing
 //!   is best effort. Reading trims the content and needs at least two lines.
+//! - On Windows there is no tty path (a console has none), so the name comes from the
+//!   variables (`wt-$WT_SESSION` in Windows Terminal); a name holding a path separator of
+//!   the platform (`/`, and on Windows `\` and `:`) is no name.
 
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::storage::{FileStorage, OpenMode, SessionStorage};
+
+/// What a terminal's name never holds: a path separator or a NUL.
+#[cfg(not(windows))]
+const NOT_IN_ID: [char; 2] = ['/', '\0'];
+#[cfg(windows)]
+const NOT_IN_ID: [char; 4] = ['/', '\\', ':', '\0'];
 
 /// A terminal's name from its environment and its stdin tty path.
 pub fn terminal_id(vars: &HashMap<String, String>, tty: Option<&str>) -> Option<String> {
@@ -33,7 +42,7 @@ pub fn terminal_id(vars: &HashMap<String, String>, tty: Option<&str>) -> Option<
     ]
     .iter()
     .find_map(|(k, prefix)| var(k).map(|v| format!("{prefix}-{v}")))
-    .filter(|id| !id.contains(['/', '\0']) && id != "." && id != "..")
+    .filter(|id| !id.contains(NOT_IN_ID) && id != "." && id != "..")
 }
 
 /// The tty on stdin, if any.
@@ -142,6 +151,13 @@ mod tests {
         );
         assert_eq!(terminal_id(&vars(&[]), None), None);
         assert_eq!(terminal_id(&vars(&[("WT_SESSION", "a/b")]), None), None);
+        // A backslash or a colon would name another file, or a stream, on Windows.
+        let windows_only = terminal_id(&vars(&[("WT_SESSION", "a\\b")]), None);
+        assert_eq!(windows_only.is_none(), cfg!(windows));
+        let windows_only = terminal_id(&vars(&[("WT_SESSION", "a:b")]), None);
+        assert_eq!(windows_only.is_none(), cfg!(windows));
+        #[cfg(windows)]
+        assert_eq!(stdin_tty(), None);
     }
 
     #[test]

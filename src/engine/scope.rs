@@ -6,6 +6,11 @@
 //! - Identity (POSIX): the `realpath` of the workspace, which must be an existing local
 //!   directory with a UTF-8 path; platform tag `posix`. A path on a network filesystem is
 //!   [`ScopeError::NetworkUnsupported`], never guessed at.
+//! - Identity (Windows): the final path of the workspace directory as the system spells it
+//!   (`GetFinalPathNameByHandleW`, normalised, with a drive letter) without the `\\?\`
+//!   prefix, so drive-letter and case aliases, `\\?\` spellings, 8.3 names, `subst` drives
+//!   and junctions give one identity; platform tag `win32`. A UNC path, or one on a remote
+//!   drive, is [`ScopeError::NetworkUnsupported`].
 //! - Digest: SHA-256 of `gjc-managed-session-scope␀identity-v1␀<platform>␀<path>`, in lower-case
 //!   RFC 4648 base32 without padding (52 characters); the directory is `v2-<digest>`.
 //! - The binding file holds exactly [`binding_bytes`]; anything else — other bytes, a symlink,
@@ -13,8 +18,11 @@
 //! - Every directory the scope verifies is a real directory (not a symlink) owned by the
 //!   effective user with mode exactly `0700`; files exactly `0600`; no POSIX ACL (an
 //!   `ENOTSUP`/`EOPNOTSUPP` answer from the ACL attribute call only means the filesystem
-//!   cannot store one). Where the platform cannot make the ACL or the network-filesystem
-//!   check (anything but Linux today), the scope is refused: the check fails closed.
+//!   cannot store one). On Windows the same checks read the DACL: owner-only is a DACL that
+//!   grants only the current user (and SYSTEM and Administrators), see
+//!   `storage::sys::windows`. Where the platform cannot make the ACL or the
+//!   network-filesystem check (macOS and the other Unixes today), the scope is refused: the
+//!   check fails closed.
 //! - An existing transcript is trusted as managed only through
 //!   [`verify_transcript_scope`]: its sessions root is a real directory, its scope directory
 //!   is owner-only, and the scope's binding is valid and names the directory it is in
@@ -36,7 +44,9 @@ pub const BINDING_FILE: &str = ".gjc-managed-session-scope.v2.json";
 /// The scope's internal directory.
 pub const INTERNAL_DIR: &str = ".gjc-managed-session-internal";
 const INTERNAL_SUBDIRS: [&str; 3] = ["locks", "receipts", "tombstones"];
-const PLATFORM: &str = "posix";
+/// The platform tag of identities: `posix` (Linux, macOS), `win32` (Windows, the agent's
+/// runtime's name for it).
+const PLATFORM: &str = if cfg!(windows) { "win32" } else { "posix" };
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScopeError {
@@ -214,7 +224,7 @@ pub fn check_scope_binding(scope: &Path, bytes: &[u8]) -> Result<Identity, Scope
         .map_err(|e| invalid(&e.to_string()))?;
     let obj = value.as_object().ok_or_else(|| invalid("not an object"))?;
     if obj.get_str("platform") != Some(PLATFORM) {
-        return Err(invalid("not a posix binding"));
+        return Err(invalid(&format!("not a {PLATFORM} binding")));
     }
     let canonical = obj
         .get_str("canonicalPath")
@@ -421,7 +431,11 @@ mod tests {
 
     #[test]
     fn binding_bytes_are_canonical_and_checked() {
-        let id = identity("/workspace/a-b/c");
+        // The pinned vector is a posix identity, whatever the platform running the test.
+        let id = Identity {
+            platform: "posix",
+            canonical_path: "/workspace/a-b/c".to_owned(),
+        };
         let bytes = binding_bytes(&id);
         assert_eq!(
             String::from_utf8(bytes.clone()).unwrap(),
@@ -453,6 +467,31 @@ mod tests {
         assert!(matches!(
             check_binding(p, bad_digest.as_bytes(), &id),
             Err(ScopeError::BindingInvalid { .. })
+        ));
+    }
+
+    #[test]
+    fn the_platform_tag_is_part_of_the_identity() {
+        assert_eq!(PLATFORM, if cfg!(windows) { "win32" } else { "posix" });
+        let win = Identity {
+            platform: "win32",
+            canonical_path: r"C:\work\p".to_owned(),
+        };
+        let posix = Identity {
+            platform: "posix",
+            ..win.clone()
+        };
+        assert_ne!(scope_dir_name(&win), scope_dir_name(&posix));
+        let bytes = String::from_utf8(binding_bytes(&win)).unwrap();
+        assert!(
+            bytes.contains(r#""platform":"win32","canonicalPath":"C:\\work\\p""#),
+            "{bytes}"
+        );
+        let p = Path::new("/b");
+        check_binding(p, bytes.as_bytes(), &win).unwrap();
+        assert!(matches!(
+            check_binding(p, bytes.as_bytes(), &posix),
+            Err(ScopeError::BindingConflict { .. })
         ));
     }
 }

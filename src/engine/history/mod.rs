@@ -18,8 +18,12 @@
 //! - [`HistoryStorage::add`] never touches SQLite on the caller's thread. A background writer
 //!   inserts what was queued 100 ms after the first queued prompt, in one transaction per
 //!   batch. Queued prompts are written by [`HistoryStorage::flush`], [`HistoryStorage::close`],
-//!   drop, and at process exit (an `atexit` hook flushes every open storage), so a normal
-//!   exit loses nothing.
+//!   drop, and by [`flush_all`], which writes what every open storage holds. On Unix an
+//!   `atexit` hook calls it, so even an exit through `std::process::exit` loses nothing. On
+//!   Windows there is no such hook: `ExitProcess` ends the other threads (the writers)
+//!   before exit handlers run, so a flush there would wait for a writer that is gone; a
+//!   Windows program closes its storages, or calls [`flush_all`], before it exits (the
+//!   `gjcfs` command does both).
 //! - A batch that fails stays queued and is retried (after [`RETRY_DELAY`]); the error is
 //!   returned by the next [`HistoryStorage::flush`]. Only a failure of the final write on
 //!   close loses rows, and [`HistoryStorage::close`] reports it.
@@ -622,32 +626,46 @@ fn text(value: ValueRef<'_>) -> String {
 static OPEN_STORAGES: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 
 fn register_for_exit(shared: &Arc<Shared>) {
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| {
-        // SAFETY: registering a plain `extern "C"` function with no preconditions.
-        unsafe {
-            libc::atexit(flush_all_at_exit);
-        }
-    });
+    #[cfg(unix)]
+    {
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| {
+            // SAFETY: registering a plain `extern "C"` function with no preconditions.
+            unsafe {
+                libc::atexit(flush_all_at_exit);
+            }
+        });
+    }
     let mut open = OPEN_STORAGES.lock().unwrap_or_else(|e| e.into_inner());
     open.retain(|w| w.strong_count() > 0);
     open.push(Arc::downgrade(shared));
 }
 
-/// Runs at process exit: writes what every open storage still has queued. The writer
-/// threads are still running at that point, so this is an ordinary flush.
-extern "C" fn flush_all_at_exit() {
-    let _ = std::panic::catch_unwind(|| {
-        let open: Vec<Arc<Shared>> = OPEN_STORAGES
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
-        for shared in open {
-            let _ = shared.flush();
+/// Writes what every open storage of this process still has queued, and waits for it: the
+/// explicit close path of a process about to exit. Returns the first failure (every storage
+/// is flushed regardless).
+pub fn flush_all() -> Result<(), HistoryError> {
+    let open: Vec<Arc<Shared>> = OPEN_STORAGES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
+    let mut first = Ok(());
+    for shared in open {
+        let flushed = shared.flush();
+        if first.is_ok() {
+            first = flushed;
         }
-    });
+    }
+    first
+}
+
+/// Runs at process exit on Unix: [`flush_all`]. The writer threads are still running at
+/// that point, so this is an ordinary flush.
+#[cfg(unix)]
+extern "C" fn flush_all_at_exit() {
+    let _ = std::panic::catch_unwind(flush_all);
 }
 
 #[cfg(test)]
@@ -667,6 +685,23 @@ mod tests {
             })
             .unwrap();
         assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn flush_all_writes_what_open_storages_hold() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("history.db");
+        let storage = HistoryStorage::open(&path).unwrap();
+        assert!(storage.add("queued, not yet written", Some("/w")));
+        flush_all().unwrap();
+        // Another connection sees it while the first storage is still open.
+        let other = HistoryStorage::open(&path).unwrap();
+        let recent = other.get_recent(10, None).unwrap();
+        assert_eq!(recent.len(), 1);
+        assert_eq!(recent[0].prompt, "queued, not yet written");
+        other.close().unwrap();
+        storage.close().unwrap();
+        flush_all().unwrap();
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::agent_dir::normalize;
 use crate::scope::INTERNAL_DIR;
-use crate::storage::{EntryKind, FileStorage, SessionStorage};
+use crate::storage::{without_verbatim_prefix, EntryKind, FileStorage, SessionStorage};
 
 use super::{absolute, io_err, LegacyError, LegacyRoots, Workspace, MAX_DISCOVERED_LEGACY_DIRS};
 
@@ -69,6 +69,9 @@ pub(super) fn legacy_dir_names_in(
     roots: &LegacyRoots,
 ) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
+    // A `\\?\` spelling names the same directory as the plain one; a legacy name never
+    // holds the `?`.
+    let lexical_cwd = &without_verbatim_prefix(lexical_cwd);
     let mut add = |name: String| {
         if !names.contains(&name) {
             names.push(name);
@@ -185,6 +188,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(windows, ignore = "POSIX paths: `/a` is not absolute on Windows")]
     fn home_relative_names_have_the_historical_shapes() {
         let r = roots(HOME, TMP);
         let cwd = format!("{HOME}/proj/x");
@@ -215,6 +219,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(windows, ignore = "POSIX paths: `/a` is not absolute on Windows")]
     fn temp_relative_names_have_the_historical_shapes() {
         let r = roots(HOME, TMP);
         assert_eq!(
@@ -232,6 +237,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(windows, ignore = "POSIX paths: `/a` is not absolute on Windows")]
     fn lexical_and_canonical_spellings_both_count() {
         let r = LegacyRoots::default();
         let got = legacy_dir_names(
@@ -254,6 +260,25 @@ mod tests {
             &r,
         );
         assert!(got.contains(&"-p".to_owned()), "{got:?}");
+    }
+
+    /// Windows: the canonical spelling of a real directory, and a `\\?\` spelling of it,
+    /// give names without `?`, and the same names.
+    #[cfg(windows)]
+    #[test]
+    fn windows_names_never_hold_the_verbatim_prefix() {
+        let tmp = tempfile::tempdir().unwrap();
+        let canonical = FileStorage.canonicalize(tmp.path()).unwrap();
+        let text = canonical.to_str().unwrap();
+        assert!(!text.contains('?'), "{text}");
+        let verbatim = PathBuf::from(format!(r"\\?\{text}"));
+        let r = LegacyRoots::default();
+        let plain = legacy_dir_names(text, &canonical, &r);
+        let got = legacy_dir_names(text, &verbatim, &r);
+        assert_eq!(got, plain);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got.iter().all(|n| !n.contains('?')), "{got:?}");
+        assert!(got[0].starts_with("--") && got[0].contains("--"), "{got:?}");
     }
 
     #[test]

@@ -55,7 +55,8 @@ CREATE VIRTUAL TABLE grams USING fts5(text, content='', contentless_delete=1,
 ";
 
 /// Where the index of a store lives by default: `<cache>/gjcfs/search/<key>` where
-/// `<cache>` is `$XDG_CACHE_HOME` (if absolute), else `~/.cache`, and `<key>` is the
+/// `<cache>` is `$XDG_CACHE_HOME` (if absolute), else `~/.cache` (on Windows
+/// `%LOCALAPPDATA%`), and `<key>` is the
 /// store directory's name followed by a digest of its absolute path, so every agent
 /// directory (or session directory) has its own.
 pub fn default_index_dir(store: &Path) -> Option<PathBuf> {
@@ -64,8 +65,12 @@ pub fn default_index_dir(store: &Path) -> Option<PathBuf> {
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| {
-            let home = std::env::var_os("HOME").map(PathBuf::from)?;
-            home.is_absolute().then(|| home.join(".cache"))
+            // Windows keeps caches in the local application data directory.
+            #[cfg(windows)]
+            let cache = std::env::var_os("LOCALAPPDATA").map(PathBuf::from);
+            #[cfg(not(windows))]
+            let cache = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache"));
+            cache.filter(|p| p.is_absolute())
         })?;
     let store = FileStorage
         .canonicalize(store)

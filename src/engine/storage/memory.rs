@@ -377,7 +377,7 @@ impl SessionStorage for MemoryStorage {
         check(&mut s, "open_writer")?;
         let exists = s.files.contains_key(path);
         if mode == OpenMode::CreateNew && exists {
-            return Err(io::Error::from_raw_os_error(libc::EEXIST));
+            return Err(super::sys::os::errno_error(libc::EEXIST));
         }
         if let Some(parent) = path.parent() {
             if !parent.as_os_str().is_empty() && !s.dirs.contains(parent) {
@@ -500,11 +500,14 @@ impl SessionStorage for MemoryStorage {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         let mut s = self.lock();
         check(&mut s, "canonicalize")?;
-        let plain = path.is_absolute()
+        // Rooted: `/a` (and on Windows `C:\a` or `\a`), without `.` or `..`.
+        let plain = path.has_root()
             && path.components().all(|c| {
                 matches!(
                     c,
-                    std::path::Component::RootDir | std::path::Component::Normal(_)
+                    std::path::Component::Prefix(_)
+                        | std::path::Component::RootDir
+                        | std::path::Component::Normal(_)
                 )
             });
         if !plain {
@@ -524,7 +527,7 @@ impl SessionStorage for MemoryStorage {
         let mut s = self.lock();
         check(&mut s, "create_dir")?;
         if s.files.contains_key(dir) || s.dirs.contains(dir) {
-            return Err(io::Error::from_raw_os_error(libc::EEXIST));
+            return Err(super::sys::os::errno_error(libc::EEXIST));
         }
         if let Some(parent) = dir.parent() {
             if !parent.as_os_str().is_empty() && !s.dirs.contains(parent) {
@@ -550,7 +553,7 @@ impl SessionStorage for MemoryStorage {
         check(&mut s, "hard_link")?;
         let bytes = s.files.get(from).cloned().ok_or_else(|| not_found(from))?;
         if s.files.contains_key(to) || s.dirs.contains(to) {
-            return Err(io::Error::from_raw_os_error(libc::EEXIST));
+            return Err(super::sys::os::errno_error(libc::EEXIST));
         }
         if let Some(parent) = to.parent() {
             if !parent.as_os_str().is_empty() && !s.dirs.contains(parent) {
@@ -595,7 +598,7 @@ impl SessionStorage for MemoryStorage {
             return Err(not_found(from));
         }
         if s.files.contains_key(to) || s.dirs.contains(to) {
-            return Err(io::Error::from_raw_os_error(libc::EEXIST));
+            return Err(super::sys::os::errno_error(libc::EEXIST));
         }
         if let Some(parent) = to.parent() {
             if !parent.as_os_str().is_empty() && !s.dirs.contains(parent) {
@@ -608,7 +611,7 @@ impl SessionStorage for MemoryStorage {
             return self.rename_unchecked(from, to);
         }
         if to.starts_with(from) {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            return Err(super::sys::os::errno_error(libc::EINVAL));
         }
         let state = &mut *s;
         let dirs: Vec<PathBuf> = state
@@ -638,7 +641,7 @@ impl SessionStorage for MemoryStorage {
         let mut s = self.lock();
         check(&mut s, "remove_dir")?;
         if s.files.contains_key(dir) {
-            return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+            return Err(super::sys::os::errno_error(libc::ENOTDIR));
         }
         if !s.dirs.contains(dir) {
             return Err(not_found(dir));
@@ -646,7 +649,7 @@ impl SessionStorage for MemoryStorage {
         let occupied = s.files.keys().any(|p| p.parent() == Some(dir))
             || s.dirs.iter().any(|p| p.parent() == Some(dir));
         if occupied {
-            return Err(io::Error::from_raw_os_error(libc::ENOTEMPTY));
+            return Err(super::sys::os::errno_error(libc::ENOTEMPTY));
         }
         s.dirs.remove(dir);
         s.forget(dir);
@@ -827,7 +830,8 @@ mod tests {
             kind: FaultKind::ShortWrite,
         }));
         let err = w.write_all(b"abcdef\n").unwrap_err();
-        assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
+        let native = |errno| super::super::sys::os::errno_error(errno).raw_os_error();
+        assert_eq!(err.raw_os_error(), native(libc::ENOSPC));
         assert_eq!(storage.file(&file).unwrap(), b"line\nabc");
         storage.set_fault(Some(Fault {
             at: storage.op_count(),
@@ -838,7 +842,7 @@ mod tests {
                 .rename(&file, &dir.join("g"))
                 .unwrap_err()
                 .raw_os_error(),
-            Some(libc::EIO)
+            native(libc::EIO)
         );
         assert!(storage.file(&file).is_some());
         assert_eq!(
@@ -901,7 +905,7 @@ mod tests {
                 .remove_dir(&b.join("sub"))
                 .unwrap_err()
                 .raw_os_error(),
-            Some(libc::ENOTEMPTY)
+            super::super::sys::os::errno_error(libc::ENOTEMPTY).raw_os_error()
         );
         crate::storage::remove_tree(&storage, b).unwrap();
         assert!(!storage.exists(b) && storage.paths().is_empty());

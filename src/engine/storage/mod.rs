@@ -3,8 +3,9 @@
 //! call.
 //!
 //! Contract of every backend:
-//! - Files are created owner-only (`0600`), directories `0700`. Opens do not follow a symlink
-//!   at the final path component, never block (a FIFO at a path is opened non-blocking), and
+//! - Files are created owner-only (`0600`), directories `0700` (on Windows: a protected DACL
+//!   granting only the current user, which `lstat` reports as those modes). Opens do not
+//!   follow a symlink (on Windows any reparse point) at the final path component, never block (a FIFO at a path is opened non-blocking), and
 //!   refuse anything but a regular file ("not a regular file") before a byte is read or
 //!   written.
 //! - [`StorageWriter::write_all_counted`] either writes every byte or fails, saying how many
@@ -176,7 +177,8 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     /// Makes the directory entries of `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// The other processes that hold the file at `path` open for writing (by pid; this
-    /// process is never listed). On Linux a scan of `/proc/*/fd`; where the platform cannot
+    /// process is never listed). On Linux a scan of `/proc/*/fd`; on Windows a sharing probe
+    /// that sees any handle with write access, and names it pid 0; where the platform cannot
     /// tell, an error (the caller refuses what needed the answer).
     fn writers_elsewhere(&self, path: &Path) -> io::Result<Vec<u32>>;
     /// The entry at `path` itself, not following a symlink.
@@ -184,7 +186,8 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     /// The effective user of this process: the owner private files must have.
     fn user(&self) -> u32;
     /// Whether the entry at `path` (not following a symlink) carries a POSIX ACL (macOS: an
-    /// extended ACL with any entry); an error where the platform cannot tell.
+    /// extended ACL with any entry; Windows: a DACL wider than owner-only); an error where
+    /// the platform cannot tell.
     fn has_acl(&self, path: &Path) -> io::Result<bool>;
     /// Whether `path` is on a network filesystem; an error where the platform cannot tell.
     fn is_network_fs(&self, path: &Path) -> io::Result<bool>;
@@ -209,6 +212,15 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes the empty directory `dir` (a symlink there is refused).
     fn remove_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// `path` spelled without a Windows `\\?\` (verbatim) prefix: `\\?\C:\x` is `C:\x`,
+/// `\\?\UNC\s\h` is `\\s\h`. Every other path (every path on Unix) is returned as it is.
+pub fn without_verbatim_prefix(path: &Path) -> PathBuf {
+    #[cfg(windows)]
+    return sys::os::strip_verbatim(path.to_owned());
+    #[cfg(not(windows))]
+    path.to_owned()
 }
 
 /// Whether a failed rename is the refusal the full rewrite works around by moving the

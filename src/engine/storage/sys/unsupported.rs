@@ -1,4 +1,4 @@
-//! Every platform but Linux and macOS (the other Unixes, Windows): the checks Linux makes
+//! Every platform but Linux, macOS and Windows (the other Unixes): the checks Linux makes
 //! through its own interfaces (POSIX ACL attributes, `statfs` filesystem magic, `/proc`) are
 //! not implemented here. Each fails closed — an error, never "none found" — so a managed
 //! scope is not prepared or trusted, and a full rewrite is not made, without the check.
