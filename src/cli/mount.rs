@@ -251,7 +251,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
                 std::thread::sleep(Duration::from_millis(20));
             }
             if session.is_finished() {
-                Some(session.join())
+                Some(ended_after_unmount(session.join()))
             } else {
                 // The exit closes the device, which ends the connection: the files still
                 // open fail from then on (ENOTCONN).
@@ -277,6 +277,18 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     Ok(())
 }
 
+/// The end of a session this server unmounted itself: the kernel may end the connection by
+/// aborting it once the last open file is closed, which the session reports as
+/// "connection aborted" — that is the end asked for, not a failure (every line written
+/// before the close was applied when the file was released).
+#[cfg(unix)]
+fn ended_after_unmount(ended: std::io::Result<()>) -> std::io::Result<()> {
+    match ended {
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => Ok(()),
+        other => other,
+    }
+}
+
 /// `gjcfs umount MOUNTPOINT`: unmounts (Linux: `fusermount3 -u`; macOS: `unmount(2)`); the
 /// server sees its session end.
 #[cfg(unix)]
@@ -284,4 +296,18 @@ pub fn umount(mountpoint: &Path) -> Result<()> {
     let mountpoint = std::path::absolute(mountpoint)
         .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
     Ok(lifecycle::umount(&mountpoint)?)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn an_aborted_connection_after_our_unmount_is_the_end_asked_for() {
+        assert!(ended_after_unmount(Ok(())).is_ok());
+        assert!(ended_after_unmount(Err(Error::from(ErrorKind::ConnectionAborted))).is_ok());
+        let other = ended_after_unmount(Err(Error::from(ErrorKind::InvalidData)));
+        assert_eq!(other.unwrap_err().kind(), ErrorKind::InvalidData);
+    }
 }
