@@ -3,12 +3,13 @@
 # x86_64-pc-windows-gnu build, cross-compiled with mingw-w64, and its tests run under wine.
 #
 #   scripts/windows-check.sh          cargo check and cargo clippy -D warnings, every target
-#   scripts/windows-check.sh --test   also builds the tests of gjcfs-json, gjcfs-engine and
-#                                     gjcfs-vfs and runs them under wine, then runs gjcfs.exe
-#                                     under wine (a managed session made, appended to,
-#                                     listed and searched; the mount refused)
+#   scripts/windows-check.sh --test   also builds the tests of gjcfs-json, gjcfs-engine,
+#                                     gjcfs-vfs and gjcfs-dokan and runs them under wine, then
+#                                     runs gjcfs.exe under wine (a managed session made,
+#                                     appended to, listed and searched; mount without Dokan
+#                                     installed refused, saying so)
 #
-# The tests run are those of the json, engine and vfs crates. The root crate's integration
+# The tests run are those of the json, engine, vfs and Dokan adapter crates. The root crate's integration
 # test binary is Unix-only (it mounts FUSE, makes FIFOs and tmpfs mounts) and gjcfs-fuse is
 # empty on Windows, so neither has anything to run there.
 #
@@ -117,13 +118,22 @@ if [ ! -f "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" ]; then
 	fi
 fi
 
-crates=(-p gjcfs-json -p gjcfs-engine -p gjcfs-vfs)
+crates=(-p gjcfs-json -p gjcfs-engine -p gjcfs-vfs -p gjcfs-dokan)
 step "cargo test --target $target ${crates[*]} --no-run"
 if ! cargo test --target "$target" "${crates[@]}" --no-run >"$out/test-build.log" 2>&1; then
 	tail -30 "$out/test-build.log"
 	note "test build: FAILED (log $out/test-build.log)"
 	finish 1
 fi
+# The adapter's test binary links Dokan's user library (built by dokan-sys): it is put
+# beside the test binaries only, so gjcfs-dokan.exe in debug/ still runs without it below.
+debug="$CARGO_TARGET_DIR/$target/debug"
+dll=$(ls "$debug"/build/dokan-sys-*/out/dokan2.dll 2>/dev/null | head -1)
+if [ -z "$dll" ]; then
+	note "test build: FAILED (dokan-sys built no dokan2.dll)"
+	finish 1
+fi
+cp "$dll" "$debug/deps/"
 step "cargo test --target $target ${crates[*]} under wine"
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
 cargo test --target "$target" "${crates[@]}" --no-fail-fast >"$out/test.log" 2>&1
@@ -131,17 +141,19 @@ rc=$?
 grep -E '^test .* FAILED$|^failures:$' "$out/test.log" | grep -v '^failures:$' | head -40
 totals=$(grep -E '^test result' "$out/test.log" | awk '{p+=$4; f+=$6; i+=$8} END {printf "%d passed, %d failed, %d ignored", p, f, i}')
 if [ "$rc" = 0 ]; then
-	note "tests under wine (json, engine, vfs): ok, $totals"
+	note "tests under wine (json, engine, vfs, dokan): ok, $totals"
 else
 	status=1
-	note "tests under wine (json, engine, vfs): FAILED, $totals (log $out/test.log)"
+	note "tests under wine (json, engine, vfs, dokan): FAILED, $totals (log $out/test.log)"
 fi
 
 # The command itself under wine: a managed session made, appended to and found again, and
-# the mount refused with its reason.
-step "gjcfs.exe under wine: generate --scope, append, ls, search, mount"
+# the mount refused with its reason: gjcfs-dokan.exe is there but Dokan is not (no
+# dokan2.dll beside it), which every command but mount must not need.
+step "gjcfs.exe under wine: generate --scope, append, ls, search, mount without Dokan"
 smoke() {
-	cargo build --target "$target" --bin gjcfs >"$out/smoke-build.log" 2>&1 || return 1
+	cargo build --target "$target" --bin gjcfs --bin gjcfs-dokan >"$out/smoke-build.log" 2>&1 || return 1
+	[ ! -e "$CARGO_TARGET_DIR/$target/debug/dokan2.dll" ] || return 1
 	local exe="$CARGO_TARGET_DIR/$target/debug/gjcfs.exe"
 	local drive="$WINEPREFIX/drive_c" work='C:\gjcfs-smoke'
 	rm -rf "$drive/gjcfs-smoke"
@@ -156,14 +168,14 @@ smoke() {
 		echo '{"role":"user","content":"zanzibarquokka"}' | wine "$exe" append "$id"
 		wine "$exe" search zanzibarquokka | grep -q zanzibarquokka
 		if wine "$exe" mount "$work\m" 2>"$out/smoke-mount.log"; then exit 1; fi
-		grep -q 'needs the Dokan adapter' "$out/smoke-mount.log"
+		grep -q 'Dokan is not installed' "$out/smoke-mount.log"
 	) >"$out/smoke.log" 2>&1
 	local rc=$?
 	rm -rf "$drive/gjcfs-smoke"
 	return $rc
 }
 if smoke; then
-	note "gjcfs.exe under wine (generate --scope, append, ls, search, mount refused): ok"
+	note "gjcfs.exe under wine (generate --scope, append, ls, search; mount says Dokan is missing): ok"
 else
 	status=1
 	tail -20 "$out/smoke.log"

@@ -6,33 +6,21 @@
 //! flushed and closed and the process exits, which ends the connection of a detached mount
 //! that some process still holds a file of.
 //!
-//! Windows has no FUSE: there both commands fail with an error saying so.
+//! Unix only; Windows mounts through Dokan (`mount_windows.rs`).
 
-#[cfg(unix)]
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-#[cfg(unix)]
 use std::sync::mpsc;
-#[cfg(unix)]
 use std::sync::Arc;
 use std::time::Duration;
-#[cfg(unix)]
 use std::time::Instant;
 
-#[cfg(unix)]
 use anyhow::Context;
 use anyhow::{bail, Result};
-#[cfg(unix)]
 use gjcfs_fuse::lifecycle;
-#[cfg(unix)]
 use gjcfs_vfs::{SessionSource, Vfs, VfsConfig};
 
-#[cfg(unix)]
 use super::output::terminal_safe;
-
-/// Why `mount` and `umount` fail on Windows.
-#[cfg(not(unix))]
-const NO_MOUNT: &str = "the Windows mount needs the Dokan adapter, which this build does not have";
 
 /// `gjcfs mount`'s arguments.
 #[derive(clap::Args)]
@@ -86,33 +74,16 @@ pub fn umount_command(args: UmountArgs) -> Result<()> {
     umount(&args.mountpoint)
 }
 
-/// Not on Windows: an error.
-#[cfg(not(unix))]
-pub fn run(_mountpoint: &Path, _options: Options<'_>) -> Result<()> {
-    bail!(NO_MOUNT)
-}
-
-/// Not on Windows: an error.
-#[cfg(not(unix))]
-pub fn umount(_mountpoint: &Path) -> Result<()> {
-    bail!(NO_MOUNT)
-}
-
 /// How many sessions stay loaded at once.
-#[cfg(unix)]
 const MAX_LOADED: usize = 64;
 /// Threads serving kernel requests (Linux; one elsewhere).
-#[cfg(unix)]
 const SERVER_THREADS: usize = if cfg!(target_os = "linux") { 4 } else { 1 };
 /// How often loaded sessions are checked for changes made outside the mount.
-#[cfg_attr(not(unix), allow(dead_code))]
 const POLL_EVERY: Duration = Duration::from_millis(500);
 /// How long a stopping server waits for the files still open on its detached mount to be
 /// closed before it ends the connection.
-#[cfg_attr(not(unix), allow(dead_code))]
 const CLOSE_PATIENCE: Duration = Duration::from_secs(2);
 
-#[cfg_attr(not(unix), allow(dead_code))]
 pub struct Options<'a> {
     pub agent_dir: Option<&'a Path>,
     pub session_dir: Option<&'a Path>,
@@ -121,7 +92,6 @@ pub struct Options<'a> {
     pub allow_empty: bool,
 }
 
-#[cfg(unix)]
 pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     let Options {
         agent_dir,
@@ -281,7 +251,6 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
 /// aborting it once the last open file is closed, which the session reports as
 /// "connection aborted" — that is the end asked for, not a failure (every line written
 /// before the close was applied when the file was released).
-#[cfg(unix)]
 fn ended_after_unmount(ended: std::io::Result<()>) -> std::io::Result<()> {
     match ended {
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => Ok(()),
@@ -291,14 +260,13 @@ fn ended_after_unmount(ended: std::io::Result<()>) -> std::io::Result<()> {
 
 /// `gjcfs umount MOUNTPOINT`: unmounts (Linux: `fusermount3 -u`; macOS: `unmount(2)`); the
 /// server sees its session end.
-#[cfg(unix)]
 pub fn umount(mountpoint: &Path) -> Result<()> {
     let mountpoint = std::path::absolute(mountpoint)
         .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
     Ok(lifecycle::umount(&mountpoint)?)
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::io::{Error, ErrorKind};
