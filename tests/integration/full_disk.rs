@@ -82,11 +82,9 @@ fn a_full_disk_fails_the_append_cleanly_and_freeing_space_lets_the_next_one_thro
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_full_disk_under_the_mount_answers_enospc_and_the_next_append_after_freeing_space_works() {
     use std::io::Write;
-    if !crate::common::mount::fuse_usable() {
-        return;
-    }
     let Some(fs) = Tmpfs::mount("512k") else {
         return;
     };

@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use crate::common::mount::{
-    fuse_usable, is_mounted, message, ok, p, run, store, within, Mount, Store,
-};
+use crate::common::mount::{is_mounted, message, ok, p, run, store, within, Mount, Store};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
@@ -25,10 +23,8 @@ fn context_messages(dir: &Path) -> usize {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_session_reads_through_ls_cat_grep_and_stat() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let sessions = mount.path().join("sessions");
@@ -89,10 +85,8 @@ fn a_session_reads_through_ls_cat_grep_and_stat() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn modes_tell_which_files_take_writes() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     for (args, leaf, new) in [
         (vec!["--agent-dir", &s.agent_dir()], "600", "200"),
@@ -130,12 +124,10 @@ fn modes_tell_which_files_take_writes() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn session_jsonl_is_the_transcript_and_tail_f_follows_it() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -171,11 +163,9 @@ fn session_jsonl_is_the_transcript_and_tail_f_follows_it() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_view_read_again_from_the_start_shows_what_stat_says() {
     use std::io::{Read, Seek, SeekFrom};
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -219,10 +209,8 @@ fn a_view_read_again_from_the_start_shows_what_stat_says() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_view_can_be_mapped() {
-    if !fuse_usable() {
-        return;
-    }
     use std::os::fd::AsRawFd;
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
@@ -252,10 +240,8 @@ fn a_view_can_be_mapped() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn echo_into_leaf_branches_and_an_unknown_id_fails() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -278,10 +264,8 @@ fn echo_into_leaf_branches_and_an_unknown_id_fails() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn lines_written_to_entries_new_are_appended_and_invalid_ones_are_not() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let new = mount
@@ -311,10 +295,8 @@ fn lines_written_to_entries_new_are_appended_and_invalid_ones_are_not() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn removing_renaming_and_creating_fail() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -340,10 +322,8 @@ fn removing_renaming_and_creating_fail() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_read_only_mount_refuses_every_write() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir(), "--read-only"]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -362,10 +342,8 @@ fn a_read_only_mount_refuses_every_write() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn sigterm_unmounts_and_exits_cleanly() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mut mount = Mount::start(&["--session-dir", p(s.file.parent().unwrap())]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -380,10 +358,8 @@ fn sigterm_unmounts_and_exits_cleanly() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn an_append_by_the_agent_outside_the_mount_shows_up() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -403,10 +379,8 @@ fn an_append_by_the_agent_outside_the_mount_shows_up() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn cached_entries_and_headers_follow_patches_written_outside() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -450,10 +424,8 @@ fn cached_entries_and_headers_follow_patches_written_outside() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn stat_after_a_branch_shows_the_new_sizes_at_once() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -475,10 +447,8 @@ fn stat_after_a_branch_shows_the_new_sizes_at_once() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn mounting_over_a_served_mount_fails_and_leaves_it_alone() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let out = run(
@@ -493,10 +463,8 @@ fn mounting_over_a_served_mount_fails_and_leaves_it_alone() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_stale_mount_left_by_a_killed_server_is_cleared_on_start() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let args = ["--agent-dir", &s.agent_dir()];
     let mut mount = Mount::start(&args);
@@ -510,10 +478,8 @@ fn a_stale_mount_left_by_a_killed_server_is_cleared_on_start() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn gjcfs_umount_ends_the_server() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     ok(env!("CARGO_BIN_EXE_gjcfs"), &["umount", p(mount.path())]);
@@ -523,12 +489,10 @@ fn gjcfs_umount_ends_the_server() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn blobs_read_back_through_cat() {
     use gjcfs::engine::blob::BlobStore;
     use gjcfs::engine::storage::FileStorage;
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let blobs = BlobStore::new(
         s.tmp.path().join("agent/blobs"),
@@ -561,11 +525,9 @@ fn blobs_read_back_through_cat() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn history_reads_through_cat() {
     use gjcfs::engine::history::HistoryStorage;
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let storage = HistoryStorage::open(s.tmp.path().join("agent/history.db")).unwrap();
     storage.add("rename the module", Some("/w"));
@@ -604,10 +566,8 @@ fn history_reads_through_cat() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn projects_hold_symlinks_that_lead_to_the_sessions() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let projects = mount.path().join("projects");
@@ -625,11 +585,9 @@ fn projects_hold_symlinks_that_lead_to_the_sessions() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn ctrl_c_with_a_file_still_open_detaches_and_applies_its_pending_line() {
     use std::io::Write;
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let new = mount
@@ -674,13 +632,11 @@ fn read_json(path: &Path) -> (Vec<u8>, Value) {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn readers_see_whole_files_while_the_agent_appends_outside_the_mount() {
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    if !fuse_usable() {
-        return;
-    }
     const APPENDS: usize = 120;
     const READERS: usize = 3;
     let s = store();
@@ -783,12 +739,10 @@ fn readers_see_whole_files_while_the_agent_appends_outside_the_mount() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn concurrent_writers_to_entries_new_each_land_exactly_once() {
     use std::collections::HashMap;
     use std::io::Write;
-    if !fuse_usable() {
-        return;
-    }
     const WRITERS: usize = 4;
     const LINES: usize = 25;
     let s = store();
@@ -845,12 +799,10 @@ fn concurrent_writers_to_entries_new_each_land_exactly_once() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn other_sessions_answer_while_a_big_session_loads() {
     use std::process::{Command, Stdio};
     use std::time::Instant;
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let ws = s.tmp.path().join("workspace");
     let generated = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
@@ -904,11 +856,9 @@ fn other_sessions_answer_while_a_big_session_loads() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_refused_session_answers_eacces_says_why_and_recovers_when_put_right() {
     use std::os::unix::fs::PermissionsExt;
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -954,10 +904,8 @@ fn a_refused_session_answers_eacces_says_why_and_recovers_when_put_right() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_leaf_moved_through_the_mount_is_kept_in_the_file() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -1017,10 +965,8 @@ fn a_leaf_moved_through_the_mount_is_kept_in_the_file() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn leaf_takes_file_names_labels_and_unique_prefixes() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -1072,10 +1018,8 @@ fn leaf_takes_file_names_labels_and_unique_prefixes() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn by_date_and_recent_lead_to_the_sessions_by_day_and_newest_first() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let root = mount.path();
@@ -1169,10 +1113,8 @@ fn mixed_store() -> (Store, PathBuf, String) {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn reading_everything_through_the_mount_changes_no_file() {
-    if !fuse_usable() {
-        return;
-    }
     for read_only in [false, true] {
         let (s, _legacy, legacy_id) = mixed_store();
         let agent = s.tmp.path().join("agent");
@@ -1234,10 +1176,8 @@ fn reading_everything_through_the_mount_changes_no_file() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn an_append_to_a_legacy_session_goes_to_its_managed_copy() {
-    if !fuse_usable() {
-        return;
-    }
     let (s, legacy, legacy_id) = mixed_store();
     let original = fs::read(&legacy).unwrap();
     let mtime = fs::metadata(&legacy).unwrap().modified().unwrap();
@@ -1273,10 +1213,8 @@ fn an_append_to_a_legacy_session_goes_to_its_managed_copy() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn an_append_after_a_torn_line_written_outside_is_not_swallowed() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let new = mount
@@ -1314,10 +1252,8 @@ fn an_append_after_a_torn_line_written_outside_is_not_swallowed() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn one_write_of_several_lines_appends_all_or_nothing() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let new = mount
@@ -1353,10 +1289,8 @@ fn one_write_of_several_lines_appends_all_or_nothing() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_deleted_session_is_never_brought_back_by_a_read() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -1376,10 +1310,8 @@ fn a_deleted_session_is_never_brought_back_by_a_read() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_message_with_a_role_the_format_does_not_know_is_refused() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -1396,10 +1328,8 @@ fn a_message_with_a_role_the_format_does_not_know_is_refused() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn search_finds_every_session_at_once_and_follows_appends() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let root = mount.path();
@@ -1455,10 +1385,8 @@ fn search_finds_every_session_at_once_and_follows_appends() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn the_leaf_of_a_legacy_v1_session_moves_on_its_managed_copy() {
-    if !fuse_usable() {
-        return;
-    }
     let (s, legacy, legacy_id) = mixed_store();
     let original = fs::read(&legacy).unwrap();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::common::gjcfs_bin;
-use crate::common::mount::{exit_within, fuse_usable, is_mounted, ok, p, store, within, Mount};
+use crate::common::mount::{exit_within, is_mounted, ok, p, store, within, Mount};
 use gjcfs::engine::load_session;
 
 /// How long a stopping server may take to exit, and a refused start to give up.
@@ -42,10 +42,8 @@ struct Attempt {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn sigterm_with_entries_new_held_open_refuses_later_writes_and_exits() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let new = mount.session_dir(&s.sid).join("entries/new");
@@ -113,10 +111,8 @@ fn sigterm_with_entries_new_held_open_refuses_later_writes_and_exits() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_mountpoint_inside_the_store_or_around_it_is_refused() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let agent = s.tmp.path().join("agent");
     let session_dir = s.file.parent().unwrap().to_owned();
@@ -195,10 +191,8 @@ impl Drop for LocalUser {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn with_allow_other_other_users_are_held_to_the_permissions_shown() {
-    if !fuse_usable() {
-        return;
-    }
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         let why = "creating a second user needs root";
@@ -266,10 +260,8 @@ done"#;
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn sigkill_amid_writers_and_readers_loses_no_acknowledged_line() {
-    if !fuse_usable() {
-        return;
-    }
     const ROUNDS: usize = 5;
     const WRITERS: usize = 3;
     let s = store();
@@ -414,10 +406,8 @@ fn a_missing_fusermount3_is_named_with_the_package_to_install() {
 }
 
 #[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_missing_store_or_an_occupied_mountpoint_is_refused_and_the_banner_says_what_is_served() {
-    if !fuse_usable() {
-        return;
-    }
     let s = store();
     let missing = s.tmp.path().join("no-such-agent");
     let occupied = s.tmp.path().join("occupied");
