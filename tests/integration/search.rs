@@ -13,7 +13,9 @@ use gjcfs::corpus::{generate_file, Format, Limit, Options};
 use gjcfs::engine::load::{load_entries_from_file, load_session, LoadStatus};
 use gjcfs::engine::search::query::words;
 use gjcfs::engine::search::text::record_text;
-use gjcfs::engine::search::{Change, Filters, Query, QueryError, SearchIndex, FORMAT, INDEX_FILE};
+use gjcfs::engine::search::{
+    Change, Filters, Query, QueryError, SearchIndex, UpdateReport, FORMAT, INDEX_FILE,
+};
 
 /// (session id, entry id or "title", on the leaf path).
 type Found = BTreeSet<(String, String, bool)>;
@@ -174,8 +176,10 @@ fn assert_agrees(store: &Store, index: &SearchIndex, step: &str) {
     }
 }
 
-fn changes(index: &SearchIndex, store: &Store) -> Vec<(String, Change)> {
-    let report = index.update(&store.paths(), 2, &|_| {}).unwrap();
+/// The changes an update found, by file name.
+type Changes = Vec<(String, Change)>;
+
+fn named(report: UpdateReport) -> Changes {
     assert!(report.failed.is_empty(), "{:?}", report.failed);
     report
         .changes
@@ -187,9 +191,41 @@ fn changes(index: &SearchIndex, store: &Store) -> Vec<(String, Change)> {
         .collect()
 }
 
+/// An update given the store's files.
+fn update_files(index: &SearchIndex, store: &Store) -> Changes {
+    named(index.update(&store.paths(), 2, &|_| {}).unwrap())
+}
+
+/// An update given the store's directory, which it lists (or not, when it has settled).
+fn update_dir(index: &SearchIndex, store: &Store) -> Changes {
+    named(
+        index
+            .update_dirs(std::slice::from_ref(&store.root), 2, &|_| {})
+            .unwrap(),
+    )
+}
+
+/// Sets the modification time of the directory `dir` (`seconds` after a day long past).
+fn set_dir_mtime(dir: &Path, seconds: u64) {
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_750_000_000 + seconds);
+    std::fs::File::open(dir)
+        .and_then(|d| d.set_modified(when))
+        .unwrap_or_else(|e| panic!("set the mtime of {}: {e}", dir.display()));
+}
+
 #[test]
 fn hits_equal_a_scan_of_the_replayed_records_through_every_change() {
+    every_change(Store::new(3), &update_files);
+}
+
+#[test]
+fn hits_equal_a_scan_through_every_change_when_a_settled_directory_is_not_listed() {
     let store = Store::new(3);
+    set_dir_mtime(&store.root, 0);
+    every_change(store, &update_dir);
+}
+
+fn every_change(store: Store, changes: &dyn Fn(&SearchIndex, &Store) -> Changes) {
     let index = SearchIndex::open(&store.index_dir).unwrap();
     assert_eq!(changes(&index, &store).len(), 3);
     assert_agrees(&store, &index, "built");
@@ -304,12 +340,94 @@ fn hits_equal_a_scan_of_the_replayed_records_through_every_change() {
 }
 
 #[test]
+fn a_settled_directory_is_listed_again_only_when_its_version_changes() {
+    let store = Store::new(2);
+    let root = store.root.clone();
+    let index = SearchIndex::open(&store.index_dir).unwrap();
+    set_dir_mtime(&root, 0);
+    assert_eq!(update_dir(&index, &store).len(), 2);
+    let names = |changes: Changes| -> Vec<String> { changes.into_iter().map(|c| c.0).collect() };
+
+    // Appends leave the directory's version as it was: the files recorded are stat'ed.
+    let s1 = store.file(1);
+    append(&s1, &[user("aa000001", &leaf_of(&s1), "zyxuser")]);
+    assert_eq!(names(update_dir(&index, &store)), ["s1.jsonl"]);
+    assert_agrees(&store, &index, "appended");
+
+    // The version is trusted: a file created with the directory's time set back to the one
+    // recorded (as if in the same tick of its clock) is not seen…
+    let copy = root.join("s9.jsonl");
+    std::fs::copy(store.file(2), &copy).unwrap();
+    set_dir_mtime(&root, 0);
+    assert!(
+        update_dir(&index, &store).is_empty(),
+        "the settled listing is used"
+    );
+    // …until the directory's version changes.
+    set_dir_mtime(&root, 1);
+    assert_eq!(names(update_dir(&index, &store)), ["s9.jsonl"]);
+    assert_agrees(&store, &index, "listed again");
+
+    // A directory changed in the last seconds is listed every time, whatever its time.
+    let now = std::time::SystemTime::now();
+    std::fs::File::open(&root)
+        .unwrap()
+        .set_modified(now)
+        .unwrap();
+    assert!(update_dir(&index, &store).is_empty());
+    std::fs::copy(store.file(2), root.join("s8.jsonl")).unwrap();
+    std::fs::File::open(&root)
+        .unwrap()
+        .set_modified(now)
+        .unwrap();
+    assert_eq!(names(update_dir(&index, &store)), ["s8.jsonl"]);
+
+    // Removed files are found gone although the listing names them.
+    set_dir_mtime(&root, 2);
+    assert!(update_dir(&index, &store).is_empty());
+    std::fs::remove_file(&copy).unwrap();
+    set_dir_mtime(&root, 2);
+    assert_eq!(
+        update_dir(&index, &store),
+        [("s9.jsonl".into(), Change::Removed)]
+    );
+
+    // Any other change of what is indexed drops the listing: here an update given only one
+    // of the files drops the other, which the next update of the directory brings back
+    // although the directory and the files are as listed.
+    set_dir_mtime(&root, 3);
+    assert!(update_dir(&index, &store).is_empty());
+    let report = index.update(std::slice::from_ref(&s1), 1, &|_| {}).unwrap();
+    assert_eq!(named(report).len(), 2, "the others are dropped");
+    assert_eq!(update_dir(&index, &store).len(), 2, "and indexed again");
+    assert_agrees(&store, &index, "dropped and back");
+    append(&s1, &[user("aa000002", "aa000001", "zyxanswer")]);
+    assert!(index.update_session(&s1).unwrap().is_some());
+    assert!(update_dir(&index, &store).is_empty());
+    assert_agrees(&store, &index, "updated elsewhere");
+
+    // A listing that does not decode is not used.
+    drop(index);
+    let conn = rusqlite::Connection::open(store.index_dir.join(INDEX_FILE)).unwrap();
+    let rows = conn
+        .execute("UPDATE listing SET data = x'00ff'", [])
+        .unwrap();
+    assert_eq!(rows, 1, "a listing was recorded");
+    drop(conn);
+    let again = SearchIndex::open(&store.index_dir).unwrap();
+    assert!(update_dir(&again, &store).is_empty());
+    append(&s1, &[user("aa000003", "aa000002", "zyxlabel")]);
+    assert_eq!(names(update_dir(&again, &store)), ["s1.jsonl"]);
+    assert_agrees(&store, &again, "after a damaged listing");
+}
+
+#[test]
 fn a_search_rechecks_the_files_of_its_hits() {
     let store = Store::new(1);
     let index = SearchIndex::open(&store.index_dir).unwrap();
     let s1 = store.file(1);
     append(&s1, &[user("aa000001", &leaf_of(&s1), "zyxuser")]);
-    changes(&index, &store);
+    update_files(&index, &store);
     // Patched without an update: the search must not return the old text's hit.
     append(
         &s1,
@@ -328,7 +446,7 @@ fn substrings_phrases_and_filters() {
     let s1 = store.file(1);
     append(&s1, &marked_entries(&leaf_of(&s1)));
     let index = SearchIndex::open(&store.index_dir).unwrap();
-    changes(&index, &store);
+    update_files(&index, &store);
     let all = |q: Query, f: Filters| index.search(&q, &f).unwrap();
     let filters = Filters::default();
     let hits = all(Query::substring("XUSER HID").unwrap(), filters.clone());
@@ -428,11 +546,11 @@ fn damaged_or_foreign_index_files_are_replaced() {
         if n == 2 {
             // A real index of another format.
             let index = SearchIndex::open(&store.index_dir).unwrap();
-            changes(&index, &store);
+            update_files(&index, &store);
         }
         damage();
         let index = SearchIndex::open(&store.index_dir).unwrap();
-        assert_eq!(changes(&index, &store).len(), 1, "case {n}: rebuilt");
+        assert_eq!(update_files(&index, &store).len(), 1, "case {n}: rebuilt");
         assert_agrees(&store, &index, "rebuilt");
     }
     // Damage inside a page the header checks do not read.
@@ -444,7 +562,7 @@ fn damaged_or_foreign_index_files_are_replaced() {
     }
     std::fs::write(&file, bytes).unwrap();
     let index = SearchIndex::open(&store.index_dir).unwrap();
-    changes(&index, &store);
+    update_files(&index, &store);
     assert_agrees(&store, &index, "recovered");
 }
 

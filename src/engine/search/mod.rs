@@ -32,10 +32,14 @@
 //!   indexed is not read. A file that only grew — same identity, not shorter, the same last
 //!   bytes before where indexing stopped — has its complete new lines read and replayed
 //!   on top of what is indexed ([`update`]); anything else is read again whole.
-//! - Telling whether anything changed costs a listing of the store's directories
-//!   ([`SearchIndex::update_dirs`]) and a `stat` of each file, on several threads, compared
-//!   with the stamps (path, device, inode, length, modification time) read from one
-//!   covering index of `files`; the rest of a file's row is read only when it changed.
+//! - Telling whether anything changed ([`SearchIndex::update_dirs`]) costs a `stat` of each
+//!   file, on several threads, compared in order with the [`listing`] the last update
+//!   recorded: each directory's settled version and its files' names and stats. A
+//!   directory whose version is the one recorded is not listed again; any other is. The
+//!   listing is dropped by every transaction that may change `files`, so one present
+//!   agrees with the index. When anything differs, the stamps (path, device, inode,
+//!   length, modification time) of `files` are read from one covering index and compared;
+//!   the rest of a file's row is read only when it changed.
 //! - [`SearchIndex::search`] checks the file of every hit it returns; a file that changed
 //!   since it was indexed is brought up to date and the search run again, so no hit comes
 //!   from a file as it was.
@@ -44,6 +48,7 @@
 //!   timeout); within a process a [`SearchIndex`] is `Sync`, one lock serialising its calls.
 
 mod json;
+mod listing;
 mod prepare;
 pub mod query;
 pub mod rank;
@@ -96,14 +101,6 @@ fn distinct(paths: &[PathBuf]) -> Vec<PathBuf> {
     paths.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
     paths.dedup();
     paths
-}
-
-/// The same error again (`io::Error` is not `Clone`).
-fn copy_error(e: &std::io::Error) -> std::io::Error {
-    match e.raw_os_error() {
-        Some(code) => std::io::Error::from_raw_os_error(code),
-        None => std::io::Error::new(e.kind(), e.to_string()),
-    }
 }
 
 /// Message roles, as a search filters them.
@@ -326,16 +323,16 @@ impl SearchIndex {
     }
 
     fn with_connection(conn: Connection, path: Option<PathBuf>) -> Result<Self, SearchError> {
-        let index = SearchIndex {
+        // The stamps are read when first needed: a check that finds the store as the last
+        // update listed it needs none.
+        Ok(SearchIndex {
             inner: Mutex::new(Inner {
                 conn,
                 files: Stamps::default(),
                 data_version: -1,
             }),
             path,
-        };
-        index.sync_files(&mut index.inner.lock())?;
-        Ok(index)
+        })
     }
 
     /// The index file, `None` for an index in memory.
@@ -353,7 +350,8 @@ impl SearchIndex {
         }
     }
 
-    /// Reads the `files` table again if another connection committed since it was read.
+    /// Reads the stamps of the `files` table, unless they were read and no other connection
+    /// committed since.
     fn sync_files(&self, inner: &mut Inner) -> Result<(), SearchError> {
         let version: i64 = inner
             .conn
@@ -389,7 +387,7 @@ impl SearchIndex {
         let paths = distinct(paths);
         self.recovering(|| {
             let found = scan::stat_all(paths.clone(), threads);
-            self.update_found(&found, threads, progress)
+            self.update_found(&mut self.inner.lock(), &found, threads, progress)
         })
     }
 
@@ -409,9 +407,29 @@ impl SearchIndex {
     ) -> Result<UpdateReport, SearchError> {
         let dirs = distinct(dirs);
         self.recovering(|| {
-            let listed = dirs.iter().filter_map(|dir| scan::list(dir).ok()).collect();
-            let found = scan::stat_listed(listed, threads);
-            self.update_found(&found, threads, progress)
+            let mut inner = self.inner.lock();
+            let last = schema::read_listing(&inner.conn).map_err(|e| self.sql_error(e))?;
+            let look = scan::look(&dirs, last.as_ref(), threads);
+            if let Some(last) = &last {
+                if look.same_files(last) {
+                    if look.versions_differ(last) {
+                        // Only whether a directory's version is trusted changed. Recording it
+                        // is for the next check's speed: a failure loses nothing.
+                        let _ =
+                            schema::replace_listing(&inner.conn, last, &look.listing_of_same(last));
+                    }
+                    return Ok(UpdateReport {
+                        unchanged: look.len(),
+                        ..UpdateReport::default()
+                    });
+                }
+            }
+            let report = self.update_found(&mut inner, &look.found(), threads, progress)?;
+            if report.failed.is_empty() {
+                // For the next check's speed, as above.
+                let _ = schema::write_listing(&inner.conn, &look);
+            }
+            Ok(report)
         })
     }
 
@@ -440,12 +458,12 @@ impl SearchIndex {
     /// stat taken now.
     fn update_found(
         &self,
+        inner: &mut Inner,
         found: &[scan::Found],
         threads: usize,
         progress: &dyn Fn(Progress),
     ) -> Result<UpdateReport, SearchError> {
-        let mut inner = self.inner.lock();
-        self.sync_files(&mut inner)?;
+        self.sync_files(inner)?;
         let mut report = UpdateReport::default();
         let mut changed = Vec::new();
         // Indexed files found in the store: when they are all of them, none is gone.
@@ -466,7 +484,7 @@ impl SearchIndex {
                 // Gone since it was listed: dropped like a removed file.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     if inner.files.contains(path) {
-                        update::remove(&mut inner, path).map_err(|e| self.sql_error(e))?;
+                        update::remove(inner, path).map_err(|e| self.sql_error(e))?;
                         report.changes.push(SessionChange {
                             path: path.clone(),
                             change: Change::Removed,
@@ -479,7 +497,7 @@ impl SearchIndex {
                         path.clone(),
                         LoadError::Io {
                             path: path.clone(),
-                            source: copy_error(source),
+                            source: scan::copy_error(source),
                         },
                     ))
                 }
@@ -494,14 +512,14 @@ impl SearchIndex {
                 .map(Path::to_owned)
                 .collect();
             for path in gone {
-                update::remove(&mut inner, &path).map_err(|e| self.sql_error(e))?;
+                update::remove(inner, &path).map_err(|e| self.sql_error(e))?;
                 report.changes.push(SessionChange {
                     path,
                     change: Change::Removed,
                 });
             }
         }
-        update::apply(&mut inner, changed, threads, progress, &mut report).map_err(|e| {
+        update::apply(inner, changed, threads, progress, &mut report).map_err(|e| {
             // Part of it may be committed: the files are read again at the next call.
             inner.data_version = -1;
             self.sql_error(e)
@@ -585,7 +603,6 @@ impl SearchIndex {
 
     fn search_once(&self, query: &Query, filters: &Filters) -> Result<Vec<Hit>, SearchError> {
         let mut inner = self.inner.lock();
-        self.sync_files(&mut inner)?;
         // Each file is checked once per search: one that changes again after it was
         // brought up to date keeps the hits of the state just read.
         let mut checked: HashSet<PathBuf> = HashSet::new();
@@ -593,18 +610,17 @@ impl SearchIndex {
             let hits =
                 schema::run_search(&inner.conn, query, filters).map_err(|e| self.sql_error(e))?;
             let mut stale = Vec::new();
-            for hit in &hits {
-                if !checked.insert(hit.path.clone()) {
-                    continue;
-                }
-                let current = Stat::read(&hit.path).ok();
-                if current.is_none() || inner.files.get(&hit.path).map(|f| f.stat) != current {
+            for (hit, indexed) in &hits {
+                if checked.insert(hit.path.clone())
+                    && Stat::read(&hit.path).ok().as_ref() != Some(indexed)
+                {
                     stale.push(hit.path.clone());
                 }
             }
             if stale.is_empty() {
-                return Ok(hits);
+                return Ok(hits.into_iter().map(|(hit, _)| hit).collect());
             }
+            self.sync_files(&mut inner)?;
             for path in stale {
                 self.refresh_one(&mut inner, &path)?;
             }

@@ -4,17 +4,22 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{params_from_iter, types::Value as Sql, Connection, Row};
+use rusqlite::{
+    params, params_from_iter, types::Value as Sql, Connection, OptionalExtension, Row, Transaction,
+    TransactionBehavior,
+};
 
 use super::super::load::ReadMark;
 use super::super::storage::{path_from_bytes, path_to_bytes, FileId, FileStorage, SessionStorage};
+use super::listing::Listing;
 use super::query::Query;
 use super::rank::{self, COMMON_FROM};
+use super::scan::Look;
 use super::snippet::Snippet;
 use super::{FileState, Filters, Hit, SearchError, Stamp, Stamps, Stat};
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 2;
+pub const FORMAT: i64 = 3;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 /// The index file's name in its directory.
@@ -52,6 +57,9 @@ CREATE VIRTUAL TABLE words USING fts5(text, content='', contentless_delete=1,
 -- Each document's distinct trigrams, as tokens (query::gram_text).
 CREATE VIRTUAL TABLE grams USING fts5(text, content='', contentless_delete=1,
     tokenize='ascii', detail='none');
+-- What the last update saw of the store's directories (listing.rs); every transaction
+-- that may change files drops it first (update.rs).
+CREATE TABLE listing (id INTEGER PRIMARY KEY CHECK (id = 1), data BLOB NOT NULL);
 ";
 
 /// Where the index of a store lives by default: `<cache>/gjcfs/search/<key>` where
@@ -108,7 +116,7 @@ fn is_current(conn: &Connection) -> rusqlite::Result<bool> {
         return Ok(false);
     }
     // Each table's first row: a count would read all of it.
-    for table in ["files", "docs", "words", "grams"] {
+    for table in ["files", "docs", "words", "grams", "listing"] {
         conn.prepare(&format!("SELECT 1 FROM {table} LIMIT 1"))?
             .query([])?
             .next()?;
@@ -314,7 +322,37 @@ pub fn read_stamps(conn: &Connection) -> rusqlite::Result<Stamps> {
     Ok(stamps)
 }
 
-/// The hits of a query, best first, with their snippets.
+/// The listing recorded by the last update ([`Listing`]); `None` when there is none (or it
+/// does not decode).
+pub fn read_listing(conn: &Connection) -> rusqlite::Result<Option<Listing>> {
+    let data: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT data FROM listing WHERE id = 1")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    Ok(data.and_then(Listing::decode))
+}
+
+/// Records the listing of `look` with the stats the `files` table holds, in one
+/// transaction that reads them: the listing agrees with the table it is stored with.
+pub fn write_listing(conn: &Connection, look: &Look) -> rusqlite::Result<()> {
+    // The write lock first: the stats read are the table's until the commit.
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    let listing = look.listing(&read_stamps(&tx)?);
+    tx.prepare_cached("INSERT OR REPLACE INTO listing(id, data) VALUES (?1, ?2)")?
+        .execute(params![1, listing])?;
+    tx.commit()
+}
+
+/// Replaces the listing `old` by the encoded listing `new`, unless a change of `files`
+/// dropped it since it was read.
+pub fn replace_listing(conn: &Connection, old: &Listing, new: &[u8]) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE listing SET data = ?1 WHERE id = 1 AND data = ?2")?
+        .execute(params![new, old.encoded()])?;
+    Ok(())
+}
+
+/// The hits of a query, best first, with their snippets, each with the stat its file was
+/// indexed at.
 ///
 /// A query with at most [`COMMON_FROM`] matches (or the limit, if larger) is ranked by
 /// FTS5's bm25 over all of them ([`ranked_by_bm25`]); one with more, over the window of
@@ -324,7 +362,7 @@ pub fn run_search(
     conn: &Connection,
     query: &Query,
     filters: &Filters,
-) -> rusqlite::Result<Vec<Hit>> {
+) -> rusqlite::Result<Vec<(Hit, Stat)>> {
     let (table, from, params) = matches_clause(query, filters);
     let window = COMMON_FROM.max(filters.limit);
     match ranked_in_window(conn, query, filters, window, table, &from, &params)? {
@@ -379,11 +417,18 @@ fn sql_count(n: usize) -> i64 {
 
 /// The columns of a hit, after its id and score.
 const HIT_COLUMNS: &str = "f.path, f.session_id, f.title, f.cwd, d.entry_id, d.entry_type, \
-     d.kind, d.time_ms, d.on_leaf, d.text";
+     d.kind, d.time_ms, d.on_leaf, d.text, f.dev, f.ino, f.len, f.mtime_ns";
 
-/// A hit from a row holding [`HIT_COLUMNS`] from column `at` on, and its text.
-fn hit_of(row: &Row, at: usize, score: f64, snippet: Snippet) -> rusqlite::Result<Hit> {
-    Ok(Hit {
+/// A hit from a row holding [`HIT_COLUMNS`] from column `at` on, and the stat its file was
+/// indexed at.
+fn hit_of(row: &Row, at: usize, score: f64, snippet: Snippet) -> rusqlite::Result<(Hit, Stat)> {
+    let stat = Stat {
+        dev: row.get::<_, i64>(at + 10)? as u64,
+        ino: row.get::<_, i64>(at + 11)? as u64,
+        len: row.get::<_, i64>(at + 12)? as u64,
+        mtime_ns: row.get(at + 13)?,
+    };
+    let hit = Hit {
         path: path_of(&row.get::<_, Vec<u8>>(at)?),
         session_id: row.get(at + 1)?,
         title: row.get(at + 2)?,
@@ -395,7 +440,8 @@ fn hit_of(row: &Row, at: usize, score: f64, snippet: Snippet) -> rusqlite::Resul
         on_leaf_path: row.get(at + 8)?,
         score,
         snippet,
-    })
+    };
+    Ok((hit, stat))
 }
 
 /// The best hits by FTS5's bm25 over every match.
@@ -411,7 +457,7 @@ fn ranked_by_bm25(
     table: &str,
     from: &str,
     params: &[Sql],
-) -> rusqlite::Result<Vec<Hit>> {
+) -> rusqlite::Result<Vec<(Hit, Stat)>> {
     let inner = format!("SELECT d.id AS id, bm25({table}) AS score, d.time_ms AS time {from}");
     let sql = format!(
         "SELECT top.id, top.score, {HIT_COLUMNS} \
@@ -465,7 +511,7 @@ fn ranked_in_window(
     table: &str,
     from: &str,
     params: &[Sql],
-) -> rusqlite::Result<Option<Vec<Hit>>> {
+) -> rusqlite::Result<Option<Vec<(Hit, Stat)>>> {
     let sql = format!("SELECT d.id, {HIT_COLUMNS} {from} ORDER BY {table}.rowid DESC LIMIT ?");
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut first = true;
@@ -499,10 +545,10 @@ fn ranked_in_window(
             window = window.saturating_mul(4);
             continue;
         }
-        for (f, score) in found.iter_mut().zip(rank::scores(&counts)) {
-            f.1.score = score;
+        for ((_, (hit, _), _), score) in found.iter_mut().zip(rank::scores(&counts)) {
+            hit.score = score;
         }
-        found.sort_by(|(a_id, a, _), (b_id, b, _)| {
+        found.sort_by(|(a_id, (a, _), _), (b_id, (b, _), _)| {
             a.score
                 .total_cmp(&b.score)
                 .then(b.time_ms.cmp(&a.time_ms))
@@ -513,9 +559,9 @@ fn ranked_in_window(
         return Ok(Some(
             found
                 .into_iter()
-                .map(|(_, mut hit, text)| {
+                .map(|(_, (mut hit, stat), text)| {
                     hit.snippet = Snippet::of(&text, query).unwrap_or_default();
-                    hit
+                    (hit, stat)
                 })
                 .collect(),
         ));

@@ -60,6 +60,14 @@ impl DirLookup {
     pub fn version(&self, name: &std::ffi::OsStr) -> io::Result<super::FileVersion> {
         self.0.version(name)
     }
+
+    /// The version of the directory itself when it tells every change of the directory's
+    /// entries: where creating, removing or renaming an entry sets the directory's
+    /// modification time (POSIX file systems). `None` where that is not relied on
+    /// (Windows), so the directory is listed every time.
+    pub fn listing_version(&self) -> io::Result<Option<super::FileVersion>> {
+        self.0.listing_version()
+    }
 }
 
 /// The regular files directly in the directory `dir` on disk whose names are UTF-8 and

@@ -144,12 +144,15 @@ pub fn sync_file(path: &Path) -> io::Result<()> {
 
 /// The identity, length and modification time of `path` (following symlinks).
 pub fn version(path: &Path) -> io::Result<FileVersion> {
-    let meta = fs::metadata(path)?;
-    Ok(FileVersion {
-        id: file_id(&meta),
+    fs::metadata(path).map(|meta| version_of(&meta))
+}
+
+fn version_of(meta: &fs::Metadata) -> FileVersion {
+    FileVersion {
+        id: file_id(meta),
         len: meta.len(),
-        mtime_ns: mtime_ns(&meta),
-    })
+        mtime_ns: mtime_ns(meta),
+    }
 }
 
 /// An open directory whose entries are looked up by name (`fstatat`).
@@ -166,7 +169,22 @@ impl DirLookup {
     pub fn version(&self, name: &std::ffi::OsStr) -> io::Result<FileVersion> {
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::io::AsRawFd;
-        let name = std::ffi::CString::new(name.as_bytes())?;
+        // A name of the usual length is made NUL-terminated on the stack: a search checks
+        // every file of the store this way.
+        let mut buf = [0u8; 256];
+        let bytes = name.as_bytes();
+        let owned;
+        let name = match buf.get_mut(..bytes.len()) {
+            Some(head) if bytes.len() < 256 && !bytes.contains(&0) => {
+                head.copy_from_slice(bytes);
+                std::ffi::CStr::from_bytes_with_nul(&buf[..=bytes.len()])
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?
+            }
+            _ => {
+                owned = std::ffi::CString::new(bytes)?;
+                owned.as_c_str()
+            }
+        };
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: `name` is NUL-terminated and outlives the call; `st` is valid for writes
         // and is read only after `fstatat` reported that it wrote it.
@@ -184,6 +202,12 @@ impl DirLookup {
             len: st.st_size as u64,
             mtime_ns: st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128,
         })
+    }
+
+    /// The directory's own version (`fstat`): every create, remove or rename of an entry
+    /// sets its modification time.
+    pub fn listing_version(&self) -> io::Result<Option<FileVersion>> {
+        self.0.metadata().map(|meta| Some(version_of(&meta)))
     }
 }
 

@@ -384,6 +384,12 @@ impl DirLookup {
     pub fn version(&self, name: &std::ffi::OsStr) -> io::Result<FileVersion> {
         version(&self.0.join(name))
     }
+
+    /// Not relied on: NTFS may update a directory's last-write time late, so a directory
+    /// is listed every time.
+    pub fn listing_version(&self) -> io::Result<Option<FileVersion>> {
+        Ok(None)
+    }
 }
 
 /// The bytes of a path, as stored in an index (its WTF-8 bytes: UTF-8 for every path that

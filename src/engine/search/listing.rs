@@ -1,0 +1,262 @@
+//! What the last update recorded of the store's directories: the listing that lets a check
+//! finding nothing changed skip listing directories and reading the index's table of files.
+//!
+//! A [`Listing`] holds, for each directory of the store in the order the update looked at
+//! them, its path, its version when that can be trusted to tell a change of its entries
+//! ([`super::scan`]), and its transcript files in the order they were listed, each with the
+//! stat the index holds of it. It is kept in one row of the `listing` table, which every
+//! transaction that may change the `files` table deletes first ([`super::update`]): a
+//! listing present is one the index agrees with.
+//!
+//! Encoding (little-endian): `gjcL`, a `u32` version ([`VERSION`]), a `u32` count of
+//! directories; each directory is its path (bytes), a `u8` that is 1 when a version
+//! [`Stat`] follows, a `u32` count of files, and each file as its name (bytes) and its
+//! [`Stat`]. A [`Stat`] is device, inode and length as `u64` and the modification time in
+//! nanoseconds as `i64`; bytes are a `u32` length and that many bytes of a path
+//! ([`path_to_bytes`]). Anything else — another version, a short or long blob — decodes to
+//! nothing, and the directories are listed.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use super::super::storage::{path_from_bytes, path_to_bytes};
+use super::prepare::Stat;
+
+const MAGIC: &[u8; 4] = b"gjcL";
+/// The encoding's version.
+pub const VERSION: u32 = 1;
+
+/// The store's directories as the last update saw them, decoded from its encoding, which it
+/// keeps: the files' names are read from it where they are needed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    data: Vec<u8>,
+    pub dirs: Vec<DirState>,
+    /// Every file, directory after directory: where its name is in `data`, and its stat.
+    files: Vec<(Range<usize>, Stat)>,
+}
+
+/// One directory of a [`Listing`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirState {
+    pub path: PathBuf,
+    /// Its version when listed, if it had settled; `None` lists it again next time.
+    pub version: Option<Stat>,
+    /// Its files, in listing order, among the listing's.
+    files: Range<usize>,
+}
+
+impl Listing {
+    /// The listing `data` encode; `None` for anything but a whole listing of this version.
+    pub fn decode(data: Vec<u8>) -> Option<Listing> {
+        let mut r = Reader { data: &data, at: 0 };
+        if r.take(4)? != MAGIC || r.u32()? != VERSION {
+            return None;
+        }
+        let count = r.len()?;
+        let mut dirs = Vec::new();
+        let mut files = Vec::new();
+        for _ in 0..count {
+            let path = path_from_bytes(r.bytes()?).into_owned();
+            let version = match r.take(1)? {
+                [0] => None,
+                [1] => Some(r.stat()?),
+                _ => return None,
+            };
+            let first = files.len();
+            for _ in 0..r.len()? {
+                let name = r.range()?;
+                files.push((name, r.stat()?));
+            }
+            dirs.push(DirState {
+                path,
+                version,
+                files: first..files.len(),
+            });
+        }
+        (r.at == data.len()).then_some(Listing { data, dirs, files })
+    }
+
+    /// The listing as it is stored.
+    pub fn encoded(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The names of the files of `dir` (one of [`Listing::dirs`]) and their stats, in
+    /// listing order, as [`path_to_bytes`] gives them.
+    pub fn files<'a>(&'a self, dir: &DirState) -> impl Iterator<Item = (&'a [u8], &'a Stat)> {
+        self.files[dir.files.clone()]
+            .iter()
+            .map(|(name, stat)| (&self.data[name.clone()], stat))
+    }
+}
+
+/// Writes the encoding of a listing, directory after directory.
+pub struct Encoder {
+    out: Vec<u8>,
+}
+
+impl Encoder {
+    /// A listing of `dirs` directories.
+    pub fn new(dirs: usize) -> Self {
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        put_len(&mut out, dirs);
+        Encoder { out }
+    }
+
+    /// The next directory, of `files` files: the next `files` calls of [`Encoder::file`].
+    pub fn dir(&mut self, path: &Path, version: Option<&Stat>, files: usize) {
+        put_bytes(&mut self.out, path_to_bytes(path));
+        match version {
+            Some(v) => {
+                self.out.push(1);
+                put_stat(&mut self.out, v);
+            }
+            None => self.out.push(0),
+        }
+        put_len(&mut self.out, files);
+    }
+
+    /// The next file of the directory, by its name's [`path_to_bytes`].
+    pub fn file(&mut self, name: &[u8], stat: &Stat) {
+        put_bytes(&mut self.out, name);
+        put_stat(&mut self.out, stat);
+    }
+
+    pub fn finish(self) -> Vec<u8> {
+        self.out
+    }
+}
+
+fn put_len(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes());
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_len(out, bytes.len());
+    out.extend_from_slice(bytes);
+}
+
+fn put_stat(out: &mut Vec<u8>, stat: &Stat) {
+    for n in [stat.dev, stat.ino, stat.len] {
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+    out.extend_from_slice(&stat.mtime_ns.to_le_bytes());
+}
+
+/// An encoded listing, read from `at` on.
+struct Reader<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn range(&mut self) -> Option<Range<usize>> {
+        let n = self.len()?;
+        let start = self.at;
+        self.take(n)?;
+        Some(start..self.at)
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let bytes = self.data.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(bytes)
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.len()?;
+        self.take(n)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn len(&mut self) -> Option<usize> {
+        let n = usize::try_from(self.u32()?).ok()?;
+        // A count larger than what is left cannot be whole (every item takes a byte).
+        (n <= self.data.len() - self.at).then_some(n)
+    }
+
+    fn stat(&mut self) -> Option<Stat> {
+        Some(Stat {
+            dev: self.u64()?,
+            ino: self.u64()?,
+            len: self.u64()?,
+            mtime_ns: self.u64()? as i64,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(n: u64) -> Stat {
+        Stat {
+            dev: n,
+            ino: n + 1,
+            len: n * 100,
+            mtime_ns: -(n as i64),
+        }
+    }
+
+    /// Two directories: one settled with two files, one not settled and empty.
+    fn sample() -> Vec<u8> {
+        let mut e = Encoder::new(2);
+        e.dir(Path::new("/store/--work--"), Some(&stat(7)), 2);
+        e.file(b"a.jsonl", &stat(1));
+        e.file(b"b.jsonl", &stat(2));
+        e.dir(Path::new("/store/empty"), None, 0);
+        e.finish()
+    }
+
+    #[test]
+    fn a_listing_decodes_to_what_was_encoded() {
+        let listing = Listing::decode(sample()).unwrap();
+        assert_eq!(listing.encoded(), sample());
+        assert_eq!(listing.dirs.len(), 2);
+        let (work, empty) = (&listing.dirs[0], &listing.dirs[1]);
+        assert_eq!(work.path, Path::new("/store/--work--"));
+        assert_eq!(work.version, Some(stat(7)));
+        let files: Vec<_> = listing.files(work).collect();
+        assert_eq!(
+            files,
+            [(&b"a.jsonl"[..], &stat(1)), (&b"b.jsonl"[..], &stat(2))]
+        );
+        assert_eq!(empty.path, Path::new("/store/empty"));
+        assert_eq!(empty.version, None);
+        assert_eq!(listing.files(empty).count(), 0);
+        let none = Listing::decode(Encoder::new(0).finish()).unwrap();
+        assert!(none.dirs.is_empty());
+    }
+
+    #[test]
+    fn anything_but_a_whole_listing_decodes_to_nothing() {
+        let bytes = sample();
+        for n in 0..bytes.len() {
+            assert_eq!(Listing::decode(bytes[..n].to_vec()), None, "cut at {n}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(Listing::decode(longer), None);
+        let mut other = bytes.clone();
+        other[4] = 2;
+        assert_eq!(Listing::decode(other), None, "another version");
+        let mut flag = bytes.clone();
+        let at = 4 + 4 + 4 + 4 + "/store/--work--".len();
+        assert_eq!(flag[at], 1);
+        flag[at] = 9;
+        assert_eq!(Listing::decode(flag), None, "a bad version flag");
+        let mut huge = bytes;
+        huge[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(Listing::decode(huge), None, "a count beyond the blob");
+    }
+}
