@@ -422,6 +422,48 @@ fn a_settled_directory_is_listed_again_only_when_its_version_changes() {
 }
 
 #[test]
+fn no_listing_is_recorded_from_stamps_another_connection_changed_meanwhile() {
+    let store = Store::new(3);
+    set_dir_mtime(&store.root, 0);
+    let a = SearchIndex::open(&store.index_dir).unwrap();
+    assert_eq!(update_dir(&a, &store).len(), 3);
+    // s1 shrunk: read again whole, which reports progress before anything is written.
+    let s1 = store.file(1);
+    let text = std::fs::read_to_string(&s1).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    std::fs::write(&s1, lines[..lines.len() - 2].join("\n") + "\n").unwrap();
+    // Meanwhile another connection drops s2 and s3 from the index.
+    let b = SearchIndex::open(&store.index_dir).unwrap();
+    let done = std::cell::Cell::new(false);
+    let meanwhile = |_: gjcfs::engine::search::Progress| {
+        if !done.replace(true) {
+            let report = b.update(std::slice::from_ref(&s1), 1, &|_| {}).unwrap();
+            assert_eq!(
+                named(report).len(),
+                3,
+                "b indexed s1 and dropped the others"
+            );
+        }
+    };
+    let report = a
+        .update_dirs(std::slice::from_ref(&store.root), 2, &meanwhile)
+        .unwrap();
+    assert!(done.get());
+    assert_eq!(named(report), [("s1.jsonl".into(), Change::Reindexed)]);
+    // What `a` knew of s2 and s3 was not recorded as the listing: they are indexed again.
+    let mut again = update_dir(&a, &store);
+    again.sort_by(|x, y| x.0.cmp(&y.0));
+    assert_eq!(
+        again,
+        [
+            ("s2.jsonl".into(), Change::Added),
+            ("s3.jsonl".into(), Change::Added)
+        ]
+    );
+    assert_agrees(&store, &a, "after another connection's change");
+}
+
+#[test]
 fn a_search_rechecks_the_files_of_its_hits() {
     let store = Store::new(1);
     let index = SearchIndex::open(&store.index_dir).unwrap();

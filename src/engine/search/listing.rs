@@ -44,6 +44,8 @@ pub struct DirState {
     pub version: Option<Stat>,
     /// Its files, in listing order, among the listing's.
     files: Range<usize>,
+    /// Where its version's [`Stat`] is in the encoding, when it has one.
+    version_at: Option<usize>,
 }
 
 impl Listing {
@@ -58,9 +60,9 @@ impl Listing {
         let mut files = Vec::new();
         for _ in 0..count {
             let path = path_from_bytes(r.bytes()?).into_owned();
-            let version = match r.take(1)? {
-                [0] => None,
-                [1] => Some(r.stat()?),
+            let (version, version_at) = match r.take(1)? {
+                [0] => (None, None),
+                [1] => (Some(r.stat()?), Some(r.at - STAT_LEN)),
                 _ => return None,
             };
             let first = files.len();
@@ -72,14 +74,10 @@ impl Listing {
                 path,
                 version,
                 files: first..files.len(),
+                version_at,
             });
         }
         (r.at == data.len()).then_some(Listing { data, dirs, files })
-    }
-
-    /// The listing as it is stored.
-    pub fn encoded(&self) -> &[u8] {
-        &self.data
     }
 
     /// The names of the files of `dir` (one of [`Listing::dirs`]) and their stats, in
@@ -89,6 +87,34 @@ impl Listing {
             .iter()
             .map(|(name, stat)| (&self.data[name.clone()], stat))
     }
+
+    /// Where in the encoding the [`Stat`] of each file of `dir` is, in listing order (each
+    /// follows the file's name).
+    pub fn stat_offsets<'a>(&'a self, dir: &DirState) -> impl Iterator<Item = usize> + 'a {
+        self.files[dir.files.clone()]
+            .iter()
+            .map(|(name, _)| name.end)
+    }
+}
+
+impl DirState {
+    /// Where in the encoding its version's [`Stat`] is, when it has one.
+    pub fn version_offset(&self) -> Option<usize> {
+        self.version_at
+    }
+}
+
+/// The length of an encoded [`Stat`].
+pub const STAT_LEN: usize = 32;
+
+/// The encoding of `stat`, which a listing holds at a [`Listing::stat_offsets`] offset.
+pub fn stat_bytes(stat: &Stat) -> [u8; STAT_LEN] {
+    let mut out = [0; STAT_LEN];
+    for (k, n) in [stat.dev, stat.ino, stat.len].into_iter().enumerate() {
+        out[k * 8..k * 8 + 8].copy_from_slice(&n.to_le_bytes());
+    }
+    out[24..].copy_from_slice(&stat.mtime_ns.to_le_bytes());
+    out
 }
 
 /// Writes the encoding of a listing, directory after directory.
@@ -140,10 +166,7 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 fn put_stat(out: &mut Vec<u8>, stat: &Stat) {
-    for n in [stat.dev, stat.ino, stat.len] {
-        out.extend_from_slice(&n.to_le_bytes());
-    }
-    out.extend_from_slice(&stat.mtime_ns.to_le_bytes());
+    out.extend_from_slice(&stat_bytes(stat));
 }
 
 /// An encoded listing, read from `at` on.
@@ -221,7 +244,6 @@ mod tests {
     #[test]
     fn a_listing_decodes_to_what_was_encoded() {
         let listing = Listing::decode(sample()).unwrap();
-        assert_eq!(listing.encoded(), sample());
         assert_eq!(listing.dirs.len(), 2);
         let (work, empty) = (&listing.dirs[0], &listing.dirs[1]);
         assert_eq!(work.path, Path::new("/store/--work--"));
@@ -236,6 +258,22 @@ mod tests {
         assert_eq!(listing.files(empty).count(), 0);
         let none = Listing::decode(Encoder::new(0).finish()).unwrap();
         assert!(none.dirs.is_empty());
+    }
+
+    #[test]
+    fn a_stat_written_at_its_offset_is_what_decodes() {
+        let listing = Listing::decode(sample()).unwrap();
+        let mut bytes = sample();
+        let work = &listing.dirs[0];
+        let at: Vec<usize> = listing.stat_offsets(work).collect();
+        bytes[at[1]..at[1] + STAT_LEN].copy_from_slice(&stat_bytes(&stat(9)));
+        let v = work.version_offset().unwrap();
+        bytes[v..v + STAT_LEN].copy_from_slice(&stat_bytes(&stat(8)));
+        assert_eq!(listing.dirs[1].version_offset(), None);
+        let patched = Listing::decode(bytes).unwrap();
+        let files: Vec<_> = patched.files(&patched.dirs[0]).map(|(_, s)| *s).collect();
+        assert_eq!(files, [stat(1), stat(9)]);
+        assert_eq!(patched.dirs[0].version, Some(stat(8)));
     }
 
     #[test]

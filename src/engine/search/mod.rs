@@ -285,7 +285,8 @@ impl Stamps {
 
 struct Inner {
     conn: Connection,
-    /// The stamps of the `files` table, as of `data_version`.
+    /// The stamps of the `files` table, as of `data_version`, with this connection's
+    /// changes since.
     files: Stamps,
     /// SQLite's `PRAGMA data_version` when `files` was read: another connection's commit
     /// changes it.
@@ -415,8 +416,7 @@ impl SearchIndex {
                     if look.versions_differ(last) {
                         // Only whether a directory's version is trusted changed. Recording it
                         // is for the next check's speed: a failure loses nothing.
-                        let _ =
-                            schema::replace_listing(&inner.conn, last, &look.listing_of_same(last));
+                        let _ = schema::replace_listing(&inner.conn, &look.listing_of_same(last));
                     }
                     return Ok(UpdateReport {
                         unchanged: look.len(),
@@ -427,7 +427,13 @@ impl SearchIndex {
             let report = self.update_found(&mut inner, &look.found(), threads, progress)?;
             if report.failed.is_empty() {
                 // For the next check's speed, as above.
-                let _ = schema::write_listing(&inner.conn, &look);
+                let _ = schema::write_listing(
+                    &inner.conn,
+                    &look,
+                    last.as_ref(),
+                    &inner.files,
+                    inner.data_version,
+                );
             }
             Ok(report)
         })
@@ -524,10 +530,8 @@ impl SearchIndex {
             inner.data_version = -1;
             self.sql_error(e)
         })?;
-        inner.data_version = inner
-            .conn
-            .query_row("PRAGMA data_version", [], |r| r.get(0))
-            .map_err(|e| self.sql_error(e))?;
+        // `data_version` stays the one the stamps were read at: this connection's commits do
+        // not change it, and another's during the update must make the next call read them.
         Ok(report)
     }
 
@@ -625,5 +629,67 @@ impl SearchIndex {
                 self.refresh_one(&mut inner, &path)?;
             }
         }
+    }
+}
+
+#[cfg(test)]
+// The test makes its store with the standard library (files, a directory's time), not through
+// the code under test.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+mod tests {
+    use super::listing::Listing;
+    use super::*;
+
+    fn session(n: u32) -> String {
+        format!(
+            "{{\"type\":\"session\",\"version\":5,\"id\":\"s{n}\",\"timestamp\":\"2026-03-01T10:00:00.000Z\",\"cwd\":\"/w\"}}\n\
+             {{\"type\":\"message\",\"id\":\"m1\",\"parentId\":null,\"timestamp\":\"2026-03-01T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"first words\",\"timestamp\":1}}}}\n"
+        )
+    }
+
+    #[test]
+    fn an_update_of_stats_alone_writes_them_into_the_listing_as_a_whole_listing_holds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("sessions");
+        std::fs::create_dir(&store).unwrap();
+        for n in 1..=3 {
+            std::fs::write(store.join(format!("s{n}.jsonl")), session(n)).unwrap();
+        }
+        let past = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_750_000_000);
+        std::fs::File::open(&store)
+            .and_then(|d| d.set_modified(past))
+            .unwrap();
+        let dirs = [store.clone()];
+        let index = SearchIndex::open(&dir.path().join("index")).unwrap();
+        assert_eq!(
+            index.update_dirs(&dirs, 1, &|_| {}).unwrap().changes.len(),
+            3
+        );
+        let before = schema::read_listing(&index.inner.lock().conn)
+            .unwrap()
+            .unwrap();
+
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(store.join("s2.jsonl"))
+            .unwrap();
+        std::io::Write::write_all(
+            &mut file,
+            b"{\"type\":\"message\",\"id\":\"m2\",\"parentId\":\"m1\",\"timestamp\":\"2026-03-01T10:00:02.000Z\",\"message\":{\"role\":\"user\",\"content\":\"more words\",\"timestamp\":2}}\n",
+        )
+        .unwrap();
+        drop(file);
+        let report = index.update_dirs(&dirs, 1, &|_| {}).unwrap();
+        assert_eq!(report.changes.len(), 1);
+
+        let inner = index.inner.lock();
+        let after = schema::read_listing(&inner.conn)
+            .unwrap()
+            .expect("the listing agrees with the index after the update");
+        let stamps = schema::read_stamps(&inner.conn).unwrap();
+        let now = scan::look(&dirs, None, 1);
+        let writes = now.patches(&before, &stamps).unwrap();
+        assert_eq!(writes.len(), 1, "one stat changed: {writes:?}");
+        assert_eq!(Listing::decode(now.listing(&stamps)), Some(after));
     }
 }

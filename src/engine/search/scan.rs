@@ -179,6 +179,43 @@ impl Look<'_> {
         out.finish()
     }
 
+    /// The writes that turn the encoding of `last` into [`Look::listing`] of `indexed`, as
+    /// offsets and stats, when the two have the same shape: the same directories with the
+    /// same files, each indexed, and a version where `last` has one. `None` otherwise.
+    pub fn patches(&self, last: &Listing, indexed: &Stamps) -> Option<Vec<(usize, Stat)>> {
+        if self.dirs.len() != last.dirs.len() {
+            return None;
+        }
+        let mut writes = Vec::new();
+        for (now, then) in self.dirs.iter().zip(&last.dirs) {
+            let complete = now.names.len() == last.files(then).count();
+            if now.path != then.path || !complete || now.version.is_some() != then.version.is_some()
+            {
+                return None;
+            }
+            if let (Some(v), Some(at)) = (now.version, then.version_offset()) {
+                if then.version != Some(v) {
+                    writes.push((at, v));
+                }
+            }
+            for ((name, at), (was, old)) in now
+                .names
+                .iter()
+                .zip(last.stat_offsets(then))
+                .zip(last.files(then))
+            {
+                if name[..] != *was {
+                    return None;
+                }
+                let stat = indexed.get(&now.path.join(path_from_bytes(name)))?.stat;
+                if stat != *old {
+                    writes.push((at, stat));
+                }
+            }
+        }
+        Some(writes)
+    }
+
     /// [`Look::listing`] for a look that found the files of `last` ([`Look::same_files`]).
     pub fn listing_of_same(&self, last: &Listing) -> Vec<u8> {
         let mut out = Encoder::new(self.dirs.len());

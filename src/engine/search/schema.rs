@@ -11,7 +11,7 @@ use rusqlite::{
 
 use super::super::load::ReadMark;
 use super::super::storage::{path_from_bytes, path_to_bytes, FileId, FileStorage, SessionStorage};
-use super::listing::Listing;
+use super::listing::{stat_bytes, Listing};
 use super::query::Query;
 use super::rank::{self, COMMON_FROM};
 use super::scan::Look;
@@ -19,7 +19,7 @@ use super::snippet::Snippet;
 use super::{FileState, Filters, Hit, SearchError, Stamp, Stamps, Stat};
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 3;
+pub const FORMAT: i64 = 4;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 /// The index file's name in its directory.
@@ -57,9 +57,14 @@ CREATE VIRTUAL TABLE words USING fts5(text, content='', contentless_delete=1,
 -- Each document's distinct trigrams, as tokens (query::gram_text).
 CREATE VIRTUAL TABLE grams USING fts5(text, content='', contentless_delete=1,
     tokenize='ascii', detail='none');
--- What the last update saw of the store's directories (listing.rs); every transaction
--- that may change files drops it first (update.rs).
-CREATE TABLE listing (id INTEGER PRIMARY KEY CHECK (id = 1), data BLOB NOT NULL);
+-- files_gen counts the transactions that may have changed files (update.rs): each adds
+-- one first.
+CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), files_gen INTEGER NOT NULL);
+INSERT INTO meta VALUES (1, 0);
+-- What the last update saw of the store's directories (listing.rs), as of files_gen: it
+-- agrees with files while files_gen is that of meta.
+CREATE TABLE listing (id INTEGER PRIMARY KEY CHECK (id = 1), files_gen INTEGER NOT NULL,
+    data BLOB NOT NULL);
 ";
 
 /// Where the index of a store lives by default: `<cache>/gjcfs/search/<key>` where
@@ -116,7 +121,7 @@ fn is_current(conn: &Connection) -> rusqlite::Result<bool> {
         return Ok(false);
     }
     // Each table's first row: a count would read all of it.
-    for table in ["files", "docs", "words", "grams", "listing"] {
+    for table in ["files", "docs", "words", "grams", "meta", "listing"] {
         conn.prepare(&format!("SELECT 1 FROM {table} LIMIT 1"))?
             .query([])?
             .next()?;
@@ -322,32 +327,67 @@ pub fn read_stamps(conn: &Connection) -> rusqlite::Result<Stamps> {
     Ok(stamps)
 }
 
-/// The listing recorded by the last update ([`Listing`]); `None` when there is none (or it
-/// does not decode).
+/// The listing recorded by the last update ([`Listing`]) if it still agrees with `files`
+/// (no transaction changed `files` since); `None` otherwise, or when it does not decode.
 pub fn read_listing(conn: &Connection) -> rusqlite::Result<Option<Listing>> {
     let data: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT data FROM listing WHERE id = 1")?
+        .prepare_cached(
+            "SELECT l.data FROM listing l JOIN meta m ON m.id = 1 AND l.files_gen = m.files_gen \
+             WHERE l.id = 1",
+        )?
         .query_row([], |r| r.get(0))
         .optional()?;
     Ok(data.and_then(Listing::decode))
 }
 
-/// Records the listing of `look` with the stats the `files` table holds, in one
-/// transaction that reads them: the listing agrees with the table it is stored with.
-pub fn write_listing(conn: &Connection, look: &Look) -> rusqlite::Result<()> {
-    // The write lock first: the stats read are the table's until the commit.
+/// Records the listing of `look` with the stats of `files`, the stamps read when
+/// `PRAGMA data_version` was `files_version` and kept up to date with this connection's
+/// changes since. Nothing is recorded when another connection changed the index since then
+/// (its changes may not be in `files`): the listing must agree with the table. `last` is
+/// the listing read before this connection's changes: when the new one has its shape, only
+/// the stats that changed are written into it, not the whole listing again.
+pub fn write_listing(
+    conn: &Connection,
+    look: &Look,
+    last: Option<&Listing>,
+    files: &Stamps,
+    files_version: i64,
+) -> rusqlite::Result<()> {
+    // The write lock first: no other connection commits until this one does.
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-    let listing = look.listing(&read_stamps(&tx)?);
-    tx.prepare_cached("INSERT OR REPLACE INTO listing(id, data) VALUES (?1, ?2)")?
-        .execute(params![1, listing])?;
+    let version: i64 = tx.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+    if version != files_version {
+        return Ok(());
+    }
+    let gen: i64 = tx.query_row("SELECT files_gen FROM meta WHERE id = 1", [], |r| r.get(0))?;
+    match last.and_then(|l| look.patches(l, files)) {
+        Some(writes) => {
+            // `last` is still the row: only this connection wrote since it was read.
+            let mut blob = tx.blob_open(rusqlite::MAIN_DB, c"listing", c"data", 1, false)?;
+            for (at, stat) in writes {
+                blob.write_at(&stat_bytes(&stat), at)?;
+            }
+            drop(blob);
+            tx.prepare_cached("UPDATE listing SET files_gen = ?1 WHERE id = 1")?
+                .execute([gen])?;
+        }
+        None => {
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO listing(id, files_gen, data) VALUES (1, ?1, ?2)",
+            )?
+            .execute(params![gen, look.listing(files)])?;
+        }
+    }
     tx.commit()
 }
 
-/// Replaces the listing `old` by the encoded listing `new`, unless a change of `files`
-/// dropped it since it was read.
-pub fn replace_listing(conn: &Connection, old: &Listing, new: &[u8]) -> rusqlite::Result<()> {
-    conn.prepare_cached("UPDATE listing SET data = ?1 WHERE id = 1 AND data = ?2")?
-        .execute(params![new, old.encoded()])?;
+/// Replaces the listing by the encoded listing `new`, if it still agrees with `files`.
+pub fn replace_listing(conn: &Connection, new: &[u8]) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE listing SET data = ?1 WHERE id = 1 \
+         AND files_gen = (SELECT files_gen FROM meta WHERE id = 1)",
+    )?
+    .execute([new])?;
     Ok(())
 }
 

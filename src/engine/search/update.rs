@@ -53,14 +53,16 @@ pub fn remove(inner: &mut Inner, path: &Path) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Begins a transaction that may change the `files` table. Its first statement drops the
-/// listing the last update recorded ([`super::listing`]), which would not agree with the
-/// table once the transaction commits. (Triggers on `files` would drop it within each
-/// statement, but a statement that fires a trigger opens a savepoint, and FTS5 writes out
-/// its buffered terms at every savepoint: a first build took twice as long.)
+/// Begins a transaction that may change the `files` table. Its first statement counts it
+/// in `meta.files_gen`, so that the listing the last update recorded
+/// ([`super::listing`]) no longer counts as agreeing with the table. (Triggers on `files`
+/// could count within each statement, but a statement that fires a trigger opens a
+/// savepoint, and FTS5 writes out its buffered terms at every savepoint: a first build took
+/// twice as long.)
 fn begin(conn: &Connection) -> rusqlite::Result<Transaction<'_>> {
     let tx = conn.unchecked_transaction()?;
-    tx.prepare_cached("DELETE FROM listing")?.execute([])?;
+    tx.prepare_cached("UPDATE meta SET files_gen = files_gen + 1 WHERE id = 1")?
+        .execute([])?;
     Ok(tx)
 }
 
