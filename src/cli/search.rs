@@ -120,7 +120,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
             }
         }
     };
-    let report = index.update_dirs(&dirs, threads, &progress)?;
+    let (report, hits) = index.search_dirs(&dirs, threads, &progress, &query, &filters)?;
     for (path, err) in report.failed.iter().take(FAILED_SHOWN) {
         eprintln!("gjcfs: warning: not indexed: {}: {err}", path.display());
     }
@@ -130,7 +130,6 @@ pub fn run(args: SearchArgs) -> Result<()> {
             report.failed.len() - FAILED_SHOWN
         );
     }
-    let hits = index.search(&query, &filters)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let color = !args.json && std::io::stdout().is_terminal();
     for hit in &hits {

@@ -464,6 +464,35 @@ fn no_listing_is_recorded_from_stamps_another_connection_changed_meanwhile() {
 }
 
 #[test]
+fn a_search_run_while_the_files_are_checked_counts_only_if_none_changed() {
+    let store = Store::new(2);
+    set_dir_mtime(&store.root, 0);
+    let index = SearchIndex::open(&store.index_dir).unwrap();
+    let dirs = [store.root.clone()];
+    let query = Query::parse("zyxuser").unwrap();
+    let search = || {
+        let (report, hits) = index
+            .search_dirs(&dirs, 2, &|_| {}, &query, &Filters::default())
+            .unwrap();
+        let ids: Vec<Option<String>> = hits.into_iter().map(|h| h.entry_id).collect();
+        (named(report), ids)
+    };
+    let (built, hits) = search();
+    assert_eq!(built.len(), 2);
+    assert!(hits.is_empty());
+    // The search run during the check saw the index before the append: it is run again.
+    let s1 = store.file(1);
+    append(&s1, &[user("aa000001", &leaf_of(&s1), "zyxuser")]);
+    let (appended, hits) = search();
+    assert_eq!(appended.len(), 1);
+    assert_eq!(hits, [Some("aa000001".to_owned())]);
+    let (nothing, again) = search();
+    assert!(nothing.is_empty());
+    assert_eq!(again, hits);
+    assert_agrees(&store, &index, "searched while checked");
+}
+
+#[test]
 fn a_search_rechecks_the_files_of_its_hits() {
     let store = Store::new(1);
     let index = SearchIndex::open(&store.index_dir).unwrap();

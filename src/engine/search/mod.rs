@@ -395,8 +395,8 @@ impl SearchIndex {
     /// [`SearchIndex::update`] for the store made of the transcript files directly in
     /// `dirs` (regular files whose name [`is_transcript_name`] accepts, as
     /// [`transcript_paths`] lists them); a directory that cannot be listed holds none. A
-    /// call that finds nothing changed costs a listing of each directory and a `stat` per
-    /// file.
+    /// call that finds nothing changed costs a `stat` per file, and a listing of each
+    /// directory whose version changed since the last update.
     ///
     /// [`is_transcript_name`]: crate::discovery::is_transcript_name
     /// [`transcript_paths`]: crate::discovery::transcript_paths
@@ -406,11 +406,49 @@ impl SearchIndex {
         threads: usize,
         progress: &dyn Fn(Progress),
     ) -> Result<UpdateReport, SearchError> {
+        self.update_dirs_while(dirs, threads, progress, &|_| Ok(()))
+            .map(|(report, _)| report)
+    }
+
+    /// [`SearchIndex::update_dirs`], then [`SearchIndex::search`]: the search runs while the
+    /// files are stat'ed, and again after the update if any file changed.
+    pub fn search_dirs(
+        &self,
+        dirs: &[PathBuf],
+        threads: usize,
+        progress: &dyn Fn(Progress),
+        query: &Query,
+        filters: &Filters,
+    ) -> Result<(UpdateReport, Vec<Hit>), SearchError> {
+        let run = |conn: &Connection| schema::run_search(conn, query, filters);
+        let (report, early) = self.update_dirs_while(dirs, threads, progress, &run)?;
+        let hits = self.recovering(|| self.search_once(query, filters, early.clone()))?;
+        Ok((report, hits))
+    }
+
+    /// [`SearchIndex::update_dirs`], running `during` on the index while the files are
+    /// stat'ed; its answer is returned when nothing had changed, so it is the answer of the
+    /// index as it is after the update.
+    fn update_dirs_while<R>(
+        &self,
+        dirs: &[PathBuf],
+        threads: usize,
+        progress: &dyn Fn(Progress),
+        during: &dyn Fn(&Connection) -> rusqlite::Result<R>,
+    ) -> Result<(UpdateReport, Option<R>), SearchError> {
         let dirs = distinct(dirs);
         self.recovering(|| {
             let mut inner = self.inner.lock();
             let last = schema::read_listing(&inner.conn).map_err(|e| self.sql_error(e))?;
-            let look = scan::look(&dirs, last.as_ref(), threads);
+            let (look, answer) = std::thread::scope(|scope| {
+                let looking = scope.spawn(|| scan::look(&dirs, last.as_ref(), threads));
+                let answer = during(&inner.conn);
+                match looking.join() {
+                    Ok(look) => (look, answer),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            });
+            let answer = answer.map_err(|e| self.sql_error(e))?;
             if let Some(last) = &last {
                 if look.same_files(last) {
                     if look.versions_differ(last) {
@@ -418,10 +456,11 @@ impl SearchIndex {
                         // is for the next check's speed: a failure loses nothing.
                         let _ = schema::replace_listing(&inner.conn, &look.listing_of_same(last));
                     }
-                    return Ok(UpdateReport {
+                    let report = UpdateReport {
                         unchanged: look.len(),
                         ..UpdateReport::default()
-                    });
+                    };
+                    return Ok((report, Some(answer)));
                 }
             }
             let report = self.update_found(&mut inner, &look.found(), threads, progress)?;
@@ -435,7 +474,7 @@ impl SearchIndex {
                     inner.data_version,
                 );
             }
-            Ok(report)
+            Ok((report, None))
         })
     }
 
@@ -602,17 +641,27 @@ impl SearchIndex {
     /// Every hit's file is checked first: a file changed since it was indexed is indexed
     /// again and the search repeated.
     pub fn search(&self, query: &Query, filters: &Filters) -> Result<Vec<Hit>, SearchError> {
-        self.recovering(|| self.search_once(query, filters))
+        self.recovering(|| self.search_once(query, filters, None))
     }
 
-    fn search_once(&self, query: &Query, filters: &Filters) -> Result<Vec<Hit>, SearchError> {
+    /// The search, starting from `first`, the hits of a run of it on the index as it is
+    /// now, when there is one.
+    fn search_once(
+        &self,
+        query: &Query,
+        filters: &Filters,
+        mut first: Option<Vec<(Hit, Stat)>>,
+    ) -> Result<Vec<Hit>, SearchError> {
         let mut inner = self.inner.lock();
         // Each file is checked once per search: one that changes again after it was
         // brought up to date keeps the hits of the state just read.
         let mut checked: HashSet<PathBuf> = HashSet::new();
         loop {
-            let hits =
-                schema::run_search(&inner.conn, query, filters).map_err(|e| self.sql_error(e))?;
+            let hits = match first.take() {
+                Some(hits) => hits,
+                None => schema::run_search(&inner.conn, query, filters)
+                    .map_err(|e| self.sql_error(e))?,
+            };
             let mut stale = Vec::new();
             for (hit, indexed) in &hits {
                 if checked.insert(hit.path.clone())
