@@ -493,6 +493,40 @@ fn a_search_run_while_the_files_are_checked_counts_only_if_none_changed() {
 }
 
 #[test]
+fn directories_added_to_and_gone_from_a_store_of_several_are_found() {
+    let store = Store::new(4);
+    let dirs: Vec<PathBuf> = ["a", "b", "c"].iter().map(|d| store.root.join(d)).collect();
+    for (k, dir) in dirs.iter().enumerate() {
+        std::fs::create_dir(dir).unwrap();
+        let n = k as u32 + 1;
+        std::fs::rename(store.file(n), dir.join(format!("s{n}.jsonl"))).unwrap();
+        set_dir_mtime(dir, 0);
+    }
+    let index = SearchIndex::open(&store.index_dir).unwrap();
+    let update = |dirs: &[PathBuf]| {
+        let mut changes = named(index.update_dirs(dirs, 2, &|_| {}).unwrap());
+        changes.sort_by(|x, y| x.0.cmp(&y.0));
+        changes
+    };
+    assert_eq!(update(&dirs[..2]).len(), 2);
+    assert!(update(&dirs[..2]).is_empty());
+    // A directory more.
+    assert_eq!(update(&dirs), [("s3.jsonl".into(), Change::Added)]);
+    // An append in the last one, found without listing any.
+    let s3 = dirs[2].join("s3.jsonl");
+    append(&s3, &[user("aa000001", &leaf_of(&s3), "zyxuser")]);
+    assert!(matches!(
+        &update(&dirs)[..],
+        [(name, Change::Appended { records: 1, .. })] if name == "s3.jsonl"
+    ));
+    // The first directory gone from the store.
+    assert_eq!(update(&dirs[1..]), [("s1.jsonl".into(), Change::Removed)]);
+    assert!(update(&dirs[1..]).is_empty());
+    let found = search(&index, "zyxuser");
+    assert_eq!(found.len(), 1);
+}
+
+#[test]
 fn a_search_rechecks_the_files_of_its_hits() {
     let store = Store::new(1);
     let index = SearchIndex::open(&store.index_dir).unwrap();

@@ -59,10 +59,12 @@ pub fn look<'a>(dirs: &[PathBuf], last: Option<&'a Listing>, threads: usize) -> 
             continue;
         };
         let version = dir.listing_version().ok().flatten().map(Stat::of);
+        // The directories are recorded in the order they are looked at: the next one
+        // recorded is this one unless the store's directories changed.
         let recorded = last.and_then(|l| {
-            l.dirs
-                .iter()
-                .find(|d| d.path == *path && d.version.is_some() && d.version == version)
+            let next = l.dirs.get(seen.len()).filter(|d| d.path == *path);
+            next.or_else(|| l.dirs.iter().find(|d| d.path == *path))
+                .filter(|d| d.version.is_some() && d.version == version)
                 .map(|d| (l, d))
         });
         let names = match recorded {
