@@ -20,7 +20,10 @@
 //!   the text is held once, in `docs`, and rows are deleted by id. Documents are numbered
 //!   in the order they were written: a first build writes the sessions oldest first (by
 //!   modification time), and later updates come after, so the highest numbers are the
-//!   newest — the window a common query is ranked over ([`rank`]).
+//!   newest — the window a common query is ranked over ([`rank`]);
+//! - `meta`: `files_gen`, which every transaction that may change `files` increments
+//!   first; `listing`: what the last update saw of the store's directories ([`listing`]),
+//!   with the `files_gen` it agrees with.
 //!
 //! Invariants:
 //! - The index is a cache: a missing file, a file of another format or application, or one
@@ -35,11 +38,15 @@
 //! - Telling whether anything changed ([`SearchIndex::update_dirs`]) costs a `stat` of each
 //!   file, on several threads, compared in order with the [`listing`] the last update
 //!   recorded: each directory's settled version and its files' names and stats. A
-//!   directory whose version is the one recorded is not listed again; any other is. The
-//!   listing is dropped by every transaction that may change `files`, so one present
-//!   agrees with the index. When anything differs, the stamps (path, device, inode,
+//!   directory whose version is the one recorded is not listed again; any other is. A
+//!   listing counts only while its `files_gen` is that of `meta`, so one that counts
+//!   agrees with the index; an update that changed stats alone writes them into it, one
+//!   that changed more records it anew, and neither records one when another connection
+//!   changed the index meanwhile. When anything differs, the stamps (path, device, inode,
 //!   length, modification time) of `files` are read from one covering index and compared;
 //!   the rest of a file's row is read only when it changed.
+//! - [`SearchIndex::search_dirs`] runs the search during that check and keeps its answer
+//!   only when nothing changed.
 //! - [`SearchIndex::search`] checks the file of every hit it returns; a file that changed
 //!   since it was indexed is brought up to date and the search run again, so no hit comes
 //!   from a file as it was.
