@@ -63,8 +63,9 @@ impl DirLookup {
 
     /// The version of the directory itself when it tells every change of the directory's
     /// entries: where creating, removing or renaming an entry sets the directory's
-    /// modification time (POSIX file systems). `None` where that is not relied on
-    /// (Windows), so the directory is listed every time.
+    /// modification time for every process at once (local filesystems of known kinds on
+    /// Linux and macOS). `None` where that is not relied on (network filesystems, FUSE,
+    /// other kinds, Windows), so the directory is listed every time.
     pub fn listing_version(&self) -> io::Result<Option<super::FileVersion>> {
         self.0.listing_version()
     }

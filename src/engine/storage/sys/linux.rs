@@ -43,8 +43,23 @@ const NETWORK_FS_MAGIC: [i64; 6] = [
     0x0102_1997, // 9P (v9fs)
 ];
 
-/// Whether `path` is on a network filesystem; an error when `statfs` cannot tell.
-pub fn is_network_fs(path: &Path) -> io::Result<bool> {
+/// Filesystem magic numbers of the local filesystems that set a directory's modification
+/// time whenever an entry is created, removed or renamed in it, as every process sees it at
+/// once: ext2/3/4, XFS, Btrfs, tmpfs, F2FS, ZFS, bcachefs, overlayfs. Not FUSE or a network
+/// filesystem, whose attributes may be cached for seconds.
+const DIR_TIMES_TELL_ENTRIES: [i64; 8] = [
+    0xEF53,      // ext2/3/4
+    0x5846_5342, // XFS
+    0x9123_683E, // Btrfs
+    0x0102_1994, // tmpfs
+    0xF2F5_2010, // F2FS
+    0x2FC1_2FC1, // ZFS
+    0xCA45_1A4E, // bcachefs
+    0x794C_7630, // overlayfs
+];
+
+/// The `statfs` `f_type` of the filesystem holding `path`.
+fn fs_type(path: &Path) -> io::Result<i64> {
     let c = c_path(path)?;
     // SAFETY: `c` is a valid NUL-terminated path and `buf` a properly sized out-parameter.
     let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
@@ -52,7 +67,18 @@ pub fn is_network_fs(path: &Path) -> io::Result<bool> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(NETWORK_FS_MAGIC.contains(&(buf.f_type as i64)))
+    Ok(buf.f_type as i64)
+}
+
+/// Whether `path` is on a network filesystem; an error when `statfs` cannot tell.
+pub fn is_network_fs(path: &Path) -> io::Result<bool> {
+    Ok(NETWORK_FS_MAGIC.contains(&fs_type(path)?))
+}
+
+/// Whether the modification time of the directory `path` tells every change of its entries
+/// (its filesystem is one of [`DIR_TIMES_TELL_ENTRIES`]).
+pub fn dir_times_tell_entries(path: &Path) -> io::Result<bool> {
+    Ok(DIR_TIMES_TELL_ENTRIES.contains(&fs_type(path)?))
 }
 
 /// Whether `/proc/<pid>/fdinfo/<fd>` shows the descriptor open for writing.
@@ -142,4 +168,24 @@ pub fn process_start_id(pid: i64) -> Option<String> {
     let after = &stat[stat.rfind(')')? + 1..];
     let start = after.split_whitespace().nth(19)?;
     Some(format!("{pid}:{start}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directory_times_are_relied_on_for_the_known_local_filesystems_only() {
+        assert!(
+            !dir_times_tell_entries(Path::new("/proc")).unwrap(),
+            "procfs"
+        );
+        assert!(!dir_times_tell_entries(Path::new("/sys")).unwrap(), "sysfs");
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(
+            dir_times_tell_entries(tmp.path()).unwrap(),
+            DIR_TIMES_TELL_ENTRIES.contains(&fs_type(tmp.path()).unwrap())
+        );
+        assert!(dir_times_tell_entries(Path::new("/no/such/dir")).is_err());
+    }
 }

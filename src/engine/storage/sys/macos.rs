@@ -55,6 +55,17 @@ fn is_network(fstypename: &[u8], flags: u32) -> bool {
     NETWORK_FS_TYPES.contains(&fstypename) || flags & MNT_LOCAL == 0
 }
 
+/// `f_fstypename` values of the local filesystems that set a directory's modification time
+/// whenever an entry is created, removed or renamed in it.
+const DIR_TIMES_TELL_ENTRIES: [&[u8]; 2] = [b"apfs", b"hfs"];
+
+/// Whether on a filesystem of type `fstypename` with mount flags `flags` a directory's
+/// modification time tells every change of its entries: a local APFS or HFS+ volume, not
+/// macFUSE or a network one.
+fn dir_times_tell_entries_of(fstypename: &[u8], flags: u32) -> bool {
+    DIR_TIMES_TELL_ENTRIES.contains(&fstypename) && flags & MNT_LOCAL != 0
+}
+
 /// Whether `acl_get_link_np`'s `errno` means "no ACL" rather than a failure.
 fn means_no_acl(errno: Option<i32>) -> bool {
     errno == Some(libc::ENOENT)
@@ -97,8 +108,8 @@ fn start_id(pid: i64, sec: u64, usec: u64) -> String {
 
 #[cfg(target_os = "macos")]
 pub use native::{
-    boot_id, has_extended_acl, is_network_fs, process_start_id, rename_no_replace,
-    writers_elsewhere,
+    boot_id, dir_times_tell_entries, has_extended_acl, is_network_fs, process_start_id,
+    rename_no_replace, writers_elsewhere,
 };
 
 #[cfg(target_os = "macos")]
@@ -156,16 +167,32 @@ mod native {
         first_entry_found(rc, errno)
     }
 
-    /// Whether `path` is on a network filesystem ([`is_network`]); an error when `statfs`
-    /// cannot tell.
-    pub fn is_network_fs(path: &Path) -> io::Result<bool> {
+    /// The `statfs` of the filesystem holding `path`.
+    fn statfs(path: &Path) -> io::Result<libc::statfs> {
         let c = c_path(path)?;
         // SAFETY: `c` is a valid NUL-terminated path and `buf` a properly sized out-parameter.
         let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
         if unsafe { libc::statfs(c.as_ptr(), &mut buf) } != 0 {
             return Err(io::Error::last_os_error());
         }
+        Ok(buf)
+    }
+
+    /// Whether `path` is on a network filesystem ([`is_network`]); an error when `statfs`
+    /// cannot tell.
+    pub fn is_network_fs(path: &Path) -> io::Result<bool> {
+        let buf = statfs(path)?;
         Ok(is_network(&field(&buf.f_fstypename), buf.f_flags))
+    }
+
+    /// Whether the modification time of the directory `path` tells every change of its
+    /// entries ([`dir_times_tell_entries_of`]).
+    pub fn dir_times_tell_entries(path: &Path) -> io::Result<bool> {
+        let buf = statfs(path)?;
+        Ok(dir_times_tell_entries_of(
+            &field(&buf.f_fstypename),
+            buf.f_flags,
+        ))
     }
 
     /// `struct proc_fileinfo` of `sys/proc_info.h`.
@@ -367,6 +394,19 @@ mod tests {
         assert!(is_network(b"macfuse", 0));
         assert!(is_network(b"apfs", 0));
         assert!(!is_network(b"macfuse", MNT_LOCAL));
+    }
+
+    #[test]
+    fn only_a_local_apfs_or_hfs_volume_has_directory_times_that_tell_its_entries() {
+        assert!(dir_times_tell_entries_of(b"apfs", MNT_LOCAL));
+        assert!(dir_times_tell_entries_of(b"hfs", MNT_LOCAL | 0x1));
+        assert!(!dir_times_tell_entries_of(b"apfs", 0), "not local");
+        for kind in NETWORK_FS_TYPES
+            .iter()
+            .chain(&[&b"macfuse"[..], b"msdos", b"exfat"])
+        {
+            assert!(!dir_times_tell_entries_of(kind, MNT_LOCAL), "{kind:?}");
+        }
     }
 
     #[test]

@@ -45,17 +45,19 @@ mod unsupported;
 
 #[cfg(target_os = "linux")]
 pub use linux::{
-    boot_id, has_posix_acl, is_network_fs, process_start_id, rename_no_replace, writers_elsewhere,
+    boot_id, dir_times_tell_entries, has_posix_acl, is_network_fs, process_start_id,
+    rename_no_replace, writers_elsewhere,
 };
 // The seam's ACL check is the extended ACL there.
 #[cfg(target_os = "macos")]
 pub use macos::{
-    boot_id, has_extended_acl as has_posix_acl, is_network_fs, process_start_id, rename_no_replace,
-    writers_elsewhere,
+    boot_id, dir_times_tell_entries, has_extended_acl as has_posix_acl, is_network_fs,
+    process_start_id, rename_no_replace, writers_elsewhere,
 };
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 pub use unsupported::{
-    boot_id, has_posix_acl, is_network_fs, process_start_id, rename_no_replace, writers_elsewhere,
+    boot_id, dir_times_tell_entries, has_posix_acl, is_network_fs, process_start_id,
+    rename_no_replace, writers_elsewhere,
 };
 #[cfg(windows)]
 pub use windows::{

@@ -157,11 +157,17 @@ fn version_of(meta: &fs::Metadata) -> FileVersion {
 
 /// An open directory whose entries are looked up by name (`fstatat`).
 #[derive(Debug)]
-pub struct DirLookup(File);
+pub struct DirLookup {
+    dir: File,
+    path: PathBuf,
+}
 
 impl DirLookup {
     pub fn open(dir: &Path) -> io::Result<DirLookup> {
-        File::open(dir).map(DirLookup)
+        Ok(DirLookup {
+            dir: File::open(dir)?,
+            path: dir.to_owned(),
+        })
     }
 
     /// [`version`] of `name` in the directory: one lookup of one name instead of a walk of
@@ -189,7 +195,7 @@ impl DirLookup {
         // SAFETY: `name` is NUL-terminated and outlives the call; `st` is valid for writes
         // and is read only after `fstatat` reported that it wrote it.
         let st = unsafe {
-            if libc::fstatat(self.0.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), 0) != 0 {
+            if libc::fstatat(self.dir.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
             st.assume_init()
@@ -204,10 +210,14 @@ impl DirLookup {
         })
     }
 
-    /// The directory's own version (`fstat`): every create, remove or rename of an entry
-    /// sets its modification time.
+    /// The directory's own version (`fstat`), where every create, remove or rename of an
+    /// entry sets its modification time for every process at once (local filesystems of
+    /// known kinds, [`super::dir_times_tell_entries`]); `None` on any other.
     pub fn listing_version(&self) -> io::Result<Option<FileVersion>> {
-        self.0.metadata().map(|meta| Some(version_of(&meta)))
+        if !super::dir_times_tell_entries(&self.path).unwrap_or(false) {
+            return Ok(None);
+        }
+        self.dir.metadata().map(|meta| Some(version_of(&meta)))
     }
 }
 

@@ -23,6 +23,13 @@ pub fn is_network_fs(_path: &Path) -> io::Result<bool> {
     Err(unsupported("telling a network filesystem from a local one"))
 }
 
+/// Not implemented: refuses (a directory is then listed every time).
+pub fn dir_times_tell_entries(_path: &Path) -> io::Result<bool> {
+    Err(unsupported(
+        "telling whether a directory's time tells its entries' changes",
+    ))
+}
+
 /// Not implemented: refuses.
 pub fn writers_elsewhere(_path: &Path) -> io::Result<Vec<u32>> {
     Err(unsupported("finding the other writers of a file"))
