@@ -686,6 +686,37 @@ fn damaged_or_foreign_index_files_are_replaced() {
     assert_agrees(&store, &index, "recovered");
 }
 
+#[cfg(unix)]
+#[test]
+fn the_index_files_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let store = Store::new(1);
+    let index = SearchIndex::open(&store.index_dir).unwrap();
+    update_dir(&index, &store);
+    // Replaced when damaged: the new file is owner-only too.
+    drop(index);
+    std::fs::write(store.index_dir.join(INDEX_FILE), b"not a database").unwrap();
+    let index = SearchIndex::open(&store.index_dir).unwrap();
+    assert_eq!(update_dir(&index, &store).len(), 1);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&store.index_dir), 0o700);
+    let mut seen = Vec::new();
+    for entry in std::fs::read_dir(&store.index_dir).unwrap() {
+        let path = entry.unwrap().path();
+        assert_eq!(mode(&path), 0o600, "{}", path.display());
+        seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            INDEX_FILE,
+            &format!("{INDEX_FILE}-shm"),
+            &format!("{INDEX_FILE}-wal")
+        ]
+    );
+}
+
 #[test]
 fn bad_queries_are_errors() {
     assert!(matches!(

@@ -10,7 +10,9 @@ use rusqlite::{
 };
 
 use super::super::load::ReadMark;
-use super::super::storage::{path_from_bytes, path_to_bytes, FileId, FileStorage, SessionStorage};
+use super::super::storage::{
+    path_from_bytes, path_to_bytes, FileId, FileStorage, OpenMode, SessionStorage,
+};
 use super::listing::{stat_bytes, Listing};
 use super::query::Query;
 use super::rank::{self, COMMON_FROM};
@@ -160,6 +162,7 @@ pub fn open_file(dir: &Path, path: &Path) -> Result<Connection, SearchError> {
         path: path.to_owned(),
         source,
     };
+    create_owner_only(path);
     let attempt = || -> rusqlite::Result<Option<Connection>> {
         let conn = Connection::open(path)?;
         configure(&conn)?;
@@ -187,6 +190,14 @@ pub fn open_file(dir: &Path, path: &Path) -> Result<Connection, SearchError> {
     recreate(path)
 }
 
+/// Creates the index file empty and owner-only (0600, or a DACL for the owner on Windows) if
+/// it is missing: SQLite would create it readable by everyone (0644), and it gives its
+/// write-ahead log and shared-memory files the database file's mode. An empty file is an
+/// empty database. When the file cannot be made here, SQLite's open says why.
+fn create_owner_only(path: &Path) {
+    let _ = FileStorage.open_writer(path, OpenMode::CreateNew);
+}
+
 /// Whether an error says the file is damaged or not a database.
 pub fn is_corrupt(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _) if matches!(
@@ -202,6 +213,7 @@ pub fn recreate(path: &Path) -> Result<Connection, SearchError> {
         source,
     };
     remove_index_files(path)?;
+    create_owner_only(path);
     let conn = Connection::open(path).map_err(sql)?;
     configure(&conn).map_err(sql)?;
     create(&conn).map_err(sql)?;
