@@ -221,6 +221,7 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn stat(n: u64) -> Stat {
         Stat {
@@ -274,6 +275,87 @@ mod tests {
         let files: Vec<_> = patched.files(&patched.dirs[0]).map(|(_, s)| *s).collect();
         assert_eq!(files, [stat(1), stat(9)]);
         assert_eq!(patched.dirs[0].version, Some(stat(8)));
+    }
+
+    /// A directory's version (or none) and its files' names and stats.
+    type Dir = (Option<Stat>, Vec<(String, Stat)>);
+
+    /// A listing of `dirs` encoded.
+    fn encoded(dirs: &[Dir]) -> Vec<u8> {
+        let mut e = Encoder::new(dirs.len());
+        for (k, (version, files)) in dirs.iter().enumerate() {
+            e.dir(
+                Path::new(&format!("/store/d{k}")),
+                version.as_ref(),
+                files.len(),
+            );
+            for (name, stat) in files {
+                e.file(name.as_bytes(), stat);
+            }
+        }
+        e.finish()
+    }
+
+    fn any_stat() -> impl Strategy<Value = Stat> {
+        (any::<u64>(), any::<u64>(), any::<u64>(), any::<i64>()).prop_map(
+            |(dev, ino, len, mtime_ns)| Stat {
+                dev,
+                ino,
+                len,
+                mtime_ns,
+            },
+        )
+    }
+
+    fn any_dirs() -> impl Strategy<Value = Vec<Dir>> {
+        let files = proptest::collection::vec(("[a-z0-9._-]{1,12}", any_stat()), 0..6);
+        proptest::collection::vec((proptest::option::of(any_stat()), files), 0..4)
+    }
+
+    proptest! {
+        #[test]
+        fn every_listing_decodes_to_what_was_encoded(dirs in any_dirs()) {
+            let listing = Listing::decode(encoded(&dirs)).unwrap();
+            prop_assert_eq!(listing.dirs.len(), dirs.len());
+            for (dir, (version, files)) in listing.dirs.iter().zip(&dirs) {
+                prop_assert_eq!(&dir.version, version);
+                let got: Vec<(Vec<u8>, Stat)> =
+                    listing.files(dir).map(|(n, s)| (n.to_vec(), *s)).collect();
+                let want: Vec<(Vec<u8>, Stat)> =
+                    files.iter().map(|(n, s)| (n.as_bytes().to_vec(), *s)).collect();
+                prop_assert_eq!(got, want);
+            }
+        }
+
+        /// Damage anywhere decodes to nothing or to a listing whose every stat lies
+        /// inside the bytes, never to a panic.
+        #[test]
+        fn damaged_listings_never_panic(
+            dirs in any_dirs(),
+            hits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        ) {
+            let mut bytes = encoded(&dirs);
+            for (at, b) in hits {
+                let k = at.index(bytes.len());
+                bytes[k] = b;
+            }
+            let len = bytes.len();
+            if let Some(listing) = Listing::decode(bytes) {
+                for dir in &listing.dirs {
+                    for at in listing.stat_offsets(dir) {
+                        prop_assert!(at + STAT_LEN <= len);
+                    }
+                    if let Some(at) = dir.version_offset() {
+                        prop_assert!(at + STAT_LEN <= len);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = Listing::decode(bytes);
+        }
     }
 
     #[test]
