@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::gjcfs_bin;
+use crate::common::{gjcfs_bin, set_mtime};
 use gjcfs::corpus::{generate_file, Format, Limit, Options};
 use gjcfs::engine::load::{load_entries_from_file, load_session, LoadStatus};
 use gjcfs::engine::search::query::words;
@@ -206,14 +206,6 @@ fn update_dir(index: &SearchIndex, store: &Store) -> Changes {
     )
 }
 
-/// Sets the modification time of the directory `dir` (`seconds` after a day long past).
-fn set_dir_mtime(dir: &Path, seconds: u64) {
-    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_750_000_000 + seconds);
-    std::fs::File::open(dir)
-        .and_then(|d| d.set_modified(when))
-        .unwrap_or_else(|e| panic!("set the mtime of {}: {e}", dir.display()));
-}
-
 #[test]
 fn hits_equal_a_scan_of_the_replayed_records_through_every_change() {
     every_change(Store::new(3), &update_files);
@@ -222,7 +214,7 @@ fn hits_equal_a_scan_of_the_replayed_records_through_every_change() {
 #[test]
 fn hits_equal_a_scan_through_every_change_when_a_settled_directory_is_not_listed() {
     let store = Store::new(3);
-    set_dir_mtime(&store.root, 0);
+    set_mtime(&store.root, 0);
     every_change(store, &update_dir);
 }
 
@@ -345,7 +337,7 @@ fn a_settled_directory_is_listed_again_only_when_its_version_changes() {
     let store = Store::new(2);
     let root = store.root.clone();
     let index = SearchIndex::open(&store.index_dir).unwrap();
-    set_dir_mtime(&root, 0);
+    set_mtime(&root, 0);
     assert_eq!(update_dir(&index, &store).len(), 2);
     let names = |changes: Changes| -> Vec<String> { changes.into_iter().map(|c| c.0).collect() };
 
@@ -365,7 +357,7 @@ fn a_settled_directory_is_listed_again_only_when_its_version_changes() {
         .is_some();
     let copy = root.join("s9.jsonl");
     std::fs::copy(store.file(2), &copy).unwrap();
-    set_dir_mtime(&root, 0);
+    set_mtime(&root, 0);
     if trusted {
         assert!(
             update_dir(&index, &store).is_empty(),
@@ -376,10 +368,10 @@ fn a_settled_directory_is_listed_again_only_when_its_version_changes() {
         std::fs::remove_file(&copy).unwrap();
         assert_eq!(update_dir(&index, &store).len(), 1, "s9.jsonl gone");
         std::fs::copy(store.file(2), &copy).unwrap();
-        set_dir_mtime(&root, 0);
+        set_mtime(&root, 0);
     }
     // …until the directory's version changes.
-    set_dir_mtime(&root, 1);
+    set_mtime(&root, 1);
     assert_eq!(names(update_dir(&index, &store)), ["s9.jsonl"]);
     assert_agrees(&store, &index, "listed again");
 
@@ -398,10 +390,10 @@ fn a_settled_directory_is_listed_again_only_when_its_version_changes() {
     assert_eq!(names(update_dir(&index, &store)), ["s8.jsonl"]);
 
     // Removed files are found gone although the listing names them.
-    set_dir_mtime(&root, 2);
+    set_mtime(&root, 2);
     assert!(update_dir(&index, &store).is_empty());
     std::fs::remove_file(&copy).unwrap();
-    set_dir_mtime(&root, 2);
+    set_mtime(&root, 2);
     assert_eq!(
         update_dir(&index, &store),
         [("s9.jsonl".into(), Change::Removed)]
@@ -410,7 +402,7 @@ fn a_settled_directory_is_listed_again_only_when_its_version_changes() {
     // Any other change of what is indexed drops the listing: here an update given only one
     // of the files drops the other, which the next update of the directory brings back
     // although the directory and the files are as listed.
-    set_dir_mtime(&root, 3);
+    set_mtime(&root, 3);
     assert!(update_dir(&index, &store).is_empty());
     let report = index.update(std::slice::from_ref(&s1), 1, &|_| {}).unwrap();
     assert_eq!(named(report).len(), 2, "the others are dropped");
@@ -439,7 +431,7 @@ fn a_settled_directory_is_listed_again_only_when_its_version_changes() {
 #[test]
 fn no_listing_is_recorded_from_stamps_another_connection_changed_meanwhile() {
     let store = Store::new(3);
-    set_dir_mtime(&store.root, 0);
+    set_mtime(&store.root, 0);
     let a = SearchIndex::open(&store.index_dir).unwrap();
     assert_eq!(update_dir(&a, &store).len(), 3);
     // s1 shrunk: read again whole, which reports progress before anything is written.
@@ -481,7 +473,7 @@ fn no_listing_is_recorded_from_stamps_another_connection_changed_meanwhile() {
 #[test]
 fn a_search_run_while_the_files_are_checked_counts_only_if_none_changed() {
     let store = Store::new(2);
-    set_dir_mtime(&store.root, 0);
+    set_mtime(&store.root, 0);
     let index = SearchIndex::open(&store.index_dir).unwrap();
     let dirs = [store.root.clone()];
     let query = Query::parse("zyxuser").unwrap();
@@ -515,7 +507,7 @@ fn directories_added_to_and_gone_from_a_store_of_several_are_found() {
         std::fs::create_dir(dir).unwrap();
         let n = k as u32 + 1;
         std::fs::rename(store.file(n), dir.join(format!("s{n}.jsonl"))).unwrap();
-        set_dir_mtime(dir, 0);
+        set_mtime(dir, 0);
     }
     let index = SearchIndex::open(&store.index_dir).unwrap();
     let update = |dirs: &[PathBuf]| {

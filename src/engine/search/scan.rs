@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::super::discovery::is_transcript_name;
 use super::super::storage::{list_regular_files, path_from_bytes, path_to_bytes, DirLookup};
+use super::super::time::now_millis;
 use super::listing::{Encoder, Listing};
 use super::prepare::Stat;
 use super::Stamps;
@@ -51,7 +52,8 @@ pub struct Look<'a> {
 /// whose settled version is unchanged; a directory that cannot be opened or listed holds
 /// no files.
 pub fn look<'a>(dirs: &[PathBuf], last: Option<&'a Listing>, threads: usize) -> Look<'a> {
-    let now = now_ns();
+    // Nanoseconds since the epoch, the clock file systems stamp modification times with.
+    let now = now_millis().saturating_mul(1_000_000);
     let mut opened = Vec::new();
     let mut seen = Vec::new();
     for path in dirs {
@@ -229,13 +231,6 @@ impl Look<'_> {
         }
         out.finish()
     }
-}
-
-/// Nanoseconds since the epoch now, the clock file systems stamp modification times with.
-fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// The same error again (`io::Error` is not `Clone`).

@@ -244,13 +244,12 @@ pub fn generate_managed(agent: &std::path::Path, ws: &std::path::Path, entries: 
     file
 }
 
-/// Sets the modification time of the file at `path` to `seconds` after a fixed moment in
-/// the past, so that tests order files by mtime without waiting for the clock.
+/// Sets the modification time of the file or directory at `path` to `seconds` after a
+/// fixed moment in the past, so that tests order files by mtime without waiting for the
+/// clock (the owner may set it through a descriptor opened for reading).
 pub fn set_mtime(path: &std::path::Path, seconds: u64) {
     let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_750_000_000 + seconds);
-    std::fs::File::options()
-        .write(true)
-        .open(path)
+    std::fs::File::open(path)
         .and_then(|f| f.set_modified(when))
         .unwrap_or_else(|e| panic!("set the mtime of {}: {e}", path.display()));
 }
