@@ -11,8 +11,8 @@ use std::process::Command;
 use crate::common::{gjcfs_bin, set_mtime};
 use gjcfs::corpus::{generate_file, Format, Limit, Options};
 use gjcfs::engine::load::{load_entries_from_file, load_session, LoadStatus};
-use gjcfs::engine::search::query::words;
 use gjcfs::engine::search::text::record_text;
+use gjcfs::engine::search::words::word_list;
 use gjcfs::engine::search::{
     Change, Filters, Query, QueryError, SearchIndex, UpdateReport, FORMAT, INDEX_FILE,
 };
@@ -34,7 +34,7 @@ fn scan(paths: &[PathBuf], word: &str) -> Found {
             .leaf()
             .map(|l| session.path_to(l).into_iter().collect())
             .unwrap_or_default();
-        let has = |text: &str| words(text).any(|(_, w)| w.to_lowercase() == word);
+        let has = |text: &str| word_list(text).iter().any(|w| w == word);
         let header = session.header();
         let id = header.id().unwrap().to_owned();
         if header.title().is_some_and(has) {

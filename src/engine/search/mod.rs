@@ -14,7 +14,9 @@
 //!   inode, length, modification time) and which bytes were indexed (a [`ReadMark`]), the
 //!   session's id, cwd, title and leaf;
 //! - `docs`: one row per entry (and title), its text included where it has some;
-//! - `words`: FTS5 over that text with the `unicode61` tokenizer (words and phrases);
+//! - `words`: FTS5 over each document's words ([`words`]: the lower-cased text split into
+//!   runs of letters and digits, given space-separated to the `ascii` tokenizer, so the
+//!   index and every query split text by one definition; words and phrases);
 //!   `grams`: FTS5 over each document's distinct trigrams, lower-cased, as digest tokens
 //!   ([`query::gram_text`], substrings). Both are contentless with `contentless_delete=1`:
 //!   the text is held once, in `docs`, and rows are deleted by id. Documents are numbered
@@ -64,6 +66,7 @@ mod schema;
 pub mod snippet;
 pub mod text;
 mod update;
+pub mod words;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};

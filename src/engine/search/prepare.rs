@@ -15,6 +15,7 @@ use super::super::storage::{file_version, FileVersion};
 use super::super::time::parse_iso_millis;
 use super::query::gram_text;
 use super::text::{record_kind, record_text, TITLE_KIND};
+use super::words::index_text;
 
 /// What tells whether a file changed since it was indexed, without reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +58,8 @@ pub struct Row {
     pub on_leaf: bool,
     /// Empty when the record holds no text.
     pub text: String,
+    /// What the word index holds of `text` ([`index_text`]).
+    pub words: String,
     /// What the trigram index holds of `text` ([`gram_text`]).
     pub grams: String,
 }
@@ -105,10 +108,11 @@ pub fn row_of(seq: i64, record: &Record) -> Row {
         kind: record_kind(record),
         time_ms: record_time(record),
         on_leaf: false,
+        words: String::new(),
         grams: String::new(),
         text: record_text(record),
     }
-    .with_grams()
+    .indexed()
 }
 
 /// The row holding a session's title.
@@ -123,15 +127,17 @@ pub fn title_row(facts: &SessionFacts) -> Option<Row> {
             kind: TITLE_KIND.to_owned(),
             time_ms: parse_iso_millis(&facts.created),
             on_leaf: true,
+            words: String::new(),
             grams: String::new(),
             text: title.clone(),
         }
-        .with_grams(),
+        .indexed(),
     )
 }
 
 impl Row {
-    fn with_grams(mut self) -> Self {
+    fn indexed(mut self) -> Self {
+        self.words = index_text(&self.text);
         self.grams = gram_text(&self.text);
         self
     }

@@ -5,9 +5,10 @@
 //! - `"exact phrase"`: its words must occur one right after the other;
 //! - words and phrases mix: `parser "torn line"` needs both.
 //!
-//! Words are what the word index splits text into: runs of Unicode letters and digits
-//! (anything else separates), compared case-insensitively; accents count. So `foo.bar` in
-//! a query is the phrase `"foo bar"`, and it finds `foo_bar` and `foo-bar` as well.
+//! Words are what the word index splits text into ([`super::words`]): runs of Unicode
+//! letters and digits (anything else separates), compared case-insensitively; accents
+//! count. So `foo.bar` in a query is the phrase `"foo bar"`, and it finds `foo_bar` and
+//! `foo-bar` as well.
 //!
 //! A substring query ([`Query::substring`]) matches the text anywhere, case-insensitively
 //! (ASCII and Unicode case folding), separators included: `rror: can` finds
@@ -19,6 +20,8 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
+
+use super::words::word_list;
 
 /// What to look for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,36 +55,6 @@ pub enum QueryError {
 /// The shortest substring the trigram index can find.
 pub const MIN_SUBSTRING: usize = 3;
 
-/// The words of `text` as the word index splits it, each with its byte range, not
-/// lower-cased: runs of alphanumeric characters.
-pub fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    let mut rest = text.char_indices().peekable();
-    std::iter::from_fn(move || {
-        while let Some(&(_, c)) = rest.peek() {
-            if is_word_char(c) {
-                break;
-            }
-            rest.next();
-        }
-        let (start, _) = *rest.peek()?;
-        let mut end = start;
-        while let Some(&(i, c)) = rest.peek() {
-            if !is_word_char(c) {
-                break;
-            }
-            end = i + c.len_utf8();
-            rest.next();
-        }
-        Some((start, &text[start..end]))
-    })
-}
-
-/// Whether the word index keeps `c` inside words (the unicode61 tokenizer's letters,
-/// numbers and private-use characters).
-pub fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || ('\u{E000}'..='\u{F8FF}').contains(&c)
-}
-
 impl Query {
     /// Parses words and "phrases" (see the module documentation).
     pub fn parse(text: &str) -> Result<Query, QueryError> {
@@ -97,7 +70,7 @@ impl Query {
                 });
             };
             let phrase = &after[..close];
-            let words: Vec<String> = words(phrase).map(|(_, w)| w.to_lowercase()).collect();
+            let words = word_list(phrase);
             if words.is_empty() {
                 return Err(QueryError::NoWords {
                     term: format!("\"{phrase}\""),
@@ -256,7 +229,7 @@ impl Hasher for Digest {
 fn word_terms(text: &str) -> Result<Vec<Term>, QueryError> {
     text.split_whitespace()
         .map(|piece| {
-            let words: Vec<String> = words(piece).map(|(_, w)| w.to_lowercase()).collect();
+            let words = word_list(piece);
             if words.is_empty() {
                 return Err(QueryError::NoWords {
                     term: piece.to_owned(),
@@ -337,11 +310,5 @@ mod tests {
         );
         // ASCII text and other text give the same digests.
         assert_eq!(trigrams("AbC").next(), trigrams("abcé").next());
-    }
-
-    #[test]
-    fn word_ranges() {
-        let w: Vec<_> = words("  héllo, w0rld_x!").collect();
-        assert_eq!(w, [(2, "héllo"), (10, "w0rld"), (16, "x")]);
     }
 }

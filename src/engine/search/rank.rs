@@ -7,13 +7,14 @@
 //! [`COMMON_FROM`] matches indexed last (the index's newest: files are indexed oldest
 //! first, and appended entries after them) with the same formula computed here from their
 //! text: for each term, its occurrences `tf` in the document (as whole words, a phrase's
-//! words in a row) and the document's length against the window's mean, `tf·(k1+1) / (tf + k1·(1 − b + b·len/mean))` with FTS5's
+//! words in a row, [`super::words`]) and the document's length against the window's mean, `tf·(k1+1) / (tf + k1·(1 − b + b·len/mean))` with FTS5's
 //! `k1 = 1.2`, `b = 0.75`, summed over the terms with equal weights (every term of such a
 //! query is common, so their inverse document frequencies are all near zero and alike).
 //! The score is negated, lower is better, as FTS5's.
 
-use super::query::{is_word_char, Query};
+use super::query::Query;
 use super::snippet::count_folded;
+use super::words::word_list;
 
 /// A query with more matches than this is ranked over the window of its newest matches.
 pub const COMMON_FROM: usize = 128;
@@ -36,12 +37,10 @@ pub fn counts(text: &str, query: &Query) -> Option<Counts> {
     let len = text.len() as u32;
     match query {
         Query::Terms(terms) => {
-            let lowered = text.to_lowercase();
+            let words = word_list(text);
             let tf = terms
                 .iter()
-                // The word index matched it: its case folding differs from `to_lowercase`
-                // for a few characters, so it occurs at least once.
-                .map(|term| occurrences(&lowered, &term.words).max(1))
+                .map(|term| occurrences(&words, &term.words))
                 .collect();
             Some(Counts { tf, len })
         }
@@ -55,38 +54,12 @@ pub fn counts(text: &str, query: &Query) -> Option<Counts> {
     }
 }
 
-/// How many times the words `phrase` occur in a row, as whole words, in the lower-cased
-/// `text` (with only separators between them).
-fn occurrences(text: &str, phrase: &[String]) -> u32 {
-    let Some(first) = phrase.first() else {
+/// How many times the words `phrase` occur in a row in `words`.
+fn occurrences(words: &[String], phrase: &[String]) -> u32 {
+    if phrase.is_empty() {
         return 0;
-    };
-    let mut n = 0;
-    'next: for (at, _) in text.match_indices(first.as_str()) {
-        if !boundary_before(text, at) {
-            continue;
-        }
-        let mut end = at + first.len();
-        for word in &phrase[1..] {
-            let rest = &text[end..];
-            // Separators, at least one, then the word.
-            match rest.find(is_word_char) {
-                Some(skip) if skip > 0 && rest[skip..].starts_with(word.as_str()) => {
-                    end += skip + word.len()
-                }
-                _ => continue 'next,
-            }
-        }
-        if !text[end..].starts_with(is_word_char) {
-            n += 1;
-        }
     }
-    n
-}
-
-/// Whether no word character comes right before byte `at`.
-fn boundary_before(text: &str, at: usize) -> bool {
-    !text[..at].ends_with(is_word_char)
+    words.windows(phrase.len()).filter(|w| *w == phrase).count() as u32
 }
 
 /// The score of each document of a window (lower is better).
@@ -135,7 +108,7 @@ mod tests {
         let c = counts("Torn line, torn-line; PARSER torn", &q).unwrap();
         assert_eq!(c.tf, [2, 1]);
         let c = counts("torn lines, xtorn line, torn  line", &q).unwrap();
-        assert_eq!(c.tf, [1, 1]);
+        assert_eq!(c.tf, [1, 0]);
         let q = Query::parse("straße").unwrap();
         assert_eq!(
             counts("Straße, STRASSE; straßen straße", &q).unwrap().tf,

@@ -21,7 +21,7 @@ use super::snippet::Snippet;
 use super::{FileState, Filters, Hit, SearchError, Stamp, Stamps, Stat};
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 4;
+pub const FORMAT: i64 = 5;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 /// The index file's name in its directory.
@@ -54,8 +54,9 @@ CREATE TABLE docs (
     text TEXT
 );
 CREATE INDEX docs_entry ON docs(file, entry_id);
+-- Each document's words (words.rs), space-separated.
 CREATE VIRTUAL TABLE words USING fts5(text, content='', contentless_delete=1,
-    tokenize='unicode61 remove_diacritics 0');
+    tokenize='ascii');
 -- Each document's distinct trigrams, as tokens (query::gram_text).
 CREATE VIRTUAL TABLE grams USING fts5(text, content='', contentless_delete=1,
     tokenize='ascii', detail='none');

@@ -1,15 +1,16 @@
 //! The piece of a document a hit shows: a window of text around the first match, with
 //! every match inside it marked.
 //!
-//! - Words match as the word index matches them ([`super::query::words`], compared
-//!   lower-cased); a phrase matches its words in a row. A substring matches anywhere,
+//! - Words match as the word index matches them ([`super::words`]); a phrase matches its
+//!   words in a row. A substring matches anywhere,
 //!   compared lower-cased (ASCII text byte for byte, other text character by character).
 //! - The window starts up to [`CONTEXT_BEFORE`] characters before the first match and
 //!   holds at most [`SNIPPET_CHARS`] characters; whitespace runs and control characters
 //!   become one space; `…` stands for text cut at either end.
 //! - Highlights are byte ranges of [`Snippet::text`], in order, not overlapping.
 
-use super::query::{words, Query};
+use super::query::Query;
+use super::words::words;
 
 /// The most characters of document text a snippet holds.
 pub const SNIPPET_CHARS: usize = 160;
@@ -26,20 +27,17 @@ pub struct Snippet {
 
 impl Snippet {
     /// The snippet of `text` for `query`; `None` when a substring query does not occur in
-    /// it. A word query whose words are not found (the word index folds case slightly
-    /// differently for a few characters) shows the start of the text.
+    /// it. A word query whose words are not found shows the start of the text.
     pub fn of(text: &str, query: &Query) -> Option<Snippet> {
         let matches = match query {
             Query::Terms(terms) => {
-                let tokens: Vec<(usize, String)> =
-                    words(text).map(|(at, w)| (at, w.to_lowercase())).collect();
-                let ends: Vec<usize> = words(text).map(|(at, w)| at + w.len()).collect();
+                let tokens = words(text);
                 let mut found = Vec::new();
                 for term in terms {
                     let n = term.words.len();
                     for i in 0..tokens.len().saturating_sub(n - 1) {
-                        if (0..n).all(|k| tokens[i + k].1 == term.words[k]) {
-                            found.push((tokens[i].0, ends[i + n - 1]));
+                        if (0..n).all(|k| tokens[i + k].2 == term.words[k]) {
+                            found.push((tokens[i].0, tokens[i + n - 1].1));
                         }
                     }
                 }

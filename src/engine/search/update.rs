@@ -99,11 +99,12 @@ fn delete_text(conn: &Connection, doc: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn insert_text(conn: &Connection, doc: i64, text: &str, grams: &str) -> rusqlite::Result<()> {
+/// Indexes the text of document `doc`: its words ([`Row::words`]) and trigrams.
+fn insert_text(conn: &Connection, doc: i64, row: &Row) -> rusqlite::Result<()> {
     conn.prepare_cached("INSERT INTO words(rowid, text) VALUES (?1, ?2)")?
-        .execute(params![doc, text])?;
+        .execute(params![doc, row.words])?;
     conn.prepare_cached("INSERT INTO grams(rowid, text) VALUES (?1, ?2)")?
-        .execute(params![doc, grams])?;
+        .execute(params![doc, row.grams])?;
     Ok(())
 }
 
@@ -124,8 +125,8 @@ fn insert_row(conn: &Connection, file: i64, row: &Row) -> rusqlite::Result<()> {
         row.on_leaf,
         text
     ])?;
-    if let Some(text) = text {
-        insert_text(conn, conn.last_insert_rowid(), text, &row.grams)?;
+    if text.is_some() {
+        insert_text(conn, conn.last_insert_rowid(), row)?;
     }
     Ok(())
 }
@@ -510,12 +511,13 @@ fn append(
     for row in &new_rows {
         insert_row(tx, old.id, row)?;
     }
-    for (doc, (text, kind, grams)) in &edits {
+    for (doc, row) in &edits {
         delete_text(tx, *doc)?;
+        let text = &row.text;
         tx.prepare_cached("UPDATE docs SET text = ?2, kind = ?3 WHERE id = ?1")?
-            .execute(params![doc, (!text.is_empty()).then_some(text), kind])?;
+            .execute(params![doc, (!text.is_empty()).then_some(text), row.kind])?;
         if !text.is_empty() {
-            insert_text(tx, *doc, text, grams)?;
+            insert_text(tx, *doc, row)?;
         }
     }
     if new_facts.title != facts.title {
@@ -562,8 +564,9 @@ struct Replay<'t> {
     rows: Vec<Row>,
     /// Id → index in `records`, of the new entries seen so far.
     by_id: HashMap<String, usize>,
-    /// Indexed documents whose message a patch replaced: their new text and kind.
-    edits: HashMap<i64, (String, String, String)>,
+    /// Indexed documents whose message a patch replaced: their new row (its text, kind
+    /// and what the indexes hold of the text).
+    edits: HashMap<i64, Row>,
 }
 
 impl Replay<'_> {
@@ -632,8 +635,7 @@ impl Replay<'_> {
             let mut fields = Object::new();
             fields.insert("type", Value::string("message"));
             fields.insert("message", reshape(message, 1));
-            let row = row_of(0, &Record::new(fields));
-            self.edits.insert(doc, (row.text, row.kind, row.grams));
+            self.edits.insert(doc, row_of(0, &Record::new(fields)));
         }
         Ok(())
     }
