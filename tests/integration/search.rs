@@ -11,6 +11,7 @@ use std::process::Command;
 use crate::common::{gjcfs_bin, set_mtime};
 use gjcfs::corpus::{generate_file, Format, Limit, Options};
 use gjcfs::engine::load::{load_entries_from_file, load_session, LoadStatus};
+use gjcfs::engine::search::snippet::contains_folded;
 use gjcfs::engine::search::text::record_text;
 use gjcfs::engine::search::words::word_list;
 use gjcfs::engine::search::{
@@ -21,9 +22,12 @@ use gjcfs::engine::storage::DirLookup;
 /// (session id, entry id or "title", on the leaf path).
 type Found = BTreeSet<(String, String, bool)>;
 
-/// What a scan of every file's replayed records finds for `word`.
-fn scan(paths: &[PathBuf], word: &str) -> Found {
-    let mut found = Found::new();
+/// Every replayed record's (and title's) text, with what a hit on it names.
+type Texts = Vec<((String, String, bool), String)>;
+
+/// The texts of every file's replayed records, read as a reader of the session reads them.
+fn texts(paths: &[PathBuf]) -> Texts {
+    let mut texts = Texts::new();
     for path in paths {
         let loaded = load_entries_from_file(path).unwrap();
         if loaded.status != LoadStatus::Loaded {
@@ -34,30 +38,41 @@ fn scan(paths: &[PathBuf], word: &str) -> Found {
             .leaf()
             .map(|l| session.path_to(l).into_iter().collect())
             .unwrap_or_default();
-        let has = |text: &str| word_list(text).iter().any(|w| w == word);
         let header = session.header();
         let id = header.id().unwrap().to_owned();
-        if header.title().is_some_and(has) {
-            found.insert((id.clone(), "title".into(), true));
+        if let Some(title) = header.title() {
+            texts.push(((id.clone(), "title".into(), true), title.to_owned()));
         }
         for i in session.entry_indices() {
             let record = session.record(i);
-            if has(&record_text(record)) {
-                let entry = record.id().unwrap().to_owned();
-                found.insert((id.clone(), entry, leaf_path.contains(&i)));
-            }
+            let entry = record.id().unwrap().to_owned();
+            let hit = (id.clone(), entry, leaf_path.contains(&i));
+            texts.push((hit, record_text(record)));
         }
     }
-    found
+    texts
+}
+
+/// The records whose text `has` accepts.
+fn found_in(texts: &Texts, has: &dyn Fn(&str) -> bool) -> Found {
+    texts
+        .iter()
+        .filter(|(_, text)| has(text))
+        .map(|(hit, _)| hit.clone())
+        .collect()
 }
 
 fn search(index: &SearchIndex, word: &str) -> Found {
+    search_for(index, &Query::parse(word).unwrap())
+}
+
+fn search_for(index: &SearchIndex, query: &Query) -> Found {
     let filters = Filters {
         limit: 100_000,
         ..Filters::default()
     };
     index
-        .search(&Query::parse(word).unwrap(), &filters)
+        .search(query, &filters)
         .unwrap()
         .into_iter()
         .map(|h| {
@@ -133,7 +148,7 @@ fn user(id: &str, parent: &str, text: &str) -> String {
 /// Entries with a marker in each searchable field, and markers where nothing is searched.
 fn marked_entries(parent: &str) -> Vec<String> {
     vec![
-        user("aa000001", parent, "where is zyxuser hidden"),
+        user("aa000001", parent, "where is zyxuser hidden -> ZyxUpper ΟΔΟΣ"),
         format!(
             r#"{{"type":"message","id":"aa000002","parentId":"aa000001","timestamp":"2026-03-01T10:00:01.000Z","message":{{"role":"assistant","content":[{{"type":"thinking","thinking":"zyxthink","thinkingSignature":"zyxsignature"}},{{"type":"text","text":"zyxanswer"}},{{"type":"toolCall","id":"c1","name":"edit","arguments":{{"path":"zyxpath.rs","edits":[{{"new":"zyxnew"}}]}}}}]}}}}"#
         ),
@@ -170,11 +185,47 @@ const LATER: &[&str] = &[
     "session",
 ];
 
+/// Substrings of every shape (see `substring.rs`): inside a word, ending one and starting
+/// the next, whole words between separators, separators alone, other scripts.
+const SUBSTRINGS: &[&str] = &[
+    "xuser hid",
+    "is zyxus",
+    "er hidden -",
+    " -> ",
+    "yxupp",
+    "ΟΔΟ",
+    "δοσ",
+    "xpath.r",
+    "itle sess",
+    "ow zyxpatc",
+    "s z",
+    "ession",
+];
+
 fn assert_agrees(store: &Store, index: &SearchIndex, step: &str) {
-    let paths = store.paths();
+    let texts = texts(&store.paths());
     for word in SEARCHED.iter().chain(NOT_SEARCHED).chain(LATER) {
-        assert_eq!(search(index, word), scan(&paths, word), "{step}: {word}");
+        assert_eq!(
+            search(index, word),
+            found_in(&texts, &|text| word_list(text).iter().any(|w| w == word)),
+            "{step}: {word}"
+        );
+        let inside = &word[1..word.len() - 1];
+        for needle in [inside, &word[2..]] {
+            assert_substring_agrees(index, &texts, needle, step);
+        }
     }
+    for needle in SUBSTRINGS {
+        assert_substring_agrees(index, &texts, needle, step);
+    }
+}
+
+fn assert_substring_agrees(index: &SearchIndex, texts: &Texts, needle: &str, step: &str) {
+    assert_eq!(
+        search_for(index, &Query::substring(needle).unwrap()),
+        found_in(texts, &|text| contains_folded(text, needle)),
+        "{step}: substring {needle:?}"
+    );
 }
 
 /// The changes an update found, by file name.

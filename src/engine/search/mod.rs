@@ -13,16 +13,19 @@
 //! - `files`: one row per session file — its path, what tells whether it changed (device,
 //!   inode, length, modification time) and which bytes were indexed (a [`ReadMark`]), the
 //!   session's id, cwd, title and leaf;
-//! - `docs`: one row per entry (and title), its text included where it has some;
+//! - `docs`: one row per entry (and title), its text included where it has some.
+//!   Documents are numbered in the order they were written: a first build writes the
+//!   sessions oldest first (by modification time), and later updates come after, so the
+//!   highest numbers are the newest — the window a common query is ranked over ([`rank`]);
 //! - `words`: FTS5 over each document's words ([`words`]: the lower-cased text split into
 //!   runs of letters and digits, given space-separated to the `ascii` tokenizer, so the
-//!   index and every query split text by one definition; words and phrases);
-//!   `grams`: FTS5 over each document's distinct trigrams, lower-cased, as digest tokens
-//!   ([`query::gram_text`], substrings). Both are contentless with `contentless_delete=1`:
-//!   the text is held once, in `docs`, and rows are deleted by id. Documents are numbered
-//!   in the order they were written: a first build writes the sessions oldest first (by
-//!   modification time), and later updates come after, so the highest numbers are the
-//!   newest — the window a common query is ranked over ([`rank`]);
+//!   index and every query split text by one definition; words and phrases). It is
+//!   contentless with `contentless_delete=1`: the text is held once, in `docs`, and rows
+//!   are deleted by id;
+//! - `terms`: every word `words` was given, once, and `term_grams`, each word's distinct
+//!   trigrams: the vocabulary a substring query finds its candidate words in
+//!   ([`substring`]). It only grows, and a word is added in the transaction of the
+//!   document that holds it;
 //! - `meta`: `files_gen`, which every transaction that may change `files` increments
 //!   first; `listing`: what the last update saw of the store's directories ([`listing`]),
 //!   with the `files_gen` it agrees with.
@@ -64,6 +67,7 @@ pub mod rank;
 mod scan;
 mod schema;
 pub mod snippet;
+pub mod substring;
 pub mod text;
 mod update;
 pub mod words;

@@ -13,7 +13,6 @@ use super::super::migrate::Migration;
 use super::super::record::Record;
 use super::super::storage::{file_version, FileVersion};
 use super::super::time::parse_iso_millis;
-use super::query::gram_text;
 use super::text::{record_kind, record_text, TITLE_KIND};
 use super::words::index_text;
 
@@ -60,8 +59,6 @@ pub struct Row {
     pub text: String,
     /// What the word index holds of `text` ([`index_text`]).
     pub words: String,
-    /// What the trigram index holds of `text` ([`gram_text`]).
-    pub grams: String,
 }
 
 /// The session-level facts of a file.
@@ -85,6 +82,8 @@ pub struct Prepared {
     pub incremental: bool,
     pub facts: SessionFacts,
     pub rows: Vec<Row>,
+    /// The distinct words of the rows ([`distinct_words`]).
+    pub terms: Vec<String>,
     /// The number of records (the header included): the seq of the next one.
     pub next_seq: i64,
     pub leaf: Option<(i64, String)>,
@@ -109,7 +108,6 @@ pub fn row_of(seq: i64, record: &Record) -> Row {
         time_ms: record_time(record),
         on_leaf: false,
         words: String::new(),
-        grams: String::new(),
         text: record_text(record),
     }
     .indexed()
@@ -128,17 +126,25 @@ pub fn title_row(facts: &SessionFacts) -> Option<Row> {
             time_ms: parse_iso_millis(&facts.created),
             on_leaf: true,
             words: String::new(),
-            grams: String::new(),
             text: title.clone(),
         }
         .indexed(),
     )
 }
 
+/// Every word the rows' texts hold, once each: what the vocabulary needs of them
+/// ([`super::substring`]).
+pub fn distinct_words<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    for row in rows {
+        seen.extend(row.words.split(' ').filter(|w| !w.is_empty()));
+    }
+    seen.into_iter().map(str::to_owned).collect()
+}
+
 impl Row {
     fn indexed(mut self) -> Self {
         self.words = index_text(&self.text);
-        self.grams = gram_text(&self.text);
         self
     }
 }
@@ -159,6 +165,7 @@ pub fn prepare(path: &Path) -> Result<Prepared, LoadError> {
         incremental: false,
         facts: SessionFacts::default(),
         rows: Vec::new(),
+        terms: Vec::new(),
         next_seq: 0,
         leaf: None,
     };
@@ -192,6 +199,7 @@ pub fn prepare(path: &Path) -> Result<Prepared, LoadError> {
         row.on_leaf = on_leaf[i];
         prepared.rows.push(row);
     }
+    prepared.terms = distinct_words(&prepared.rows);
     prepared.next_seq = session.records().len() as i64;
     let patches_apply = loaded.mark.as_ref().is_some_and(|m| m.patches_apply);
     // Appended lines replay on top of these records exactly when no migration changed them

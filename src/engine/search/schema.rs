@@ -14,10 +14,11 @@ use super::super::storage::{
     path_from_bytes, path_to_bytes, FileId, FileStorage, OpenMode, SessionStorage,
 };
 use super::listing::{stat_bytes, Listing};
-use super::query::Query;
+use super::query::{words_match, Query};
 use super::rank::{self, COMMON_FROM};
 use super::scan::Look;
 use super::snippet::Snippet;
+use super::substring::{self, Candidates};
 use super::{FileState, Filters, Hit, SearchError, Stamp, Stamps, Stat};
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
@@ -57,9 +58,10 @@ CREATE INDEX docs_entry ON docs(file, entry_id);
 -- Each document's words (words.rs), space-separated.
 CREATE VIRTUAL TABLE words USING fts5(text, content='', contentless_delete=1,
     tokenize='ascii');
--- Each document's distinct trigrams, as tokens (query::gram_text).
-CREATE VIRTUAL TABLE grams USING fts5(text, content='', contentless_delete=1,
-    tokenize='ascii', detail='none');
+-- Every word the word index was given, once (substring.rs), and each word's distinct
+-- trigrams as digest tokens, by the word's id.
+CREATE TABLE terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
+CREATE VIRTUAL TABLE term_grams USING fts5(text, content='', tokenize='ascii', detail='none');
 -- files_gen counts the transactions that may have changed files (update.rs): each adds
 -- one first.
 CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), files_gen INTEGER NOT NULL);
@@ -124,7 +126,15 @@ fn is_current(conn: &Connection) -> rusqlite::Result<bool> {
         return Ok(false);
     }
     // Each table's first row: a count would read all of it.
-    for table in ["files", "docs", "words", "grams", "meta", "listing"] {
+    for table in [
+        "files",
+        "docs",
+        "words",
+        "terms",
+        "term_grams",
+        "meta",
+        "listing",
+    ] {
         conn.prepare(&format!("SELECT 1 FROM {table} LIMIT 1"))?
             .query([])?
             .next()?;
@@ -140,7 +150,7 @@ fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(&format!(
         "BEGIN; {SCHEMA} \
          INSERT INTO words(words, rank) VALUES ('hashsize', {FTS_HASH_SIZE}); \
-         INSERT INTO grams(grams, rank) VALUES ('hashsize', {FTS_HASH_SIZE}); \
+         INSERT INTO term_grams(term_grams, rank) VALUES ('hashsize', {FTS_HASH_SIZE}); \
          PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {FORMAT}; COMMIT;"
     ))
 }
@@ -416,52 +426,91 @@ pub fn run_search(
     query: &Query,
     filters: &Filters,
 ) -> rusqlite::Result<Vec<(Hit, Stat)>> {
-    let (table, from, params) = matches_clause(query, filters);
+    let source = match query {
+        Query::Terms(terms) => Source::Words(words_match(terms)),
+        Query::Substring(needle) => match substring::candidates(conn, needle)? {
+            Candidates::Matching(expr) => Source::Words(expr),
+            Candidates::Every => Source::Every,
+            Candidates::None => return Ok(Vec::new()),
+        },
+    };
+    let matches = Matches::of(&source, filters);
     let window = COMMON_FROM.max(filters.limit);
-    match ranked_in_window(conn, query, filters, window, table, &from, &params)? {
+    match ranked_in_window(conn, query, filters, window, &matches)? {
         Some(hits) => Ok(hits),
-        None => ranked_by_bm25(conn, query, filters, table, &from, &params),
+        None => ranked_by_bm25(conn, query, filters, &matches),
     }
 }
 
-/// The FTS5 table searched, the `FROM … WHERE` clause of a query's matches under
-/// `filters` (documents `d` of files `f`), and its parameters.
-fn matches_clause(query: &Query, filters: &Filters) -> (&'static str, String, Vec<Sql>) {
-    let table = match query {
-        Query::Terms(_) => "words",
-        Query::Substring(_) => "grams",
-    };
-    let mut from = format!(
-        "FROM {table} JOIN docs d ON d.id = {table}.rowid JOIN files f ON f.id = d.file \
-         WHERE {table} MATCH ?"
-    );
-    let mut params: Vec<Sql> = vec![Sql::Text(query.fts_match())];
-    if let Some(cwd) = &filters.cwd {
-        from.push_str(" AND f.cwd = ?");
-        params.push(Sql::Text(cwd.clone()));
+/// Where a query's matches come from.
+enum Source {
+    /// The documents matching this FTS5 expression over the word index.
+    Words(String),
+    /// Every document with text (a substring that names no words to narrow by).
+    Every,
+}
+
+/// A query's matches as SQL: documents `d` of files `f` under the filters.
+struct Matches {
+    /// `FROM … WHERE …`.
+    from: String,
+    params: Vec<Sql>,
+    /// The column that numbers matches in the order they were indexed.
+    order: &'static str,
+    /// The relevance of a match (lower is better).
+    score: &'static str,
+}
+
+impl Matches {
+    fn of(source: &Source, filters: &Filters) -> Matches {
+        let (mut from, mut params, order, score) = match source {
+            Source::Words(expr) => (
+                "FROM words JOIN docs d ON d.id = words.rowid JOIN files f ON f.id = d.file \
+                 WHERE words MATCH ?"
+                    .to_owned(),
+                vec![Sql::Text(expr.clone())],
+                "words.rowid",
+                "bm25(words)",
+            ),
+            Source::Every => (
+                "FROM docs d JOIN files f ON f.id = d.file WHERE d.text IS NOT NULL".to_owned(),
+                Vec::new(),
+                "d.id",
+                "0.0",
+            ),
+        };
+        if let Some(cwd) = &filters.cwd {
+            from.push_str(" AND f.cwd = ?");
+            params.push(Sql::Text(cwd.clone()));
+        }
+        if let Some(since) = filters.since_ms {
+            from.push_str(" AND d.time_ms >= ?");
+            params.push(Sql::Integer(since));
+        }
+        if let Some(until) = filters.until_ms {
+            from.push_str(" AND d.time_ms < ?");
+            params.push(Sql::Integer(until));
+        }
+        if let Some(role) = filters.role {
+            let kinds = role.kinds();
+            from.push_str(&format!(
+                " AND d.kind IN ({})",
+                vec!["?"; kinds.len()].join(",")
+            ));
+            params.extend(kinds.iter().map(|k| Sql::Text((*k).to_owned())));
+        }
+        if let Some(prefix) = &filters.session {
+            from.push_str(" AND substr(f.session_id, 1, ?) = ?");
+            params.push(Sql::Integer(prefix.chars().count() as i64));
+            params.push(Sql::Text(prefix.clone()));
+        }
+        Matches {
+            from,
+            params,
+            order,
+            score,
+        }
     }
-    if let Some(since) = filters.since_ms {
-        from.push_str(" AND d.time_ms >= ?");
-        params.push(Sql::Integer(since));
-    }
-    if let Some(until) = filters.until_ms {
-        from.push_str(" AND d.time_ms < ?");
-        params.push(Sql::Integer(until));
-    }
-    if let Some(role) = filters.role {
-        let kinds = role.kinds();
-        from.push_str(&format!(
-            " AND d.kind IN ({})",
-            vec!["?"; kinds.len()].join(",")
-        ));
-        params.extend(kinds.iter().map(|k| Sql::Text((*k).to_owned())));
-    }
-    if let Some(prefix) = &filters.session {
-        from.push_str(" AND substr(f.session_id, 1, ?) = ?");
-        params.push(Sql::Integer(prefix.chars().count() as i64));
-        params.push(Sql::Text(prefix.clone()));
-    }
-    (table, from, params)
 }
 
 fn sql_count(n: usize) -> i64 {
@@ -507,11 +556,15 @@ fn ranked_by_bm25(
     conn: &Connection,
     query: &Query,
     filters: &Filters,
-    table: &str,
-    from: &str,
-    params: &[Sql],
+    matches: &Matches,
 ) -> rusqlite::Result<Vec<(Hit, Stat)>> {
-    let inner = format!("SELECT d.id AS id, bm25({table}) AS score, d.time_ms AS time {from}");
+    let Matches {
+        from,
+        params,
+        score,
+        ..
+    } = matches;
+    let inner = format!("SELECT d.id AS id, {score} AS score, d.time_ms AS time {from}");
     let sql = format!(
         "SELECT top.id, top.score, {HIT_COLUMNS} \
          FROM ({inner} ORDER BY score, time DESC, id DESC LIMIT ? OFFSET ?) top \
@@ -537,8 +590,8 @@ fn ranked_by_bm25(
                 break;
             }
             let text: String = row.get(11)?;
-            // The trigram index keeps no positions: its matches hold every trigram of the
-            // substring, and the text says whether they hold the substring.
+            // A substring's candidates hold words it touches; the text says whether they
+            // hold the substring.
             let Some(snippet) = Snippet::of(&text, query) else {
                 continue;
             };
@@ -561,11 +614,15 @@ fn ranked_in_window(
     query: &Query,
     filters: &Filters,
     mut window: usize,
-    table: &str,
-    from: &str,
-    params: &[Sql],
+    matches: &Matches,
 ) -> rusqlite::Result<Option<Vec<(Hit, Stat)>>> {
-    let sql = format!("SELECT d.id, {HIT_COLUMNS} {from} ORDER BY {table}.rowid DESC LIMIT ?");
+    let Matches {
+        from,
+        params,
+        order,
+        ..
+    } = matches;
+    let sql = format!("SELECT d.id, {HIT_COLUMNS} {from} ORDER BY {order} DESC LIMIT ?");
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut first = true;
     loop {

@@ -21,7 +21,7 @@
 //!
 //! [`SessionManager::refresh_from_file`]: crate::manager::SessionManager::refresh_from_file
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,8 +35,11 @@ use super::super::load::{LoadError, ReadMark};
 use super::super::record::{Record, RecordType};
 use super::super::replay::{entry_patch, header_patch, reshape};
 use super::super::storage::{FileStorage, SessionStorage};
-use super::prepare::{prepare, row_of, title_row, Prepared, Row, SessionFacts, Stat};
+use super::prepare::{
+    distinct_words, prepare, row_of, title_row, Prepared, Row, SessionFacts, Stat,
+};
 use super::schema::{load_state, path_bytes};
+use super::substring::add_terms;
 use super::{Change, FileState, Inner, Progress, SessionChange, UpdateReport};
 
 /// Text written in one transaction before it is committed, in bytes.
@@ -94,17 +97,14 @@ fn delete_file(conn: &Connection, id: i64) -> rusqlite::Result<()> {
 fn delete_text(conn: &Connection, doc: i64) -> rusqlite::Result<()> {
     conn.prepare_cached("DELETE FROM words WHERE rowid = ?1")?
         .execute([doc])?;
-    conn.prepare_cached("DELETE FROM grams WHERE rowid = ?1")?
-        .execute([doc])?;
     Ok(())
 }
 
-/// Indexes the text of document `doc`: its words ([`Row::words`]) and trigrams.
+/// Indexes the words of document `doc` ([`Row::words`]); the caller adds them to the
+/// vocabulary ([`add_terms`]).
 fn insert_text(conn: &Connection, doc: i64, row: &Row) -> rusqlite::Result<()> {
     conn.prepare_cached("INSERT INTO words(rowid, text) VALUES (?1, ?2)")?
         .execute(params![doc, row.words])?;
-    conn.prepare_cached("INSERT INTO grams(rowid, text) VALUES (?1, ?2)")?
-        .execute(params![doc, row.grams])?;
     Ok(())
 }
 
@@ -184,8 +184,12 @@ fn write_file_row(
     })
 }
 
-/// Replaces what is indexed of a file by a whole read of it.
-fn write_prepared(conn: &Connection, prepared: &Prepared) -> rusqlite::Result<FileState> {
+/// Replaces what is indexed of a file by a whole read of it; `known` as [`add_terms`].
+fn write_prepared(
+    conn: &Connection,
+    prepared: &Prepared,
+    known: &mut HashSet<Box<str>>,
+) -> rusqlite::Result<FileState> {
     if let Some(old) = file_id(conn, &prepared.path)? {
         delete_file(conn, old)?;
     }
@@ -203,6 +207,7 @@ fn write_prepared(conn: &Connection, prepared: &Prepared) -> rusqlite::Result<Fi
     for row in &prepared.rows {
         insert_row(conn, state.id, row)?;
     }
+    add_terms(conn, prepared.terms.iter().map(String::as_str), known)?;
     Ok(state)
 }
 
@@ -274,6 +279,8 @@ pub fn apply(
         let mut pending = 0u64;
         let conn: &Connection = conn;
         let mut db = Some(begin(conn)?);
+        // The words added to the vocabulary by this update's transactions.
+        let mut vocabulary = HashSet::new();
         // Files prepared ahead of the next one in order wait here.
         let mut ahead: BTreeMap<usize, Result<Prepared, LoadError>> = BTreeMap::new();
         let mut in_order = 0;
@@ -306,7 +313,7 @@ pub fn apply(
                         .iter()
                         .map(|r| r.text.len() as u64)
                         .sum::<u64>();
-                    let state = write_prepared(tx, &prepared)?;
+                    let state = write_prepared(tx, &prepared, &mut vocabulary)?;
                     files.insert(path, state.stamp());
                     let change = if *known {
                         Change::Reindexed
@@ -511,6 +518,8 @@ fn append(
     for row in &new_rows {
         insert_row(tx, old.id, row)?;
     }
+    let terms = distinct_words(new_rows.iter().chain(edits.values()));
+    add_terms(tx, terms.iter().map(String::as_str), &mut HashSet::new())?;
     for (doc, row) in &edits {
         delete_text(tx, *doc)?;
         let text = &row.text;
@@ -532,6 +541,8 @@ fn append(
         }
         if let Some(row) = title_row(&new_facts) {
             insert_row(tx, old.id, &row)?;
+            let terms = distinct_words([&row]);
+            add_terms(tx, terms.iter().map(String::as_str), &mut HashSet::new())?;
         }
     }
     let records = new_rows.len();

@@ -24,35 +24,28 @@ pub fn is_word_char(c: char) -> bool {
 /// Calls `f(start, end, word)` for each word of `text`, in order: `start..end` is the byte
 /// range of `text` whose characters it came from, `word` the lower-cased word.
 pub fn for_each_word(text: &str, mut f: impl FnMut(usize, usize, &str)) {
+    // The word being read, and the byte range of `text` it came from so far.
     let mut word = String::new();
-    let mut start = 0;
-    let mut end = 0;
-    if text.is_ascii() {
-        for (i, &b) in text.as_bytes().iter().enumerate() {
-            if b.is_ascii_alphanumeric() {
+    let (mut start, mut end) = (0, 0);
+    for (i, c) in text.char_indices() {
+        let mut lower = [None, None, None];
+        if c.is_ascii() {
+            lower[0] = Some(c.to_ascii_lowercase());
+        } else {
+            for (slot, l) in lower.iter_mut().zip(c.to_lowercase()) {
+                *slot = Some(l);
+            }
+        }
+        for l in lower.into_iter().flatten() {
+            if is_word_char(l) {
                 if word.is_empty() {
                     start = i;
                 }
-                word.push(b.to_ascii_lowercase() as char);
-                end = i + 1;
+                word.push(l);
+                end = i + c.len_utf8();
             } else if !word.is_empty() {
                 f(start, end, &word);
                 word.clear();
-            }
-        }
-    } else {
-        for (i, c) in text.char_indices() {
-            for l in c.to_lowercase() {
-                if is_word_char(l) {
-                    if word.is_empty() {
-                        start = i;
-                    }
-                    word.push(l);
-                    end = i + c.len_utf8();
-                } else if !word.is_empty() {
-                    f(start, end, &word);
-                    word.clear();
-                }
             }
         }
     }
@@ -75,15 +68,37 @@ pub fn word_list(text: &str) -> Vec<String> {
     out
 }
 
-/// What the word index is given of `text`: its words, space-separated.
+/// What the word index is given of `text`: its words, space-separated. (The words of
+/// [`for_each_word`], written straight into one string: this runs over every text a
+/// build indexes.)
 pub fn index_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for_each_word(text, |_, _, w| {
-        if !out.is_empty() {
+    // Whether a separator is due before the next word character.
+    let mut apart = false;
+    let word_char = |out: &mut String, c: char, apart: &mut bool| {
+        if *apart && !out.is_empty() {
             out.push(' ');
         }
-        out.push_str(w);
-    });
+        *apart = false;
+        out.push(c);
+    };
+    for c in text.chars() {
+        if c.is_ascii() {
+            if c.is_ascii_alphanumeric() {
+                word_char(&mut out, c.to_ascii_lowercase(), &mut apart);
+            } else {
+                apart = true;
+            }
+            continue;
+        }
+        for l in c.to_lowercase() {
+            if is_word_char(l) {
+                word_char(&mut out, l, &mut apart);
+            } else {
+                apart = true;
+            }
+        }
+    }
     out
 }
 
@@ -121,6 +136,19 @@ mod tests {
         assert_eq!(index_text("A-b  c\u{E000}"), "a b c\u{E000}");
         assert_eq!(index_text(" -- "), "");
         assert_eq!(fold("ÀB"), "àb");
+    }
+
+    #[test]
+    fn the_index_text_is_the_words_space_separated() {
+        for text in [
+            "Parser failed: torn_line 42x",
+            "  a.b-c d\te\nf ",
+            "İstanbul ΟΔΟΣ straße — café…x",
+            "",
+            "--",
+        ] {
+            assert_eq!(index_text(text), word_list(text).join(" "), "{text:?}");
+        }
     }
 
     #[test]
