@@ -390,7 +390,8 @@ impl SearchIndex {
 
     /// Brings the index up to date with the store made of `paths` (every transcript file of
     /// it): new and changed files are indexed, files not in `paths` dropped. Files that
-    /// need reading whole are read on `threads` threads. Nothing is read of a file whose
+    /// need reading whole are read on `threads − 1` threads (at least one) while this one
+    /// writes them into the index. Nothing is read of a file whose
     /// stat is the one indexed, so a call that finds nothing changed costs a `stat` per
     /// file (on `threads` threads for a large store).
     pub fn update(

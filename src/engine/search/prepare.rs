@@ -6,6 +6,7 @@
 //! from the root to the leaf, and its text ([`record_text`]) — and the header's title one
 //! more. Reading is pure: nothing is written, so files are prepared on several threads.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::super::load::{build_session, load_entries_from_file, LoadError, LoadStatus, ReadMark};
@@ -135,7 +136,7 @@ pub fn title_row(facts: &SessionFacts) -> Option<Row> {
 /// Every word the rows' texts hold, once each: what the vocabulary needs of them
 /// ([`super::substring`]).
 pub fn distinct_words<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen: HashSet<&str, foldhash::fast::RandomState> = HashSet::default();
     for row in rows {
         seen.extend(row.words.split(' ').filter(|w| !w.is_empty()));
     }

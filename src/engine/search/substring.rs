@@ -188,13 +188,16 @@ pub fn terms_of(
     Ok((found.len() <= MAX_TERMS).then_some(found))
 }
 
+/// Words known to be in the vocabulary.
+pub type Known = HashSet<Box<str>, foldhash::fast::RandomState>;
+
 /// Adds the words of `terms` that the vocabulary lacks, with their trigrams; `known` holds
 /// words this connection added or found before, within transactions that committed or
 /// are the caller's (it is dropped with them on an error), and is extended.
 pub fn add_terms<'a>(
     conn: &Connection,
     terms: impl IntoIterator<Item = &'a str>,
-    known: &mut HashSet<Box<str>>,
+    known: &mut Known,
 ) -> rusqlite::Result<()> {
     for term in terms {
         if known.contains(term) {
@@ -325,10 +328,10 @@ mod tests {
                  detail='none');",
         )
         .unwrap();
-        let mut known = HashSet::new();
+        let mut known = Known::default();
         add_terms(&conn, words.iter().copied(), &mut known).unwrap();
         // A word added again is not added twice, even by a fresh `known`.
-        add_terms(&conn, words.iter().copied(), &mut HashSet::new()).unwrap();
+        add_terms(&conn, words.iter().copied(), &mut Known::default()).unwrap();
         conn
     }
 

@@ -75,25 +75,32 @@ pub fn index_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     // Whether a separator is due before the next word character.
     let mut apart = false;
-    let word_char = |out: &mut String, c: char, apart: &mut bool| {
-        if *apart && !out.is_empty() {
-            out.push(' ');
-        }
-        *apart = false;
-        out.push(c);
-    };
-    for c in text.chars() {
-        if c.is_ascii() {
-            if c.is_ascii_alphanumeric() {
-                word_char(&mut out, c.to_ascii_lowercase(), &mut apart);
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let b = bytes[at];
+        if b.is_ascii() {
+            at += 1;
+            if b.is_ascii_alphanumeric() {
+                if apart && !out.is_empty() {
+                    out.push(' ');
+                }
+                apart = false;
+                out.push(b.to_ascii_lowercase() as char);
             } else {
                 apart = true;
             }
             continue;
         }
+        let c = text[at..].chars().next().unwrap_or_default();
+        at += c.len_utf8();
         for l in c.to_lowercase() {
             if is_word_char(l) {
-                word_char(&mut out, l, &mut apart);
+                if apart && !out.is_empty() {
+                    out.push(' ');
+                }
+                apart = false;
+                out.push(l);
             } else {
                 apart = true;
             }
