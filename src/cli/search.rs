@@ -149,12 +149,22 @@ pub fn run(args: SearchArgs) -> Result<()> {
 
 /// The directories whose transcripts make up the store (as [`StoreArgs::transcripts`]
 /// lists them): `--session-dir`, or every directory of the agent's sessions root.
+/// The store's session directories, by their canonical paths: the index knows a file by
+/// its path, so `sessions` and `/home/me/sessions` must name the same files, not two sets
+/// (one indexed anew, the other dropped).
 fn store_dirs(store: &StoreArgs) -> Result<Vec<PathBuf>> {
     store.check()?;
+    let canonical = |dir: &std::path::Path| -> Result<PathBuf> {
+        match FileStorage.canonicalize(dir) {
+            Ok(dir) => Ok(dir),
+            // A store not made yet has no sessions; its spelled path does.
+            Err(_) => Ok(PathBuf::from(absolute(dir)?)),
+        }
+    };
     if let Some(dir) = &store.session_dir {
-        return Ok(vec![dir.clone()]);
+        return Ok(vec![canonical(dir)?]);
     }
-    let root = store.agent_dirs()?.sessions_root();
+    let root = canonical(&store.agent_dirs()?.sessions_root())?;
     match FileStorage.list_dirs(&root) {
         Ok(dirs) => Ok(dirs),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),

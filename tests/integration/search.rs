@@ -781,6 +781,47 @@ fn gjcfs(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
+fn cli_search_knows_a_store_however_its_path_is_spelled() {
+    let store = Store::new(2);
+    let s1 = store.file(1);
+    append(&s1, &marked_entries(&leaf_of(&s1)));
+    let index = store.index_dir.to_str().unwrap();
+    let parent = store.root.parent().unwrap();
+    let search_from = |cwd: &Path, dir: &str| {
+        let out = Command::new(gjcfs_bin())
+            .current_dir(cwd)
+            .args([
+                "search",
+                "zyxuser",
+                "--json",
+                "--session-dir",
+                dir,
+                "--index",
+                index,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let relative = search_from(parent, "sessions");
+    let absolute = search_from(Path::new("/"), store.root.to_str().unwrap());
+    let dotted = search_from(&store.root, "../sessions/.");
+    assert_eq!(relative, absolute);
+    assert_eq!(relative, dotted);
+    assert!(relative.contains(&format!(
+        "\"path\":\"{}\"",
+        std::fs::canonicalize(&s1).unwrap().display()
+    )));
+    // One set of files in the index, not one per spelling.
+    let db = rusqlite::Connection::open(store.index_dir.join(INDEX_FILE)).unwrap();
+    let files: i64 = db
+        .query_row("SELECT count(*) FROM files", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(files, 2);
+}
+
+#[test]
 fn cli_search_prints_hits_and_json() {
     let store = Store::new(2);
     let s1 = store.file(1);
