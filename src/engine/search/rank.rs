@@ -12,9 +12,9 @@
 //! query is common, so their inverse document frequencies are all near zero and alike).
 //! The score is negated, lower is better, as FTS5's.
 
-use super::query::Query;
+use super::query::{Query, Term};
 use super::snippet::count_folded;
-use super::words::word_list;
+use super::words::for_each_word;
 
 /// A query with more matches than this is ranked over the window of its newest matches.
 pub const COMMON_FROM: usize = 128;
@@ -36,14 +36,10 @@ pub struct Counts {
 pub fn counts(text: &str, query: &Query) -> Option<Counts> {
     let len = text.len() as u32;
     match query {
-        Query::Terms(terms) => {
-            let words = word_list(text);
-            let tf = terms
-                .iter()
-                .map(|term| occurrences(&words, &term.words))
-                .collect();
-            Some(Counts { tf, len })
-        }
+        Query::Terms(terms) => Some(Counts {
+            tf: occurrences(text, terms),
+            len,
+        }),
         Query::Substring(needle) => {
             let found = count_folded(text, needle);
             (found > 0).then(|| Counts {
@@ -54,12 +50,29 @@ pub fn counts(text: &str, query: &Query) -> Option<Counts> {
     }
 }
 
-/// How many times the words `phrase` occur in a row in `words`.
-fn occurrences(words: &[String], phrase: &[String]) -> u32 {
-    if phrase.is_empty() {
-        return 0;
-    }
-    words.windows(phrase.len()).filter(|w| *w == phrase).count() as u32
+/// How many times each term occurs in `text`: its words in a row ([`super::words`]).
+fn occurrences(text: &str, terms: &[Term]) -> Vec<u32> {
+    let mut tf = vec![0u32; terms.len()];
+    // For each phrase, the lengths of its beginnings that the words read last end with.
+    let mut partial: Vec<Vec<usize>> = vec![Vec::new(); terms.len()];
+    for_each_word(text, |_, _, word| {
+        for (t, term) in terms.iter().enumerate() {
+            let phrase = &term.words;
+            let open = &mut partial[t];
+            open.retain_mut(|k| {
+                let goes_on = phrase[*k] == word;
+                *k += 1;
+                goes_on
+            });
+            if phrase.first().is_some_and(|first| first == word) {
+                open.push(1);
+            }
+            let before = open.len();
+            open.retain(|&k| k < phrase.len());
+            tf[t] += (before - open.len()) as u32;
+        }
+    });
+    tf
 }
 
 /// The score of each document of a window (lower is better).
@@ -109,6 +122,11 @@ mod tests {
         assert_eq!(c.tf, [2, 1]);
         let c = counts("torn lines, xtorn line, torn  line", &q).unwrap();
         assert_eq!(c.tf, [1, 0]);
+        let c = counts("torn torn line parser; torn", &q).unwrap();
+        assert_eq!(c.tf, [1, 1]);
+        // Overlapping occurrences count each.
+        let q = Query::parse("\"a a\"").unwrap();
+        assert_eq!(counts("a a a, b a", &q).unwrap().tf, [2]);
         let q = Query::parse("straße").unwrap();
         assert_eq!(
             counts("Straße, STRASSE; straßen straße", &q).unwrap().tf,

@@ -27,27 +27,38 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(usize, usize, &str)) {
     // The word being read, and the byte range of `text` it came from so far.
     let mut word = String::new();
     let (mut start, mut end) = (0, 0);
-    for (i, c) in text.char_indices() {
-        let mut lower = [None, None, None];
-        if c.is_ascii() {
-            lower[0] = Some(c.to_ascii_lowercase());
-        } else {
-            for (slot, l) in lower.iter_mut().zip(c.to_lowercase()) {
-                *slot = Some(l);
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let b = bytes[at];
+        if b.is_ascii() {
+            if b.is_ascii_alphanumeric() {
+                if word.is_empty() {
+                    start = at;
+                }
+                word.push(b.to_ascii_lowercase() as char);
+                end = at + 1;
+            } else if !word.is_empty() {
+                f(start, end, &word);
+                word.clear();
             }
+            at += 1;
+            continue;
         }
-        for l in lower.into_iter().flatten() {
+        let c = text[at..].chars().next().unwrap_or_default();
+        for l in c.to_lowercase() {
             if is_word_char(l) {
                 if word.is_empty() {
-                    start = i;
+                    start = at;
                 }
                 word.push(l);
-                end = i + c.len_utf8();
+                end = at + c.len_utf8();
             } else if !word.is_empty() {
                 f(start, end, &word);
                 word.clear();
             }
         }
+        at += c.len_utf8();
     }
     if !word.is_empty() {
         f(start, end, &word);
@@ -68,44 +79,15 @@ pub fn word_list(text: &str) -> Vec<String> {
     out
 }
 
-/// What the word index is given of `text`: its words, space-separated. (The words of
-/// [`for_each_word`], written straight into one string: this runs over every text a
-/// build indexes.)
+/// What the word index is given of `text`: its words, space-separated.
 pub fn index_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    // Whether a separator is due before the next word character.
-    let mut apart = false;
-    let bytes = text.as_bytes();
-    let mut at = 0;
-    while at < bytes.len() {
-        let b = bytes[at];
-        if b.is_ascii() {
-            at += 1;
-            if b.is_ascii_alphanumeric() {
-                if apart && !out.is_empty() {
-                    out.push(' ');
-                }
-                apart = false;
-                out.push(b.to_ascii_lowercase() as char);
-            } else {
-                apart = true;
-            }
-            continue;
+    for_each_word(text, |_, _, w| {
+        if !out.is_empty() {
+            out.push(' ');
         }
-        let c = text[at..].chars().next().unwrap_or_default();
-        at += c.len_utf8();
-        for l in c.to_lowercase() {
-            if is_word_char(l) {
-                if apart && !out.is_empty() {
-                    out.push(' ');
-                }
-                apart = false;
-                out.push(l);
-            } else {
-                apart = true;
-            }
-        }
-    }
+        out.push_str(w);
+    });
     out
 }
 
