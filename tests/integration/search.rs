@@ -585,6 +585,47 @@ fn directories_added_to_and_gone_from_a_store_of_several_are_found() {
 }
 
 #[test]
+fn large_sessions_written_a_batch_at_a_time_are_indexed_whole() {
+    // Sessions of many batches of rows (and of more batches than wait for the writer),
+    // read on several threads next to small ones: every entry of every file is indexed, in
+    // one transaction per file.
+    let store = Store::new(3);
+    for (n, entries) in [(4, 5_000), (5, 1_500)] {
+        let options = Options {
+            seed: n,
+            limit: Limit::Entries(entries),
+            format: Format::V5,
+        };
+        generate_file(&store.file(n as u32), &options).unwrap();
+    }
+    let index = SearchIndex::open(&store.index_dir).unwrap();
+    let report = index.update(&store.paths(), 5, &|_| {}).unwrap();
+    assert_eq!(named(report).len(), 5);
+    let db = rusqlite::Connection::open(store.index_dir.join(INDEX_FILE)).unwrap();
+    for path in store.paths() {
+        let session = load_session(&path).unwrap().session;
+        let title = usize::from(session.header().title().is_some_and(|t| !t.is_empty()));
+        let docs: i64 = db
+            .query_row(
+                "SELECT count(*) FROM docs d JOIN files f ON f.id = d.file WHERE f.path = ?1",
+                [path.to_str().unwrap().as_bytes()],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let want = session.entry_indices().count() + title;
+        assert_eq!(docs as usize, want, "{}", path.display());
+    }
+    let texts = texts(&store.paths());
+    assert_eq!(
+        search(&index, "session"),
+        found_in(&texts, &|text| word_list(text)
+            .iter()
+            .any(|w| w == "session"))
+    );
+    assert_substring_agrees(&index, &texts, "ession", "large");
+}
+
+#[test]
 fn a_search_rechecks_the_files_of_its_hits() {
     let store = Store::new(1);
     let index = SearchIndex::open(&store.index_dir).unwrap();

@@ -4,7 +4,9 @@
 //! lenient lines, patch replay), migrated and indexed ([`build_session`]); then every
 //! entry becomes a row — its id, parent id, type, kind, time, whether it is on the path
 //! from the root to the leaf, and its text ([`record_text`]) — and the header's title one
-//! more. Reading is pure: nothing is written, so files are prepared on several threads.
+//! more. The rows are made a batch at a time ([`RowMaker`]), so the writer writes a large
+//! session's first rows while the rest are made. Reading is pure: nothing is written, so
+//! files are prepared on several threads.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -12,6 +14,7 @@ use std::path::{Path, PathBuf};
 use super::super::load::{build_session, load_entries_from_file, LoadError, LoadStatus, ReadMark};
 use super::super::migrate::Migration;
 use super::super::record::Record;
+use super::super::session::Session;
 use super::super::storage::{file_version, FileVersion};
 use super::super::time::parse_iso_millis;
 use super::text::{record_kind, record_text, TITLE_KIND};
@@ -82,9 +85,6 @@ pub struct Prepared {
     /// Whether lines appended later can be indexed on their own (see [`super::update`]).
     pub incremental: bool,
     pub facts: SessionFacts,
-    pub rows: Vec<Row>,
-    /// The distinct words of the rows ([`distinct_words`]).
-    pub terms: Vec<String>,
     /// The number of records (the header included): the seq of the next one.
     pub next_seq: i64,
     pub leaf: Option<(i64, String)>,
@@ -150,9 +150,52 @@ impl Row {
     }
 }
 
-/// Reads a file whole. A file that is missing or not a session gives no rows (and no
-/// mark); an unreadable one, or one of an unsupported version, is an error.
-pub fn prepare(path: &Path) -> Result<Prepared, LoadError> {
+/// Rows of a file, a batch at a time, with the distinct words of the batch
+/// ([`distinct_words`]).
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub rows: Vec<Row>,
+    pub terms: Vec<String>,
+}
+
+/// How many rows a batch holds at most: a large session's rows are written while the rest
+/// are made.
+pub const BATCH_ROWS: usize = 1024;
+
+/// Makes the rows of a prepared file ([`prepare`]), a batch at a time.
+#[derive(Default)]
+pub struct RowMaker {
+    session: Option<Session>,
+    on_leaf: Vec<bool>,
+    title: Option<Row>,
+    /// The records still to make rows of.
+    entries: std::vec::IntoIter<usize>,
+}
+
+impl Iterator for RowMaker {
+    type Item = Batch;
+
+    fn next(&mut self) -> Option<Batch> {
+        let mut rows: Vec<Row> = self.title.take().into_iter().collect();
+        if let Some(session) = &self.session {
+            for i in self.entries.by_ref().take(BATCH_ROWS) {
+                let mut row = row_of(i as i64, session.record(i));
+                row.on_leaf = self.on_leaf[i];
+                rows.push(row);
+            }
+        }
+        if rows.is_empty() {
+            return None;
+        }
+        let terms = distinct_words(&rows);
+        Some(Batch { rows, terms })
+    }
+}
+
+/// Reads a file whole: what the index keeps of the file, and the maker of its rows. A file
+/// that is missing or not a session gives no rows (and no mark); an unreadable one, or one
+/// of an unsupported version, is an error.
+pub fn prepare(path: &Path) -> Result<(Prepared, RowMaker), LoadError> {
     let io_error = |source| LoadError::Io {
         path: path.to_owned(),
         source,
@@ -165,16 +208,14 @@ pub fn prepare(path: &Path) -> Result<Prepared, LoadError> {
         mark: None,
         incremental: false,
         facts: SessionFacts::default(),
-        rows: Vec::new(),
-        terms: Vec::new(),
         next_seq: 0,
         leaf: None,
     };
     if loaded.status != LoadStatus::Loaded {
-        return Ok(prepared);
+        return Ok((prepared, RowMaker::default()));
     }
     let built = build_session(loaded.records, loaded.summaries);
-    let session = &built.session;
+    let session = built.session;
     let header = session.header();
     prepared.facts = SessionFacts {
         session_id: header.id().unwrap_or_default().to_owned(),
@@ -191,16 +232,10 @@ pub fn prepare(path: &Path) -> Result<Prepared, LoadError> {
             prepared.leaf = Some((leaf as i64, id.to_owned()));
         }
     }
-    let mut dangling = false;
-    prepared.rows.extend(title_row(&prepared.facts));
-    for i in session.entry_indices() {
-        let record = session.record(i);
-        dangling |= record.parent_id().is_some() && session.parent_of(i).is_none();
-        let mut row = row_of(i as i64, record);
-        row.on_leaf = on_leaf[i];
-        prepared.rows.push(row);
-    }
-    prepared.terms = distinct_words(&prepared.rows);
+    let entries: Vec<usize> = session.entry_indices().collect();
+    let dangling = entries
+        .iter()
+        .any(|&i| session.record(i).parent_id().is_some() && session.parent_of(i).is_none());
     prepared.next_seq = session.records().len() as i64;
     let patches_apply = loaded.mark.as_ref().is_some_and(|m| m.patches_apply);
     // Appended lines replay on top of these records exactly when no migration changed them
@@ -213,5 +248,11 @@ pub fn prepare(path: &Path) -> Result<Prepared, LoadError> {
         && !dangling
         && session.records()[1..].iter().all(|r| !r.is_header());
     prepared.mark = loaded.mark;
-    Ok(prepared)
+    let maker = RowMaker {
+        title: title_row(&prepared.facts),
+        session: Some(session),
+        on_leaf,
+        entries: entries.into_iter(),
+    };
+    Ok((prepared, maker))
 }

@@ -36,7 +36,7 @@ use super::super::record::{Record, RecordType};
 use super::super::replay::{entry_patch, header_patch, reshape};
 use super::super::storage::{FileStorage, SessionStorage};
 use super::prepare::{
-    distinct_words, prepare, row_of, title_row, Prepared, Row, SessionFacts, Stat,
+    distinct_words, prepare, row_of, title_row, Batch, Prepared, Row, SessionFacts, Stat,
 };
 use super::schema::{load_state, path_bytes};
 use super::substring::{add_terms, Known};
@@ -184,12 +184,15 @@ fn write_file_row(
     })
 }
 
-/// Replaces what is indexed of a file by a whole read of it; `known` as [`add_terms`].
+/// Replaces what is indexed of a file by a whole read of it, its rows as they arrive in
+/// `batches`; `known` as [`add_terms`]. Returns the file's new state and the bytes of text
+/// written.
 fn write_prepared(
     conn: &Connection,
     prepared: &Prepared,
+    batches: &mpsc::Receiver<Batch>,
     known: &mut Known,
-) -> rusqlite::Result<FileState> {
+) -> rusqlite::Result<(FileState, u64)> {
     if let Some(old) = file_id(conn, &prepared.path)? {
         delete_file(conn, old)?;
     }
@@ -204,11 +207,41 @@ fn write_prepared(
         prepared.leaf.as_ref(),
         &prepared.facts,
     )?;
-    for row in &prepared.rows {
-        insert_row(conn, state.id, row)?;
+    let mut text = 0;
+    for batch in batches {
+        for row in &batch.rows {
+            insert_row(conn, state.id, row)?;
+            text += row.text.len() as u64;
+        }
+        add_terms(conn, batch.terms.iter().map(String::as_str), known)?;
     }
-    add_terms(conn, prepared.terms.iter().map(String::as_str), known)?;
-    Ok(state)
+    Ok((state, text))
+}
+
+/// A file read whole ([`prepare`]), its rows to come in batches from the thread reading
+/// it.
+type Read = Result<(Prepared, mpsc::Receiver<Batch>), LoadError>;
+
+/// Batches of rows made ahead of the writer, per file.
+const BATCHES_AHEAD: usize = 4;
+
+/// Reads the file at `path` and sends it to the writer as file `k`, then its rows as they
+/// are made; `false` when the writer has stopped.
+fn read_and_send(k: usize, path: &Path, to_writer: &mpsc::SyncSender<(usize, Read)>) -> bool {
+    let (prepared, rows) = match prepare(path) {
+        Ok(read) => read,
+        Err(e) => return to_writer.send((k, Err(e))).is_ok(),
+    };
+    let (batches, from_reader) = mpsc::sync_channel(BATCHES_AHEAD);
+    if to_writer.send((k, Ok((prepared, from_reader)))).is_err() {
+        return false;
+    }
+    for batch in rows {
+        if batches.send(batch).is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 /// Indexes the files in `changed` (each with the stat it has now): appended lines where
@@ -264,7 +297,10 @@ pub fn apply(
     let threads = readers(threads).min(whole.len());
     let Inner { conn, files, .. } = inner;
     std::thread::scope(|scope| -> rusqlite::Result<()> {
-        let (tx, rx) = mpsc::sync_channel::<(usize, Result<Prepared, LoadError>)>(threads);
+        // A reader sends its next file only once every row of this one is sent, and the
+        // writer takes a file's rows while it writes the file: a reader waits on the writer
+        // only with a file after the one being written.
+        let (tx, rx) = mpsc::sync_channel::<(usize, Read)>(threads);
         for _ in 0..threads {
             let tx = tx.clone();
             let (whole, next) = (&whole, &next);
@@ -273,7 +309,7 @@ pub fn apply(
                 let Some((path, _, _)) = whole.get(k) else {
                     return;
                 };
-                if tx.send((k, prepare(path))).is_err() {
+                if !read_and_send(k, path, &tx) {
                     return;
                 }
             });
@@ -286,7 +322,7 @@ pub fn apply(
         // The words added to the vocabulary by this update's transactions.
         let mut vocabulary = Known::default();
         // Files prepared ahead of the next one in order wait here.
-        let mut ahead: BTreeMap<usize, Result<Prepared, LoadError>> = BTreeMap::new();
+        let mut ahead: BTreeMap<usize, Read> = BTreeMap::new();
         let mut in_order = 0;
         let mut received = rx.iter();
         loop {
@@ -311,13 +347,9 @@ pub fn apply(
             done.files_done += 1;
             done.bytes_done += stat.len;
             match prepared {
-                Ok(prepared) => {
-                    pending += prepared
-                        .rows
-                        .iter()
-                        .map(|r| r.text.len() as u64)
-                        .sum::<u64>();
-                    let state = write_prepared(tx, &prepared, &mut vocabulary)?;
+                Ok((prepared, batches)) => {
+                    let (state, text) = write_prepared(tx, &prepared, &batches, &mut vocabulary)?;
+                    pending += text;
                     files.insert(path, state.stamp());
                     let change = if *known {
                         Change::Reindexed
