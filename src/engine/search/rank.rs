@@ -32,7 +32,7 @@ pub struct Counts {
 }
 
 /// The counts of `text` for `query`; `None` when a substring query does not occur in it
-/// (the trigram index's candidates hold every trigram, not always the substring).
+/// (its candidates hold words it touches, not always the substring).
 pub fn counts(text: &str, query: &Query) -> Option<Counts> {
     let len = text.len() as u32;
     match query {
