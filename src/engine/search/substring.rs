@@ -386,3 +386,98 @@ mod tests {
         assert_eq!(candidates(&conn, "pre").unwrap(), Candidates::Every);
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::super::snippet::contains_folded;
+    use super::super::words::index_text;
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Characters that fold in every way: ASCII of both cases, digits, separators, and
+    /// characters whose lower case is longer, not a word character, or ASCII.
+    const CHARS: &[char] = &[
+        'a', 'B', 'c', 'D', 'e', 'r', 'R', 'o', '0', '7', ' ', ' ', '.', ':', '-', '_', 'İ', 'Σ',
+        'σ', 'ς', 'ß', 'ẞ', 'é', 'É', '\u{212A}', 'k', 'ﬁ', '\u{307}', '中', '\u{E000}',
+    ];
+
+    fn text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(proptest::sample::select(CHARS), 0..40)
+            .prop_map(|cs| cs.into_iter().collect())
+    }
+
+    /// The candidates of `needle` over an index of `docs` (ids 1…), as the ids they name;
+    /// `None` for every document.
+    fn candidate_ids(docs: &[String], needle: &str) -> Option<Vec<i64>> {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
+             CREATE VIRTUAL TABLE term_grams USING fts5(text, content='', tokenize='ascii',
+                 detail='none');
+             CREATE VIRTUAL TABLE words USING fts5(text, content='', tokenize='ascii');",
+        )
+        .unwrap();
+        let mut known = Known::default();
+        for (id, doc) in docs.iter().enumerate() {
+            let words = index_text(doc);
+            conn.execute(
+                "INSERT INTO words(rowid, text) VALUES (?1, ?2)",
+                rusqlite::params![id as i64 + 1, words],
+            )
+            .unwrap();
+            add_terms(
+                &conn,
+                words.split(' ').filter(|w| !w.is_empty()),
+                &mut known,
+            )
+            .unwrap();
+        }
+        match candidates(&conn, needle).unwrap() {
+            Candidates::Every => None,
+            Candidates::None => Some(Vec::new()),
+            Candidates::Matching(expr) => {
+                let mut stmt = conn
+                    .prepare("SELECT rowid FROM words WHERE words MATCH ?1")
+                    .unwrap();
+                let ids = stmt.query_map([expr], |r| r.get(0)).unwrap();
+                Some(ids.collect::<Result<_, _>>().unwrap())
+            }
+        }
+    }
+
+    proptest! {
+        /// Every document holding a substring is among its candidates.
+        #[test]
+        fn the_candidates_hold_every_match(
+            docs in proptest::collection::vec(text(), 1..5),
+            pick in any::<prop::sample::Index>(),
+            range in any::<(prop::sample::Index, prop::sample::Index)>(),
+            flips in proptest::collection::vec(any::<bool>(), 40),
+        ) {
+            // A piece of one document, its case changed here and there.
+            let doc: Vec<char> = pick.get(&docs).chars().collect();
+            prop_assume!(doc.len() >= MIN_SUBSTRING);
+            let from = range.0.index(doc.len() - MIN_SUBSTRING + 1);
+            let to = from + MIN_SUBSTRING + range.1.index(doc.len() - from - MIN_SUBSTRING + 1);
+            let needle: String = doc[from..to]
+                .iter()
+                .zip(&flips)
+                .flat_map(|(&c, &flip)| {
+                    let upper: Vec<char> = c.to_uppercase().collect();
+                    if flip && upper.len() == 1 { upper } else { vec![c] }
+                })
+                .collect();
+            prop_assume!(needle.chars().count() >= MIN_SUBSTRING);
+            if let Some(ids) = candidate_ids(&docs, &needle) {
+                for (id, doc) in docs.iter().enumerate() {
+                    if contains_folded(doc, &needle) {
+                        prop_assert!(
+                            ids.contains(&(id as i64 + 1)),
+                            "{doc:?} holds {needle:?}: candidates {ids:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
