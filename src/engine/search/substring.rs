@@ -191,6 +191,10 @@ pub fn terms_of(
 /// Words known to be in the vocabulary.
 pub type Known = HashSet<Box<str>, foldhash::fast::RandomState>;
 
+/// The most words a [`Known`] holds (about 50 MB): a store's vocabulary grows with every
+/// identifier, hash and number its sessions hold.
+const KNOWN_MAX: usize = 1 << 20;
+
 /// Adds the words of `terms` that the vocabulary lacks, with their trigrams; `known` holds
 /// words this connection added or found before, within transactions that committed or
 /// are the caller's (it is dropped with them on an error), and is extended.
@@ -209,6 +213,10 @@ pub fn add_terms<'a>(
         if added == 1 {
             conn.prepare_cached("INSERT INTO term_grams(rowid, text) VALUES (?1, ?2)")?
                 .execute(rusqlite::params![conn.last_insert_rowid(), gram_text(term)])?;
+        }
+        if known.len() >= KNOWN_MAX {
+            // Only a shortcut: what it forgets is looked up in the table again.
+            known.clear();
         }
         known.insert(term.into());
     }
