@@ -88,7 +88,12 @@ fn find_folded_limit(text: &str, needle: &str, limit: usize) -> Vec<(usize, usiz
         return found;
     }
     if needle.is_ascii() {
-        let hay = text.as_bytes().to_ascii_lowercase();
+        // A needle without letters matches the text as it is: no lower-cased copy.
+        let hay: std::borrow::Cow<[u8]> = if needle.bytes().any(|b| b.is_ascii_alphabetic()) {
+            text.as_bytes().to_ascii_lowercase().into()
+        } else {
+            text.as_bytes().into()
+        };
         let needle = needle.to_ascii_lowercase();
         for at in memchr::memmem::find_iter(&hay, needle.as_bytes()) {
             found.push((at, at + needle.len()));
