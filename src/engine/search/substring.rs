@@ -288,6 +288,7 @@ impl Hasher for Digest {
 
 #[cfg(test)]
 mod tests {
+    use super::super::schema::open_memory;
     use super::*;
 
     #[test]
@@ -329,13 +330,7 @@ mod tests {
     }
 
     fn vocabulary(words: &[&str]) -> Connection {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(
-            "CREATE TABLE terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
-             CREATE VIRTUAL TABLE term_grams USING fts5(text, content='', tokenize='ascii',
-                 detail='none');",
-        )
-        .unwrap();
+        let conn = open_memory().unwrap();
         let mut known = Known::default();
         add_terms(&conn, words.iter().copied(), &mut known).unwrap();
         // A word added again is not added twice, even by a fresh `known`.
@@ -397,6 +392,7 @@ mod tests {
 
 #[cfg(test)]
 mod properties {
+    use super::super::schema::open_memory;
     use super::super::snippet::contains_folded;
     use super::super::words::index_text;
     use super::*;
@@ -417,14 +413,7 @@ mod properties {
     /// The candidates of `needle` over an index of `docs` (ids 1…), as the ids they name;
     /// `None` for every document.
     fn candidate_ids(docs: &[String], needle: &str) -> Option<Vec<i64>> {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(
-            "CREATE TABLE terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
-             CREATE VIRTUAL TABLE term_grams USING fts5(text, content='', tokenize='ascii',
-                 detail='none');
-             CREATE VIRTUAL TABLE words USING fts5(text, content='', tokenize='ascii');",
-        )
-        .unwrap();
+        let conn = open_memory().unwrap();
         let mut known = Known::default();
         for (id, doc) in docs.iter().enumerate() {
             let words = index_text(doc);
