@@ -11,6 +11,9 @@ use gjcfs::engine::inspect::parse_strict;
 use gjcfs::engine::load::{entries_from_records, LoadStatus};
 use gjcfs::engine::migrate::migrate;
 use gjcfs::engine::replay::{parse_session_entries, parse_session_reader};
+use gjcfs::engine::search::snippet::contains_folded;
+use gjcfs::engine::search::substring::pieces;
+use gjcfs::engine::search::words::{index_text, words};
 use gjcfs::engine::{json, Record, Session};
 
 /// Any text: `parse`, `validate` and `parse_shallow` agree on whether it is JSON; when it is,
@@ -149,5 +152,42 @@ fn check_tree(session: &Session) {
         let record = session.record(i);
         let indexed = record.id().is_none_or(|id| session.index_of(id) == Some(i));
         assert_eq!(seen[i], indexed, "entry {i}");
+    }
+}
+
+/// Any text and substring (the bytes before and after the first 0xFF, or, without one, the
+/// text and its middle third): the word index is given the text's words space-separated,
+/// each word comes from a slice of the text, and when the text holds the substring, each
+/// run of letters of the substring touches one of the text's words as its place says —
+/// which is how the index finds a substring's documents through their words.
+pub fn search_text(data: &[u8]) {
+    let (text, needle) = match data.iter().position(|&b| b == 0xff) {
+        Some(at) => (
+            String::from_utf8_lossy(&data[..at]).into_owned(),
+            String::from_utf8_lossy(&data[at + 1..]).into_owned(),
+        ),
+        None => {
+            let text = String::from_utf8_lossy(data).into_owned();
+            let chars: Vec<char> = text.chars().collect();
+            let needle = chars[chars.len() / 3..chars.len() * 2 / 3].iter().collect();
+            (text, needle)
+        }
+    };
+    let words = words(&text);
+    let joined: Vec<&str> = words.iter().map(|(_, _, w)| w.as_str()).collect();
+    assert_eq!(index_text(&text), joined.join(" "));
+    for (start, end, word) in &words {
+        assert!(
+            !word.is_empty() && text.get(*start..*end).is_some(),
+            "{word:?}"
+        );
+    }
+    if contains_folded(&text, &needle) {
+        for (run, place) in pieces(&needle) {
+            assert!(
+                words.iter().any(|(_, _, w)| place.holds(w, &run)),
+                "{text:?} holds {needle:?}, but no word of it is touched by {run:?} ({place:?})"
+            );
+        }
     }
 }

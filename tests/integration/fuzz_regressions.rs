@@ -44,6 +44,11 @@ fn json_roundtrip_regressions() {
 }
 
 #[test]
+fn search_text_regressions() {
+    run_all(&regressions("search_text"), checks::search_text);
+}
+
+#[test]
 fn fuzz_checks_hold_on_every_fixture_session() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let is_jsonl = |p: &Path| p.extension().is_some_and(|e| e == "jsonl");

@@ -51,7 +51,8 @@ pub enum Place {
 }
 
 impl Place {
-    fn holds(self, word: &str, run: &str) -> bool {
+    /// Whether `word` (of the index) is touched by `run` at this place.
+    pub fn holds(self, word: &str, run: &str) -> bool {
         match self {
             Place::Whole => word == run,
             Place::Ends => word.ends_with(run),
