@@ -10,7 +10,7 @@
 //! - Highlights are byte ranges of [`Snippet::text`], in order, not overlapping.
 
 use super::query::Query;
-use super::words::words;
+use super::words::{fold, words};
 
 /// The most characters of document text a snippet holds.
 pub const SNIPPET_CHARS: usize = 160;
@@ -103,7 +103,7 @@ fn find_folded_limit(text: &str, needle: &str, limit: usize) -> Vec<(usize, usiz
         }
         return found;
     }
-    let needle: Vec<char> = needle.chars().flat_map(char::to_lowercase).collect();
+    let needle: Vec<char> = fold(needle).chars().collect();
     for (start, _) in text.char_indices() {
         let mut want = needle.iter();
         let mut end = start;

@@ -131,11 +131,7 @@ pub fn candidates(conn: &Connection, needle: &str) -> rusqlite::Result<Candidate
 
 /// The words of the vocabulary that `run` touches at `place`; `None` when they cannot be
 /// told or are more than [`MAX_TERMS`] (the run does not narrow the search).
-pub fn terms_of(
-    conn: &Connection,
-    run: &str,
-    place: Place,
-) -> rusqlite::Result<Option<Vec<String>>> {
+fn terms_of(conn: &Connection, run: &str, place: Place) -> rusqlite::Result<Option<Vec<String>>> {
     let limit = (MAX_TERMS + 1) as i64;
     let found: Vec<String> = match place {
         Place::Whole => conn
@@ -226,7 +222,7 @@ pub fn add_terms<'a>(
 
 /// The trigrams of a lower-cased word, each as the 40-bit FNV-1a digest of its UTF-8
 /// bytes: what `term_grams` holds of it.
-pub fn trigrams(word: &str) -> impl Iterator<Item = u64> + '_ {
+fn trigrams(word: &str) -> impl Iterator<Item = u64> + '_ {
     // Where each character starts, then the word's end.
     let mut starts: Vec<usize> = word.char_indices().map(|(at, _)| at).collect();
     starts.push(word.len());
@@ -246,7 +242,7 @@ const GRAM_DIGITS: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
 
 /// The token of a trigram digest: 8 characters of `0-9a-v`, which FTS5's `ascii`
 /// tokenizer keeps whole.
-pub fn gram_token(gram: u64) -> String {
+fn gram_token(gram: u64) -> String {
     (0..8)
         .rev()
         .map(|k| GRAM_DIGITS[((gram >> (5 * k)) & 31) as usize] as char)
@@ -254,7 +250,7 @@ pub fn gram_token(gram: u64) -> String {
 }
 
 /// What `term_grams` holds of a word: each distinct trigram's token once, space-separated.
-pub fn gram_text(word: &str) -> String {
+fn gram_text(word: &str) -> String {
     let mut seen: HashSet<u64, BuildHasherDefault<Digest>> = HashSet::default();
     let mut out = String::new();
     for gram in trigrams(word) {
