@@ -5,7 +5,8 @@
 //! a session header) is refused and left as it is; a session in a legacy directory is
 //! copied into its workspace's managed scope first and the copy is written (stderr says
 //! where); a managed transcript must pass the managed checks (a private file in a scope that
-//! verifies). Lines are appended one by one: the first invalid line stops the command, the
+//! verifies). A torn last line a crash left is cut off first when nothing else is wrong
+//! with the file (stderr says so). Lines are appended one by one: the first invalid line stops the command, the
 //! lines before it stay appended.
 
 use std::io::BufRead;
@@ -40,6 +41,17 @@ pub fn run(file: &Path, agent_dir: Option<&Path>) -> Result<()> {
     };
     let manager =
         SessionManager::open_for_writing(file, &target, StorageConfig::files(dirs.blob_dir()))?;
+    if let Some(cut) = manager.cut_torn_tail() {
+        eprintln!(
+            "{}: cut off the torn last line a crash left ({} bytes at byte {})",
+            manager
+                .session_file()
+                .unwrap_or_else(|| file.to_owned())
+                .display(),
+            cut.len,
+            cut.offset
+        );
+    }
     if let Some(written) = manager.session_file().filter(|w| w != file) {
         eprintln!(
             "{}: a legacy session; appending to its copy in the managed scope, {}",

@@ -182,8 +182,19 @@ impl Vfs {
         if loaded.writable && loaded.manager.persist_error().is_none() {
             return Ok(());
         }
-        let before = FileStamp::of(&loaded.path);
+        let mut before = FileStamp::of(&loaded.path);
         let writer = self.open_writer(&loaded.path)?;
+        if let Some(cut) = writer.cut_torn_tail() {
+            // Cut only while no other process writes the file: nothing landed meanwhile.
+            before = FileStamp::of(&loaded.path);
+            self.errors.push(
+                sid,
+                &format!(
+                    "the torn last line a crash left ({} bytes at byte {}) was cut off before writing",
+                    cut.len, cut.offset
+                ),
+            );
+        }
         // The leaf by position: a v1 file's entries get new random ids at every load.
         let (leaf, moved) = loaded.manager.read(|reader| {
             let leaf = reader.leaf();

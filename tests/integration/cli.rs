@@ -563,6 +563,12 @@ fn gjcfs_within(args: &[&str], stdin: &str) -> Output {
     crate::common::gjcfs_with_stdin(args, stdin)
 }
 
+/// `gjcfs append FILE --agent-dir AGENT` with `stdin`.
+fn append_with_agent(file: &std::path::Path, agent: &std::path::Path, stdin: &str) -> Output {
+    let (file, agent) = (file.to_str().unwrap(), agent.to_str().unwrap());
+    gjcfs_within(&["append", file, "--agent-dir", agent], stdin)
+}
+
 fn mkfifo(path: &std::path::Path) {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
@@ -676,10 +682,7 @@ fn append_refuses_what_is_not_a_session_and_leaves_it_byte_identical() {
     ] {
         let path = tmp.path().join(name);
         std::fs::write(&path, content).unwrap();
-        let out = gjcfs_within(
-            &["append", path.to_str().unwrap(), "--agent-dir", agent.to_str().unwrap()],
-            "{\"role\":\"user\",\"content\":\"x\"}\n",
-        );
+        let out = append_with_agent(&path, &agent, "{\"role\":\"user\",\"content\":\"x\"}\n");
         assert_eq!(out.status.code(), Some(1), "{name}");
         let err = stderr(&out);
         assert_eq!(err.lines().count(), 1, "{name}: {err}");
@@ -715,13 +718,9 @@ fn append_to_a_legacy_session_writes_its_managed_copy() {
     );
     std::fs::write(&session, &text).unwrap();
     let mtime = std::fs::metadata(&session).unwrap().modified().unwrap();
-    let out = gjcfs_within(
-        &[
-            "append",
-            session.to_str().unwrap(),
-            "--agent-dir",
-            agent.to_str().unwrap(),
-        ],
+    let out = append_with_agent(
+        &session,
+        &agent,
         "{\"role\":\"user\",\"content\":\"appended to the copy\"}\n",
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -782,6 +781,31 @@ fn add_acl(path: &std::path::Path) -> bool {
         .arg(path)
         .status()
         .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn append_cuts_the_torn_last_line_a_crash_left_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, _, file) = managed_agent(tmp.path());
+    let whole = std::fs::read(&file).unwrap();
+    let mut torn = whole.clone();
+    torn.extend_from_slice(br#"{"type":"message","id":"cr"#);
+    std::fs::write(&file, &torn).unwrap();
+    let out = append_with_agent(&file, &agent, "{\"role\":\"user\",\"content\":\"AFTER\"}\n");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let said = format!(
+        "cut off the torn last line a crash left (26 bytes at byte {})",
+        whole.len()
+    );
+    assert!(err.contains(&said), "{err}");
+    let now = std::fs::read(&file).unwrap();
+    assert_eq!(now[..whole.len()], whole[..]);
+    assert!(std::str::from_utf8(&now[whole.len()..])
+        .unwrap()
+        .contains("AFTER"));
+    assert!(gjcfs::engine::inspect::inspect_strict(&file).is_ok());
 }
 
 #[test]

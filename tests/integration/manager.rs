@@ -316,6 +316,45 @@ fn an_append_after_a_torn_last_line_is_not_swallowed() {
     append_after_a_tear(&m, &path, 3);
 }
 
+#[test]
+fn opened_for_writing_a_file_cuts_its_torn_last_line_only_when_nothing_else_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = SessionText::new()
+        .message("a", None, "user", "q")
+        .message("b", Some("a"), "assistant", "a")
+        .text();
+    let fragment = "{\"type\":\"message\",\"id\":\"c\",\"par";
+    let open = |text: &str| {
+        let path = dir.path().join("s.jsonl");
+        fs::write(&path, format!("{text}{fragment}")).unwrap();
+        let target = gjcfs::engine::manager::WriteTarget::default();
+        let m = SessionManager::open_for_writing(&path, &target, config(dir.path())).unwrap();
+        (m, path)
+    };
+    let (m, path) = open(&good);
+    let cut = m.cut_torn_tail().expect("cut");
+    assert_eq!(
+        (cut.offset, cut.len),
+        (good.len() as u64, fragment.len() as u64)
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), good, "cut at open");
+    let id = m.append_message(user("after the tear")).unwrap();
+    m.close().unwrap();
+    let (session, _) = parse_strict(&fs::read(&path).unwrap()).unwrap();
+    assert_eq!(session.leaf_id(), Some(id.as_str()));
+    // With another line damaged too, the file is left to the lenient rules: the torn line
+    // stays and is ended by the append.
+    let damaged = good.replace("\"q\"", "\"q");
+    let (m, path) = open(&damaged);
+    assert_eq!(m.cut_torn_tail(), None);
+    assert!(fs::read_to_string(&path).unwrap().ends_with(fragment));
+    let id = m.append_message(user("after the tear")).unwrap();
+    m.close().unwrap();
+    let loaded = load_session(&path).unwrap();
+    assert_eq!(loaded.skipped.len(), 2, "the damaged line and the torn one");
+    assert_eq!(loaded.session.leaf_id(), Some(id.as_str()));
+}
+
 /// Appends through `m` to `path`, whose last line is torn, then checks that only that line
 /// is lost and the new entry is the leaf of the `entries` now in the file.
 fn append_after_a_tear(m: &SessionManager, path: &Path, entries: usize) {

@@ -1253,6 +1253,48 @@ fn an_append_after_a_torn_line_written_outside_is_not_swallowed() {
 
 #[test]
 #[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn an_append_to_a_session_a_crash_left_torn_cuts_the_torn_line_first() {
+    let s = store();
+    let whole = fs::read(&s.file).unwrap();
+    // A writer died halfway through its line before the mount started.
+    let mut file = fs::OpenOptions::new().append(true).open(&s.file).unwrap();
+    file.write_all(br#"{"type":"message","id":"torn"#).unwrap();
+    drop(file);
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    // Reading never cuts.
+    ok("cat", &[p(&dir.join("context.json"))]);
+    assert_eq!(fs::read(&s.file).unwrap().len(), whole.len() + 28);
+    let line = r#"{"role":"user","content":"AFTERTORN"}"#;
+    let out = sh(&format!("echo '{line}' >> {}", p(&dir.join("entries/new"))));
+    let errors = fs::read_to_string(dir.join("errors")).unwrap();
+    assert!(
+        out.status.success(),
+        "{}; errors: {errors}",
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        errors.contains("the torn last line a crash left (28 bytes at byte"),
+        "{errors}"
+    );
+    drop(mount);
+    let bytes = fs::read(&s.file).unwrap();
+    assert_eq!(
+        bytes[..whole.len()],
+        whole[..],
+        "the lines before it are kept"
+    );
+    let loaded = load_session(&s.file).unwrap();
+    let last = loaded.session.entries().last().unwrap().message().unwrap();
+    assert_eq!(last.get_str("content"), Some("AFTERTORN"));
+    assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
+    // The strict checks (the agent's resume) pass again.
+    let inspected = gjcfs::engine::inspect::inspect_strict(&s.file);
+    assert!(inspected.is_ok(), "{inspected:?}");
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn one_write_of_several_lines_appends_all_or_nothing() {
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::common::gjcfs_bin;
-use crate::common::mount::{exit_within, is_mounted, ok, p, store, within, Mount};
+use crate::common::mount::{exit_within, is_mounted, ok, p, run, store, within, Mount};
 use gjcfs::engine::load_session;
 
 /// How long a stopping server may take to exit, and a refused start to give up.
@@ -370,7 +370,13 @@ fn sigkill_amid_writers_and_readers_loses_no_acknowledged_line() {
             r#"printf '{{"role":"user","content":"{after}"}}\n' >> {}"#,
             p(&dir.join("entries/new"))
         );
-        ok("sh", &["-c", &append]);
+        let out = run("sh", &["-c", &append]);
+        assert!(
+            out.status.success(),
+            "round {round}: {}; the server said: {}",
+            String::from_utf8_lossy(&out.stderr),
+            mount.log_text()
+        );
         assert_eq!(contents(&s.file, 3).last(), Some(&after), "round {round}");
         acknowledged.push(after);
     }

@@ -12,7 +12,8 @@
 //! - Deferred persistence: nothing of a new session reaches disk before its first assistant
 //!   message; then the whole session is written in one atomic rewrite, after which each entry
 //!   is appended as one line. A file that was opened is "on disk" from the start.
-//! - Opening never writes. Migrations and folded patches are written by the first
+//! - Opening never writes, except that [`SessionManager::open_for_writing`] cuts off a torn
+//!   last line a crash left (`torn_tail`). Migrations and folded patches are written by the first
 //!   persistence of any kind (a full rewrite); the OpenAI replay sanitizer's patches are
 //!   *owed* and written by the first persistence too (appended before its own lines, or
 //!   folded by a full rewrite). A refresh never writes either.
@@ -42,7 +43,8 @@
 //! - Write opens go through one place ([`SessionManager::open_for_writing`]): a legacy
 //!   transcript is copied into its managed scope first and the copy is written; a managed
 //!   transcript's scope is verified on every open and read
-//!   ([`super::scope::verify_transcript_scope`]).
+//!   ([`super::scope::verify_transcript_scope`]). A torn last line a crash left (and
+//!   nothing else wrong) is cut off there, and only there, and reported (`torn_tail`).
 //! - Crash leftovers (orphaned backups, temp files of an interrupted rewrite) are recovered
 //!   only when a session is opened for writing or created in a directory, never in a
 //!   legacy directory ([`recover_dir`]).
@@ -56,6 +58,7 @@ mod fork;
 mod refresh;
 mod rewrite;
 mod state;
+mod torn_tail;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -69,6 +72,7 @@ pub use rewrite::{
     atomic_replace, atomic_replace_checked, is_legacy_dir_name, recover_dir,
     recover_orphaned_backups, remove_orphaned_temps, ORPHANED_TEMP_AGE_MS,
 };
+pub use torn_tail::CutTail;
 
 use super::blob::BlobStore;
 use super::context::SessionContext;
@@ -120,6 +124,8 @@ pub struct ModelChain<'a> {
 #[derive(Debug)]
 pub struct SessionManager {
     state: Mutex<State>,
+    /// The torn last line [`SessionManager::open_for_writing`] cut off the file.
+    cut_tail: Option<CutTail>,
 }
 
 #[derive(Debug)]
@@ -336,6 +342,7 @@ impl SessionManager {
     fn from_state(state: State) -> Self {
         SessionManager {
             state: Mutex::new(state),
+            cut_tail: None,
         }
     }
 
@@ -371,13 +378,25 @@ impl SessionManager {
     /// strict content checks; later appends are managed appends. Nothing is written at open
     /// (the sanitizer's patches and migrations are owed to the first write).
     pub fn open_managed(path: &Path, config: StorageConfig) -> SessionResult<Self> {
+        Self::open_managed_after(path, config, |_| Ok(None))
+    }
+
+    /// [`Self::open_managed`], with `before` run on the file once the scope and the file
+    /// passed the managed checks and before its content is checked.
+    fn open_managed_after(
+        path: &Path,
+        config: StorageConfig,
+        before: impl FnOnce(&StorageConfig) -> SessionResult<Option<CutTail>>,
+    ) -> SessionResult<Self> {
         super::scope::verify_transcript_scope(config.storage.as_ref(), path)?;
         if let Some(scope) = path.parent() {
             recover_dir(config.storage.as_ref(), scope);
         }
         check_private_file(config.storage.as_ref(), path)
             .map_err(|e| SessionError::Persist(PersistError::new(path, e)))?;
-        let manager = Self::in_memory("");
+        let cut_tail = before(&config)?;
+        let mut manager = Self::in_memory("");
+        manager.cut_tail = cut_tail;
         {
             let mut state = manager.state.lock();
             state.config = config;
@@ -412,13 +431,27 @@ impl SessionManager {
     /// only file created from nothing is one that does not exist yet, by [`Self::create`],
     /// [`Self::create_managed`] or [`Self::set_session_file`].
     pub fn open(path: &Path, cwd: &str, config: StorageConfig) -> SessionResult<Self> {
+        Self::open_after(path, cwd, config, |_| Ok(None))
+    }
+
+    /// [`Self::open`], with `before` run on the file once crash leftovers are recovered and
+    /// before it is read.
+    fn open_after(
+        path: &Path,
+        cwd: &str,
+        config: StorageConfig,
+        before: impl FnOnce(&StorageConfig) -> SessionResult<Option<CutTail>>,
+    ) -> SessionResult<Self> {
         let dir = path.parent().map(Path::to_path_buf);
         if let Some(dir) = &dir {
             recover_dir(config.storage.as_ref(), dir);
         }
+        let cut_tail = before(&config)?;
         let mut state = State::fresh(config, cwd, dir, true);
         state.load_leniently(path)?;
-        Ok(Self::from_state(state))
+        let mut manager = Self::from_state(state);
+        manager.cut_tail = cut_tail;
+        Ok(manager)
     }
 
     /// Loads the session file at `path` for reading only: leniently (malformed and torn
@@ -455,6 +488,11 @@ impl SessionManager {
     /// - in a directory named `v2-*`: [`Self::open_managed`] (strict content checks);
     /// - anywhere else: [`Self::open`] (explicit directory).
     ///
+    /// Before the content is read, a torn last line a crash left is cut off the file when
+    /// every other line passes the strict checks and no other process writes the file
+    /// ([`Self::cut_torn_tail`] says so; the rules are in `torn_tail`): otherwise the strict
+    /// checks would refuse a managed transcript for ever for the one line the crash cost.
+    ///
     /// [`Self::session_file`] of the result names the file that is written.
     pub fn open_for_writing(
         path: &Path,
@@ -471,10 +509,20 @@ impl SessionManager {
                 return Self::open_managed(&copy, config);
             }
         }
+        let cut = |config: &StorageConfig| {
+            torn_tail::cut_torn_tail(config.storage.as_ref(), path)
+                .map_err(|e| SessionError::Persist(PersistError::new(path, e)))
+        };
         if parent_name.is_some_and(|n| n.starts_with("v2-")) {
-            return Self::open_managed(path, config);
+            return Self::open_managed_after(path, config, cut);
         }
-        Self::open(path, "", config)
+        Self::open_after(path, "", config, cut)
+    }
+
+    /// The torn last line a crash left, which [`Self::open_for_writing`] cut off the file
+    /// before opening it (see [`CutTail`] for when it does).
+    pub fn cut_torn_tail(&self) -> Option<CutTail> {
+        self.cut_tail
     }
 
     /// `setSessionFile`: switches to the file at `path`. An existing file must pass the

@@ -1,0 +1,168 @@
+//! A torn last line, cut off before a transcript is opened for writing.
+//!
+//! A crash while a line was being written (by gjcfs or by the agent) can leave the file
+//! ending in part of that line: bytes after the last `\n` that are not a record. Every
+//! reader skips them, but the strict checks of a managed open (the original's, which refuse
+//! any line that is not JSON) refuse the whole file for them, so the session could never be
+//! written or resumed again. [`cut_torn_tail`] cuts such a fragment off — it is the line the
+//! crash was writing, which the crash costs — when all of these hold:
+//! - every line before it passes the strict checks (a file with other damage is left as it
+//!   is, for the open to refuse);
+//! - the fragment does not parse as a record (a complete last line without its `\n` is
+//!   kept, and ended by the next append);
+//! - no other process has the file open for writing (its writer may be writing that line
+//!   now), and the check can be made on this platform;
+//! - the file is still the one read, at the size read, when it is cut.
+//!
+//! The cut is fsynced and reported ([`CutTail`]); nothing else of the file changes. Only a
+//! write open cuts: a read never writes.
+
+use std::io;
+use std::path::Path;
+
+use super::super::inspect::strict_session;
+use super::super::lines::{last_newline, parse_line, read_exact_at, read_lines};
+use super::super::storage::{FileId, OpenMode, SessionStorage};
+
+/// The torn line cut off a transcript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutTail {
+    /// Where the fragment began: the file's length after the cut.
+    pub offset: u64,
+    /// The fragment's length in bytes.
+    pub len: u64,
+}
+
+/// Cuts the torn last line off the file at `path` when the rules of this module allow it;
+/// what was cut, or `None` when the file was left as it is. A file that cannot be read is
+/// left to the open to report; only a failed cut is an error.
+pub(super) fn cut_torn_tail(
+    storage: &dyn SessionStorage,
+    path: &Path,
+) -> io::Result<Option<CutTail>> {
+    let Some(torn) = torn_fragment(storage, path) else {
+        return Ok(None);
+    };
+    if !storage
+        .writers_elsewhere(path)
+        .is_ok_and(|pids| pids.is_empty())
+    {
+        return Ok(None);
+    }
+    let mut writer = storage.open_writer(path, OpenMode::Append)?;
+    let same = writer.is_file_at(path)?
+        && storage.stat(path)?.id == torn.file
+        && writer.end()?.size == torn.size;
+    if !same {
+        return Ok(None);
+    }
+    writer.truncate(torn.start)?;
+    writer.fsync()?;
+    writer.close()?;
+    Ok(Some(CutTail {
+        offset: torn.start,
+        len: torn.size - torn.start,
+    }))
+}
+
+/// A file whose last line is torn and whose other lines pass the strict checks.
+struct Torn {
+    file: FileId,
+    size: u64,
+    /// Where the torn line starts.
+    start: u64,
+}
+
+fn torn_fragment(storage: &dyn SessionStorage, path: &Path) -> Option<Torn> {
+    let file = storage.open_read_at(path).ok()?;
+    let size = file.size().ok()?;
+    let last = read_exact_at(file.as_ref(), size.checked_sub(1)?, 1).ok()??;
+    if last == b"\n" {
+        return None;
+    }
+    // No complete line at all: not even a header to keep.
+    let start = last_newline(file.as_ref(), 0, size).ok()?? + 1;
+    let len = usize::try_from(size - start).ok()?;
+    let fragment = read_exact_at(file.as_ref(), start, len).ok()??;
+    if !matches!(parse_line(false, &fragment), Some(Err(_))) {
+        return None;
+    }
+    let lines = read_lines(file.as_ref(), 0, start, 1);
+    if lines.error.is_some() || strict_session(lines).is_err() {
+        return None;
+    }
+    Some(Torn {
+        file: file.id(),
+        size,
+        start,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::storage::MemoryStorage;
+
+    const HEADER: &str = r#"{"type":"session","version":5,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+    const ENTRY: &str = r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}"#;
+
+    fn stored(bytes: &str) -> (MemoryStorage, PathBuf) {
+        let storage = MemoryStorage::new();
+        let path = PathBuf::from("/s/t.jsonl");
+        storage.ensure_dir(Path::new("/s")).unwrap();
+        storage.put_file(&path, bytes.as_bytes());
+        (storage, path)
+    }
+
+    /// Part of a line, as a crash leaves it.
+    const FRAGMENT: &str = r#"{"type":"message","id":"b"#;
+
+    fn whole() -> String {
+        format!("{HEADER}\n{ENTRY}\n")
+    }
+
+    #[test]
+    fn a_fragment_after_good_lines_is_cut_and_made_durable() {
+        let (storage, path) = stored(&format!("{}{FRAGMENT}", whole()));
+        let cut = cut_torn_tail(&storage, &path).unwrap();
+        let offset = whole().len() as u64;
+        let len = FRAGMENT.len() as u64;
+        assert_eq!(cut, Some(CutTail { offset, len }));
+        storage.crash();
+        assert_eq!(storage.file(&path).unwrap(), whole().as_bytes());
+    }
+
+    #[test]
+    fn files_that_end_well_or_are_damaged_elsewhere_are_left_alone() {
+        let bad_middle = format!("{HEADER}\nnot json\n{ENTRY}\n{FRAGMENT}");
+        let bad_schema = format!("{HEADER}\n{{\"type\":\"nonsense\",\"id\":\"x\"}}\n{FRAGMENT}");
+        let cases = [
+            String::new(),
+            whole(),
+            // A complete record without its newline is kept.
+            format!("{HEADER}\n{ENTRY}"),
+            // Spaces after the last line are a blank line.
+            format!("{}   ", whole()),
+            // No complete line, not even the header.
+            HEADER[..20].to_owned(),
+            bad_middle,
+            bad_schema,
+        ];
+        for bytes in cases {
+            let (storage, path) = stored(&bytes);
+            assert_eq!(cut_torn_tail(&storage, &path).unwrap(), None, "{bytes:?}");
+            assert_eq!(storage.file(&path).unwrap(), bytes.as_bytes());
+        }
+    }
+
+    #[test]
+    fn a_file_another_process_writes_is_left_alone() {
+        let bytes = format!("{}{FRAGMENT}", whole());
+        let (storage, path) = stored(&bytes);
+        storage.set_foreign_writers(&path, vec![4242]);
+        assert_eq!(cut_torn_tail(&storage, &path).unwrap(), None);
+        assert_eq!(storage.file(&path).unwrap(), bytes.as_bytes());
+    }
+}
