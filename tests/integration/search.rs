@@ -756,6 +756,12 @@ fn damaged_or_foreign_index_files_are_replaced() {
         let index = SearchIndex::open(&store.index_dir).unwrap();
         assert_eq!(update_files(&index, &store).len(), 1, "case {n}: rebuilt");
         assert_agrees(&store, &index, "rebuilt");
+        // A new file, with the index's own page size (SQLite's default is 4 KB).
+        let conn = rusqlite::Connection::open(&file).unwrap();
+        let page_size: i64 = conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(page_size, 32 << 10, "case {n}");
     }
     // Damage inside a page the header checks do not read.
     drop(SearchIndex::open(&store.index_dir).unwrap());

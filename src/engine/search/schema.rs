@@ -107,8 +107,15 @@ pub fn default_index_dir(store: &Path) -> Option<PathBuf> {
     )
 }
 
+/// The page size of a new index (an existing one keeps its own). Measured on 10,000
+/// sessions against the 4 KB default: builds 10–20 % faster, an index 5 % smaller and a
+/// scan of every document's text 30 % faster, queries of the word index as fast; 64 KB pages
+/// made those queries slower.
+const PAGE_SIZE: i64 = 32 << 10;
+
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "page_size", PAGE_SIZE)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     // 32 MB of page cache (the default is 2 MB): a build rewrites FTS5 segments and the
