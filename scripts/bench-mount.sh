@@ -3,7 +3,10 @@
 #
 # Builds the release binary, generates stores under target/bench/mount/, mounts each with
 # `gjcfs mount MP --session-dir DIR` in the background and measures:
-#   (a) `grep -r TOKEN MP/sessions` vs `grep -r TOKEN DIR` on a ~100 MB store (target <= 3x);
+#   (a) `grep -r TOKEN MP/sessions` vs `grep -r TOKEN DIR` on a ~100 MB store (target <= 3x),
+#       and next to them the mount's own tree copied to tmpfs (/dev/shm; target <= 3x) and
+#       that copy served by a plain passthrough FUSE filesystem (bindfs, kernel cache on:
+#       what any FUSE server costs for the same files);
 #   (b) `ls -l MP/sessions/` with 10,000 sessions (target < 1 s), and the time the mount of
 #       that store takes to answer (target well under 1 s);
 #   (c) `cat MP/sessions/<id>/context.json` of a 100,000-entry session: cold, the first read
@@ -89,6 +92,39 @@ mnt=$(mean_of "$OUT/grep.csv" "grep -r mount")
 ratio=$(awk -v a="$mnt" -v b="$raw" 'BEGIN { printf "%.1f", a / b }')
 check "(a) grep -r" "$(awk -v r="$ratio" 'BEGIN { print (r <= 3) ? 1 : 0 }')" \
 	"mount $(awk -v t="$mnt" 'BEGIN { printf "%.0f", t * 1000 }') ms vs raw $(awk -v t="$raw" 'BEGIN { printf "%.0f", t * 1000 }') ms = ${ratio}x (target <= 3x); the mount serves $mounted_bytes bytes for $grep_bytes raw"
+
+echo
+echo "== (a) grep -r on the mount's tree copied to tmpfs, and through bindfs over that copy"
+if ! command -v bindfs >/dev/null; then
+	apt-get install -y -qq bindfs >/dev/null 2>&1 || die "bindfs is missing and could not be installed"
+fi
+COPY=$(mktemp -d /dev/shm/gjcfs-bench-copy.XXXXXX)
+BIND=$OUT/bind
+mkdir -p "$BIND"
+undo_copy() {
+	if grep -q " $(cd "$BIND" && pwd) fuse" /proc/mounts; then fusermount3 -u "$BIND" || fusermount3 -uz "$BIND"; fi
+	rm -rf "$COPY"
+	unmount
+}
+trap undo_copy EXIT
+# The files the mount shows, without its append points and symlinks.
+cp -r "$MP/sessions/." "$COPY"
+find "$COPY" \( -name new -o -type l \) -delete
+bindfs -o kernel_cache,entry_timeout=60,attr_timeout=60 "$COPY" "$BIND"
+echo "copy: $(find "$COPY" -type f | wc -l) files, $(du -sb "$COPY" | cut -f1) bytes"
+hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/grep-copy.csv" -i \
+	-n "grep -r tmpfs copy" "grep -r $TOKEN $COPY" \
+	-n "grep -r bindfs over the copy" "grep -r $TOKEN $BIND" \
+	-n "grep -r mount" "grep -r $TOKEN $MP/sessions" || die "hyperfine failed (grep copy)"
+fusermount3 -u "$BIND"
+rm -rf "$COPY"
+trap unmount EXIT
+tmp=$(mean_of "$OUT/grep-copy.csv" "grep -r tmpfs copy")
+bnd=$(mean_of "$OUT/grep-copy.csv" "grep -r bindfs over the copy")
+mnt=$(mean_of "$OUT/grep-copy.csv" "grep -r mount")
+ratio=$(awk -v a="$mnt" -v b="$tmp" 'BEGIN { printf "%.1f", a / b }')
+check "(a) grep -r vs tmpfs" "$(awk -v r="$ratio" 'BEGIN { print (r <= 3) ? 1 : 0 }')" \
+	"mount $(ms "$mnt") ms vs the same tree on tmpfs $(ms "$tmp") ms = ${ratio}x (target <= 3x); bindfs over that copy $(ms "$bnd") ms = $(awk -v a="$bnd" -v b="$tmp" 'BEGIN { printf "%.1f", a / b }')x"
 
 # --- (b) ls -l of 10,000 sessions ----------------------------------------------------
 echo
