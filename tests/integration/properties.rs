@@ -2370,6 +2370,37 @@ proptest! {
     }
 
     #[test]
+    fn opened_for_writing_a_torn_last_line_is_cut_exactly_when_the_rest_is_strict(
+        records in v5_session(),
+        cut in any::<Index>(),
+    ) {
+        use gjcfs::engine::manager::{SessionManager, StorageConfig, WriteTarget};
+        let text = jsonl(&records);
+        let body = text.trim_end_matches('\n');
+        let last_start = body.rfind('\n').map_or(0, |i| i + 1);
+        prop_assume!(last_start > 0);
+        let kept = &text[..last_start];
+        // A proper, non-empty prefix of the last line: never a record.
+        let cut = 1 + cut.index(body.len() - last_start - 1);
+        let torn = &text.as_bytes()[..last_start + cut];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, torn).unwrap();
+        let config = StorageConfig::files(dir.path().join("blobs"));
+        let opened = SessionManager::open_for_writing(&path, &WriteTarget::default(), config);
+        let now = std::fs::read(&path).unwrap();
+        if gjcfs::engine::inspect::parse_strict(kept.as_bytes()).is_ok() {
+            let m = opened.map_err(fail)?;
+            let reported = m.cut_torn_tail().map(|c| (c.offset, c.len));
+            prop_assert_eq!(reported, Some((kept.len() as u64, cut as u64)));
+            prop_assert_eq!(now, kept.as_bytes());
+        } else {
+            prop_assert_eq!(opened.ok().and_then(|m| m.cut_torn_tail()), None);
+            prop_assert_eq!(now, torn);
+        }
+    }
+
+    #[test]
     fn a_malformed_middle_line_keeps_every_other_record(
         records in v5_session(),
         at in any::<Index>(),
