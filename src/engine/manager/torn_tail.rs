@@ -9,7 +9,9 @@
 //! - every line before it passes the strict checks (a file with other damage is left as it
 //!   is, for the open to refuse);
 //! - the fragment does not parse as a record (a complete last line without its `\n` is
-//!   kept, and ended by the next append);
+//!   kept, and ended by the next append); one that does not end in `}` or blanks is not a
+//!   record, and one that does is parsed only up to [`FRAGMENT_PARSED_MAX`] bytes (a longer
+//!   one is left alone);
 //! - no other process has the file open for writing (its writer may be writing that line
 //!   now), and the check can be made on this platform;
 //! - the file is still the one read, at the size read, when it is cut.
@@ -23,6 +25,9 @@ use std::path::Path;
 use super::super::inspect::strict_session;
 use super::super::lines::{last_newline, parse_line, read_exact_at, read_lines};
 use super::super::storage::{FileId, OpenMode, SessionStorage};
+
+/// The longest last line without `\n` that is parsed to tell whether it is a record.
+const FRAGMENT_PARSED_MAX: usize = 64 << 20;
 
 /// The torn line cut off a transcript.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,10 +87,18 @@ fn torn_fragment(storage: &dyn SessionStorage, path: &Path) -> Option<Torn> {
     }
     // No complete line at all: not even a header to keep.
     let start = last_newline(file.as_ref(), 0, size).ok()?? + 1;
-    let len = usize::try_from(size - start).ok()?;
-    let fragment = read_exact_at(file.as_ref(), start, len).ok()??;
-    if !matches!(parse_line(false, &fragment), Some(Err(_))) {
-        return None;
+    // A record ends with `}` (then maybe blanks): a fragment ending in anything else is
+    // torn without reading it. Another is parsed, up to a bound (an endless last line is
+    // never taken into memory here).
+    if matches!(last[0], b'}' | b' ' | b'\t' | b'\r') {
+        let len = usize::try_from(size - start).ok()?;
+        if len > FRAGMENT_PARSED_MAX {
+            return None;
+        }
+        let fragment = read_exact_at(file.as_ref(), start, len).ok()??;
+        if !matches!(parse_line(false, &fragment), Some(Err(_))) {
+            return None;
+        }
     }
     let lines = read_lines(file.as_ref(), 0, start, 1);
     if lines.error.is_some() || strict_session(lines).is_err() {
@@ -125,13 +138,17 @@ mod tests {
 
     #[test]
     fn a_fragment_after_good_lines_is_cut_and_made_durable() {
-        let (storage, path) = stored(&format!("{}{FRAGMENT}", whole()));
-        let cut = cut_torn_tail(&storage, &path).unwrap();
-        let offset = whole().len() as u64;
-        let len = FRAGMENT.len() as u64;
-        assert_eq!(cut, Some(CutTail { offset, len }));
-        storage.crash();
-        assert_eq!(storage.file(&path).unwrap(), whole().as_bytes());
+        // Cut after a look at its last byte, or after parsing it (it could have been whole).
+        let ending_in_a_brace = r#"{"type":"message","message":{"role":"user"}"#;
+        for fragment in [FRAGMENT, ending_in_a_brace, "{\"id\": \r"] {
+            let (storage, path) = stored(&format!("{}{fragment}", whole()));
+            let cut = cut_torn_tail(&storage, &path).unwrap();
+            let offset = whole().len() as u64;
+            let len = fragment.len() as u64;
+            assert_eq!(cut, Some(CutTail { offset, len }), "{fragment}");
+            storage.crash();
+            assert_eq!(storage.file(&path).unwrap(), whole().as_bytes());
+        }
     }
 
     #[test]
@@ -145,6 +162,8 @@ mod tests {
             format!("{HEADER}\n{ENTRY}"),
             // Spaces after the last line are a blank line.
             format!("{}   ", whole()),
+            // A record and blanks, without the newline.
+            format!("{HEADER}\n{ENTRY} \r"),
             // No complete line, not even the header.
             HEADER[..20].to_owned(),
             bad_middle,
@@ -155,6 +174,15 @@ mod tests {
             assert_eq!(cut_torn_tail(&storage, &path).unwrap(), None, "{bytes:?}");
             assert_eq!(storage.file(&path).unwrap(), bytes.as_bytes());
         }
+    }
+
+    #[test]
+    fn a_last_line_too_long_to_parse_is_left_alone() {
+        let padding = "x".repeat(FRAGMENT_PARSED_MAX);
+        let bytes = format!("{}{{\"a\":\"{padding}\",\"b\":{{}}", whole());
+        let (storage, path) = stored(&bytes);
+        assert_eq!(cut_torn_tail(&storage, &path).unwrap(), None);
+        assert_eq!(storage.file(&path).unwrap().len(), bytes.len());
     }
 
     #[test]
