@@ -738,6 +738,25 @@ fn append_to_a_legacy_session_writes_its_managed_copy() {
     assert!(std::fs::read_to_string(&copy)
         .unwrap()
         .contains("appended to the copy"));
+    // A crash tore the copy's last line: the next write through the legacy path cuts it
+    // off the copy, and the legacy file is still not touched.
+    let whole = std::fs::read(&copy).unwrap();
+    let mut torn = whole.clone();
+    torn.extend_from_slice(br#"{"type":"mess"#);
+    std::fs::write(&copy, &torn).unwrap();
+    let line = "{\"role\":\"user\",\"content\":\"after the tear\"}\n";
+    let out = append_with_agent(&session, &agent, line);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cut off the torn last line"),
+        "{}",
+        stderr(&out)
+    );
+    let now = std::fs::read(&copy).unwrap();
+    assert_eq!(now[..whole.len()], whole[..]);
+    assert!(!String::from_utf8_lossy(&now).contains("\"mess\n"));
+    assert!(String::from_utf8_lossy(&now).contains("after the tear"));
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), text);
 }
 
 /// Gives `path` a POSIX ACL granting uid 4321 read access; false when the filesystem

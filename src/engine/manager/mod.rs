@@ -236,6 +236,19 @@ fn is_legacy_transcript(root: &Path, path: &Path) -> bool {
             .is_some_and(|parent| Some(parent) == canonical(root))
 }
 
+/// With `cut`, cuts a torn last line off the file at `path` (`torn_tail`).
+fn cut_torn_tail_if(
+    cut: bool,
+    config: &StorageConfig,
+    path: &Path,
+) -> SessionResult<Option<CutTail>> {
+    if !cut {
+        return Ok(None);
+    }
+    torn_tail::cut_torn_tail(config.storage.as_ref(), path)
+        .map_err(|e| SessionError::Persist(PersistError::new(path, e)))
+}
+
 /// Copies the legacy transcript at `path` into its workspace's v2 scope (or finds the
 /// copy an earlier migration made) and returns the copy.
 fn migrate_for_writing(
@@ -378,15 +391,15 @@ impl SessionManager {
     /// strict content checks; later appends are managed appends. Nothing is written at open
     /// (the sanitizer's patches and migrations are owed to the first write).
     pub fn open_managed(path: &Path, config: StorageConfig) -> SessionResult<Self> {
-        Self::open_managed_after(path, config, |_| Ok(None))
+        Self::open_managed_cutting(path, config, false)
     }
 
-    /// [`Self::open_managed`], with `before` run on the file once the scope and the file
-    /// passed the managed checks and before its content is checked.
-    fn open_managed_after(
+    /// [`Self::open_managed`]; with `cut_torn`, a torn last line is cut off once the scope
+    /// and the file passed the managed checks, before the content is checked.
+    fn open_managed_cutting(
         path: &Path,
         config: StorageConfig,
-        before: impl FnOnce(&StorageConfig) -> SessionResult<Option<CutTail>>,
+        cut_torn: bool,
     ) -> SessionResult<Self> {
         super::scope::verify_transcript_scope(config.storage.as_ref(), path)?;
         if let Some(scope) = path.parent() {
@@ -394,7 +407,7 @@ impl SessionManager {
         }
         check_private_file(config.storage.as_ref(), path)
             .map_err(|e| SessionError::Persist(PersistError::new(path, e)))?;
-        let cut_tail = before(&config)?;
+        let cut_tail = cut_torn_tail_if(cut_torn, &config, path)?;
         let mut manager = Self::in_memory("");
         manager.cut_tail = cut_tail;
         {
@@ -431,22 +444,22 @@ impl SessionManager {
     /// only file created from nothing is one that does not exist yet, by [`Self::create`],
     /// [`Self::create_managed`] or [`Self::set_session_file`].
     pub fn open(path: &Path, cwd: &str, config: StorageConfig) -> SessionResult<Self> {
-        Self::open_after(path, cwd, config, |_| Ok(None))
+        Self::open_cutting(path, cwd, config, false)
     }
 
-    /// [`Self::open`], with `before` run on the file once crash leftovers are recovered and
-    /// before it is read.
-    fn open_after(
+    /// [`Self::open`]; with `cut_torn`, a torn last line is cut off once crash leftovers
+    /// are recovered, before the file is read.
+    fn open_cutting(
         path: &Path,
         cwd: &str,
         config: StorageConfig,
-        before: impl FnOnce(&StorageConfig) -> SessionResult<Option<CutTail>>,
+        cut_torn: bool,
     ) -> SessionResult<Self> {
         let dir = path.parent().map(Path::to_path_buf);
         if let Some(dir) = &dir {
             recover_dir(config.storage.as_ref(), dir);
         }
-        let cut_tail = before(&config)?;
+        let cut_tail = cut_torn_tail_if(cut_torn, &config, path)?;
         let mut state = State::fresh(config, cwd, dir, true);
         state.load_leniently(path)?;
         let mut manager = Self::from_state(state);
@@ -506,17 +519,13 @@ impl SessionManager {
         if let Some(root) = &target.sessions_root {
             if is_legacy_transcript(root, path) {
                 let copy = migrate_for_writing(root, path, target.policy, config.storage.as_ref())?;
-                return Self::open_managed(&copy, config);
+                return Self::open_managed_cutting(&copy, config, true);
             }
         }
-        let cut = |config: &StorageConfig| {
-            torn_tail::cut_torn_tail(config.storage.as_ref(), path)
-                .map_err(|e| SessionError::Persist(PersistError::new(path, e)))
-        };
         if parent_name.is_some_and(|n| n.starts_with("v2-")) {
-            return Self::open_managed_after(path, config, cut);
+            return Self::open_managed_cutting(path, config, true);
         }
-        Self::open_after(path, "", config, cut)
+        Self::open_cutting(path, "", config, true)
     }
 
     /// The torn last line a crash left, which [`Self::open_for_writing`] cut off the file
