@@ -96,17 +96,20 @@ check "(a) grep -r" "$(awk -v r="$ratio" 'BEGIN { print (r <= 3) ? 1 : 0 }')" \
 echo
 echo "== (a) grep -r on the mount's tree copied to tmpfs, and through bindfs over that copy"
 if ! command -v bindfs >/dev/null; then
-	apt-get install -y -qq bindfs >/dev/null 2>&1 || die "bindfs is missing and could not be installed"
+	{ apt-get update -qq && apt-get install -y -qq bindfs; } >/dev/null 2>&1 ||
+		die "bindfs is missing and could not be installed"
 fi
+BIND=$(cd "$OUT" && pwd)/bind
 COPY=$(mktemp -d /dev/shm/gjcfs-bench-copy.XXXXXX)
-BIND=$OUT/bind
-mkdir -p "$BIND"
 undo_copy() {
-	if grep -q " $(cd "$BIND" && pwd) fuse" /proc/mounts; then fusermount3 -u "$BIND" || fusermount3 -uz "$BIND"; fi
+	if grep -q " $BIND fuse" /proc/mounts; then
+		fusermount3 -u "$BIND" 2>/dev/null || fusermount3 -uz "$BIND" 2>/dev/null || true
+	fi
 	rm -rf "$COPY"
 	unmount
 }
 trap undo_copy EXIT
+mkdir -p "$BIND"
 # The files the mount shows, without its append points and symlinks.
 cp -r "$MP/sessions/." "$COPY"
 find "$COPY" \( -name new -o -type l \) -delete
@@ -116,8 +119,7 @@ hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-csv "$OUT/gre
 	-n "grep -r tmpfs copy" "grep -r $TOKEN $COPY" \
 	-n "grep -r bindfs over the copy" "grep -r $TOKEN $BIND" \
 	-n "grep -r mount" "grep -r $TOKEN $MP/sessions" || die "hyperfine failed (grep copy)"
-fusermount3 -u "$BIND"
-rm -rf "$COPY"
+undo_copy
 trap unmount EXIT
 tmp=$(mean_of "$OUT/grep-copy.csv" "grep -r tmpfs copy")
 bnd=$(mean_of "$OUT/grep-copy.csv" "grep -r bindfs over the copy")

@@ -182,11 +182,9 @@ impl Vfs {
         if loaded.writable && loaded.manager.persist_error().is_none() {
             return Ok(());
         }
-        let mut before = FileStamp::of(&loaded.path);
+        let before = FileStamp::of(&loaded.path);
         let writer = self.open_writer(&loaded.path)?;
         if let Some(cut) = writer.cut_torn_tail() {
-            // Cut only while no other process writes the file: nothing landed meanwhile.
-            before = FileStamp::of(&loaded.path);
             self.errors.push(
                 sid,
                 &format!(

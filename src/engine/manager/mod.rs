@@ -529,7 +529,7 @@ impl SessionManager {
     }
 
     /// The torn last line a crash left, which [`Self::open_for_writing`] cut off the file
-    /// before opening it (see [`CutTail`] for when it does).
+    /// before opening it (the rules are in the `torn_tail` module).
     pub fn cut_torn_tail(&self) -> Option<CutTail> {
         self.cut_tail
     }

@@ -13,8 +13,14 @@
 //!   record, and one that does is parsed only up to [`FRAGMENT_PARSED_MAX`] bytes (a longer
 //!   one is left alone);
 //! - no other process has the file open for writing (its writer may be writing that line
-//!   now), and the check can be made on this platform;
-//! - the file is still the one read, at the size read, when it is cut.
+//!   now), and the check can be made on this platform: checked before the cut's writer
+//!   opens the file and, where the check does not itself open the file (Unix), again with
+//!   it open;
+//! - the file is still the one read, at the size read, right before it is cut.
+//!
+//! What the check cannot see is not guarded against: a writer in another user's or another
+//! PID namespace's process, on another host of a network filesystem, or one starting in the
+//! instant between the last check and the cut.
 //!
 //! The cut is fsynced and reported ([`CutTail`]); nothing else of the file changes. Only a
 //! write open cuts: a read never writes.
@@ -39,35 +45,60 @@ pub struct CutTail {
 }
 
 /// Cuts the torn last line off the file at `path` when the rules of this module allow it;
-/// what was cut, or `None` when the file was left as it is. A file that cannot be read is
-/// left to the open to report; only a failed cut is an error.
+/// what was cut, or `None` when the file was left as it is. A file that cannot be read (or
+/// is gone) is left to the open to report; only a failed cut is an error, and it says
+/// whether bytes were cut.
 pub(super) fn cut_torn_tail(
     storage: &dyn SessionStorage,
     path: &Path,
 ) -> io::Result<Option<CutTail>> {
-    let Some(torn) = torn_fragment(storage, path) else {
+    cut_torn_tail_within(storage, path, FRAGMENT_PARSED_MAX)
+}
+
+/// [`cut_torn_tail`], parsing a last line that could be a record up to `parse_max` bytes.
+fn cut_torn_tail_within(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    parse_max: usize,
+) -> io::Result<Option<CutTail>> {
+    let Some(torn) = torn_fragment(storage, path, parse_max) else {
         return Ok(None);
     };
-    if !storage
-        .writers_elsewhere(path)
-        .is_ok_and(|pids| pids.is_empty())
-    {
+    let no_other_writer = || storage.writers_elsewhere(path).is_ok_and(|p| p.is_empty());
+    if !no_other_writer() {
         return Ok(None);
     }
-    let mut writer = storage.open_writer(path, OpenMode::Append)?;
+    let mut writer = match storage.open_writer(path, OpenMode::AppendExisting) {
+        Ok(writer) => writer,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    // Again with this writer open, right before the cut: a writer that came meanwhile is
+    // seen. (On Windows the check itself opens the file, which this writer would fail.)
+    if cfg!(unix) && !no_other_writer() {
+        return Ok(None);
+    }
     let same = writer.is_file_at(path)?
-        && storage.stat(path)?.id == torn.file
+        && storage.stat(path).is_ok_and(|stat| stat.id == torn.file)
         && writer.end()?.size == torn.size;
     if !same {
         return Ok(None);
     }
     writer.truncate(torn.start)?;
-    writer.fsync()?;
-    writer.close()?;
-    Ok(Some(CutTail {
+    let cut = CutTail {
         offset: torn.start,
         len: torn.size - torn.start,
-    }))
+    };
+    let undurable = |e: io::Error| {
+        let why = format!(
+            "cut off the torn last line ({} bytes at byte {}), but the cut may not be durable: {e}",
+            cut.len, cut.offset
+        );
+        io::Error::new(e.kind(), why)
+    };
+    writer.fsync().map_err(undurable)?;
+    writer.close().map_err(undurable)?;
+    Ok(Some(cut))
 }
 
 /// A file whose last line is torn and whose other lines pass the strict checks.
@@ -78,7 +109,7 @@ struct Torn {
     start: u64,
 }
 
-fn torn_fragment(storage: &dyn SessionStorage, path: &Path) -> Option<Torn> {
+fn torn_fragment(storage: &dyn SessionStorage, path: &Path, parse_max: usize) -> Option<Torn> {
     let file = storage.open_read_at(path).ok()?;
     let size = file.size().ok()?;
     let last = read_exact_at(file.as_ref(), size.checked_sub(1)?, 1).ok()??;
@@ -92,7 +123,7 @@ fn torn_fragment(storage: &dyn SessionStorage, path: &Path) -> Option<Torn> {
     // never taken into memory here).
     if matches!(last[0], b'}' | b' ' | b'\t' | b'\r') {
         let len = usize::try_from(size - start).ok()?;
-        if len > FRAGMENT_PARSED_MAX {
+        if len > parse_max {
             return None;
         }
         let fragment = read_exact_at(file.as_ref(), start, len).ok()??;
@@ -116,7 +147,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::storage::MemoryStorage;
+    use crate::storage::{Fault, FaultKind, MemoryStorage};
 
     const HEADER: &str = r#"{"type":"session","version":5,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
     const ENTRY: &str = r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}"#;
@@ -178,11 +209,40 @@ mod tests {
 
     #[test]
     fn a_last_line_too_long_to_parse_is_left_alone() {
-        let padding = "x".repeat(FRAGMENT_PARSED_MAX);
-        let bytes = format!("{}{{\"a\":\"{padding}\",\"b\":{{}}", whole());
+        // Torn, but it ends like a record: only parsing it could tell.
+        let fragment = r#"{"a":"xxxx","b":{}"#;
+        let bytes = format!("{}{fragment}", whole());
         let (storage, path) = stored(&bytes);
-        assert_eq!(cut_torn_tail(&storage, &path).unwrap(), None);
-        assert_eq!(storage.file(&path).unwrap().len(), bytes.len());
+        let cut = cut_torn_tail_within(&storage, &path, fragment.len() - 1).unwrap();
+        assert_eq!(cut, None);
+        assert_eq!(storage.file(&path).unwrap(), bytes.as_bytes());
+        let cut = cut_torn_tail_within(&storage, &path, fragment.len()).unwrap();
+        assert_eq!(cut.map(|c| c.len), Some(fragment.len() as u64));
+    }
+
+    #[test]
+    fn a_cut_that_may_not_be_durable_says_what_was_cut() {
+        let bytes = format!("{}{FRAGMENT}", whole());
+        let (storage, path) = stored(&bytes);
+        let before = storage.op_count();
+        cut_torn_tail(&storage, &path).unwrap();
+        let log = storage.op_log();
+        let fsync = log[before as usize..]
+            .iter()
+            .position(|&op| op == "fsync")
+            .unwrap();
+        let (storage, path) = stored(&bytes);
+        storage.set_fault(Some(Fault {
+            at: storage.op_count() + fsync as u64,
+            kind: FaultKind::Errno(libc::EIO),
+        }));
+        let err = cut_torn_tail(&storage, &path).unwrap_err().to_string();
+        let said = format!(
+            "cut off the torn last line ({} bytes at byte {})",
+            FRAGMENT.len(),
+            whole().len()
+        );
+        assert!(err.contains(&said), "{err}");
     }
 
     #[test]

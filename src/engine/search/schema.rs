@@ -108,9 +108,10 @@ pub fn default_index_dir(store: &Path) -> Option<PathBuf> {
 }
 
 /// The page size of a new index (an existing one keeps its own). Measured on 10,000
-/// sessions against the 4 KB default: builds 10–20 % faster, an index 5 % smaller and a
-/// scan of every document's text 30 % faster, queries of the word index as fast; 64 KB pages
-/// made those queries slower.
+/// sessions against the 4 KB default (BENCHMARKS.md, "Search"): builds 5–20 % faster, an
+/// index 5 % smaller, a scan of every document's text 30 % faster; warm queries of the word
+/// index moved both ways within the host's noise (a phrase perhaps 1–2 ms slower). 64 KB
+/// pages made those queries slower.
 const PAGE_SIZE: i64 = 32 << 10;
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {

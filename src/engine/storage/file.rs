@@ -128,9 +128,10 @@ impl SessionStorage for FileStorage {
     }
 
     fn open_writer(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageWriter>> {
-        let append = mode == OpenMode::Append;
+        let append = matches!(mode, OpenMode::Append | OpenMode::AppendExisting);
         let create = match mode {
             OpenMode::Append => Create::IfMissing,
+            OpenMode::AppendExisting => Create::Never,
             OpenMode::CreateNew => Create::New,
         };
         let file = os::open(
@@ -401,10 +402,23 @@ mod tests {
         assert_eq!(mode(&file), 0o600);
         assert!(FileStorage.open_writer(&file, OpenMode::CreateNew).is_err());
         assert_eq!(FileStorage.read(&file).unwrap(), b"abc");
-        assert_eq!(FileStorage.list_files(&dir).unwrap(), vec![file]);
+        assert_eq!(FileStorage.list_files(&dir).unwrap(), vec![file.clone()]);
         // A directory is not a file to open.
         assert!(FileStorage.open_read(&dir).is_err());
         assert!(FileStorage.open_writer(&dir, OpenMode::Append).is_err());
+        // Appending to a file that must exist creates nothing.
+        let missing = dir.join("missing");
+        let err = FileStorage
+            .open_writer(&missing, OpenMode::AppendExisting)
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(!FileStorage.exists(&missing));
+        let mut w = FileStorage
+            .open_writer(&file, OpenMode::AppendExisting)
+            .unwrap();
+        w.write_all(b"d").unwrap();
+        w.close().unwrap();
+        assert_eq!(FileStorage.read(&file).unwrap(), b"abcd");
     }
 
     #[test]

@@ -379,6 +379,9 @@ impl SessionStorage for MemoryStorage {
         if mode == OpenMode::CreateNew && exists {
             return Err(super::sys::os::errno_error(libc::EEXIST));
         }
+        if mode == OpenMode::AppendExisting && !exists {
+            return Err(not_found(path));
+        }
         if let Some(parent) = path.parent() {
             if !parent.as_os_str().is_empty() && !s.dirs.contains(parent) {
                 return Err(not_found(parent));
@@ -816,6 +819,22 @@ impl StorageWriter for MemoryWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn appending_to_a_file_that_must_exist_creates_nothing() {
+        let storage = MemoryStorage::new();
+        storage.ensure_dir(Path::new("/d")).unwrap();
+        let file = Path::new("/d/f");
+        let err = storage
+            .open_writer(file, OpenMode::AppendExisting)
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert_eq!(storage.file(file), None);
+        storage.put_file(file, b"a");
+        let mut w = storage.open_writer(file, OpenMode::AppendExisting).unwrap();
+        w.write_all(b"b").unwrap();
+        assert_eq!(storage.file(file).unwrap(), b"ab");
+    }
 
     #[test]
     fn faults_fail_the_numbered_operation_and_short_writes_tear() {

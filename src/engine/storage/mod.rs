@@ -136,6 +136,8 @@ pub trait ReadFile: ReadAt + Send + std::fmt::Debug {
 pub enum OpenMode {
     /// Append to the file, creating it if missing.
     Append,
+    /// Append to the file, which must exist (`NotFound` otherwise; nothing is created).
+    AppendExisting,
     /// Create a new file; fail if it exists.
     CreateNew,
 }
