@@ -45,9 +45,9 @@ pub struct CutTail {
 }
 
 /// Cuts the torn last line off the file at `path` when the rules of this module allow it;
-/// what was cut, or `None` when the file was left as it is. A file that cannot be read (or
-/// is gone) is left to the open to report; only a failed cut is an error, and it says
-/// whether bytes were cut.
+/// what was cut, or `None` when the file was left as it is. A file that cannot be read,
+/// opened for writing or checked (or is gone) is left as it is, for the open to report;
+/// only a failed cut is an error, and it says whether bytes were cut.
 pub(super) fn cut_torn_tail(
     storage: &dyn SessionStorage,
     path: &Path,
@@ -68,19 +68,18 @@ fn cut_torn_tail_within(
     if !no_other_writer() {
         return Ok(None);
     }
-    let mut writer = match storage.open_writer(path, OpenMode::AppendExisting) {
-        Ok(writer) => writer,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+    // Up to the cut, a failure only means the file is left as it is.
+    let Ok(mut writer) = storage.open_writer(path, OpenMode::AppendExisting) else {
+        return Ok(None);
     };
     // Again with this writer open, right before the cut: a writer that came meanwhile is
     // seen. (On Windows the check itself opens the file, which this writer would fail.)
     if cfg!(unix) && !no_other_writer() {
         return Ok(None);
     }
-    let same = writer.is_file_at(path)?
+    let same = writer.is_file_at(path).unwrap_or(false)
         && storage.stat(path).is_ok_and(|stat| stat.id == torn.file)
-        && writer.end()?.size == torn.size;
+        && writer.end().is_ok_and(|end| end.size == torn.size);
     if !same {
         return Ok(None);
     }
@@ -220,29 +219,44 @@ mod tests {
         assert_eq!(cut.map(|c| c.len), Some(fragment.len() as u64));
     }
 
-    #[test]
-    fn a_cut_that_may_not_be_durable_says_what_was_cut() {
+    /// A torn file whose cut meets `op` failing with EIO: what the cut returned, and the
+    /// file after it.
+    fn cut_failing_at(op: &str) -> (io::Result<Option<CutTail>>, Vec<u8>) {
         let bytes = format!("{}{FRAGMENT}", whole());
         let (storage, path) = stored(&bytes);
         let before = storage.op_count();
         cut_torn_tail(&storage, &path).unwrap();
         let log = storage.op_log();
-        let fsync = log[before as usize..]
+        let at = log[before as usize..]
             .iter()
-            .position(|&op| op == "fsync")
+            .position(|&o| o == op)
             .unwrap();
         let (storage, path) = stored(&bytes);
         storage.set_fault(Some(Fault {
-            at: storage.op_count() + fsync as u64,
+            at: storage.op_count() + at as u64,
             kind: FaultKind::Errno(libc::EIO),
         }));
-        let err = cut_torn_tail(&storage, &path).unwrap_err().to_string();
+        let result = cut_torn_tail(&storage, &path);
+        (result, storage.file(&path).unwrap())
+    }
+
+    #[test]
+    fn a_failure_before_the_cut_leaves_the_file_and_one_after_it_says_what_was_cut() {
+        let torn = format!("{}{FRAGMENT}", whole());
+        for op in ["open_writer", "stat", "end"] {
+            let (result, file) = cut_failing_at(op);
+            assert_eq!(result.unwrap(), None, "{op}");
+            assert_eq!(file, torn.as_bytes(), "{op}");
+        }
+        let (result, file) = cut_failing_at("fsync");
+        let err = result.unwrap_err().to_string();
         let said = format!(
             "cut off the torn last line ({} bytes at byte {})",
             FRAGMENT.len(),
             whole().len()
         );
         assert!(err.contains(&said), "{err}");
+        assert_eq!(file, whole().as_bytes());
     }
 
     #[test]
