@@ -6,8 +6,8 @@
 //! copied into its workspace's managed scope first and the copy is written (stderr says
 //! where); a managed transcript must pass the managed checks (a private file in a scope that
 //! verifies). A torn last line a crash left is cut off first when nothing else is wrong
-//! with the file (stderr says so). Lines are appended one by one: the first invalid line stops the command, the
-//! lines before it stay appended.
+//! with the file (stderr says so). Lines are appended one by one: the first invalid line
+//! stops the command, the lines before it stay appended.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};

@@ -13,8 +13,8 @@
 //!   message; then the whole session is written in one atomic rewrite, after which each entry
 //!   is appended as one line. A file that was opened is "on disk" from the start.
 //! - Opening never writes, except that [`SessionManager::open_for_writing`] cuts off a torn
-//!   last line a crash left (`torn_tail`). Migrations and folded patches are written by the first
-//!   persistence of any kind (a full rewrite); the OpenAI replay sanitizer's patches are
+//!   last line a crash left (`torn_tail`). Migrations and folded patches are written by the
+//!   first persistence of any kind (a full rewrite); the OpenAI replay sanitizer's patches are
 //!   *owed* and written by the first persistence too (appended before its own lines, or
 //!   folded by a full rewrite). A refresh never writes either.
 //! - A manager loaded for reading ([`SessionManager::load_for_reading`]) never writes at
