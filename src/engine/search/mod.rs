@@ -393,7 +393,7 @@ impl SearchIndex {
     /// need reading whole are read on `threads − 1` threads (at least one) while this one
     /// writes them into the index. Nothing is read of a file whose
     /// stat is the one indexed, so a call that finds nothing changed costs a `stat` per
-    /// file (on `threads` threads for a large store).
+    /// file (on `threads` threads and this one for a large store).
     pub fn update(
         &self,
         paths: &[PathBuf],
@@ -455,14 +455,8 @@ impl SearchIndex {
         self.recovering(|| {
             let mut inner = self.inner.lock();
             let last = schema::read_listing(&inner.conn).map_err(|e| self.sql_error(e))?;
-            let (look, answer) = std::thread::scope(|scope| {
-                let looking = scope.spawn(|| scan::look(&dirs, last.as_ref(), threads));
-                let answer = during(&inner.conn);
-                match looking.join() {
-                    Ok(look) => (look, answer),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            });
+            let (look, answer) =
+                scan::look_while(&dirs, last.as_ref(), threads, || during(&inner.conn));
             let answer = answer.map_err(|e| self.sql_error(e))?;
             if let Some(last) = &last {
                 if look.same_files(last) {
@@ -755,7 +749,7 @@ mod tests {
             .unwrap()
             .expect("the listing agrees with the index after the update");
         let stamps = schema::read_stamps(&inner.conn).unwrap();
-        let now = scan::look(&dirs, None, 1);
+        let (now, ()) = scan::look_while(&dirs, None, 1, || ());
         let writes = now.patches(&before, &stamps).unwrap();
         assert_eq!(writes.len(), 1, "one stat changed: {writes:?}");
         assert_eq!(Listing::decode(now.listing(&stamps)), Some(after));

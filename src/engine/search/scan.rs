@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::super::discovery::is_transcript_name;
 use super::super::storage::{list_regular_files, path_from_bytes, path_to_bytes, DirLookup};
@@ -23,6 +24,10 @@ use super::Stamps;
 
 /// Below this many files, stats run on the calling thread.
 const PARALLEL_FROM: usize = 2048;
+
+/// How many files a thread claims at a time: few enough that the threads finish together,
+/// enough that claiming costs nothing next to the stats.
+const BLOCK: usize = 256;
 
 /// How long before it is listed a directory must have last changed for its version to be
 /// trusted next time: a change in the same tick of the file system's clock as the listing
@@ -50,8 +55,14 @@ pub struct Look<'a> {
 
 /// Looks at the directories `dirs` (each once), reusing what `last` recorded of a directory
 /// whose settled version is unchanged; a directory that cannot be opened or listed holds
-/// no files.
-pub fn look<'a>(dirs: &[PathBuf], last: Option<&'a Listing>, threads: usize) -> Look<'a> {
+/// no files. `during` runs on the calling thread meanwhile, while other threads stat the
+/// files ([`in_parallel`]); its answer is returned with the look.
+pub fn look_while<'a, A>(
+    dirs: &[PathBuf],
+    last: Option<&'a Listing>,
+    threads: usize,
+    during: impl FnOnce() -> A,
+) -> (Look<'a>, A) {
     // Nanoseconds since the epoch, the clock file systems stamp modification times with.
     let now = now_millis().saturating_mul(1_000_000);
     let mut opened = Vec::new();
@@ -96,7 +107,7 @@ pub fn look<'a>(dirs: &[PathBuf], last: Option<&'a Listing>, threads: usize) -> 
     // Each thread looks names up in directories it opened itself: threads sharing one open
     // directory contend for it in the kernel, and two were no faster than one.
     let reopen = || seen.iter().map(|d| DirLookup::open(&d.path)).collect();
-    let stats = in_parallel(
+    let (stats, answer) = in_parallel(
         &files,
         threads,
         opened,
@@ -105,8 +116,9 @@ pub fn look<'a>(dirs: &[PathBuf], last: Option<&'a Listing>, threads: usize) -> 
             Ok(dir) => dir.version(path_from_bytes(name).as_os_str()).map(Stat::of),
             Err(e) => Err(copy_error(e)),
         },
+        during,
     );
-    Look { dirs: seen, stats }
+    (Look { dirs: seen, stats }, answer)
 }
 
 impl Look<'_> {
@@ -243,42 +255,175 @@ pub fn copy_error(e: &io::Error) -> io::Error {
 
 /// Each path with its stat, on up to `threads` threads.
 pub fn stat_all(paths: Vec<PathBuf>, threads: usize) -> Vec<Found> {
-    let stats = in_parallel(&paths, threads, (), &|| (), &|(), p| Stat::read(p));
+    let (stats, ()) = in_parallel(&paths, threads, (), &|| (), &|(), p| Stat::read(p), || ());
     paths.into_iter().zip(stats).collect()
 }
 
-/// `f` of each item, in their order, on up to `threads` threads: the calling thread's with
-/// `state`, each other's with a state of its own from `new_state`.
-fn in_parallel<T: Sync, S, R: Send>(
+/// `f` of each item, in their order, and `during` run on the calling thread. Up to
+/// `threads` other threads (each with a state of its own from `new_state`) start on the
+/// items at once, and the calling thread (with `state`) joins them when `during` returns:
+/// on two cores, two threads and the caller finished sooner than one and the caller, since
+/// a thread that waits for a core leaves its items to the others. Each thread claims
+/// [`BLOCK`] items at a time until none is left, so threads that start late or run slower
+/// do not hold up the end. Few items (below [`PARALLEL_FROM`]) or no other thread: all on
+/// the calling thread, after `during`.
+fn in_parallel<T: Sync, S, R: Send, A>(
     items: &[T],
     threads: usize,
     state: S,
     new_state: &(dyn Fn() -> S + Sync),
     f: &(dyn Fn(&S, &T) -> R + Sync),
-) -> Vec<R> {
-    let threads = threads.clamp(1, items.len().div_ceil(PARALLEL_FROM / 2).max(1));
-    if threads == 1 || items.len() < PARALLEL_FROM {
-        return items.iter().map(|item| f(&state, item)).collect();
+    during: impl FnOnce() -> A,
+) -> (Vec<R>, A) {
+    let threads = threads.min(items.len().div_ceil(PARALLEL_FROM / 2));
+    if threads == 0 || items.len() < PARALLEL_FROM {
+        let answer = during();
+        return (items.iter().map(|item| f(&state, item)).collect(), answer);
     }
-    let chunk = items.len().div_ceil(threads);
+    let blocks = items.len().div_ceil(BLOCK);
+    let next = AtomicUsize::new(0);
+    // The blocks one thread claimed, each with its number.
+    let claim = |state: &S| {
+        let mut done = Vec::new();
+        loop {
+            let b = next.fetch_add(1, Ordering::Relaxed);
+            if b >= blocks {
+                return done;
+            }
+            let part = &items[b * BLOCK..items.len().min((b + 1) * BLOCK)];
+            done.push((
+                b,
+                part.iter().map(|item| f(state, item)).collect::<Vec<R>>(),
+            ));
+        }
+    };
     std::thread::scope(|scope| {
-        let mut parts = items.chunks(chunk);
-        let mine = parts.next().unwrap_or_default();
-        let workers: Vec<_> = parts
-            .map(|part| {
-                scope.spawn(move || {
-                    let state = new_state();
-                    part.iter().map(|item| f(&state, item)).collect::<Vec<R>>()
-                })
-            })
+        let workers: Vec<_> = (0..threads)
+            .map(|_| scope.spawn(|| claim(&new_state())))
             .collect();
-        let mut out: Vec<R> = mine.iter().map(|item| f(&state, item)).collect();
+        let answer = during();
+        let mut parts = claim(&state);
         for worker in workers {
             match worker.join() {
-                Ok(part) => out.extend(part),
+                Ok(part) => parts.extend(part),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        out
+        parts.sort_unstable_by_key(|(b, _)| *b);
+        (
+            parts.into_iter().flat_map(|(_, part)| part).collect(),
+            answer,
+        )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn every_item_is_done_once_in_order_with_the_answer_of_during() {
+        let items: Vec<usize> = (0..10 * BLOCK + 17).collect();
+        for threads in [0, 1, 2, 8] {
+            for len in [0, 1, PARALLEL_FROM - 1, PARALLEL_FROM, items.len()] {
+                let calls = AtomicUsize::new(0);
+                let (out, answer) = in_parallel(
+                    &items[..len],
+                    threads,
+                    0,
+                    &|| 1,
+                    &|_, &i| {
+                        calls.fetch_add(1, Ordering::Relaxed);
+                        i * 2
+                    },
+                    || "answer",
+                );
+                assert_eq!(answer, "answer");
+                assert_eq!(
+                    calls.load(Ordering::Relaxed),
+                    len,
+                    "{threads} threads, {len}"
+                );
+                assert_eq!(out, (0..len).map(|i| i * 2).collect::<Vec<_>>());
+            }
+        }
+    }
+
+    #[test]
+    fn the_other_threads_do_the_items_while_during_runs() {
+        // `during` waits until a thread other than the caller did an item: it returns only
+        // because the items were started without it.
+        let items: Vec<usize> = (0..PARALLEL_FROM * 2).collect();
+        let caller = std::thread::current().id();
+        let other_did_one = AtomicBool::new(false);
+        let (out, waited) = in_parallel(
+            &items,
+            1,
+            (),
+            &|| (),
+            &|(), &i| {
+                if std::thread::current().id() != caller {
+                    other_did_one.store(true, Ordering::Release);
+                }
+                i
+            },
+            || {
+                let start = std::time::Instant::now();
+                while !other_did_one.load(Ordering::Acquire) {
+                    assert!(
+                        start.elapsed().as_secs() < 60,
+                        "no other thread did an item"
+                    );
+                    std::thread::yield_now();
+                }
+            },
+        );
+        assert_eq!(waited, ());
+        assert_eq!(out, items);
+    }
+
+    #[test]
+    fn the_caller_uses_its_state_and_every_other_thread_one_of_its_own() {
+        let items: Vec<usize> = (0..PARALLEL_FROM * 4).collect();
+        let caller = std::thread::current().id();
+        let made = AtomicUsize::new(0);
+        let (out, ()) = in_parallel(
+            &items,
+            4,
+            0,
+            &|| made.fetch_add(1, Ordering::Relaxed) + 1,
+            &|&state, _| (state == 0) == (std::thread::current().id() == caller),
+            || (),
+        );
+        assert!(out.iter().all(|&mine| mine));
+        assert_eq!(made.load(Ordering::Relaxed), 4);
+    }
+
+    #[test]
+    fn a_panic_in_another_thread_reaches_the_caller() {
+        let items: Vec<usize> = (0..PARALLEL_FROM * 2).collect();
+        let caller = std::thread::current().id();
+        let other_started = AtomicBool::new(false);
+        let result = std::panic::catch_unwind(|| {
+            in_parallel(
+                &items,
+                1,
+                (),
+                &|| (),
+                &|(), _| {
+                    if std::thread::current().id() != caller {
+                        other_started.store(true, Ordering::Release);
+                        panic!("a worker panics");
+                    }
+                },
+                || {
+                    while !other_started.load(Ordering::Acquire) {
+                        std::thread::yield_now();
+                    }
+                },
+            )
+        });
+        assert!(result.is_err());
+    }
 }
