@@ -742,13 +742,18 @@ fn damaged_or_foreign_index_files_are_replaced() {
             conn.pragma_update(None, "user_version", FORMAT + 1)
                 .unwrap();
         }),
+        // This format's ids, and a table of it missing.
+        Box::new(|| {
+            let conn = rusqlite::Connection::open(&file).unwrap();
+            conn.execute_batch("DROP TABLE words_data").unwrap();
+        }),
     ];
     for (n, damage) in cases.iter().enumerate() {
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
         }
-        if n == 2 {
-            // A real index of another format.
+        if n >= 2 {
+            // A real index, then made another format or damaged.
             let index = SearchIndex::open(&store.index_dir).unwrap();
             update_files(&index, &store);
         }
@@ -763,17 +768,25 @@ fn damaged_or_foreign_index_files_are_replaced() {
             .unwrap();
         assert_eq!(page_size, 32 << 10, "case {n}");
     }
-    // Damage inside a page the header checks do not read.
-    drop(SearchIndex::open(&store.index_dir).unwrap());
-    let mut bytes = std::fs::read(&file).unwrap();
-    let len = bytes.len();
-    for b in &mut bytes[len / 2..] {
-        *b = 0x5a;
+    // Damage in pages the checks on opening do not read: the second half of the file, or
+    // every page but the first (the schema), so that the first read of any table fails.
+    for keep in [None, Some(32 << 10)] {
+        drop(SearchIndex::open(&store.index_dir).unwrap());
+        let mut bytes = std::fs::read(&file).unwrap();
+        let from = keep.unwrap_or(bytes.len() / 2);
+        assert!(from < bytes.len());
+        for b in &mut bytes[from..] {
+            *b = 0x5a;
+        }
+        std::fs::write(&file, bytes).unwrap();
+        let index = SearchIndex::open(&store.index_dir).unwrap();
+        let changes = update_files(&index, &store);
+        if keep.is_some() {
+            // The update's first read found the damage: the index was made anew.
+            assert_eq!(changes.len(), 1, "rebuilt");
+        }
+        assert_agrees(&store, &index, "recovered");
     }
-    std::fs::write(&file, bytes).unwrap();
-    let index = SearchIndex::open(&store.index_dir).unwrap();
-    update_files(&index, &store);
-    assert_agrees(&store, &index, "recovered");
 }
 
 #[cfg(unix)]
