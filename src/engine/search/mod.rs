@@ -379,15 +379,6 @@ impl SearchIndex {
         Ok(())
     }
 
-    /// The session files the index holds.
-    pub fn indexed_files(&self) -> Result<Vec<PathBuf>, SearchError> {
-        let mut inner = self.inner.lock();
-        self.sync_files(&mut inner)?;
-        let mut paths: Vec<PathBuf> = inner.files.paths().map(Path::to_owned).collect();
-        paths.sort();
-        Ok(paths)
-    }
-
     /// Brings the index up to date with the store made of `paths` (every transcript file of
     /// it): new and changed files are indexed, files not in `paths` dropped. Files that
     /// need reading whole are read on `threads − 1` threads (at least one) while this one
