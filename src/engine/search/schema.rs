@@ -360,15 +360,28 @@ pub fn read_stamps(conn: &Connection) -> rusqlite::Result<Stamps> {
 
 /// The listing recorded by the last update ([`Listing`]) if it still agrees with `files`
 /// (no transaction changed `files` since); `None` otherwise, or when it does not decode.
+///
+/// The bytes are read with SQLite's blob reads straight into one buffer (a column read of a
+/// listing of 10,000 files first assembled it in another, a third of the read's time), in
+/// one read transaction with the check that it agrees.
 pub fn read_listing(conn: &Connection) -> rusqlite::Result<Option<Listing>> {
-    let data: Option<Vec<u8>> = conn
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Deferred)?;
+    let len: Option<i64> = tx
         .prepare_cached(
-            "SELECT l.data FROM listing l JOIN meta m ON m.id = 1 AND l.files_gen = m.files_gen \
-             WHERE l.id = 1",
+            "SELECT length(l.data) FROM listing l \
+             JOIN meta m ON m.id = 1 AND l.files_gen = m.files_gen WHERE l.id = 1",
         )?
         .query_row([], |r| r.get(0))
         .optional()?;
-    Ok(data.and_then(Listing::decode))
+    let Some(len) = len.and_then(|n| usize::try_from(n).ok()) else {
+        return Ok(None);
+    };
+    let blob = tx.blob_open(rusqlite::MAIN_DB, c"listing", c"data", 1, true)?;
+    let mut data = vec![0; len];
+    let read = blob.read_at(&mut data, 0)?;
+    drop(blob);
+    tx.commit()?;
+    Ok((read == len).then(|| Listing::decode(data)).flatten())
 }
 
 /// Records the listing of `look` with the stats of `files`, the stamps read when
