@@ -102,6 +102,57 @@ pub fn fold(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The definition, one character at a time: each character's lower case, split into
+    /// runs of word characters.
+    fn by_definition(text: &str) -> Vec<(usize, usize, String)> {
+        let mut out: Vec<(usize, usize, String)> = Vec::new();
+        let mut open = false;
+        for (at, c) in text.char_indices() {
+            for l in c.to_lowercase() {
+                if !is_word_char(l) {
+                    open = false;
+                    continue;
+                }
+                match out.last_mut() {
+                    Some(last) if open => {
+                        last.1 = at + c.len_utf8();
+                        last.2.push(l);
+                    }
+                    _ => out.push((at, at + c.len_utf8(), l.to_string())),
+                }
+                open = true;
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn words_are_the_definitions(
+            text in proptest::collection::vec(
+                prop_oneof![
+                    4 => proptest::char::range('0', 'z'),
+                    2 => Just(' '),
+                    1 => proptest::sample::select(vec![
+                        'é', 'İ', 'K', '\u{212A}', 'ß', 'Σ', '\u{E000}', '_', '-', '—', '\n',
+                        '\u{301}', 'ǅ', '日',
+                    ]),
+                    1 => any::<char>(),
+                ],
+                0..40,
+            ).prop_map(|cs| cs.into_iter().collect::<String>())
+        ) {
+            prop_assert_eq!(words(&text), by_definition(&text));
+        }
+
+        #[test]
+        fn the_words_of_ascii_text_are_the_definitions(text in "[ -~\t\n]{0,60}") {
+            prop_assert!(text.is_ascii());
+            prop_assert_eq!(words(&text), by_definition(&text));
+        }
+    }
 
     #[test]
     fn words_are_runs_of_word_characters_of_the_lower_cased_text() {
