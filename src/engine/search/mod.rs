@@ -61,6 +61,7 @@
 
 mod json;
 mod listing;
+mod occurrences;
 mod prepare;
 pub mod query;
 pub mod rank;

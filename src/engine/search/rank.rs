@@ -7,14 +7,16 @@
 //! [`COMMON_FROM`] matches indexed last (the index's newest: files are indexed oldest
 //! first, and appended entries after them) with the same formula computed here from their
 //! text: for each term, its occurrences `tf` in the document (as whole words, a phrase's
-//! words in a row, [`super::words`]) and the document's length against the window's mean, `tf·(k1+1) / (tf + k1·(1 − b + b·len/mean))` with FTS5's
+//! words in a row, [`super::occurrences`]) and the document's length against the window's mean, `tf·(k1+1) / (tf + k1·(1 − b + b·len/mean))` with FTS5's
 //! `k1 = 1.2`, `b = 0.75`, summed over the terms with equal weights (every term of such a
 //! query is common, so their inverse document frequencies are all near zero and alike).
 //! The score is negated, lower is better, as FTS5's.
 
+use std::ops::ControlFlow;
+
+use super::occurrences::for_each_occurrence;
 use super::query::{Query, Term};
 use super::snippet::count_folded;
-use super::words::for_each_word;
 
 /// A query with more matches than this is ranked over the window of its newest matches.
 pub const COMMON_FROM: usize = 128;
@@ -50,27 +52,12 @@ pub fn counts(text: &str, query: &Query) -> Option<Counts> {
     }
 }
 
-/// How many times each term occurs in `text`: its words in a row ([`super::words`]).
+/// How many times each term occurs in `text` ([`super::occurrences`]).
 fn occurrences(text: &str, terms: &[Term]) -> Vec<u32> {
     let mut tf = vec![0u32; terms.len()];
-    // For each phrase, the lengths of its beginnings that the words read last end with.
-    let mut partial: Vec<Vec<usize>> = vec![Vec::new(); terms.len()];
-    for_each_word(text, |_, _, word| {
-        for (t, term) in terms.iter().enumerate() {
-            let phrase = &term.words;
-            let open = &mut partial[t];
-            open.retain_mut(|k| {
-                let goes_on = phrase[*k] == word;
-                *k += 1;
-                goes_on
-            });
-            if phrase.first().is_some_and(|first| first == word) {
-                open.push(1);
-            }
-            let before = open.len();
-            open.retain(|&k| k < phrase.len());
-            tf[t] += (before - open.len()) as u32;
-        }
+    for_each_occurrence(text, terms, |o| {
+        tf[o.term] += 1;
+        ControlFlow::Continue(())
     });
     tf
 }

@@ -9,8 +9,11 @@
 //!   become one space; `…` stands for text cut at either end.
 //! - Highlights are byte ranges of [`Snippet::text`], in order, not overlapping.
 
+use std::ops::ControlFlow;
+
+use super::occurrences::for_each_occurrence;
 use super::query::Query;
-use super::words::{fold, words};
+use super::words::fold;
 
 /// The most characters of document text a snippet holds.
 pub const SNIPPET_CHARS: usize = 160;
@@ -31,16 +34,21 @@ impl Snippet {
     pub fn of(text: &str, query: &Query) -> Option<Snippet> {
         let matches = match query {
             Query::Terms(terms) => {
-                let tokens = words(text);
+                // The window ends at most SNIPPET_CHARS characters (of up to four bytes)
+                // after the first match: a match beginning after that is not shown.
                 let mut found = Vec::new();
-                for term in terms {
-                    let n = term.words.len();
-                    for i in 0..tokens.len().saturating_sub(n - 1) {
-                        if (0..n).all(|k| tokens[i + k].2 == term.words[k]) {
-                            found.push((tokens[i].0, tokens[i + n - 1].1));
-                        }
+                let mut shown_until = usize::MAX;
+                for_each_occurrence(text, terms, |o| {
+                    shown_until = shown_until.min(o.start.saturating_add(4 * SNIPPET_CHARS));
+                    if o.start < shown_until {
+                        found.push((o.start, o.end));
                     }
-                }
+                    if o.start >= shown_until {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                });
                 found
             }
             Query::Substring(needle) => {
@@ -220,6 +228,7 @@ fn window(text: &str, matches: Vec<(usize, usize)>) -> Snippet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn marked(s: &Snippet) -> String {
         let mut out = String::new();
@@ -265,5 +274,30 @@ mod tests {
         );
         assert_eq!(&s.text[s.highlights[0].0..s.highlights[0].1], "needle");
         assert!(s.text.chars().count() <= SNIPPET_CHARS + 2);
+    }
+
+    proptest! {
+        /// A snippet that stops looking after the window is the one of every match.
+        #[test]
+        fn the_snippet_is_that_of_every_match(
+            pieces in proptest::collection::vec(
+                prop_oneof![
+                    Just("a "), Just("b "), Just("A b "), Just("ä "), Just("— "),
+                    Just("filler text that is long enough to move the window along. "),
+                ],
+                0..80,
+            ),
+            q in prop_oneof![Just("a"), Just("\"a b\""), Just("b \"b a\""), Just("ä a")],
+        ) {
+            let text: String = pieces.concat();
+            let q = Query::parse(q).unwrap();
+            let Query::Terms(terms) = &q else { unreachable!() };
+            let mut every = Vec::new();
+            for_each_occurrence(&text, terms, |o| {
+                every.push((o.start, o.end));
+                ControlFlow::Continue(())
+            });
+            prop_assert_eq!(Snippet::of(&text, &q), Some(window(&text, merged(every))));
+        }
     }
 }

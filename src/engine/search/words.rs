@@ -16,6 +16,8 @@
 //! substring query name the words it must touch ([`super::substring`]): every match of a
 //! substring in the lower-cased text holds its runs of word characters at the same places.
 
+use std::ops::ControlFlow;
+
 /// Whether `c` (a lower-cased character) belongs inside a word.
 pub fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || ('\u{E000}'..='\u{F8FF}').contains(&c)
@@ -24,6 +26,14 @@ pub fn is_word_char(c: char) -> bool {
 /// Calls `f(start, end, word)` for each word of `text`, in order: `start..end` is the byte
 /// range of `text` whose characters it came from, `word` the lower-cased word.
 pub fn for_each_word(text: &str, mut f: impl FnMut(usize, usize, &str)) {
+    try_for_each_word(text, |start, end, word| {
+        f(start, end, word);
+        ControlFlow::Continue(())
+    });
+}
+
+/// [`for_each_word`] until `f` breaks.
+pub fn try_for_each_word(text: &str, mut f: impl FnMut(usize, usize, &str) -> ControlFlow<()>) {
     // The word being read, and the byte range of `text` it came from so far.
     let mut word = String::new();
     let (mut start, mut end) = (0, 0);
@@ -39,7 +49,9 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(usize, usize, &str)) {
                 word.push(b.to_ascii_lowercase() as char);
                 end = at + 1;
             } else if !word.is_empty() {
-                f(start, end, &word);
+                if f(start, end, &word).is_break() {
+                    return;
+                }
                 word.clear();
             }
             at += 1;
@@ -54,14 +66,16 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(usize, usize, &str)) {
                 word.push(l);
                 end = at + c.len_utf8();
             } else if !word.is_empty() {
-                f(start, end, &word);
+                if f(start, end, &word).is_break() {
+                    return;
+                }
                 word.clear();
             }
         }
         at += c.len_utf8();
     }
     if !word.is_empty() {
-        f(start, end, &word);
+        let _ = f(start, end, &word);
     }
 }
 
