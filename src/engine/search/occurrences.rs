@@ -128,6 +128,11 @@ mod tests {
         );
         assert_eq!(all("torn lines, xtorn line, torn  line", &q), [(0, 24, 34)]);
         assert_eq!(all("a a a, b a", &terms("\"a a\"")), [(0, 0, 3), (0, 2, 5)]);
+        // Words compare lower-cased: STRASSE is not straße, straßen is another word.
+        assert_eq!(
+            all("Straße, STRASSE; straßen straße", &terms("straße")),
+            [(0, 0, 7), (0, 27, 34)]
+        );
     }
 
     #[test]

@@ -5,17 +5,15 @@
 //! and then a score per match (about 100 ms for 100,000 matches), a phrase of common words
 //! more. So a query matching more than [`COMMON_FROM`] documents is ranked over the
 //! [`COMMON_FROM`] matches indexed last (the index's newest: files are indexed oldest
-//! first, and appended entries after them) with the same formula computed here from their
-//! text: for each term, its occurrences `tf` in the document (as whole words, a phrase's
-//! words in a row, [`super::occurrences`]) and the document's length against the window's mean, `tf·(k1+1) / (tf + k1·(1 − b + b·len/mean))` with FTS5's
-//! `k1 = 1.2`, `b = 0.75`, summed over the terms with equal weights (every term of such a
-//! query is common, so their inverse document frequencies are all near zero and alike).
-//! The score is negated, lower is better, as FTS5's.
+//! first, and appended entries after them) with the same formula computed here: for each
+//! term, its occurrences `tf` in the document (as whole words, a phrase's words in a row;
+//! for a word query the word index counts them, [`super::instances`], for a substring its
+//! text, [`substring_counts`]) and the document's length in bytes against the window's
+//! mean, `tf·(k1+1) / (tf + k1·(1 − b + b·len/mean))` with FTS5's `k1 = 1.2`, `b = 0.75`,
+//! summed over the terms with equal weights (every term of such a query is common, so their
+//! inverse document frequencies are all near zero and alike). The score is negated, lower
+//! is better, as FTS5's.
 
-use std::ops::ControlFlow;
-
-use super::occurrences::for_each_occurrence;
-use super::query::{Query, Term};
 use super::snippet::count_folded;
 
 /// A query with more matches than this is ranked over the window of its newest matches.
@@ -33,33 +31,15 @@ pub struct Counts {
     pub len: u32,
 }
 
-/// The counts of `text` for `query`; `None` when a substring query does not occur in it
-/// (its candidates hold words it touches, not always the substring).
-pub fn counts(text: &str, query: &Query) -> Option<Counts> {
-    let len = text.len() as u32;
-    match query {
-        Query::Terms(terms) => Some(Counts {
-            tf: occurrences(text, terms),
-            len,
-        }),
-        Query::Substring(needle) => {
-            let found = count_folded(text, needle);
-            (found > 0).then(|| Counts {
-                tf: vec![found as u32],
-                len,
-            })
-        }
-    }
-}
-
-/// How many times each term occurs in `text` ([`super::occurrences`]).
-fn occurrences(text: &str, terms: &[Term]) -> Vec<u32> {
-    let mut tf = vec![0u32; terms.len()];
-    for_each_occurrence(text, terms, |o| {
-        tf[o.term] += 1;
-        ControlFlow::Continue(())
-    });
-    tf
+/// The counts of a substring query in `text`; `None` when it does not occur in it (its
+/// candidates hold words it touches, not always the substring). A word query's come from
+/// the word index ([`super::instances`]).
+pub fn substring_counts(text: &str, needle: &str) -> Option<Counts> {
+    let found = count_folded(text, needle);
+    (found > 0).then(|| Counts {
+        tf: vec![found as u32],
+        len: text.len() as u32,
+    })
 }
 
 /// The score of each document of a window (lower is better).
@@ -84,17 +64,35 @@ pub fn scores(window: &[Counts]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::occurrences::for_each_occurrence;
+    use crate::search::query::Query;
+    use std::ops::ControlFlow;
+
+    /// The counts of a word query in `text` as its occurrences give them.
+    fn word_counts(text: &str, q: &str) -> Counts {
+        let Query::Terms(terms) = Query::parse(q).unwrap() else {
+            unreachable!()
+        };
+        let mut tf = vec![0; terms.len()];
+        for_each_occurrence(text, &terms, |o| {
+            tf[o.term] += 1;
+            ControlFlow::Continue(())
+        });
+        Counts {
+            tf,
+            len: text.len() as u32,
+        }
+    }
 
     #[test]
     fn more_occurrences_and_shorter_documents_rank_first() {
-        let q = Query::parse("parser").unwrap();
         let texts = [
             "the parser failed",
             "the parser failed and the parser failed again",
             "a parser",
             "a long text where the parser is mentioned once among many other words",
         ];
-        let counts: Vec<Counts> = texts.iter().map(|t| counts(t, &q).unwrap()).collect();
+        let counts: Vec<Counts> = texts.iter().map(|t| word_counts(t, "parser")).collect();
         assert_eq!(counts[1].tf, [2]);
         assert_eq!(counts[2].len, 8);
         let s = scores(&counts);
@@ -103,24 +101,9 @@ mod tests {
     }
 
     #[test]
-    fn phrases_and_substrings_are_counted_as_they_match() {
-        let q = Query::parse("\"torn line\" Parser").unwrap();
-        let c = counts("Torn line, torn-line; PARSER torn", &q).unwrap();
-        assert_eq!(c.tf, [2, 1]);
-        let c = counts("torn lines, xtorn line, torn  line", &q).unwrap();
-        assert_eq!(c.tf, [1, 0]);
-        let c = counts("torn torn line parser; torn", &q).unwrap();
-        assert_eq!(c.tf, [1, 1]);
-        // Overlapping occurrences count each.
-        let q = Query::parse("\"a a\"").unwrap();
-        assert_eq!(counts("a a a, b a", &q).unwrap().tf, [2]);
-        let q = Query::parse("straße").unwrap();
-        assert_eq!(
-            counts("Straße, STRASSE; straßen straße", &q).unwrap().tf,
-            [2]
-        );
-        let q = Query::substring("rror: c").unwrap();
-        assert_eq!(counts("Error: cannot; error: cause", &q).unwrap().tf, [2]);
-        assert_eq!(counts("Error cannot", &q), None);
+    fn substrings_are_counted_where_they_occur() {
+        let c = substring_counts("Error: cannot; error: cause", "rror: c").unwrap();
+        assert_eq!((c.tf, c.len), (vec![2], 27));
+        assert_eq!(substring_counts("Error cannot", "rror: c"), None);
     }
 }

@@ -13,6 +13,7 @@ use super::super::load::ReadMark;
 use super::super::storage::{
     path_from_bytes, path_to_bytes, FileId, FileStorage, OpenMode, SessionStorage,
 };
+use super::instances;
 use super::listing::{stat_bytes, Listing};
 use super::query::{words_match, Query};
 use super::rank::{self, COMMON_FROM};
@@ -122,7 +123,7 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     // 32 MB of page cache (the default is 2 MB): a build rewrites FTS5 segments and the
     // documents' b-tree pages many times over.
     conn.pragma_update(None, "cache_size", -32768)?;
-    Ok(())
+    instances::register(conn)
 }
 
 /// Whether `conn` holds an index of this format: the ids, then a read of every table.
@@ -276,6 +277,7 @@ pub fn open_memory() -> Result<Connection, SearchError> {
         source,
     };
     let conn = Connection::open_in_memory().map_err(sql)?;
+    instances::register(&conn).map_err(sql)?;
     create(&conn).map_err(sql)?;
     Ok(conn)
 }
@@ -630,6 +632,10 @@ fn ranked_by_bm25(
 /// The best hits of a common query among its newest `window` matches ([`super::rank`]);
 /// a substring's window grows while it holds fewer than `limit` true matches. `None` when
 /// the query has no more than `window` matches: it is not common.
+///
+/// A word query's counts come from the word index ([`instances`]) and each document's
+/// length from its size, so only the text of the hits shown is read (for their snippets);
+/// a substring's are counted in each candidate's text, which says whether it matches.
 fn ranked_in_window(
     conn: &Connection,
     query: &Query,
@@ -643,14 +649,27 @@ fn ranked_in_window(
         order,
         ..
     } = matches;
-    let sql = format!("SELECT d.id, {HIT_COLUMNS} {from} ORDER BY {order} DESC LIMIT ?");
+    // The row's counts: (columns of the select, from the row).
+    let (columns, phrases) = match query {
+        Query::Terms(terms) => (
+            format!(
+                "{}, {}(words)",
+                HIT_COLUMNS.replace("d.text", "octet_length(d.text)"),
+                instances::FUNCTION
+            ),
+            terms.len(),
+        ),
+        Query::Substring(_) => (HIT_COLUMNS.to_owned(), 0),
+    };
+    let sql = format!("SELECT d.id, {columns} {from} ORDER BY {order} DESC LIMIT ?");
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut first = true;
     loop {
         let mut page = params.to_vec();
         page.push(Sql::Integer(sql_count(window.saturating_add(1))));
         let mut rows = stmt.query(params_from_iter(page))?;
-        // (id, the row's hit without its score and snippet, its text), and its counts.
+        // (id, the row's hit without its score and snippet, its text if read), and its
+        // counts.
         let mut found = Vec::new();
         let mut counts = Vec::new();
         let mut seen = 0;
@@ -659,9 +678,33 @@ fn ranked_in_window(
             if seen > window {
                 break;
             }
-            let text: String = row.get(10)?;
-            let Some(c) = rank::counts(&text, query) else {
-                continue;
+            let (c, text) = match query {
+                Query::Terms(_) => {
+                    let tf = instances::decode(&row.get::<_, Vec<u8>>(15)?, phrases).ok_or_else(
+                        || {
+                            rusqlite::Error::InvalidColumnType(
+                                15,
+                                instances::FUNCTION.to_owned(),
+                                rusqlite::types::Type::Blob,
+                            )
+                        },
+                    )?;
+                    let len: i64 = row.get(10)?;
+                    (
+                        rank::Counts {
+                            tf,
+                            len: u32::try_from(len).unwrap_or(u32::MAX),
+                        },
+                        None,
+                    )
+                }
+                Query::Substring(needle) => {
+                    let text: String = row.get(10)?;
+                    let Some(c) = rank::substring_counts(&text, needle) else {
+                        continue;
+                    };
+                    (c, Some(text))
+                }
             };
             let id: i64 = row.get(0)?;
             found.push((id, hit_of(row, 1, 0.0, Snippet::default())?, text));
@@ -686,15 +729,20 @@ fn ranked_in_window(
                 .then(b_id.cmp(a_id))
         });
         found.truncate(filters.limit);
+        drop(rows);
         // Only the hits shown need their snippet.
-        return Ok(Some(
-            found
-                .into_iter()
-                .map(|(_, (mut hit, stat), text)| {
-                    hit.snippet = Snippet::of(&text, query).unwrap_or_default();
-                    (hit, stat)
-                })
-                .collect(),
-        ));
+        let mut text_of = conn.prepare_cached("SELECT text FROM docs WHERE id = ?1")?;
+        let mut hits = Vec::with_capacity(found.len());
+        for (id, (mut hit, stat), text) in found {
+            let text = match text {
+                Some(text) => text,
+                None => text_of
+                    .query_row([id], |r| r.get::<_, Option<String>>(0))?
+                    .unwrap_or_default(),
+            };
+            hit.snippet = Snippet::of(&text, query).unwrap_or_default();
+            hits.push((hit, stat));
+        }
+        return Ok(Some(hits));
     }
 }
