@@ -699,6 +699,26 @@ mod tests {
     }
 
     #[test]
+    fn the_page_cache_is_the_queries_one_before_and_after_an_update() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("sessions");
+        std::fs::create_dir(&store).unwrap();
+        std::fs::write(store.join("s1.jsonl"), session(1)).unwrap();
+        let index = SearchIndex::open(&dir.path().join("index")).unwrap();
+        let cache = |index: &SearchIndex| -> i64 {
+            let inner = index.inner.lock();
+            inner
+                .conn
+                .query_row("PRAGMA cache_size", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(cache(&index), -512);
+        let report = index.update(&[store.join("s1.jsonl")], 2, &|_| {}).unwrap();
+        assert_eq!(report.changes.len(), 1);
+        assert_eq!(cache(&index), -512, "after the update");
+    }
+
+    #[test]
     fn an_update_of_stats_alone_writes_them_into_the_listing_as_a_whole_listing_holds_them() {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("sessions");

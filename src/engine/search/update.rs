@@ -38,7 +38,7 @@ use super::super::storage::{FileStorage, SessionStorage};
 use super::prepare::{
     distinct_words, prepare, row_of, title_row, Batch, Prepared, Row, SessionFacts, Stat,
 };
-use super::schema::{load_state, path_bytes};
+use super::schema::{load_state, path_bytes, set_cache, CacheFor};
 use super::substring::{add_terms, Known};
 use super::{Change, FileState, Inner, Progress, SessionChange, UpdateReport};
 
@@ -246,8 +246,23 @@ fn read_and_send(k: usize, path: &Path, to_writer: &mpsc::SyncSender<(usize, Rea
 
 /// Indexes the files in `changed` (each with the stat it has now): appended lines where
 /// they can be read on their own, every other file read whole on [`readers`]`(threads)`
-/// threads while this one writes.
+/// threads while this one writes. The connection has the page cache of an update
+/// meanwhile, and that of queries again afterwards, whether or not the update failed
+/// ([`CacheFor`]).
 pub fn apply(
+    inner: &mut Inner,
+    changed: Vec<(PathBuf, Stat)>,
+    threads: usize,
+    progress: &dyn Fn(Progress),
+    report: &mut UpdateReport,
+) -> rusqlite::Result<()> {
+    set_cache(&inner.conn, CacheFor::Update)?;
+    let applied = apply_changes(inner, changed, threads, progress, report);
+    let shrunk = set_cache(&inner.conn, CacheFor::Queries);
+    applied.and(shrunk)
+}
+
+fn apply_changes(
     inner: &mut Inner,
     changed: Vec<(PathBuf, Stat)>,
     threads: usize,
