@@ -565,6 +565,10 @@ fn sql_count(n: usize) -> i64 {
 const HIT_COLUMNS: &str = "f.path, f.session_id, f.title, f.cwd, d.entry_id, d.entry_type, \
      d.kind, d.time_ms, d.on_leaf, d.text, f.dev, f.ino, f.len, f.mtime_ns";
 
+/// Where a word query's window has each row's [`instances::FUNCTION`]: after the document's
+/// id and the 14 [`HIT_COLUMNS`].
+const COUNTS_AT: usize = 15;
+
 /// A hit from a row holding [`HIT_COLUMNS`] from column `at` on, and the stat its file was
 /// indexed at.
 fn hit_of(row: &Row, at: usize, score: f64, snippet: Snippet) -> rusqlite::Result<(Hit, Stat)> {
@@ -683,6 +687,12 @@ fn ranked_in_window(
         Query::Substring(_) => (HIT_COLUMNS.to_owned(), 0),
     };
     let sql = format!("SELECT d.id, {columns} {from} ORDER BY {order} DESC LIMIT ?");
+    // One read transaction, so that the text read for a hit shown is that of the row
+    // ranked (dropped unfinished, it only ends the read).
+    let _read = conn
+        .is_autocommit()
+        .then(|| Transaction::new_unchecked(conn, TransactionBehavior::Deferred))
+        .transpose()?;
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut first = true;
     loop {
@@ -701,16 +711,15 @@ fn ranked_in_window(
             }
             let (c, text) = match query {
                 Query::Terms(_) => {
-                    let tf = instances::decode(&row.get::<_, Vec<u8>>(15)?, phrases).ok_or_else(
-                        || {
+                    let tf = instances::decode(&row.get::<_, Vec<u8>>(COUNTS_AT)?, phrases)
+                        .ok_or_else(|| {
                             rusqlite::Error::InvalidColumnType(
-                                15,
+                                COUNTS_AT,
                                 instances::FUNCTION.to_owned(),
                                 rusqlite::types::Type::Blob,
                             )
-                        },
-                    )?;
-                    let len: i64 = row.get(10)?;
+                        })?;
+                    let len = row.get::<_, Option<i64>>(10)?.unwrap_or(0);
                     (
                         rank::Counts {
                             tf,
