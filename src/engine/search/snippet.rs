@@ -40,14 +40,11 @@ impl Snippet {
                 let mut shown_until = usize::MAX;
                 for_each_occurrence(text, terms, |o| {
                     shown_until = shown_until.min(o.start.saturating_add(4 * SNIPPET_CHARS));
-                    if o.start < shown_until {
-                        found.push((o.start, o.end));
-                    }
                     if o.start >= shown_until {
-                        ControlFlow::Break(())
-                    } else {
-                        ControlFlow::Continue(())
+                        return ControlFlow::Break(());
                     }
+                    found.push((o.start, o.end));
+                    ControlFlow::Continue(())
                 });
                 found
             }
