@@ -325,6 +325,7 @@ mod tests {
             nlink: 1,
             mtime_ms: 0,
             stable: false,
+            lookup_each_open: false,
         };
         assert_eq!(attributes(&attr(NodeKind::Directory, 0o700)), 0x10);
         assert_eq!(attributes(&attr(NodeKind::File, 0o400)), 0x01);

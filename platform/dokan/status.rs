@@ -33,6 +33,7 @@ statuses! {
     STATUS_OBJECT_PATH_NOT_FOUND = 0xC000_003A,
     STATUS_QUOTA_EXCEEDED = 0xC000_0044,
     STATUS_DISK_FULL = 0xC000_007F,
+    STATUS_FILE_INVALID = 0xC000_0098,
     STATUS_MEDIA_WRITE_PROTECTED = 0xC000_00A2,
     STATUS_FILE_IS_A_DIRECTORY = 0xC000_00BA,
     STATUS_NOT_SUPPORTED = 0xC000_00BB,
@@ -68,6 +69,7 @@ pub fn to_ntstatus(error: &VfsError) -> NtStatus {
         VfsError::Refused(_) => STATUS_ACCESS_DENIED,
         VfsError::Unreadable(_) => STATUS_FILE_CORRUPT_ERROR,
         VfsError::TooLarge(_) => STATUS_FILE_TOO_LARGE,
+        VfsError::Stale => STATUS_FILE_INVALID,
     }
 }
 
@@ -118,6 +120,7 @@ mod tests {
                 STATUS_FILE_CORRUPT_ERROR,
             ),
             (VfsError::TooLarge(String::new()), STATUS_FILE_TOO_LARGE),
+            (VfsError::Stale, STATUS_FILE_INVALID),
         ];
         let storage = |cause| VfsError::Storage {
             cause,

@@ -33,13 +33,9 @@ const SHORT_TTL: Duration = Duration::from_secs(1);
 /// model announces.
 const LONG_TTL: Duration = Duration::from_secs(24 * 3600);
 
-fn ttl(attr: &Attr) -> &'static Duration {
-    if attr.stable {
-        &LONG_TTL
-    } else {
-        &SHORT_TTL
-    }
-}
+/// While reads are served by node, a rendered file's name is looked up at every open: a
+/// change of its bytes gives it a new inode number ([`Attr::lookup_each_open`]).
+const NO_TTL: Duration = Duration::ZERO;
 
 /// The one mapping from model errors to error codes.
 pub fn to_errno(error: &VfsError) -> Errno {
@@ -66,6 +62,7 @@ pub fn to_errno(error: &VfsError) -> Errno {
         VfsError::Refused(_) => Errno::EACCES,
         VfsError::Unreadable(_) => Errno::EIO,
         VfsError::TooLarge(_) => Errno::EFBIG,
+        VfsError::Stale => Errno::ESTALE,
     }
 }
 
@@ -175,12 +172,37 @@ pub struct FuseAdapter {
     vfs: std::sync::Arc<Vfs>,
     uid: u32,
     gid: u32,
+    /// Files are opened by the kernel alone and read by node (see [`FuseAdapter::new`]).
+    by_node: bool,
 }
 
 impl FuseAdapter {
     /// Serves `vfs`; files are owned by `uid`:`gid` (the mounting user).
+    ///
+    /// A read-only model on Linux is served without file handles: the first open is
+    /// answered `ENOSYS`, and the kernel then opens and closes every file itself (no OPEN,
+    /// FLUSH or RELEASE round trip; `FUSE_NO_OPEN_SUPPORT`), keeps its pages across opens
+    /// and reads by node ([`Vfs::read_node`]). A rendered file gets a new inode number
+    /// when its bytes change, so its name gets no TTL. Writes need handles: a writable
+    /// mount keeps them, and so does macFUSE.
     pub fn new(vfs: std::sync::Arc<Vfs>, uid: u32, gid: u32) -> Self {
-        FuseAdapter { vfs, uid, gid }
+        let by_node = vfs.read_only() && Kernel::HERE == Kernel::Linux;
+        FuseAdapter {
+            vfs,
+            uid,
+            gid,
+            by_node,
+        }
+    }
+
+    fn ttl(&self, attr: &Attr) -> &'static Duration {
+        if attr.stable {
+            &LONG_TTL
+        } else if attr.lookup_each_open {
+            &NO_TTL
+        } else {
+            &SHORT_TTL
+        }
     }
 
     fn attr(&self, a: &Attr) -> FileAttr {
@@ -270,12 +292,22 @@ impl Filesystem for FuseAdapter {
         // Optional: without them the kernel looks names up one by one.
         let _ = config
             .add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
+        if self.by_node {
+            if config
+                .add_capabilities(InitFlags::FUSE_NO_OPEN_SUPPORT)
+                .is_ok()
+            {
+                self.vfs.serve_reads_by_node();
+            } else {
+                self.by_node = false;
+            }
+        }
         Ok(())
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match call("lookup", || self.vfs.lookup(parent.0, name_str(name)?)) {
-            Ok(a) => reply.entry(ttl(&a), &self.attr(&a), Generation(0)),
+            Ok(a) => reply.entry(self.ttl(&a), &self.attr(&a), Generation(0)),
             Err(e) => reply.error(e),
         }
     }
@@ -287,7 +319,7 @@ impl Filesystem for FuseAdapter {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match call("getattr", || self.vfs.getattr(ino.0)) {
-            Ok(a) => reply.attr(ttl(&a), &self.attr(&a)),
+            Ok(a) => reply.attr(self.ttl(&a), &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
@@ -330,7 +362,7 @@ impl Filesystem for FuseAdapter {
             None => self.vfs.getattr(ino.0),
         });
         match result {
-            Ok(a) => reply.attr(ttl(&a), &self.attr(&a)),
+            Ok(a) => reply.attr(self.ttl(&a), &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
@@ -404,6 +436,10 @@ impl Filesystem for FuseAdapter {
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if self.by_node {
+            // The kernel opens every file itself from now on.
+            return reply.error(Errno::ENOSYS);
+        }
         let access = flags.acc_mode();
         let mode = OpenMode {
             read: matches!(access, OpenAccMode::O_RDONLY | OpenAccMode::O_RDWR),
@@ -431,7 +467,7 @@ impl Filesystem for FuseAdapter {
     fn read(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         size: u32,
@@ -439,7 +475,14 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match call("read", || self.vfs.read(fh.0, offset, size)) {
+        let read = || {
+            if self.by_node {
+                self.vfs.read_node(ino.0, offset, size)
+            } else {
+                self.vfs.read(fh.0, offset, size)
+            }
+        };
+        match call("read", read) {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(e),
         }
@@ -471,6 +514,10 @@ impl Filesystem for FuseAdapter {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
+        if self.by_node {
+            // Nothing is ever pending: the kernel stops sending flushes.
+            return reply.error(Errno::ENOSYS);
+        }
         match call("flush", || self.vfs.flush(fh.0)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
@@ -566,7 +613,7 @@ impl Filesystem for FuseAdapter {
                 INodeNo(entry.ino),
                 next,
                 &entry.name,
-                ttl(&attr),
+                self.ttl(&attr),
                 &self.attr(&attr),
                 Generation(0),
             );
@@ -677,6 +724,7 @@ mod tests {
             (VfsError::Refused(String::new()), libc::EACCES),
             (VfsError::Unreadable(String::new()), libc::EIO),
             (VfsError::TooLarge(String::new()), libc::EFBIG),
+            (VfsError::Stale, libc::ESTALE),
         ];
         let storage = |cause| VfsError::Storage {
             cause,

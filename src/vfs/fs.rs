@@ -84,6 +84,8 @@ pub struct Vfs {
     pub(super) write_gate: parking_lot::RwLock<()>,
     /// When each session's leaf was last moved through the mount (ms): its views' mtime.
     leaf_moves: Mutex<HashMap<String, i64>>,
+    /// The rendered files' bytes, while reads are served by node.
+    pub(super) snapshots: super::snapshots::Snapshots,
 }
 
 /// What a `leaf` content names.
@@ -141,6 +143,15 @@ fn candidates(ids: &[String]) -> String {
     } else {
         shown.join(", ")
     }
+}
+
+/// Up to `size` bytes of `bytes` at `offset` (fewer only at the end).
+fn slice_at(bytes: &[u8], offset: u64, size: u32) -> Vec<u8> {
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(bytes.len());
+    let end = start.saturating_add(size as usize).min(bytes.len());
+    bytes[start..end].to_vec()
 }
 
 /// Up to `size` bytes of `file` at `offset` (fewer only at its end).
@@ -207,6 +218,7 @@ impl Vfs {
             stopped: AtomicBool::new(false),
             write_gate: parking_lot::RwLock::new(()),
             leaf_moves: Mutex::new(HashMap::new()),
+            snapshots: Default::default(),
         }
     }
 
@@ -359,14 +371,31 @@ impl Vfs {
     }
 
     /// The kernel dropped `count` references to `ino` (FUSE `forget`): a query's node is
-    /// forgotten when none is left.
+    /// forgotten when none is left, an old version of a rendered file at once.
     pub fn forget(&self, ino: u64, count: u64) {
-        self.inodes.lock().forget(ino, count);
+        let mut inodes = self.inodes.lock();
+        inodes.forget(ino, count);
+        if inodes.node(ino).is_none() {
+            self.snapshots.forget(ino);
+        }
     }
 
+    /// The attributes of `ino`. While files are read by node, those of a rendered file's
+    /// number, kept with its bytes (`snapshots.rs`).
     pub fn getattr(&self, ino: u64) -> Result<Attr, VfsError> {
         let node = self.node(ino)?;
-        self.attr_of(&node)
+        if let Some(kept) = self.snapshots.get(ino) {
+            return Ok(kept.attr);
+        }
+        if !self.inodes.lock().is_current(ino) {
+            // An old version of a rendered file, its bytes dropped.
+            return Err(VfsError::Stale);
+        }
+        let attr = self.attr_of(&node)?;
+        if attr.ino != ino {
+            return Err(VfsError::Stale);
+        }
+        Ok(attr)
     }
 
     /// The entries of directory `ino` (without `.` and `..`), the session listing rescanned.
@@ -422,13 +451,7 @@ impl Vfs {
                 (Handle::New(Arc::new(Mutex::new(line))), Caching::Direct)
             }
             _ if mode.write => return Err(VfsError::AccessDenied),
-            Node::Transcript(s) => {
-                let path = self.with_session(s, |loaded| Ok(loaded.path().to_owned()))?;
-                let file = FileStorage
-                    .open_read_at(&path)
-                    .map_err(|e| super::errors::from_io(&e, format!("session.jsonl: {e}")))?;
-                (Handle::Transcript(Arc::from(file)), Caching::Keep)
-            }
+            Node::Transcript(s) => (Handle::Transcript(self.transcript(s)?), Caching::Keep),
             Node::Entry(..) | Node::Blob(_) => (Handle::Read(self.content(&node)?), Caching::Keep),
             other => {
                 let view = super::handles::View {
@@ -442,14 +465,47 @@ impl Vfs {
         Ok(Opened { fh, caching })
     }
 
-    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, VfsError> {
-        let slice = |bytes: &[u8]| {
-            let start = usize::try_from(offset)
-                .unwrap_or(usize::MAX)
-                .min(bytes.len());
-            let end = start.saturating_add(size as usize).min(bytes.len());
-            bytes[start..end].to_vec()
+    /// Session `sid`'s transcript, opened for reading where it is.
+    fn transcript(&self, sid: &str) -> Result<Arc<dyn ReadFile>, VfsError> {
+        let path = self.with_session(sid, |loaded| Ok(loaded.path().to_owned()))?;
+        let file = FileStorage
+            .open_read_at(&path)
+            .map_err(|e| super::errors::from_io(&e, format!("session.jsonl: {e}")))?;
+        Ok(Arc::from(file))
+    }
+
+    /// Serves reads by node from now on, for a platform whose kernel opens files without
+    /// asking (there are no handles): [`Vfs::read_node`] reads a file, and each inode number
+    /// of a rendered file holds one version of its bytes (`snapshots.rs`;
+    /// [`Attr::lookup_each_open`]). Only for a read-only model: writes need handles.
+    pub fn serve_reads_by_node(&self) {
+        debug_assert!(
+            self.config.read_only,
+            "reads by node are for read-only models"
+        );
+        self.snapshots.enable();
+    }
+
+    /// Up to `size` bytes of file `ino` at `offset`, without a handle
+    /// ([`Vfs::serve_reads_by_node`]): the bytes a rendered file's number holds, an entry or
+    /// a blob as it is now, the transcript where it is.
+    pub fn read_node(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>, VfsError> {
+        let node = self.node(ino)?;
+        let bytes = match &node {
+            _ if node.is_dir() => return Err(VfsError::IsADirectory),
+            Node::Transcript(s) => return read_file_at(self.transcript(s)?.as_ref(), offset, size),
+            Node::Entry(..) | Node::Blob(_) => self.content(&node)?,
+            _ => {
+                // Keeps the bytes of a current number first kept now.
+                self.getattr(ino)?;
+                self.snapshots.get(ino).ok_or(VfsError::Stale)?.bytes
+            }
         };
+        Ok(slice_at(&bytes, offset, size))
+    }
+
+    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, VfsError> {
+        let slice = |bytes: &[u8]| slice_at(bytes, offset, size);
         match self.handles.get(fh)? {
             Handle::Read(bytes) => Ok(slice(&bytes)),
             Handle::View(view) => {

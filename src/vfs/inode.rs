@@ -220,9 +220,38 @@ impl InodeTable {
         }
     }
 
+    /// Gives `node` a new number (a new version of a rendered file, see `snapshots.rs`);
+    /// the old one names the node until the kernel forgets it.
+    pub fn renumber(&mut self, node: &Node) -> u64 {
+        self.numbers.remove(node);
+        self.ino(node)
+    }
+
+    /// `ino` stops being its node's current number: the node's next number is a new one.
+    pub fn retire(&mut self, ino: u64) {
+        if self.is_current(ino) {
+            let node = self
+                .node(ino)
+                .cloned()
+                .expect("a current number names a node");
+            self.numbers.remove(&node);
+        }
+    }
+
+    /// Whether `ino` is the number its node has now.
+    pub fn is_current(&self, ino: u64) -> bool {
+        self.node(ino)
+            .is_some_and(|node| self.numbers.get(node) == Some(&ino))
+    }
+
     /// The kernel dropped `count` references to `ino`: a forgettable node without any is
-    /// forgotten (its number is not given again).
+    /// forgotten (its number is not given again), and so is a number renumbered or retired
+    /// (the kernel forgets a node only when it drops it, with every reference at once).
     pub fn forget(&mut self, ino: u64, count: u64) {
+        if self.node(ino).is_some() && !self.is_current(ino) {
+            self.nodes[ino as usize - 1] = None;
+            return;
+        }
         let Some(left) = self.lookups.get_mut(&ino) else {
             return;
         };
@@ -288,5 +317,27 @@ mod tests {
         t.remember(leaf);
         t.forget(leaf, 5);
         assert_eq!(t.node(leaf), Some(&Node::Leaf("s".into())));
+    }
+
+    #[test]
+    fn a_renumbered_or_retired_node_keeps_its_old_number_until_the_kernel_forgets_it() {
+        let mut t = InodeTable::default();
+        let node = Node::Context("s".into());
+        let first = t.ino(&node);
+        let second = t.renumber(&node);
+        assert!(second > first);
+        assert_eq!(t.ino(&node), second);
+        assert!(!t.is_current(first) && t.is_current(second));
+        assert_eq!(t.node(first), Some(&node), "still names the node");
+        t.forget(first, 1);
+        assert_eq!(t.node(first), None);
+        t.retire(second);
+        assert_eq!(t.node(second), Some(&node));
+        let third = t.ino(&node);
+        assert!(third > second);
+        t.forget(third, 1);
+        assert_eq!(t.node(third), Some(&node), "the current number stays");
+        t.retire(first);
+        assert_eq!(t.ino(&node), third);
     }
 }

@@ -40,6 +40,11 @@
 //!   (lookup and readdir agree; numbers are never reused). A name that does not exist gets
 //!   no number, and a query's node is forgotten once the kernel forgets it, so the table
 //!   does not grow with lookups of absent names or with every query ever asked.
+//! - While reads are served by node (a read-only mount whose kernel opens files without
+//!   asking, [`Vfs::serve_reads_by_node`]), a rendered file's number holds one version of
+//!   its bytes: a change gives the file a new number, and the old one, which still reads as
+//!   it was, is forgotten with the kernel (`snapshots.rs`). A file read through a handle
+//!   never changes number.
 //! - Every file's size is the exact length of the bytes a read returns at that moment; the
 //!   bytes are computed by the engine and cached per session generation.
 //! - Reading never writes: a session is loaded leniently for reading, migrations and the
@@ -94,6 +99,7 @@ mod nodes;
 mod paths;
 mod search;
 mod sessions;
+mod snapshots;
 mod store_usage;
 
 pub use gjcfs_engine::io_cause::IoCause;
@@ -147,6 +153,10 @@ pub enum VfsError {
     /// [`LEAF_MAX`].
     #[error("too large: {0}")]
     TooLarge(String),
+    /// A file opened before it changed, whose old bytes are no longer kept (reads served by
+    /// node, `snapshots.rs`): opened again, it reads as it is now.
+    #[error("the file changed since it was opened")]
+    Stale,
 }
 
 /// Where the sessions come from.
@@ -181,6 +191,10 @@ pub struct Attr {
     /// its invalidation hook (entries, blobs): a kernel may cache them long. Other nodes'
     /// attributes are cached briefly.
     pub stable: bool,
+    /// While files are read by node ([`Vfs::serve_reads_by_node`]), a rendered file: each
+    /// number holds one version of its bytes, and a change gives its name a new number,
+    /// which only a lookup tells. A kernel must look its name up at every open.
+    pub lookup_each_open: bool,
 }
 
 /// One directory entry.

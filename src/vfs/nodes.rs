@@ -47,6 +47,29 @@ fn file(size: usize, mtime_ms: i64) -> Shape {
     }
 }
 
+fn attr_from(ino: u64, shape: &Shape) -> Attr {
+    Attr {
+        ino,
+        kind: shape.kind,
+        size: shape.size,
+        perm: shape.perm,
+        nlink: if shape.kind == NodeKind::Directory {
+            2
+        } else {
+            1
+        },
+        mtime_ms: shape.mtime_ms,
+        stable: shape.stable,
+        lookup_each_open: false,
+    }
+}
+
+/// A file whose bytes the model renders (every file but the transcript, entries and
+/// blobs).
+fn is_rendered_file(node: &Node, shape: &Shape) -> bool {
+    shape.kind == NodeKind::File && !shape.stable && !matches!(node, Node::Transcript(_))
+}
+
 fn stable_file(size: usize, mtime_ms: i64) -> Shape {
     Shape {
         stable: true,
@@ -212,22 +235,40 @@ impl Vfs {
         }
     }
 
-    /// The attributes of `node`; it gets its inode number only if it exists.
+    /// The attributes of `node` as it is now; it gets its inode number only if it exists.
+    /// While files are read by node, a rendered file's bytes are kept under its number, and
+    /// bytes that differ from what the number holds get a new one (`snapshots.rs`).
     pub(super) fn attr_of(&self, node: &Node) -> Result<Attr, VfsError> {
         let shape = self.shape_of(node)?;
-        Ok(Attr {
-            ino: self.ino(node),
-            kind: shape.kind,
-            size: shape.size,
-            perm: shape.perm,
-            nlink: if shape.kind == NodeKind::Directory {
-                2
-            } else {
-                1
-            },
-            mtime_ms: shape.mtime_ms,
-            stable: shape.stable,
-        })
+        if self.snapshots.enabled() && is_rendered_file(node, &shape) {
+            return self.version_of(node, &shape);
+        }
+        Ok(attr_from(self.ino(node), &shape))
+    }
+
+    /// The number of rendered file `node` that holds its bytes as they are now.
+    fn version_of(&self, node: &Node, shape: &Shape) -> Result<Attr, VfsError> {
+        let bytes = self.content(node)?;
+        let mut inodes = self.inodes.lock();
+        let mut ino = inodes.ino(node);
+        match self.snapshots.holds(ino, &bytes) {
+            Some(true) => {
+                if let Some(kept) = self.snapshots.get(ino) {
+                    return Ok(kept.attr);
+                }
+            }
+            Some(false) => ino = inodes.renumber(node),
+            None => {}
+        }
+        let attr = Attr {
+            size: bytes.len() as u64,
+            lookup_each_open: true,
+            ..attr_from(ino, shape)
+        };
+        for dropped in self.snapshots.take(bytes, attr) {
+            inodes.retire(dropped);
+        }
+        Ok(attr)
     }
 
     fn shape_of(&self, node: &Node) -> Result<Shape, VfsError> {

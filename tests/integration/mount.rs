@@ -15,11 +15,39 @@ fn sh(script: &str) -> Output {
     run("sh", &["-c", script])
 }
 
+/// The two ways a mount serves reads: a writable one through file handles, a read-only
+/// one by node (the kernel opens and closes files without asking the server).
+const MODES: [&[&str]; 2] = [&[], &["--read-only"]];
+
+/// Mounts `s` with the options of `mode`.
+fn mount_in(s: &Store, mode: &[&str]) -> Mount {
+    let agent = s.agent_dir();
+    let mut args = vec!["--agent-dir", agent.as_str()];
+    args.extend_from_slice(mode);
+    Mount::start(&args)
+}
+
+/// An assistant message appended by the agent, outside the mount; its id.
+fn append_outside(s: &Store, text: &str) -> String {
+    let agent = SessionManager::open_managed(
+        &s.file,
+        StorageConfig::files(s.tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    let id = agent.append_message(message("assistant", text)).unwrap();
+    agent.close().unwrap();
+    id
+}
+
+/// How many messages a context holds.
+fn message_count(context: &Value) -> usize {
+    let messages = context.as_object().unwrap().get("messages").unwrap();
+    messages.as_array().unwrap().len()
+}
+
 fn context_messages(dir: &Path) -> usize {
     let text = ok("cat", &[p(&dir.join("context.json"))]);
-    let value = json::parse(&text).expect("context.json is JSON");
-    let messages = value.as_object().unwrap().get("messages").unwrap();
-    messages.as_array().unwrap().len()
+    message_count(&json::parse(&text).expect("context.json is JSON"))
 }
 
 #[test]
@@ -128,38 +156,48 @@ fn modes_tell_which_files_take_writes() {
 fn session_jsonl_is_the_transcript_and_tail_f_follows_it() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
-    let dir = mount.path().join("sessions").join(&s.sid);
-    let transcript = dir.join("session.jsonl");
-    assert_eq!(fs::read(&transcript).unwrap(), fs::read(&s.file).unwrap());
-    let mut tail = Command::new("tail")
-        .args(["-n", "0", "-f", p(&transcript)])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
-    std::thread::sleep(Duration::from_millis(300));
-    // One line through the mount, one by the agent outside it.
-    let out = sh(&format!(
-        r#"echo '{{"role":"user","content":"TAILMOUNT"}}' >> {}"#,
-        p(&dir.join("entries/new"))
-    ));
-    assert!(out.status.success());
-    let seen = lines.next().unwrap().unwrap();
-    assert!(seen.contains("TAILMOUNT"), "{seen}");
-    let m = SessionManager::open_managed(
-        &s.file,
-        StorageConfig::files(s.tmp.path().join("agent/blobs")),
-    )
-    .unwrap();
-    m.append_message(message("user", "TAILOUTSIDE")).unwrap();
-    m.close().unwrap();
-    let seen = lines.next().unwrap().unwrap();
-    assert!(seen.contains("TAILOUTSIDE"), "{seen}");
-    let _ = tail.kill();
-    let _ = tail.wait();
-    assert_eq!(fs::read(&transcript).unwrap(), fs::read(&s.file).unwrap());
+    for mode in MODES {
+        let s = store();
+        let mount = mount_in(&s, mode);
+        let dir = mount.path().join("sessions").join(&s.sid);
+        let transcript = dir.join("session.jsonl");
+        assert_eq!(fs::read(&transcript).unwrap(), fs::read(&s.file).unwrap());
+        let mut tail = Command::new("tail")
+            .args(["-n", "0", "-f", p(&transcript)])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
+        std::thread::sleep(Duration::from_millis(300));
+        // One line through the mount (if it takes writes), one by the agent outside it.
+        if mode.is_empty() {
+            let out = sh(&format!(
+                r#"echo '{{"role":"user","content":"TAILMOUNT"}}' >> {}"#,
+                p(&dir.join("entries/new"))
+            ));
+            assert!(out.status.success());
+            let seen = lines.next().unwrap().unwrap();
+            assert!(seen.contains("TAILMOUNT"), "{seen}");
+        }
+        append_outside(&s, "TAILOUTSIDE");
+        let seen = lines.next().unwrap().unwrap();
+        assert!(seen.contains("TAILOUTSIDE"), "{mode:?}: {seen}");
+        let _ = tail.kill();
+        let _ = tail.wait();
+        assert_eq!(fs::read(&transcript).unwrap(), fs::read(&s.file).unwrap());
+    }
+}
+
+/// Opens `path` and reads it whole: the open file, its bytes and its mtime, a little
+/// before now (so that a change made next shows in the mtime).
+fn open_and_read(path: &Path) -> (fs::File, Vec<u8>, std::time::SystemTime) {
+    use std::io::Read;
+    let mut file = fs::File::open(path).unwrap();
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).unwrap();
+    let mtime = fs::metadata(path).unwrap().modified().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    (file, bytes, mtime)
 }
 
 #[test]
@@ -171,11 +209,7 @@ fn a_view_read_again_from_the_start_shows_what_stat_says() {
     let dir = mount.path().join("sessions").join(&s.sid);
     for name in ["context.md", "tree.txt", "context.json", "leaf"] {
         let path = dir.join(name);
-        let mut file = fs::File::open(&path).unwrap();
-        let mut before = Vec::new();
-        file.read_to_end(&mut before).unwrap();
-        let mtime_before = fs::metadata(&path).unwrap().modified().unwrap();
-        std::thread::sleep(Duration::from_millis(20));
+        let (mut file, before, mtime_before) = open_and_read(&path);
         // The leaf moves back to the first entry: a change of every view.
         ok(
             "sh",
@@ -210,10 +244,44 @@ fn a_view_read_again_from_the_start_shows_what_stat_says() {
 
 #[test]
 #[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
-fn a_view_can_be_mapped() {
-    use std::os::fd::AsRawFd;
+fn on_a_read_only_mount_an_open_view_reads_whole_as_it_was_and_a_new_open_shows_the_change() {
+    use std::io::{Read, Seek, SeekFrom};
     let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let mount = mount_in(&s, &["--read-only"]);
+    let dir = mount.path().join("sessions").join(&s.sid);
+    for name in ["context.md", "tree.txt", "context.json", "leaf"] {
+        let path = dir.join(name);
+        let (mut file, before, mtime_before) = open_and_read(&path);
+        // The agent appends: a change of every view.
+        append_outside(&s, name);
+        file.seek(SeekFrom::Start(0)).unwrap();
+        let mut again = Vec::new();
+        file.read_to_end(&mut again).unwrap();
+        assert_eq!(again, before, "{name}: the open file reads as it was");
+        assert_eq!(file.metadata().unwrap().len(), before.len() as u64);
+        let now = fs::read(&path).unwrap();
+        assert_ne!(now, before, "{name}: a new open shows the change");
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!(meta.len(), now.len() as u64, "{name}: stat and read agree");
+        assert!(
+            meta.modified().unwrap() > mtime_before,
+            "{name}: the mtime follows the change"
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn a_view_can_be_mapped() {
+    for mode in MODES {
+        let s = store();
+        let mount = mount_in(&s, mode);
+        map_context_md(&mount, &s);
+    }
+}
+
+fn map_context_md(mount: &Mount, s: &Store) {
+    use std::os::fd::AsRawFd;
     let path = mount
         .path()
         .join("sessions")
@@ -360,29 +428,33 @@ fn sigterm_unmounts_and_exits_cleanly() {
 #[test]
 #[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn an_append_by_the_agent_outside_the_mount_shows_up() {
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
-    let dir = mount.path().join("sessions").join(&s.sid);
-    assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 4);
-    let agent = SessionManager::open_managed(
-        &s.file,
-        StorageConfig::files(s.tmp.path().join("agent/blobs")),
-    )
-    .unwrap();
-    let added = agent
-        .append_message(message("assistant", "outside"))
-        .unwrap();
-    agent.close().unwrap();
-    assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 5);
-    assert_eq!(ok("cat", &[p(&dir.join("leaf"))]), format!("{added}\n"));
-    assert_eq!(context_messages(&dir), 4);
+    for mode in MODES {
+        let s = store();
+        let mount = mount_in(&s, mode);
+        let dir = mount.path().join("sessions").join(&s.sid);
+        assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 4);
+        assert_eq!(context_messages(&dir), 3);
+        let leaf = ok("cat", &[p(&dir.join("leaf"))]);
+        let added = append_outside(&s, "outside");
+        assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 5);
+        let moved = ok("cat", &[p(&dir.join("leaf"))]);
+        assert_eq!(moved.len(), leaf.len());
+        assert_eq!(moved, format!("{added}\n"), "{mode:?}");
+        assert_eq!(context_messages(&dir), 4, "{mode:?}");
+    }
 }
 
 #[test]
 #[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn cached_entries_and_headers_follow_patches_written_outside() {
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    for mode in MODES {
+        let s = store();
+        let mount = mount_in(&s, mode);
+        entries_and_headers_follow_patches(&mount, &s);
+    }
+}
+
+fn entries_and_headers_follow_patches(mount: &Mount, s: &Store) {
     let dir = mount.path().join("sessions").join(&s.sid);
     let entry = dir.join("entries").join(format!("{}.json", s.ids[0]));
     let header = dir.join("header.json");
@@ -533,7 +605,13 @@ fn history_reads_through_cat() {
     storage.add("rename the module", Some("/w"));
     storage.add("explain the tree", Some("/w"));
     storage.close().unwrap();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    for mode in MODES {
+        let mount = mount_in(&s, mode);
+        history_reads(&mount);
+    }
+}
+
+fn history_reads(mount: &Mount) {
     let history = mount.path().join("history");
     let prompts = ok("cat", &[p(&history.join("prompts.jsonl"))]);
     let parsed: Vec<Value> = prompts.lines().map(|l| json::parse(l).unwrap()).collect();
@@ -639,102 +717,97 @@ fn readers_see_whole_files_while_the_agent_appends_outside_the_mount() {
     use std::sync::Arc;
     const APPENDS: usize = 120;
     const READERS: usize = 3;
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
-    let dir = mount.path().join("sessions").join(&s.sid);
-    let done = Arc::new(AtomicBool::new(false));
+    for mode in MODES {
+        let s = store();
+        let mount = mount_in(&s, mode);
+        let dir = mount.path().join("sessions").join(&s.sid);
+        let done = Arc::new(AtomicBool::new(false));
 
-    let readers: Vec<_> = (0..READERS)
-        .map(|_| {
-            let dir = dir.clone();
-            let done = Arc::clone(&done);
-            std::thread::spawn(move || {
-                let mut seen: HashMap<String, Vec<u8>> = HashMap::new();
-                let mut last_messages = 0;
-                let mut rounds = 0;
-                // At least one round after the appender is done.
-                loop {
-                    let finished = done.load(Ordering::SeqCst);
-                    let (_, context) = read_json(&dir.join("context.json"));
-                    let messages = context
-                        .as_object()
-                        .unwrap()
-                        .get("messages")
-                        .unwrap()
-                        .as_array()
-                        .unwrap()
-                        .len();
-                    assert!(
-                        messages >= last_messages,
-                        "the context went back from {last_messages} to {messages} messages"
-                    );
-                    last_messages = messages;
-                    for item in fs::read_dir(dir.join("entries")).unwrap() {
-                        let name = item.unwrap().file_name().into_string().unwrap();
-                        if name == "new" {
-                            continue;
+        let readers: Vec<_> = (0..READERS)
+            .map(|_| {
+                let dir = dir.clone();
+                let done = Arc::clone(&done);
+                std::thread::spawn(move || {
+                    let mut seen: HashMap<String, Vec<u8>> = HashMap::new();
+                    let mut last_messages = 0;
+                    let mut rounds = 0;
+                    // At least one round after the appender is done.
+                    loop {
+                        let finished = done.load(Ordering::SeqCst);
+                        let (_, context) = read_json(&dir.join("context.json"));
+                        let messages = message_count(&context);
+                        assert!(
+                            messages >= last_messages,
+                            "the context went back from {last_messages} to {messages} messages"
+                        );
+                        last_messages = messages;
+                        for item in fs::read_dir(dir.join("entries")).unwrap() {
+                            let name = item.unwrap().file_name().into_string().unwrap();
+                            if name == "new" {
+                                continue;
+                            }
+                            let (bytes, value) = read_json(&dir.join("entries").join(&name));
+                            assert!(value.as_object().unwrap().get_str("id").is_some());
+                            if let Some(before) = seen.get(&name) {
+                                assert_eq!(before, &bytes, "{name} changed after it was read");
+                            } else {
+                                seen.insert(name, bytes);
+                            }
                         }
-                        let (bytes, value) = read_json(&dir.join("entries").join(&name));
-                        assert!(value.as_object().unwrap().get_str("id").is_some());
-                        if let Some(before) = seen.get(&name) {
-                            assert_eq!(before, &bytes, "{name} changed after it was read");
-                        } else {
-                            seen.insert(name, bytes);
+                        rounds += 1;
+                        if finished {
+                            return (rounds, seen.len());
                         }
                     }
-                    rounds += 1;
-                    if finished {
-                        return (rounds, seen.len());
-                    }
-                }
+                })
             })
-        })
-        .collect();
+            .collect();
 
-    let agent = SessionManager::open_managed(
-        &s.file,
-        StorageConfig::files(s.tmp.path().join("agent/blobs")),
-    )
-    .unwrap();
-    let mut added = Vec::new();
-    for i in 0..APPENDS {
-        let role = if i % 2 == 0 { "assistant" } else { "user" };
-        added.push(
-            agent
-                .append_message(message(role, &format!("outside {i}")))
-                .unwrap(),
-        );
-    }
-    agent.close().unwrap();
-    done.store(true, Ordering::SeqCst);
-    for reader in readers {
-        let (rounds, seen) = reader.join().expect("a reader failed");
-        assert!(rounds >= 1 && seen >= 3, "{rounds} rounds, {seen} entries");
-    }
-
-    // Everything appended shows (a bounded number of tries, no clock).
-    let total = 3 + APPENDS;
-    let mut listed = 0;
-    for _ in 0..50 {
-        listed = fs::read_dir(dir.join("entries")).unwrap().count() - 1;
-        if listed == total {
-            break;
+        let agent = SessionManager::open_managed(
+            &s.file,
+            StorageConfig::files(s.tmp.path().join("agent/blobs")),
+        )
+        .unwrap();
+        let mut added = Vec::new();
+        for i in 0..APPENDS {
+            let role = if i % 2 == 0 { "assistant" } else { "user" };
+            added.push(
+                agent
+                    .append_message(message(role, &format!("outside {i}")))
+                    .unwrap(),
+            );
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert_eq!(listed, total);
-    assert_eq!(context_messages(&dir), total);
-    assert_eq!(
-        ok("cat", &[p(&dir.join("leaf"))]),
-        format!("{}\n", added.last().unwrap())
-    );
-    for (i, id) in added.iter().enumerate() {
-        let (_, value) = read_json(&dir.join("entries").join(format!("{id}.json")));
-        let message = value.as_object().unwrap().get("message").unwrap();
+        agent.close().unwrap();
+        done.store(true, Ordering::SeqCst);
+        for reader in readers {
+            let (rounds, seen) = reader.join().expect("a reader failed");
+            assert!(rounds >= 1 && seen >= 3, "{rounds} rounds, {seen} entries");
+        }
+
+        // Everything appended shows (a bounded number of tries, no clock).
+        let total = 3 + APPENDS;
+        let mut listed = 0;
+        for _ in 0..50 {
+            listed = fs::read_dir(dir.join("entries")).unwrap().count() - 1;
+            if listed == total {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert_eq!(listed, total);
+        assert_eq!(context_messages(&dir), total);
         assert_eq!(
-            message.as_object().unwrap().get_str("content"),
-            Some(format!("outside {i}").as_str())
+            ok("cat", &[p(&dir.join("leaf"))]),
+            format!("{}\n", added.last().unwrap())
         );
+        for (i, id) in added.iter().enumerate() {
+            let (_, value) = read_json(&dir.join("entries").join(format!("{id}.json")));
+            let message = value.as_object().unwrap().get("message").unwrap();
+            assert_eq!(
+                message.as_object().unwrap().get_str("content"),
+                Some(format!("outside {i}").as_str())
+            );
+        }
     }
 }
 
@@ -1455,14 +1528,38 @@ fn the_leaf_of_a_legacy_v1_session_moves_on_its_managed_copy() {
     );
     let copy = s.file.parent().unwrap().join(legacy.file_name().unwrap());
     let session = load_session(&copy).unwrap().session;
-    let messages = session.build_context().to_value();
-    let count = messages
-        .as_object()
-        .unwrap()
-        .get("messages")
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .len();
+    let count = message_count(&session.build_context().to_value());
     assert_eq!(count, 1, "the copy resumes at the chosen entry");
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn a_read_only_mount_serves_cached_files_without_a_request_each() {
+    const ADDED: usize = 200;
+    for mode in MODES {
+        let s = store();
+        for i in 0..ADDED {
+            append_outside(&s, &format!("more {i}"));
+        }
+        let mount = mount_in(&s, mode);
+        let entries = mount.session_dir(&s.sid).join("entries");
+        let files: Vec<String> = ok("ls", &[p(&entries)])
+            .lines()
+            .filter(|name| *name != "new")
+            .map(|name| p(&entries.join(name)).to_owned())
+            .collect();
+        assert_eq!(files.len(), 3 + ADDED);
+        let args: Vec<&str> = files.iter().map(String::as_str).collect();
+        let first = ok("cat", &args);
+        let before = mount.server_reads();
+        assert_eq!(ok("cat", &args), first, "the same bytes again");
+        let requests = mount.server_reads() - before;
+        if mode.is_empty() {
+            // An open (and a release) for every file: the handle holds its snapshot.
+            assert!(requests >= files.len() as u64, "{requests} requests");
+        } else {
+            // Names, attributes and pages all come from the kernel's caches.
+            assert!(requests < files.len() as u64 / 10, "{requests} requests");
+        }
+    }
 }

@@ -67,6 +67,15 @@ fn read_all(v: &Vfs, ino: u64) -> Vec<u8> {
     bytes
 }
 
+/// The names directory `ino` lists.
+fn listed_names(v: &Vfs, ino: u64) -> Vec<String> {
+    v.readdir(ino)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect()
+}
+
 fn session_ino(v: &Vfs, sid: &str) -> u64 {
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
     v.lookup(sessions, sid).unwrap().ino
@@ -103,12 +112,7 @@ fn layout_sizes_and_inodes_agree() {
     assert_eq!(listed[0].name, sid);
     let sdir = session_ino(&v, &sid);
     assert_eq!(listed[0].ino, sdir);
-    let names: Vec<String> = v
-        .readdir(sdir)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
+    let names = listed_names(&v, sdir);
     assert_eq!(
         names,
         [
@@ -358,12 +362,7 @@ fn blobs_are_listed_and_read_checked() {
     );
     let hash = store.put(b"image bytes").unwrap();
     let v = vfs(tmp.path(), false);
-    let names: Vec<String> = v
-        .readdir(ROOT_INO)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
+    let names = listed_names(&v, ROOT_INO);
     assert_eq!(
         names,
         [
@@ -766,12 +765,7 @@ fn session_ids_that_cannot_name_a_directory_are_left_out_and_reported() {
         search_index: None,
     });
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
-    let names: Vec<String> = v
-        .readdir(sessions)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
+    let names = listed_names(&v, sessions);
     assert_eq!(names, ["ok-id"]);
     let notices = v.take_notices();
     assert_eq!(notices.len(), 2, "{notices:?}");
@@ -893,5 +887,132 @@ fn only_the_owner_and_root_may_write() {
         v.write(o.fh, 0, format!("{}\n", ids[0]).as_bytes())
             .unwrap();
         v.release(o.fh).unwrap();
+    }
+}
+
+#[test]
+fn reads_by_node_give_each_version_of_a_rendered_file_a_number_of_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let v = vfs(tmp.path(), true);
+    v.serve_reads_by_node();
+    let session = session_ino(&v, &sid);
+    let lookup = |name: &str| v.lookup(session, name).unwrap();
+    let entries = lookup("entries").ino;
+    let names = listed_names(&v, entries);
+    let entry = v.lookup(entries, &names[0]).unwrap().ino;
+    let transcript = lookup("session.jsonl").ino;
+
+    // Entries, the transcript and rendered files read as they do through handles.
+    for file in [
+        lookup("context.json").ino,
+        lookup("leaf").ino,
+        lookup("tree.txt").ino,
+        transcript,
+        entry,
+    ] {
+        let attr = v.getattr(file).unwrap();
+        let by_node = v.read_node(file, 0, 1 << 20).unwrap();
+        assert_eq!(by_node, read_all(&v, file));
+        assert_eq!(attr.size, by_node.len() as u64);
+        // In pieces, as a kernel reads a page at a time.
+        let pieces: Vec<u8> = (0..by_node.len().div_ceil(7))
+            .flat_map(|i| v.read_node(file, i as u64 * 7, 7).unwrap())
+            .collect();
+        assert_eq!(pieces, by_node);
+        assert_eq!(attr.lookup_each_open, file != entry && file != transcript);
+    }
+    assert!(matches!(
+        v.read_node(entries, 0, 10),
+        Err(VfsError::IsADirectory)
+    ));
+
+    // The agent appends: the numbers given before still hold what they held.
+    let (context, leaf) = (lookup("context.json"), lookup("leaf"));
+    assert_eq!(
+        lookup("context.json"),
+        context,
+        "unchanged: the same number"
+    );
+    let old = v.read_node(context.ino, 0, 1 << 20).unwrap();
+    let old_leaf = v.read_node(leaf.ino, 0, 100).unwrap();
+    let m = SessionManager::open_managed(
+        &load_session_path(tmp.path()),
+        StorageConfig::files(tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    let added = m.append_message(message("assistant", "later")).unwrap();
+    m.close().unwrap();
+    assert_eq!(v.read_node(context.ino, 0, 1 << 20).unwrap(), old);
+    assert_eq!(v.getattr(context.ino).unwrap(), context);
+    // A lookup finds the new bytes, under a new number.
+    let now = lookup("context.json");
+    assert_ne!(now.ino, context.ino);
+    let new = v.read_node(now.ino, 0, 1 << 20).unwrap();
+    assert_eq!(now.size, new.len() as u64);
+    assert!(String::from_utf8(new).unwrap().contains("later"));
+    assert_eq!(lookup("context.json"), now);
+    // The leaf names another entry, of the same length: a new number too.
+    let moved = lookup("leaf");
+    assert_eq!(moved.size, leaf.size);
+    assert_ne!(moved.ino, leaf.ino);
+    assert_eq!(v.read_node(leaf.ino, 0, 100).unwrap(), old_leaf);
+    assert_eq!(
+        v.read_node(moved.ino, 0, 100).unwrap(),
+        format!("{added}\n").as_bytes()
+    );
+
+    // An old number the kernel forgot names nothing; the current one stays.
+    v.forget(context.ino, 1);
+    assert_eq!(v.getattr(context.ino), Err(VfsError::NotFound));
+    v.forget(now.ino, 1);
+    assert_eq!(v.getattr(now.ino).unwrap(), now);
+}
+
+#[test]
+fn an_old_version_whose_bytes_were_dropped_reads_as_stale() {
+    use gjcfs::engine::history::HistoryStorage;
+    let tmp = tempfile::tempdir().unwrap();
+    setup(tmp.path());
+    let storage = HistoryStorage::open(tmp.path().join("agent/history.db")).unwrap();
+    storage.add("fix the parser", Some("/w"));
+    storage.close().unwrap();
+    let v = vfs(tmp.path(), true);
+    v.serve_reads_by_node();
+    let history = v.lookup(ROOT_INO, "history").unwrap().ino;
+    let search = v.lookup(history, "search").unwrap().ino;
+    let first = v.lookup(search, "parser").unwrap();
+    // Far more rendered files asked than are kept: the first one's bytes are dropped.
+    for i in 0..1500 {
+        v.lookup(search, &format!("q{i}")).unwrap();
+    }
+    assert_eq!(v.getattr(first.ino), Err(VfsError::Stale));
+    assert_eq!(v.read_node(first.ino, 0, 100), Err(VfsError::Stale));
+    let again = v.lookup(search, "parser").unwrap();
+    assert_ne!(again.ino, first.ino, "opened again, a new number");
+    assert!(String::from_utf8(v.read_node(again.ino, 0, 1000).unwrap())
+        .unwrap()
+        .contains("fix the parser"));
+}
+
+#[test]
+fn reads_through_handles_keep_one_number_per_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    for read_only in [false, true] {
+        let v = vfs(tmp.path(), read_only);
+        let session = session_ino(&v, &sid);
+        let context = v.lookup(session, "context.json").unwrap();
+        assert!(!context.lookup_each_open);
+        let m = SessionManager::open_managed(
+            &load_session_path(tmp.path()),
+            StorageConfig::files(tmp.path().join("agent/blobs")),
+        )
+        .unwrap();
+        m.append_message(message("assistant", "later")).unwrap();
+        m.close().unwrap();
+        let now = v.lookup(session, "context.json").unwrap();
+        assert_eq!(now.ino, context.ino);
+        assert!(now.size > context.size);
     }
 }

@@ -183,6 +183,17 @@ impl Mount {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// How many read calls the server has made: one per request the kernel sent it, and
+    /// the few its own threads make (`/proc/PID/io`).
+    pub fn server_reads(&self) -> u64 {
+        let pid = self.child.as_ref().expect("the server runs").id();
+        let io = fs::read_to_string(format!("/proc/{pid}/io")).expect("/proc/PID/io");
+        io.lines()
+            .find_map(|l| l.strip_prefix("syscr: "))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("syscr in /proc/PID/io")
+    }
+
     /// Sends `signal` to the server.
     pub fn signal(&self, signal: i32) {
         if let Some(child) = &self.child {
