@@ -6,10 +6,12 @@
 # - `die MESSAGE`;
 # - `check LABEL OK(0|1) TEXT`, which adds a PASS/FAIL line to SUMMARY (FAILED=1 on FAIL);
 # - `mean_of CSV NAME` (a hyperfine export's mean, in seconds) and `ms SECONDS`;
-# - `mount_store DIR`, which mounts DIR with --session-dir and waits until the server
-#   answers (statfs, which a dead mount's caches cannot answer), and `unmount`
-#   (fusermount3 -u, then -uz, then the server is killed), installed as the EXIT trap so
-#   that no mount outlives the script.
+# - `mount_at MP DIR [OPTION...]`, which mounts DIR with --session-dir at MP and waits
+#   until the server answers (statfs, which a dead mount's caches cannot answer), and
+#   `mount_store DIR [OPTION...]`, the same at MP;
+# - `unmount_at MP` (fusermount3 -u, then -uz, then the server is killed) and `unmount`,
+#   every mount of the script, installed as the EXIT trap so that no mount outlives it;
+# - `server_reads MP`, the read calls MP's server has made (one per kernel request).
 
 BIN=$PWD/target/release/gjcfs
 MP=$OUT/mnt
@@ -21,35 +23,50 @@ die() {
 	exit 1
 }
 
-SERVER=
-unmount() {
-	if grep -q " $MP fuse" /proc/mounts; then
-		fusermount3 -u "$MP" 2>/dev/null || fusermount3 -uz "$MP" 2>/dev/null || true
+# The servers this script started, by mountpoint.
+declare -A SERVERS=()
+unmount_at() { # unmount_at MP
+	if grep -q " $1 fuse" /proc/mounts; then
+		fusermount3 -u "$1" 2>/dev/null || fusermount3 -uz "$1" 2>/dev/null || true
 	fi
-	if [ -n "$SERVER" ]; then
+	local server=${SERVERS[$1]:-}
+	if [ -n "$server" ]; then
 		# Let it exit after the unmount; kill it if it does not.
-		for _ in $(seq 50); do kill -0 "$SERVER" 2>/dev/null || break; sleep 0.1; done
-		kill "$SERVER" 2>/dev/null || true
-		wait "$SERVER" 2>/dev/null || true
-		SERVER=
+		for _ in $(seq 50); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+		kill "$server" 2>/dev/null || true
+		wait "$server" 2>/dev/null || true
+		unset "SERVERS[$1]"
 	fi
+}
+unmount() { # every mount of this script
+	local mp
+	for mp in "${!SERVERS[@]}"; do unmount_at "$mp"; done
+	unmount_at "$MP"
 }
 trap unmount EXIT
 
-mount_store() { # mount_store DIR
-	unmount
+mount_at() { # mount_at MP DIR [OPTION...]
+	unmount_at "$1"
+	mkdir -p "$1"
 	# The server's stdout is not the script's: a command substitution around a mount
 	# would otherwise wait for the server to exit.
-	"$BIN" mount "$MP" --session-dir "$1" </dev/null >/dev/null 2>>"$OUT/mount.log" &
-	SERVER=$!
+	"$BIN" mount "$1" --session-dir "$2" "${@:3}" </dev/null >/dev/null 2>>"$OUT/mount.log" &
+	SERVERS[$1]=$!
 	for _ in $(seq 400); do
-		if grep -q " $MP fuse" /proc/mounts && stat -f "$MP" >/dev/null 2>&1; then
+		if grep -q " $1 fuse" /proc/mounts && stat -f "$1" >/dev/null 2>&1; then
 			return 0
 		fi
-		kill -0 "$SERVER" 2>/dev/null || die "gjcfs mount exited: $(tail -3 "$OUT/mount.log")"
+		kill -0 "${SERVERS[$1]}" 2>/dev/null || die "gjcfs mount exited: $(tail -3 "$OUT/mount.log")"
 		sleep 0.05
 	done
 	die "not mounted after 20 s"
+}
+mount_store() { # mount_store DIR [OPTION...]: at MP
+	mount_at "$MP" "$@"
+}
+
+server_reads() { # server_reads MP -> the read calls its server made so far (one a request)
+	awk '/^syscr:/ { print $2 }' "/proc/${SERVERS[$1]}/io"
 }
 
 declare -a SUMMARY=()
