@@ -59,6 +59,7 @@
 //!   after it, never half indexed. Several processes may share one index (WAL mode, a busy
 //!   timeout); within a process a [`SearchIndex`] is `Sync`, one lock serialising its calls.
 
+mod ahead;
 mod instances;
 mod json;
 mod listing;
