@@ -249,7 +249,11 @@ impl InodeTable {
     /// (the kernel forgets a node only when it drops it, with every reference at once).
     pub fn forget(&mut self, ino: u64, count: u64) {
         if self.node(ino).is_some() && !self.is_current(ino) {
-            self.nodes[ino as usize - 1] = None;
+            let node = self.nodes[ino as usize - 1].take().expect("a node");
+            self.lookups.remove(&ino);
+            if let Some(numbers) = node.session().and_then(|s| self.by_session.get_mut(s)) {
+                numbers.retain(|&n| n != ino);
+            }
             return;
         }
         let Some(left) = self.lookups.get_mut(&ino) else {
@@ -320,6 +324,21 @@ mod tests {
     }
 
     #[test]
+    fn an_old_number_of_a_query_is_forgotten_with_its_count() {
+        let mut t = InodeTable::default();
+        let node = Node::Search("x".into());
+        let first = t.ino(&node);
+        t.remember(first);
+        let second = t.renumber(&node);
+        t.remember(second);
+        t.forget(first, 1);
+        assert_eq!(t.node(first), None);
+        assert!(!t.lookups.contains_key(&first));
+        t.forget(second, 1);
+        assert_eq!(t.node(second), None, "the current query's number too");
+    }
+
+    #[test]
     fn a_renumbered_or_retired_node_keeps_its_old_number_until_the_kernel_forgets_it() {
         let mut t = InodeTable::default();
         let node = Node::Context("s".into());
@@ -329,8 +348,10 @@ mod tests {
         assert_eq!(t.ino(&node), second);
         assert!(!t.is_current(first) && t.is_current(second));
         assert_eq!(t.node(first), Some(&node), "still names the node");
+        assert_eq!(t.of_session("s"), &[first, second]);
         t.forget(first, 1);
         assert_eq!(t.node(first), None);
+        assert_eq!(t.of_session("s"), &[second], "no longer announced");
         t.retire(second);
         assert_eq!(t.node(second), Some(&node));
         let third = t.ino(&node);

@@ -10,6 +10,9 @@
 //! - the attributes and reads of a number serve the bytes kept for it, and only those: a
 //!   file opened before a change reads whole as it was, never half old and half new.
 //!
+//! Entries, blobs and the transcript keep one number each and are read as they are now,
+//! their changes announced as they are for reads through handles.
+//!
 //! A number's bytes are kept until the kernel forgets a number that is no longer current
 //! (or a query), or until they are among the least recently asked once more than [`KEPT_MAX`] files or
 //! [`KEPT_BYTES`] bytes are kept. A number dropped that way is retired: the next lookup of
