@@ -586,7 +586,7 @@ impl Filesystem for FuseAdapter {
 
     fn readdirplus(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -601,16 +601,18 @@ impl Filesystem for FuseAdapter {
         };
         for (next, entry) in with_dots(ino.0, &entries).skip(offset as usize) {
             // The kernel makes no name of `.` and `..`; their attributes are not used.
-            let attr = if entry.name == "." || entry.name == ".." {
+            let dots = entry.name == "." || entry.name == "..";
+            let attr = if dots {
                 own
             } else {
-                match call("readdirplus", || self.vfs.getattr(entry.ino)) {
+                // Counted as a lookup, as the kernel counts an entry with its attributes.
+                match call("readdirplus", || self.vfs.listed_entry(ino.0, &entry)) {
                     Ok(attr) => attr,
                     Err(e) => return reply.error(e),
                 }
             };
             let full = reply.add(
-                INodeNo(entry.ino),
+                INodeNo(attr.ino),
                 next,
                 &entry.name,
                 self.ttl(&attr),
@@ -618,11 +620,11 @@ impl Filesystem for FuseAdapter {
                 Generation(0),
             );
             if full {
+                if !dots {
+                    // Not given: not the kernel's.
+                    self.forget(req, INodeNo(attr.ino), 1);
+                }
                 break;
-            }
-            if entry.name != "." && entry.name != ".." {
-                // The kernel counts an entry given with its attributes as a lookup.
-                self.vfs.referenced(entry.ino);
             }
         }
         reply.ok();

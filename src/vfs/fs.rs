@@ -13,6 +13,7 @@ use super::history::HistoryView;
 use super::inode::{InodeTable, Node, ROOT_INO};
 use super::layout::safe_session_name;
 use super::sessions::{Listed, SlotCache};
+use super::snapshots::Compared;
 use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, OpenMode, SessionSource, VfsError};
 use gjcfs_engine::discovery::{list_all, list_dir, SessionInfo};
@@ -347,35 +348,40 @@ impl Vfs {
             .ok_or(VfsError::NotFound)
     }
 
-    pub(super) fn ino(&self, node: &Node) -> u64 {
-        self.inodes.lock().ino(node)
-    }
-
     /// The node `name` in directory `parent`. A name that does not exist is given no
     /// inode number (absent names cost no memory).
     pub fn lookup(&self, parent: u64, name: &str) -> Result<Attr, VfsError> {
         let dir = self.node(parent)?;
         let child = self.child(&dir, name)?;
-        let attr = self.attr_of(&child)?;
+        let attr = self.entry_of(&child)?;
         if let Node::Search(query) = &child {
-            self.inodes.lock().remember(attr.ino);
             self.history.note_query(query);
         }
         Ok(attr)
     }
 
-    /// The kernel took a reference to `ino` other than through [`Vfs::lookup`] (an entry
-    /// of a listing with attributes, FUSE `readdirplus`).
-    pub fn referenced(&self, ino: u64) {
-        self.inodes.lock().remember(ino);
+    /// The attributes of `entry`, listed by [`Vfs::opendir`] of directory `dir`, as an entry
+    /// the kernel keeps (FUSE `readdirplus`; one the reply has no room for is given back with
+    /// [`Vfs::forget`]). While files are read by node, a rendered file's number is its name's
+    /// number now, which may have changed since the listing.
+    pub fn listed_entry(&self, dir: u64, entry: &DirEntry) -> Result<Attr, VfsError> {
+        let renumbered = self.snapshots.enabled() && !self.inodes.lock().is_current(entry.ino);
+        let node = if renumbered {
+            self.child(&self.node(dir)?, &entry.name)?
+        } else {
+            self.node(entry.ino)?
+        };
+        self.entry_of(&node)
     }
 
     /// The kernel dropped `count` references to `ino` (FUSE `forget`): a query's node is
-    /// forgotten when none is left, an old version of a rendered file at once.
+    /// forgotten when none is left, and so is an old version of a rendered file; a rendered
+    /// file's bytes are dropped with the kernel's last reference.
     pub fn forget(&self, ino: u64, count: u64) {
+        // Under the table's lock: a lookup counting a new reference to `ino` keeps its
+        // version, or comes after and keeps one anew.
         let mut inodes = self.inodes.lock();
-        inodes.forget(ino, count);
-        if inodes.node(ino).is_none() {
+        if inodes.forget(ino, count) {
             self.snapshots.forget(ino);
         }
     }
@@ -384,11 +390,11 @@ impl Vfs {
     /// number, kept with its bytes (`snapshots.rs`).
     pub fn getattr(&self, ino: u64) -> Result<Attr, VfsError> {
         let node = self.node(ino)?;
-        if let Some(kept) = self.snapshots.get(ino) {
-            return Ok(kept.attr);
+        if let Some(attr) = self.snapshots.attr(ino) {
+            return Ok(attr);
         }
         if !self.inodes.lock().is_current(ino) {
-            // An old version of a rendered file, its bytes dropped.
+            // An old version of a rendered file the kernel let go.
             return Err(VfsError::Stale);
         }
         let attr = self.attr_of(&node)?;
@@ -495,10 +501,20 @@ impl Vfs {
             _ if node.is_dir() => return Err(VfsError::IsADirectory),
             Node::Transcript(s) => return read_file_at(self.transcript(s)?.as_ref(), offset, size),
             Node::Entry(..) | Node::Blob(_) => self.content(&node)?,
-            _ => {
-                // Keeps the bytes of a current number first kept now.
+            rendered => {
+                // A version for a current number not kept yet is kept now.
                 self.getattr(ino)?;
-                self.snapshots.get(ino).ok_or(VfsError::Stale)?.bytes
+                match self.snapshots.bytes(ino) {
+                    Some(bytes) => bytes,
+                    // Dropped to make room: rendered again, served if still the same.
+                    None => {
+                        let fresh = self.content(rendered)?;
+                        match self.snapshots.compare(ino, &fresh) {
+                            Compared::Same(_) => fresh,
+                            Compared::Different | Compared::Unknown => return Err(VfsError::Stale),
+                        }
+                    }
+                }
             }
         };
         Ok(slice_at(&bytes, offset, size))

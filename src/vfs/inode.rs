@@ -213,11 +213,11 @@ impl InodeTable {
         self.nodes.get(index)?.as_ref()
     }
 
-    /// Counts a reference the kernel took to a forgettable node (a query) by a lookup.
+    /// Counts a reference the kernel takes to `ino` with an entry (a lookup, an entry of a
+    /// listing with attributes). Counted for the numbers that are forgotten with the kernel:
+    /// queries, and rendered files read by node (`snapshots.rs`).
     pub fn remember(&mut self, ino: u64) {
-        if matches!(self.node(ino), Some(Node::Search(_))) {
-            *self.lookups.entry(ino).or_default() += 1;
-        }
+        *self.lookups.entry(ino).or_default() += 1;
     }
 
     /// Gives `node` a new number (a new version of a rendered file, see `snapshots.rs`);
@@ -227,47 +227,41 @@ impl InodeTable {
         self.ino(node)
     }
 
-    /// `ino` stops being its node's current number: the node's next number is a new one.
-    pub fn retire(&mut self, ino: u64) {
-        if self.is_current(ino) {
-            let node = self
-                .node(ino)
-                .cloned()
-                .expect("a current number names a node");
-            self.numbers.remove(&node);
-        }
-    }
-
     /// Whether `ino` is the number its node has now.
     pub fn is_current(&self, ino: u64) -> bool {
         self.node(ino)
             .is_some_and(|node| self.numbers.get(node) == Some(&ino))
     }
 
-    /// The kernel dropped `count` references to `ino`: a forgettable node without any is
-    /// forgotten (its number is not given again), and so is a number renumbered or retired
-    /// (the kernel forgets a node only when it drops it, with every reference at once).
-    pub fn forget(&mut self, ino: u64, count: u64) {
-        if self.node(ino).is_some() && !self.is_current(ino) {
-            let node = self.nodes[ino as usize - 1].take().expect("a node");
-            self.lookups.remove(&ino);
-            if let Some(numbers) = node.session().and_then(|s| self.by_session.get_mut(s)) {
-                numbers.retain(|&n| n != ino);
-            }
-            return;
-        }
+    /// The kernel dropped `count` references to `ino`; whether it holds none now. A query
+    /// then is forgotten, and so is an old number of a renumbered node (neither number is
+    /// given again); other nodes keep theirs. Numbers never counted are left alone.
+    pub fn forget(&mut self, ino: u64, count: u64) -> bool {
         let Some(left) = self.lookups.get_mut(&ino) else {
-            return;
+            return false;
         };
         *left = left.saturating_sub(count);
         if *left > 0 {
-            return;
+            return false;
         }
         self.lookups.remove(&ino);
+        let current = self.is_current(ino);
         let index = usize::try_from(ino - 1).unwrap_or(usize::MAX);
-        if let Some(node) = self.nodes.get_mut(index).and_then(Option::take) {
-            self.numbers.remove(&node);
+        let Some(slot) = self.nodes.get_mut(index) else {
+            return true;
+        };
+        if current && !matches!(slot, Some(Node::Search(_))) {
+            return true;
         }
+        if let Some(node) = slot.take() {
+            if current {
+                self.numbers.remove(&node);
+            }
+            if let Some(numbers) = node.session().and_then(|s| self.by_session.get_mut(s)) {
+                numbers.retain(|&n| n != ino);
+            }
+        }
+        true
     }
 
     /// How many nodes have a number now.
@@ -309,18 +303,47 @@ mod tests {
         t.remember(q);
         t.remember(q);
         let before = t.len();
-        t.forget(q, 1);
+        assert!(!t.forget(q, 1));
         assert_eq!(t.node(q), Some(&Node::Search("x".into())));
-        t.forget(q, 1);
+        assert!(t.forget(q, 1));
         assert_eq!(t.node(q), None);
         assert_eq!(t.len(), before - 1);
         let again = t.ino(&Node::Search("x".into()));
         assert!(again > q, "numbers are never reused");
-        // Other nodes are never forgotten.
+        // Other nodes keep their numbers.
         let leaf = t.ino(&Node::Leaf("s".into()));
         t.remember(leaf);
-        t.forget(leaf, 5);
+        assert!(t.forget(leaf, 5));
         assert_eq!(t.node(leaf), Some(&Node::Leaf("s".into())));
+        assert_eq!(t.ino(&Node::Leaf("s".into())), leaf);
+        // A number never counted is not the kernel's to forget.
+        let header = t.ino(&Node::Header("s".into()));
+        assert!(!t.forget(header, 1));
+    }
+
+    #[test]
+    fn an_old_number_is_forgotten_with_the_kernel_s_last_reference() {
+        let mut t = InodeTable::default();
+        let node = Node::Context("s".into());
+        let first = t.ino(&node);
+        t.remember(first);
+        t.remember(first);
+        let second = t.renumber(&node);
+        assert!(second > first);
+        assert_eq!(t.ino(&node), second);
+        assert!(!t.is_current(first) && t.is_current(second));
+        assert_eq!(t.of_session("s"), &[first, second]);
+        // A partial forget (a revalidation's) leaves the old number naming the node.
+        assert!(!t.forget(first, 1));
+        assert_eq!(t.node(first), Some(&node), "still names the node");
+        assert!(t.forget(first, 1));
+        assert_eq!(t.node(first), None);
+        assert_eq!(t.of_session("s"), &[second], "no longer announced");
+        // The current number stays when the kernel lets it go.
+        t.remember(second);
+        assert!(t.forget(second, 1));
+        assert_eq!(t.node(second), Some(&node));
+        assert_eq!(t.ino(&node), second);
     }
 
     #[test]
@@ -331,34 +354,10 @@ mod tests {
         t.remember(first);
         let second = t.renumber(&node);
         t.remember(second);
-        t.forget(first, 1);
+        assert!(t.forget(first, 1));
         assert_eq!(t.node(first), None);
-        assert!(!t.lookups.contains_key(&first));
-        t.forget(second, 1);
-        assert_eq!(t.node(second), None, "the current query's number too");
-    }
-
-    #[test]
-    fn a_renumbered_or_retired_node_keeps_its_old_number_until_the_kernel_forgets_it() {
-        let mut t = InodeTable::default();
-        let node = Node::Context("s".into());
-        let first = t.ino(&node);
-        let second = t.renumber(&node);
-        assert!(second > first);
-        assert_eq!(t.ino(&node), second);
-        assert!(!t.is_current(first) && t.is_current(second));
-        assert_eq!(t.node(first), Some(&node), "still names the node");
-        assert_eq!(t.of_session("s"), &[first, second]);
-        t.forget(first, 1);
-        assert_eq!(t.node(first), None);
-        assert_eq!(t.of_session("s"), &[second], "no longer announced");
-        t.retire(second);
         assert_eq!(t.node(second), Some(&node));
-        let third = t.ino(&node);
-        assert!(third > second);
-        t.forget(third, 1);
-        assert_eq!(t.node(third), Some(&node), "the current number stays");
-        t.retire(first);
-        assert_eq!(t.ino(&node), third);
+        assert!(t.forget(second, 1));
+        assert_eq!(t.node(second), None, "the current query's number too");
     }
 }

@@ -9,6 +9,7 @@ use super::inode::Node;
 use super::layout::{
     kind_of, link_target, project_name, session_child, usable_name, view_of, SESSION_FILES,
 };
+use super::snapshots::Compared;
 use super::SessionSource;
 use super::{Attr, DirEntry, NodeKind, VfsError};
 use gjcfs_engine::blob::{is_valid_hash, BlobStore};
@@ -239,34 +240,54 @@ impl Vfs {
     /// While files are read by node, a rendered file's bytes are kept under its number, and
     /// bytes that differ from what the number holds get a new one (`snapshots.rs`).
     pub(super) fn attr_of(&self, node: &Node) -> Result<Attr, VfsError> {
+        self.attr_for(node, false)
+    }
+
+    /// [`Vfs::attr_of`] for an entry the kernel keeps (a lookup, an entry of a listing with
+    /// attributes): the reference is counted for the numbers forgotten with the kernel
+    /// (queries, and rendered files read by node), in the same step as a rendered file's
+    /// version is chosen, so that a forget never drops a version just handed out.
+    pub(super) fn entry_of(&self, node: &Node) -> Result<Attr, VfsError> {
+        self.attr_for(node, true)
+    }
+
+    fn attr_for(&self, node: &Node, counted: bool) -> Result<Attr, VfsError> {
         let shape = self.shape_of(node)?;
         if self.snapshots.enabled() && is_rendered_file(node, &shape) {
-            return self.version_of(node, &shape);
+            return self.version_of(node, &shape, counted);
         }
-        Ok(attr_from(self.ino(node), &shape))
+        let mut inodes = self.inodes.lock();
+        let ino = inodes.ino(node);
+        if counted && matches!(node, Node::Search(_)) {
+            inodes.remember(ino);
+        }
+        Ok(attr_from(ino, &shape))
     }
 
     /// The number of rendered file `node` that holds its bytes as they are now.
-    fn version_of(&self, node: &Node, shape: &Shape) -> Result<Attr, VfsError> {
+    fn version_of(&self, node: &Node, shape: &Shape, counted: bool) -> Result<Attr, VfsError> {
         let bytes = self.content(node)?;
         let mut inodes = self.inodes.lock();
         let mut ino = inodes.ino(node);
-        match self.snapshots.holds(ino, &bytes) {
-            Some(true) => {
-                if let Some(kept) = self.snapshots.get(ino) {
-                    return Ok(kept.attr);
-                }
+        let kept = match self.snapshots.compare(ino, &bytes) {
+            Compared::Same(attr) => Some(attr),
+            Compared::Different => {
+                ino = inodes.renumber(node);
+                None
             }
-            Some(false) => ino = inodes.renumber(node),
-            None => {}
-        }
-        let attr = Attr {
-            size: bytes.len() as u64,
-            lookup_each_open: true,
-            ..attr_from(ino, shape)
+            Compared::Unknown => None,
         };
-        for dropped in self.snapshots.take(bytes, attr) {
-            inodes.retire(dropped);
+        let attr = kept.unwrap_or_else(|| {
+            let attr = Attr {
+                size: bytes.len() as u64,
+                lookup_each_open: true,
+                ..attr_from(ino, shape)
+            };
+            self.snapshots.take(bytes, attr);
+            attr
+        });
+        if counted {
+            inodes.remember(ino);
         }
         Ok(attr)
     }

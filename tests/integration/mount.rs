@@ -27,6 +27,17 @@ fn mount_in(s: &Store, mode: &[&str]) -> Mount {
     Mount::start(&args)
 }
 
+/// Prompts added to the store's history, in order.
+fn add_prompts(s: &Store, prompts: &[&str]) {
+    let storage =
+        gjcfs::engine::history::HistoryStorage::open(s.tmp.path().join("agent/history.db"))
+            .unwrap();
+    for prompt in prompts {
+        storage.add(prompt, Some("/w"));
+    }
+    storage.close().unwrap();
+}
+
 /// An assistant message appended by the agent, outside the mount; its id.
 fn append_outside(s: &Store, text: &str) -> String {
     let agent = SessionManager::open_managed(
@@ -599,12 +610,8 @@ fn blobs_read_back_through_cat() {
 #[test]
 #[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn history_reads_through_cat() {
-    use gjcfs::engine::history::HistoryStorage;
     let s = store();
-    let storage = HistoryStorage::open(s.tmp.path().join("agent/history.db")).unwrap();
-    storage.add("rename the module", Some("/w"));
-    storage.add("explain the tree", Some("/w"));
-    storage.close().unwrap();
+    add_prompts(&s, &["rename the module", "explain the tree"]);
     for mode in MODES {
         let mount = mount_in(&s, mode);
         history_reads(&mount);
@@ -1562,4 +1569,29 @@ fn a_read_only_mount_serves_cached_files_without_a_request_each() {
             assert!(requests < files.len() as u64 / 10, "{requests} requests");
         }
     }
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn on_a_read_only_mount_an_open_view_reads_on_after_many_other_files_are_read() {
+    use std::io::{Read, Seek, SeekFrom};
+    let s = store();
+    add_prompts(&s, &["rename the module"]);
+    let mount = mount_in(&s, &["--read-only"]);
+    let path = mount.session_dir(&s.sid).join("context.md");
+    let (mut file, before, _) = open_and_read(&path);
+    // More rendered files read than keep their bytes in the server (1,024).
+    let search = mount.path().join("history/search");
+    let queries: Vec<String> = (0..1500)
+        .map(|i| p(&search.join(format!("q{i}"))).to_owned())
+        .collect();
+    let args: Vec<&str> = queries.iter().map(String::as_str).collect();
+    ok("cat", &args);
+    // Unchanged, it reads whole again (from the kernel's pages or rendered anew).
+    file.seek(SeekFrom::Start(0)).unwrap();
+    let mut again = Vec::new();
+    file.read_to_end(&mut again).unwrap();
+    assert_eq!(again, before);
+    assert_eq!(file.metadata().unwrap().len(), before.len() as u64);
+    assert_eq!(fs::read(&path).unwrap(), before);
 }

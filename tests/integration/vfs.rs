@@ -661,6 +661,29 @@ fn changes_are_announced_with_the_nodes_they_touch() {
 }
 
 /// The path of the one session file under `tmp`'s agent directory.
+/// A read-only model over the session of [`setup`] in `tmp`, read by node, and the
+/// session's directory.
+fn served_by_node(tmp: &Path) -> (Vfs, u64) {
+    let (sid, _) = setup(tmp);
+    let v = vfs(tmp, true);
+    v.serve_reads_by_node();
+    let session = session_ino(&v, &sid);
+    (v, session)
+}
+
+/// The agent appends an assistant message "later" to the session, outside the model; its
+/// id.
+fn append_later(tmp: &Path) -> String {
+    let m = SessionManager::open_managed(
+        &load_session_path(tmp),
+        StorageConfig::files(tmp.join("agent/blobs")),
+    )
+    .unwrap();
+    let added = m.append_message(message("assistant", "later")).unwrap();
+    m.close().unwrap();
+    added
+}
+
 fn load_session_path(tmp: &Path) -> std::path::PathBuf {
     let root = tmp.join("agent/sessions");
     let scope = fs::read_dir(&root)
@@ -893,10 +916,7 @@ fn only_the_owner_and_root_may_write() {
 #[test]
 fn reads_by_node_give_each_version_of_a_rendered_file_a_number_of_its_own() {
     let tmp = tempfile::tempdir().unwrap();
-    let (sid, _) = setup(tmp.path());
-    let v = vfs(tmp.path(), true);
-    v.serve_reads_by_node();
-    let session = session_ino(&v, &sid);
+    let (v, session) = served_by_node(tmp.path());
     let lookup = |name: &str| v.lookup(session, name).unwrap();
     let entries = lookup("entries").ino;
     let names = listed_names(&v, entries);
@@ -936,13 +956,7 @@ fn reads_by_node_give_each_version_of_a_rendered_file_a_number_of_its_own() {
     );
     let old = v.read_node(context.ino, 0, 1 << 20).unwrap();
     let old_leaf = v.read_node(leaf.ino, 0, 100).unwrap();
-    let m = SessionManager::open_managed(
-        &load_session_path(tmp.path()),
-        StorageConfig::files(tmp.path().join("agent/blobs")),
-    )
-    .unwrap();
-    let added = m.append_message(message("assistant", "later")).unwrap();
-    m.close().unwrap();
+    let added = append_later(tmp.path());
     assert_eq!(v.read_node(context.ino, 0, 1 << 20).unwrap(), old);
     assert_eq!(v.getattr(context.ino).unwrap(), context);
     // A lookup finds the new bytes, under a new number.
@@ -962,19 +976,31 @@ fn reads_by_node_give_each_version_of_a_rendered_file_a_number_of_its_own() {
         format!("{added}\n").as_bytes()
     );
 
-    // An old number the kernel forgot names nothing; the current one stays.
+    // An old number names nothing once the kernel forgot every lookup of it (three
+    // here); the current one stays, and the next lookup keeps its bytes again.
+    v.forget(context.ino, 2);
+    assert_eq!(
+        v.getattr(context.ino).unwrap(),
+        context,
+        "one reference left"
+    );
     v.forget(context.ino, 1);
     assert_eq!(v.getattr(context.ino), Err(VfsError::NotFound));
-    v.forget(now.ino, 1);
-    assert_eq!(v.getattr(now.ino).unwrap(), now);
+    v.forget(now.ino, 2);
+    assert_eq!(lookup("context.json"), now);
+    assert_eq!(
+        v.read_node(now.ino, 0, 1 << 20).unwrap().len() as u64,
+        now.size
+    );
 }
 
 #[test]
-fn an_old_version_whose_bytes_were_dropped_reads_as_stale() {
+fn a_version_whose_bytes_were_dropped_reads_again_unless_it_changed() {
     use gjcfs::engine::history::HistoryStorage;
     let tmp = tempfile::tempdir().unwrap();
     setup(tmp.path());
-    let storage = HistoryStorage::open(tmp.path().join("agent/history.db")).unwrap();
+    let db = tmp.path().join("agent/history.db");
+    let storage = HistoryStorage::open(&db).unwrap();
     storage.add("fix the parser", Some("/w"));
     storage.close().unwrap();
     let v = vfs(tmp.path(), true);
@@ -982,17 +1008,28 @@ fn an_old_version_whose_bytes_were_dropped_reads_as_stale() {
     let history = v.lookup(ROOT_INO, "history").unwrap().ino;
     let search = v.lookup(history, "search").unwrap().ino;
     let first = v.lookup(search, "parser").unwrap();
-    // Far more rendered files asked than are kept: the first one's bytes are dropped.
+    let bytes = v.read_node(first.ino, 0, 1000).unwrap();
+    // Far more rendered files asked than keep their bytes: the first one's are dropped,
+    // its attributes kept, and it reads the same again.
     for i in 0..1500 {
         v.lookup(search, &format!("q{i}")).unwrap();
     }
-    assert_eq!(v.getattr(first.ino), Err(VfsError::Stale));
-    assert_eq!(v.read_node(first.ino, 0, 100), Err(VfsError::Stale));
+    assert_eq!(v.getattr(first.ino).unwrap(), first);
+    assert_eq!(v.read_node(first.ino, 0, 1000).unwrap(), bytes);
+    for i in 0..1500 {
+        v.lookup(search, &format!("r{i}")).unwrap();
+    }
+    // Changed meanwhile: the open version is gone, a new lookup finds the new one.
+    let storage = HistoryStorage::open(&db).unwrap();
+    storage.add("the parser again", Some("/w"));
+    storage.close().unwrap();
+    assert_eq!(v.getattr(first.ino).unwrap(), first);
+    assert_eq!(v.read_node(first.ino, 0, 1000), Err(VfsError::Stale));
     let again = v.lookup(search, "parser").unwrap();
-    assert_ne!(again.ino, first.ino, "opened again, a new number");
+    assert_ne!(again.ino, first.ino);
     assert!(String::from_utf8(v.read_node(again.ino, 0, 1000).unwrap())
         .unwrap()
-        .contains("fix the parser"));
+        .contains("the parser again"));
 }
 
 #[test]
@@ -1004,15 +1041,29 @@ fn reads_through_handles_keep_one_number_per_file() {
         let session = session_ino(&v, &sid);
         let context = v.lookup(session, "context.json").unwrap();
         assert!(!context.lookup_each_open);
-        let m = SessionManager::open_managed(
-            &load_session_path(tmp.path()),
-            StorageConfig::files(tmp.path().join("agent/blobs")),
-        )
-        .unwrap();
-        m.append_message(message("assistant", "later")).unwrap();
-        m.close().unwrap();
+        append_later(tmp.path());
         let now = v.lookup(session, "context.json").unwrap();
         assert_eq!(now.ino, context.ino);
         assert!(now.size > context.size);
     }
+}
+
+#[test]
+fn a_listing_gives_a_renumbered_file_its_number_now() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (v, session) = served_by_node(tmp.path());
+    let before = v.lookup(session, "context.json").unwrap();
+    let fh = v.opendir(session).unwrap();
+    append_later(tmp.path());
+    // Renumbered by a lookup, and the old number forgotten, after the listing was made.
+    let now = v.lookup(session, "context.json").unwrap();
+    assert_ne!(now.ino, before.ino);
+    v.forget(before.ino, 1);
+    for entry in v.dir_entries(fh).unwrap().iter() {
+        let attr = v.listed_entry(session, entry).unwrap();
+        if entry.name == "context.json" {
+            assert_eq!(attr, now);
+        }
+    }
+    v.release(fh).unwrap();
 }

@@ -71,12 +71,35 @@ impl<'a> Ahead<'a> {
     }
 }
 
-/// Closes its [`Ahead`] when dropped: the writer's way out, an error's too.
-pub struct Closer<'b, 'a>(pub &'b Ahead<'a>);
+/// Closes its [`Ahead`] when dropped: [`Closer::always`] on the writer's way out (an
+/// error's too), [`Closer::on_panic`] when a reader panics (its file would never come, and
+/// the others would wait for room forever).
+pub struct Closer<'b, 'a> {
+    ahead: &'b Ahead<'a>,
+    always: bool,
+}
+
+impl<'b, 'a> Closer<'b, 'a> {
+    pub fn always(ahead: &'b Ahead<'a>) -> Self {
+        Closer {
+            ahead,
+            always: true,
+        }
+    }
+
+    pub fn on_panic(ahead: &'b Ahead<'a>) -> Self {
+        Closer {
+            ahead,
+            always: false,
+        }
+    }
+}
 
 impl Drop for Closer<'_, '_> {
     fn drop(&mut self) {
-        self.0.close();
+        if self.always || std::thread::panicking() {
+            self.ahead.close();
+        }
     }
 }
 
@@ -117,10 +140,29 @@ mod tests {
         std::thread::scope(|s| {
             let waiting = s.spawn(|| ahead.claim());
             std::thread::sleep(Duration::from_millis(50));
-            drop(Closer(&ahead));
+            drop(Closer::on_panic(&ahead));
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!waiting.is_finished(), "no panic: still waiting");
+            drop(Closer::always(&ahead));
             assert_eq!(waiting.join().unwrap(), None);
         });
         assert_eq!(ahead.claim(), None);
+    }
+
+    #[test]
+    fn a_reader_that_panics_stops_the_others() {
+        let lens = [8, 8, 8];
+        let ahead = Ahead::new(&lens, 8);
+        std::thread::scope(|s| {
+            let panicking = s.spawn(|| {
+                let _closer = Closer::on_panic(&ahead);
+                assert_eq!(ahead.claim(), Some(0));
+                panic!("a reader's bug");
+            });
+            assert!(panicking.join().is_err());
+            // File 0 never comes and is never written: without the close this would wait.
+            assert_eq!(ahead.claim(), None);
+        });
     }
 
     #[test]

@@ -309,7 +309,8 @@ fn apply_changes(
     // (on two cores, a second reading thread took the writer's core from it and a build of
     // 10,000 sessions took 13.5–14.3 s instead of 10.7–11.4 s).
     let threads = readers(threads).min(whole.len());
-    let lens: Vec<u64> = whole.iter().map(|w| w.1.len).collect();
+    // Each file counts a page at least: empty files are not read ahead without bound.
+    let lens: Vec<u64> = whole.iter().map(|w| w.1.len.max(4096)).collect();
     // Two files ahead of the writer, the reader waited while the writer flushed or
     // committed: 10,000 sessions took 10.1–12.1 s instead of 9.0–10.3 s (alternating
     // builds; 93 MB at most in memory instead of 164 MB).
@@ -323,6 +324,7 @@ fn apply_changes(
             let tx = tx.clone();
             let (whole, reading) = (&whole, &reading);
             scope.spawn(move || {
+                let _stops_all = Closer::on_panic(reading);
                 while let Some(k) = reading.claim() {
                     if !read_and_send(k, &whole[k].0, &tx) {
                         return;
@@ -331,7 +333,7 @@ fn apply_changes(
             });
         }
         drop(tx);
-        let _readers_stop = Closer(&reading);
+        let _readers_stop = Closer::always(&reading);
         let mut done = total;
         let mut pending = 0u64;
         let conn: &Connection = conn;
