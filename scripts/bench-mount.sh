@@ -95,9 +95,9 @@ mounted_bytes=$(find "$MP/sessions" -type f ! -name new -printf '%s\n' | awk '{ 
 raw=$(mean_of "$OUT/grep.csv" "grep -r raw")
 mnt=$(mean_of "$OUT/grep.csv" "grep -r mount")
 rom=$(mean_of "$OUT/grep.csv" "grep -r read-only mount")
-ratio=$(awk -v a="$mnt" -v b="$raw" 'BEGIN { printf "%.1f", a / b }')
-check "(a) grep -r" "$(awk -v r="$ratio" 'BEGIN { print (r <= 3) ? 1 : 0 }')" \
-	"mount $(ms "$mnt") ms vs raw $(ms "$raw") ms = ${ratio}x (target <= 3x); read-only mount $(ms "$rom") ms = $(awk -v a="$rom" -v b="$raw" 'BEGIN { printf "%.1f", a / b }')x; the mount serves $mounted_bytes bytes for $grep_bytes raw"
+ratio=$(ratio "$mnt" "$raw")
+check "(a) grep -r" "$(at_most "$ratio" 3)" \
+	"mount $(ms "$mnt") ms vs raw $(ms "$raw") ms = ${ratio}x (target <= 3x); read-only mount $(ms "$rom") ms = $(ratio "$rom" "$raw")x; the mount serves $mounted_bytes bytes for $grep_bytes raw"
 for mp in "$MP" "$RO"; do
 	before=$(server_reads "$mp")
 	grep -r "$TOKEN" "$mp/sessions" >/dev/null || true
@@ -137,11 +137,11 @@ tmp=$(mean_of "$OUT/grep-copy.csv" "grep -r tmpfs copy")
 bnd=$(mean_of "$OUT/grep-copy.csv" "grep -r bindfs over the copy")
 mnt=$(mean_of "$OUT/grep-copy.csv" "grep -r mount")
 rom=$(mean_of "$OUT/grep-copy.csv" "grep -r read-only mount")
-ratio=$(awk -v a="$mnt" -v b="$tmp" 'BEGIN { printf "%.1f", a / b }')
-check "(a) grep -r vs tmpfs" "$(awk -v r="$ratio" 'BEGIN { print (r <= 3) ? 1 : 0 }')" \
-	"mount $(ms "$mnt") ms vs the same tree on tmpfs $(ms "$tmp") ms = ${ratio}x (target <= 3x); bindfs over that copy $(ms "$bnd") ms = $(awk -v a="$bnd" -v b="$tmp" 'BEGIN { printf "%.1f", a / b }')x"
-ratio=$(awk -v a="$rom" -v b="$tmp" 'BEGIN { printf "%.1f", a / b }')
-check "(a) grep -r vs tmpfs, read-only mount" "$(awk -v r="$ratio" 'BEGIN { print (r <= 3) ? 1 : 0 }')" \
+ratio=$(ratio "$mnt" "$tmp")
+check "(a) grep -r vs tmpfs" "$(at_most "$ratio" 3)" \
+	"mount $(ms "$mnt") ms vs the same tree on tmpfs $(ms "$tmp") ms = ${ratio}x (target <= 3x); bindfs over that copy $(ms "$bnd") ms = $(ratio "$bnd" "$tmp")x"
+ratio=$(ratio "$rom" "$tmp")
+check "(a) grep -r vs tmpfs, read-only mount" "$(at_most "$ratio" 3)" \
 	"read-only mount $(ms "$rom") ms vs the same tree on tmpfs $(ms "$tmp") ms = ${ratio}x (target <= 3x)"
 
 # --- (b) ls -l of 10,000 sessions ----------------------------------------------------

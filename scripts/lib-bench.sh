@@ -5,7 +5,8 @@
 # under OUT), installs hyperfine if it is missing, prints the machine's facts, and defines:
 # - `die MESSAGE`;
 # - `check LABEL OK(0|1) TEXT`, which adds a PASS/FAIL line to SUMMARY (FAILED=1 on FAIL);
-# - `mean_of CSV NAME` (a hyperfine export's mean, in seconds) and `ms SECONDS`;
+# - `mean_of CSV NAME` (a hyperfine export's mean, in seconds), `ms SECONDS`, `ratio A B`
+#   and `at_most X LIMIT` (1 or 0, for `check`);
 # - `mount_at MP DIR [OPTION...]`, which mounts DIR with --session-dir at MP and waits
 #   until the server answers (statfs, which a dead mount's caches cannot answer), and
 #   `mount_store DIR [OPTION...]`, the same at MP;
@@ -82,6 +83,12 @@ mean_of() { # mean_of CSV NAME -> seconds
 }
 ms() { # ms SECONDS -> milliseconds, rounded
 	awk -v t="$1" 'BEGIN { printf "%.0f", t * 1000 }'
+}
+ratio() { # ratio A B -> A / B, one decimal
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a / b }'
+}
+at_most() { # at_most X LIMIT -> 1 if X <= LIMIT, else 0
+	awk -v x="$1" -v l="$2" 'BEGIN { print (x <= l) ? 1 : 0 }'
 }
 
 if ! command -v hyperfine >/dev/null; then
