@@ -352,6 +352,23 @@ impl StorageWriter for FileWriter {
         (&self.file).stream_position()
     }
 
+    fn lock(&mut self) -> io::Result<()> {
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_micros(100);
+        while !os::lock_file(&self.file, true)? {
+            if started.elapsed() >= super::LOCK_PATIENCE {
+                return Err(super::lock_timed_out());
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(10));
+        }
+        Ok(())
+    }
+
+    fn unlock(&mut self) -> io::Result<()> {
+        os::lock_file(&self.file, false).map(drop)
+    }
+
     fn is_file_at(&self, path: &Path) -> io::Result<bool> {
         let open = os::info(&self.file)?.id;
         match os::lstat(path) {

@@ -16,7 +16,9 @@
 //! directory's rename (its files' entries move with it) and its removal.
 //!
 //! Other processes are simulated too: [`MemoryStorage::set_foreign_writers`] names pids
-//! that hold a file open for writing ([`SessionStorage::writers_elsewhere`]).
+//! that hold a file open for writing ([`SessionStorage::writers_elsewhere`]). Advisory locks
+//! ([`StorageWriter::lock`]) are real: a writer asking for a lock another writer of the
+//! same file holds waits (on another thread) until it is dropped.
 //!
 //! Owners and modes: every entry belongs to [`MEMORY_USER`], the storage's effective user,
 //! and is private — files `0600`, directories `0700` — unless a test changes it
@@ -30,7 +32,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::{
     EntryKind, EntryStat, FileEnd, FileId, FileStat, OpenMode, ReadAt, ReadFile, SessionStorage,
@@ -81,6 +83,10 @@ struct State {
     modes: BTreeMap<PathBuf, u32>,
     /// Owners other than [`MEMORY_USER`], by path.
     owners: BTreeMap<PathBuf, u32>,
+    /// The writer holding each file's advisory lock ([`StorageWriter::lock`]), by identity.
+    locks: BTreeMap<u64, u64>,
+    /// The number of the next writer opened.
+    next_writer: u64,
 }
 
 impl State {
@@ -113,6 +119,8 @@ impl State {
 #[derive(Debug, Default, Clone)]
 pub struct MemoryStorage {
     state: Arc<Mutex<State>>,
+    /// Signalled whenever a file's advisory lock is dropped.
+    unlocked: Arc<Condvar>,
 }
 
 impl MemoryStorage {
@@ -394,10 +402,13 @@ impl SessionStorage for MemoryStorage {
         s.clock += 1;
         let now = s.clock;
         s.mtimes.insert(path.to_owned(), now);
+        s.next_writer += 1;
         Ok(Box::new(MemoryWriter {
             storage: self.clone(),
             path: path.to_owned(),
             position: 0,
+            number: s.next_writer,
+            locked: None,
         }))
     }
 
@@ -714,9 +725,23 @@ struct MemoryWriter {
     path: PathBuf,
     /// The length of the file right after this writer's last write.
     position: u64,
+    /// This writer's number, which the lock it holds is kept under.
+    number: u64,
+    /// The identity of the file whose lock this writer holds.
+    locked: Option<u64>,
 }
 
 impl MemoryWriter {
+    /// Drops the lock this writer holds, if any, waking writers waiting for it.
+    fn release(&mut self, s: &mut State) {
+        if let Some(id) = self.locked.take() {
+            if s.locks.get(&id) == Some(&self.number) {
+                s.locks.remove(&id);
+            }
+            self.storage.unlocked.notify_all();
+        }
+    }
+
     /// One write operation named `name`: `store` puts what the armed fault lets through of
     /// `bytes` (all, half for a short write, nothing for an errno) into the file. Returns how
     /// many bytes were stored, the file's length after, and the fault.
@@ -807,12 +832,60 @@ impl StorageWriter for MemoryWriter {
         Ok(self.position)
     }
 
+    fn lock(&mut self) -> io::Result<()> {
+        let storage = self.storage.clone();
+        let mut s = storage.lock();
+        check(&mut s, "lock")?;
+        let id = s.id_of(&self.path);
+        let started = std::time::Instant::now();
+        loop {
+            match s.locks.get(&id) {
+                Some(&holder) if holder != self.number => {
+                    let left = super::LOCK_PATIENCE.saturating_sub(started.elapsed());
+                    if left.is_zero() {
+                        return Err(super::lock_timed_out());
+                    }
+                    s = storage
+                        .unlocked
+                        .wait_timeout(s, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+                _ => break,
+            }
+        }
+        s.locks.insert(id, self.number);
+        self.locked = Some(id);
+        Ok(())
+    }
+
+    fn unlock(&mut self) -> io::Result<()> {
+        let storage = self.storage.clone();
+        let mut s = storage.lock();
+        check(&mut s, "unlock")?;
+        self.release(&mut s);
+        Ok(())
+    }
+
     fn is_file_at(&self, path: &Path) -> io::Result<bool> {
         Ok(path == self.path && self.storage.lock().files.contains_key(path))
     }
 
-    fn close(self: Box<Self>) -> io::Result<()> {
-        check(&mut self.storage.lock(), "close")
+    fn close(mut self: Box<Self>) -> io::Result<()> {
+        let storage = self.storage.clone();
+        let mut s = storage.lock();
+        self.release(&mut s);
+        check(&mut s, "close")
+    }
+}
+
+impl Drop for MemoryWriter {
+    /// A writer dropped without [`StorageWriter::close`] lets its lock go too, as closing a
+    /// descriptor does.
+    fn drop(&mut self) {
+        let storage = self.storage.clone();
+        let mut s = storage.lock();
+        self.release(&mut s);
     }
 }
 

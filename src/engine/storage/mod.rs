@@ -322,6 +322,17 @@ impl FileEnd {
     }
 }
 
+/// How long [`StorageWriter::lock`] waits for a lock another writer holds.
+pub const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What [`StorageWriter::lock`] answers when the lock stayed taken for [`LOCK_PATIENCE`].
+pub(crate) fn lock_timed_out() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "another writer held the file's lock too long",
+    )
+}
+
 /// An open file being written.
 pub trait StorageWriter: Send + std::fmt::Debug {
     /// Writes every byte of `bytes`, or fails; `written` is set to how many bytes were
@@ -344,6 +355,15 @@ pub trait StorageWriter: Send + std::fmt::Debug {
     /// The file offset just past the last byte written. For an appending writer that is
     /// where its last write ended, whatever other writers appended before or after it.
     fn position(&self) -> io::Result<u64>;
+    /// Takes this writer's exclusive advisory lock on its file, waiting while another
+    /// writer holds it, at most [`LOCK_PATIENCE`] (then [`io::ErrorKind::TimedOut`]: a
+    /// holder that hangs never hangs this one); [`StorageWriter::unlock`] (or closing)
+    /// drops it. Writers that never lock (the agent's) are not held back: the lock orders
+    /// gjcfs's own writers, so that checking the file's end and appending are one step for
+    /// them.
+    fn lock(&mut self) -> io::Result<()>;
+    /// Drops the lock [`StorageWriter::lock`] took.
+    fn unlock(&mut self) -> io::Result<()>;
     /// Whether `path` still names the file this writer writes (not replaced or removed).
     fn is_file_at(&self, path: &Path) -> io::Result<bool>;
     /// Closes the file (without an fsync).

@@ -51,6 +51,30 @@ pub fn write(file: &File, bytes: &[u8], _append: bool) -> io::Result<usize> {
     (&*file).write(bytes)
 }
 
+/// Takes the open `file`'s exclusive advisory lock on the whole file (`flock`) if no other
+/// descriptor holds it (whether it was taken), or drops it (`exclusive` false). Writers
+/// that never ask (the agent) are not held back, and closing the descriptor drops it.
+pub fn lock_file(file: &File, exclusive: bool) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let operation = if exclusive {
+        libc::LOCK_EX | libc::LOCK_NB
+    } else {
+        libc::LOCK_UN
+    };
+    loop {
+        // SAFETY: a descriptor this `File` owns; flock touches nothing else.
+        if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => {}
+            io::ErrorKind::WouldBlock => return Ok(false),
+            _ => return Err(e),
+        }
+    }
+}
+
 /// What `fstat` says about the open `file`.
 pub fn info(file: &File) -> io::Result<Info> {
     let meta = file.metadata()?;

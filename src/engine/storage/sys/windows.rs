@@ -72,8 +72,8 @@ use std::sync::OnceLock;
 use windows_sys::Win32::Foundation::{
     CloseHandle, LocalFree, ERROR_ACCESS_DENIED, ERROR_CANT_RESOLVE_FILENAME, ERROR_DISK_FULL,
     ERROR_FILE_NOT_FOUND, ERROR_FILE_TOO_LARGE, ERROR_HANDLE_DISK_FULL, ERROR_INVALID_FUNCTION,
-    ERROR_SHARING_VIOLATION, ERROR_WRITE_PROTECT, FILETIME, GENERIC_READ, GENERIC_WRITE, HANDLE,
-    INVALID_HANDLE_VALUE, STILL_ACTIVE,
+    ERROR_LOCK_VIOLATION, ERROR_SHARING_VIOLATION, ERROR_WRITE_PROTECT, FILETIME, GENERIC_READ,
+    GENERIC_WRITE, HANDLE, INVALID_HANDLE_VALUE, STILL_ACTIVE,
 };
 use windows_sys::Win32::Security::Authorization::{
     GetSecurityInfo, SetSecurityInfo, SE_FILE_OBJECT,
@@ -90,10 +90,11 @@ use windows_sys::Win32::Security::{
 use windows_sys::Win32::Storage::FileSystem::{
     CreateDirectoryW, CreateFileW, FileBasicInfo, GetDriveTypeW, GetFileInformationByHandle,
     GetFileInformationByHandleEx, GetFileType, GetFinalPathNameByHandleW, GetVolumePathNameW,
-    MoveFileExW, BY_HANDLE_FILE_INFORMATION, CREATE_NEW, FILE_ALL_ACCESS, FILE_ATTRIBUTE_DIRECTORY,
-    FILE_ATTRIBUTE_READONLY, FILE_ATTRIBUTE_REPARSE_POINT, FILE_BASIC_INFO,
-    FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_NAME_NORMALIZED,
-    FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_TYPE_DISK,
+    LockFileEx, MoveFileExW, UnlockFileEx, BY_HANDLE_FILE_INFORMATION, CREATE_NEW, FILE_ALL_ACCESS,
+    FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_READONLY, FILE_ATTRIBUTE_REPARSE_POINT,
+    FILE_BASIC_INFO, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
+    FILE_NAME_NORMALIZED, FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ,
+    FILE_SHARE_WRITE, FILE_TYPE_DISK, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY,
     OPEN_ALWAYS, OPEN_EXISTING, READ_CONTROL, VOLUME_NAME_DOS, WRITE_DAC,
 };
 use windows_sys::Win32::System::SystemServices::{ACCESS_ALLOWED_ACE_TYPE, ACCESS_DENIED_ACE_TYPE};
@@ -102,6 +103,7 @@ use windows_sys::Win32::System::Threading::{
     PROCESS_QUERY_LIMITED_INFORMATION,
 };
 use windows_sys::Win32::System::WindowsProgramming::DRIVE_REMOTE;
+use windows_sys::Win32::System::IO::OVERLAPPED;
 
 use super::{Create, Info, Open};
 use crate::storage::{not_a_regular_file, EntryKind, EntryStat, FileId, FileStat, FileVersion};
@@ -329,6 +331,33 @@ pub fn write(file: &File, bytes: &[u8], append: bool) -> io::Result<usize> {
         file.seek_write(bytes, u64::MAX)
     } else {
         (&*file).write(bytes)
+    }
+}
+
+/// Takes the open `file`'s exclusive advisory lock if no other handle holds it (whether it
+/// was taken), or drops it (`exclusive` false): a lock (`LockFileEx`) on one byte far past
+/// any end of file, because a Windows lock is mandatory for the bytes it covers and must
+/// never stop a reader or an appender of the file itself. Closing the handle drops it.
+pub fn lock_file(file: &File, exclusive: bool) -> io::Result<bool> {
+    // SAFETY: a zeroed OVERLAPPED is valid; only its offset fields are set.
+    let mut at: OVERLAPPED = unsafe { std::mem::zeroed() };
+    at.Anonymous.Anonymous.Offset = 0xFFFF_FFFE;
+    at.Anonymous.Anonymous.OffsetHigh = 0xFFFF_FFFF;
+    let handle = file.as_raw_handle();
+    // SAFETY: a handle this `File` owns and an OVERLAPPED that outlives the (synchronous,
+    // never pending: the lock fails at once when taken) call.
+    let ok = unsafe {
+        if exclusive {
+            let flags = LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY;
+            LockFileEx(handle, flags, 0, 1, 0, &mut at)
+        } else {
+            UnlockFileEx(handle, 0, 1, 0, &mut at)
+        }
+    };
+    match check(ok) {
+        Ok(()) => Ok(true),
+        Err(e) if exclusive && e.raw_os_error() == Some(ERROR_LOCK_VIOLATION as i32) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
