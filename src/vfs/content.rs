@@ -75,28 +75,72 @@ pub fn entry_file_name(index: usize, id: &str) -> String {
 }
 
 /// Every entry as a file, in file order, and by id.
+///
+/// Numbers are places in the file and never change while the file only grows: the table
+/// is extended with the records appended since it was made ([`Rendered::advance`]), never
+/// numbered afresh, so an append costs the entries it adds, not the entries before it.
 #[derive(Debug)]
-struct EntryTable {
+pub(super) struct EntryTable {
     entries: Vec<EntryFile>,
     by_id: HashMap<String, usize>,
+    /// How many of the session's records the table has seen (headers included).
+    covered: usize,
+    /// The number the next entry gets: every entry counts, with an id or without.
+    next_number: usize,
+    /// The newest entry time (the entries directory's mtime).
+    newest_ms: Option<i64>,
 }
 
 impl EntryTable {
     fn new(session: &Session) -> Self {
-        let mut entries = Vec::new();
-        let mut by_id = HashMap::new();
-        for (n, index) in session.entry_indices().enumerate() {
-            let record = session.record(index);
+        let mut table = EntryTable {
+            entries: Vec::new(),
+            by_id: HashMap::new(),
+            covered: 0,
+            next_number: 0,
+            newest_ms: None,
+        };
+        table.extend(session);
+        table
+    }
+
+    /// Numbers the records the table has not seen yet.
+    fn extend(&mut self, session: &Session) {
+        let records = session.records();
+        for (index, record) in records.iter().enumerate().skip(self.covered) {
+            if record.is_header() {
+                continue;
+            }
+            let number = self.next_number;
+            self.next_number += 1;
             let Some(id) = record.id() else { continue };
-            by_id.insert(id.to_owned(), entries.len());
-            entries.push(EntryFile {
+            let mtime_ms = record.timestamp().and_then(parse_iso_millis);
+            self.newest_ms = self.newest_ms.max(mtime_ms);
+            self.by_id.insert(id.to_owned(), self.entries.len());
+            self.entries.push(EntryFile {
                 id: id.to_owned(),
-                name: entry_file_name(n, id),
-                mtime_ms: record.timestamp().and_then(parse_iso_millis),
+                name: entry_file_name(number, id),
+                mtime_ms,
                 record_index: index,
             });
         }
-        EntryTable { entries, by_id }
+        self.covered = records.len();
+    }
+
+    /// Whether `session` still holds the records the table numbered, at the same places
+    /// (else it is numbered afresh):
+    /// only the last one is looked at for the session the table was made from (whose
+    /// records are only ever appended to), every one for a session loaded anew.
+    fn numbers_hold(&self, session: &Session, same_session: bool) -> bool {
+        let records = session.records();
+        if records.len() < self.covered {
+            return false;
+        }
+        let same = |e: &EntryFile| records[e.record_index].id() == Some(e.id.as_str());
+        match same_session {
+            true => self.entries.last().is_none_or(same),
+            false => self.entries.iter().all(same),
+        }
     }
 
     fn entry(&self, id: &str) -> Option<&EntryFile> {
@@ -122,6 +166,31 @@ impl Rendered {
             views: [None, None, None],
             labels: None,
         }
+    }
+
+    /// Renders `session` as it is now, keeping what was made before that still holds: the
+    /// entry table (extended, so that entry names never change while the file only grows)
+    /// and the sizes of entries not in `edited` (record indices whose message a patch
+    /// replaced). `same_session`: `session` is the one rendered before, grown since;
+    /// otherwise it was loaded anew, and the table is checked whole.
+    pub fn advance(&mut self, session: &Session, same_session: bool, edited: &[usize]) {
+        let table = self.table.take();
+        let mut sizes = std::mem::take(&mut self.entry_sizes);
+        *self = Rendered::new(session);
+        let Some(mut table) = table.filter(|t| t.numbers_hold(session, same_session)) else {
+            return;
+        };
+        table.extend(session);
+        self.table = Some(table);
+        if same_session {
+            sizes.retain(|index, _| !edited.contains(index));
+            self.entry_sizes = sizes;
+        }
+    }
+
+    /// The newest entry time, for the entries directory.
+    pub fn newest_entry_ms(&mut self, manager: &SessionManager) -> Option<i64> {
+        self.table(manager).newest_ms
     }
 
     fn table(&mut self, manager: &SessionManager) -> &EntryTable {

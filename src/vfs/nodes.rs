@@ -384,8 +384,7 @@ impl Vfs {
                 ))
             })?,
             Node::EntriesDir(s) => self.with_session(s, |loaded| {
-                let entries = loaded.rendered.entries(&loaded.manager);
-                let last = entries.iter().filter_map(|e| e.mtime_ms).max();
+                let last = loaded.rendered.newest_entry_ms(&loaded.manager);
                 Ok(dir(last.unwrap_or_else(file_ms)))
             })?,
             Node::Entry(s, id) => self.with_session(s, |loaded| {

@@ -60,6 +60,15 @@ impl Loaded {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Renders the session as it is now, keeping the entry names (see
+    /// [`Rendered::advance`]). `same_session`: the manager is the one rendered before,
+    /// `edited` its records a patch replaced.
+    fn rerender(&mut self, same_session: bool, edited: &[usize]) {
+        let rendered = &mut self.rendered;
+        self.manager
+            .read(|session| rendered.advance(session, same_session, edited));
+    }
 }
 
 #[derive(Default)]
@@ -69,6 +78,9 @@ pub(super) struct SlotState {
     /// made on: answered again while the file is unchanged (refusals by a safety check are
     /// not kept: a mode put right must take effect at once).
     failed: Option<(Option<FileStamp>, VfsError)>,
+    /// What was rendered of a session dropped to be loaded again: its entry names carry
+    /// over to the reload while the file holds those entries at the same places.
+    dropped: Option<Rendered>,
 }
 
 type Slot = Mutex<SlotState>;
@@ -139,7 +151,7 @@ impl Vfs {
         let loaded = state.loaded.as_mut().ok_or(VfsError::NotFound)?;
         let now = loaded.manager.read(Generation::of);
         if now != loaded.rendered.generation {
-            loaded.rendered = loaded.manager.read(Rendered::new);
+            loaded.rerender(true, &[]);
         }
         f(loaded)
     }
@@ -164,8 +176,7 @@ impl Vfs {
                 return Ok(Err(e));
             }
             let result = f(&loaded.manager);
-            loaded.synced = FileStamp::of(&loaded.path);
-            self.note_stamp(sid, loaded.synced);
+            self.after_write(sid, loaded);
             self.search.session_changed(&loaded.path);
             Ok(result)
         })?;
@@ -174,6 +185,48 @@ impl Vfs {
             self.announce(sid, EntriesChanged::None);
             from_session(&e)
         })
+    }
+
+    /// Brings the model up to the file right after a write through it, before anyone can
+    /// look: entries another process appended while the write waited for its lock or right
+    /// after it are taken in, and when the write raced a writer that does not lock (the
+    /// agent's line landed between the check of the file's end and the write), the session
+    /// is opened again now — so entries are always numbered in file order, and a name once
+    /// shown never changes.
+    fn after_write(&self, sid: &str, loaded: &mut Loaded) {
+        // Taken before reading: lines landing meanwhile show as a change next time.
+        let stamp = FileStamp::of(&loaded.path);
+        let mut edited = loaded.manager.take_caught_up_edits();
+        match loaded.manager.refresh_from_file() {
+            Ok(Refresh::Unchanged) => {}
+            Ok(Refresh::Appended { edited: more, .. }) => edited.extend(more),
+            Ok(Refresh::NeedsReload(_)) | Err(_) => {
+                loaded.writable = false;
+                if let Err(e) = self.make_writable(sid, loaded) {
+                    self.errors.push(sid, &format!("reopen after a write: {e}"));
+                }
+                return;
+            }
+        }
+        loaded.synced = stamp;
+        self.note_stamp(sid, stamp);
+        edited.sort_unstable();
+        edited.dedup();
+        self.took_in(sid, loaded, &edited);
+    }
+
+    /// Shows lines appended from outside that memory took in: the session rendered again
+    /// (patched messages keep the record count, so not by generation alone) and the
+    /// entries whose message a patch replaced (`edited`, record indices) announced.
+    fn took_in(&self, sid: &str, loaded: &mut Loaded, edited: &[usize]) {
+        loaded.rerender(true, edited);
+        let ids: Vec<String> = loaded.manager.read(|session| {
+            edited
+                .iter()
+                .filter_map(|&i| session.record(i).id().map(str::to_owned))
+                .collect()
+        });
+        self.announce(sid, EntriesChanged::These(&ids));
     }
 
     /// Replaces a read-only manager (or one whose write failed) by one opened for writing,
@@ -225,8 +278,8 @@ impl Vfs {
             }
             stamp
         };
-        loaded.rendered = writer.read(Rendered::new);
         loaded.manager = Arc::new(writer);
+        loaded.rerender(false, &[]);
         loaded.writable = true;
         loaded.synced = synced;
         loaded.path = path;
@@ -258,8 +311,15 @@ impl Vfs {
         match self.open_reader(&listed) {
             Ok(manager) => {
                 state.failed = None;
+                let rendered = match state.dropped.take() {
+                    Some(mut rendered) => {
+                        manager.read(|session| rendered.advance(session, false, &[]));
+                        rendered
+                    }
+                    None => manager.read(Rendered::new),
+                };
                 state.loaded = Some(Loaded {
-                    rendered: manager.read(Rendered::new),
+                    rendered,
                     manager: Arc::new(manager),
                     writable: false,
                     synced: before,
@@ -323,16 +383,8 @@ impl Vfs {
             Ok(Refresh::Unchanged) => loaded.synced = now,
             Ok(Refresh::Appended { edited, .. }) => {
                 loaded.synced = now;
-                // Patched messages keep the record count: render afresh, not by generation.
-                loaded.rendered = loaded.manager.read(Rendered::new);
-                let ids: Vec<String> = loaded.manager.read(|session| {
-                    edited
-                        .iter()
-                        .filter_map(|&i| session.record(i).id().map(str::to_owned))
-                        .collect()
-                });
                 self.note_stamp(sid, now);
-                self.announce(sid, EntriesChanged::These(&ids));
+                self.took_in(sid, loaded, &edited);
                 self.search.session_changed(&loaded.path);
             }
             // Replaced, shortened or unreadable: load it afresh on the next touch.
@@ -342,6 +394,7 @@ impl Vfs {
                     if let Err(e) = loaded.manager.close() {
                         self.errors.push(sid, &format!("close: {e}"));
                     }
+                    state.dropped = Some(loaded.rendered);
                 }
                 self.announce(sid, EntriesChanged::All);
             }

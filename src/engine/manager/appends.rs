@@ -3,7 +3,7 @@
 use crate::json::{Object, Value};
 use crate::record::Record;
 
-use super::{external_entry, sanitize_title, ModelChain, SessionManager, SessionResult};
+use super::{sanitize_title, ModelChain, SessionManager, SessionResult};
 
 impl SessionManager {
     /// `branch`: moves the leaf to an existing entry.
@@ -21,12 +21,11 @@ impl SessionManager {
         self.state.lock().append(ty, fields)
     }
 
-    /// Appends an entry given from outside (see [`external_entry`]).
+    /// Appends an entry given from outside (see [`super::external_entry`]), after the lines other
+    /// processes appended, as [`SessionManager::append_external_all`] does.
     pub fn append_external(&self, input: Object) -> SessionResult<String> {
-        let (ty, fields) = external_entry(input)?;
-        let mut state = self.state.lock();
-        state.check_label_target(&ty, &fields)?;
-        state.append(&ty, &fields)
+        let mut ids = self.append_external_all(vec![input])?;
+        Ok(ids.pop().unwrap_or_default())
     }
 
     pub fn append_message(&self, message: Value) -> SessionResult<String> {

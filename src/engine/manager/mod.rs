@@ -161,6 +161,11 @@ struct State {
     /// yet; the first persistence writes them (before its own lines, or folded by a full
     /// rewrite).
     owed: Vec<Record>,
+    /// Whether the open writer holds the append lock ([`StorageWriter::lock`]).
+    append_locked: bool,
+    /// Records whose message an entry patch replaced while an append from outside caught
+    /// up with the file ([`SessionManager::take_caught_up_edits`]).
+    caught_up_edits: Vec<usize>,
 }
 
 /// How [`SessionManager::load_for_reading`] treats a file.
@@ -586,28 +591,43 @@ impl SessionManager {
     /// ids yet to name) — then they are chained under the current leaf and persisted
     /// together: when they go to disk by appending, all their lines are written in one
     /// write. On any failure memory and file are as before. Returns the new ids in order.
+    ///
+    /// The file is locked against gjcfs's other writers meanwhile, and memory first takes
+    /// in the lines other processes appended since it last looked (as
+    /// [`SessionManager::refresh_from_file`] does): the new entries then follow them in
+    /// memory as in the file, and the first one's parent is the file's last entry.
     pub fn append_external_all(&self, inputs: Vec<Object>) -> SessionResult<Vec<String>> {
         let mut state = self.state.lock();
         state.check_appendable()?;
-        let mut built: Vec<Record> = Vec::with_capacity(inputs.len());
-        for input in inputs {
-            let (ty, fields) = external_entry(input)?;
-            state.check_label_target(&ty, &fields)?;
-            let parent = match built.last() {
-                Some(previous) => previous.id().map(str::to_owned),
-                None => state.session.leaf_id().map(str::to_owned),
-            };
-            let record = state.build_new(&ty, &fields, parent.as_deref(), &built)?;
-            built.push(record);
-        }
-        let ids = built
-            .iter()
-            .map(|r| r.id().unwrap_or_default().to_owned())
-            .collect();
-        if !built.is_empty() {
-            state.commit_entries(built)?;
-        }
-        Ok(ids)
+        state.with_append_lock(|state| {
+            state.catch_up();
+            let mut built: Vec<Record> = Vec::with_capacity(inputs.len());
+            for input in inputs {
+                let (ty, fields) = external_entry(input)?;
+                state.check_label_target(&ty, &fields)?;
+                let parent = match built.last() {
+                    Some(previous) => previous.id().map(str::to_owned),
+                    None => state.session.leaf_id().map(str::to_owned),
+                };
+                let record = state.build_new(&ty, &fields, parent.as_deref(), &built)?;
+                built.push(record);
+            }
+            let ids = built
+                .iter()
+                .map(|r| r.id().unwrap_or_default().to_owned())
+                .collect();
+            if !built.is_empty() {
+                state.commit_entries(built)?;
+            }
+            Ok(ids)
+        })
+    }
+
+    /// The records whose message an entry patch replaced while appends from outside
+    /// caught up with the file (see [`SessionManager::append_external_all`]), since the
+    /// last call: what a reader that shows them must render again.
+    pub fn take_caught_up_edits(&self) -> Vec<usize> {
+        std::mem::take(&mut self.state.lock().caught_up_edits)
     }
 
     /// `newSession`: a fresh session in the same directory; nothing is written yet.

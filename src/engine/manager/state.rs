@@ -50,6 +50,8 @@ impl State {
             unchecked_appends: false,
             read_only: false,
             owed: Vec::new(),
+            append_locked: false,
+            caught_up_edits: Vec::new(),
         }
     }
 
@@ -74,8 +76,63 @@ impl State {
 
     pub(super) fn close_writer(&mut self) {
         self.check_appends();
+        // Closing the descriptor drops its lock.
+        self.append_locked = false;
         if let Some(writer) = self.writer.take() {
             let _ = writer.close();
+        }
+    }
+
+    /// Runs `f` holding the append lock on the session file ([`StorageWriter::lock`]): the
+    /// lock orders gjcfs's own writers of one file, so that what one of them checks of the
+    /// file's end still holds when it writes. Taken only where there is a file to lock
+    /// (nothing is created for it) and the platform grants it; without it `f` runs
+    /// anyway, as the agent's own writes do. Nested calls take it once.
+    pub(super) fn with_append_lock<R>(&mut self, f: impl FnOnce(&mut State) -> R) -> R {
+        if self.append_locked {
+            return f(self);
+        }
+        self.append_locked = self.take_append_lock();
+        let result = f(self);
+        if std::mem::take(&mut self.append_locked) {
+            let unlocked = self.writer.as_mut().is_none_or(|w| w.unlock().is_ok());
+            if !unlocked {
+                // Closing the descriptor drops the lock for sure.
+                self.close_writer();
+            }
+        }
+        result
+    }
+
+    /// Locks the file through the open writer, opening one (never creating the file) when
+    /// there is none; whether the lock is held.
+    fn take_append_lock(&mut self) -> bool {
+        let Some(path) = self.file.clone() else {
+            return false;
+        };
+        if !self.persist || self.read_only {
+            return false;
+        }
+        if self.writer.is_none() {
+            match self.storage().open_writer(&path, OpenMode::AppendExisting) {
+                Ok(writer) => self.writer = Some(writer),
+                Err(_) => return false,
+            }
+        }
+        self.writer.as_mut().is_some_and(|w| w.lock().is_ok())
+    }
+
+    /// Before entries from outside are appended: memory takes in the complete lines other
+    /// processes appended since it last looked ([`State::refresh`]), so that the new
+    /// entries follow them. A file memory cannot follow (replaced, rewritten, a write of
+    /// this manager that raced another's) is appended to as it is, as before, and so is one
+    /// that cannot be read now: the append itself then says what is wrong.
+    pub(super) fn catch_up(&mut self) {
+        if self.synced.is_none() || self.needs_full_rewrite {
+            return;
+        }
+        if let Ok(super::Refresh::Appended { edited, .. }) = self.refresh() {
+            self.caught_up_edits.extend(edited);
         }
     }
 
@@ -269,9 +326,15 @@ impl State {
     /// exactly its old size plus those bytes (if another process appended meanwhile it is
     /// left; the next append ends a torn tail).
     fn write_at_end(&mut self, path: &Path, buf: &[u8], durable: bool) -> SessionResult<()> {
+        self.writer(path)?;
+        self.with_append_lock(|state| state.write_at_end_locked(path, buf, durable))
+    }
+
+    /// [`State::write_at_end`], the append lock taken.
+    fn write_at_end_locked(&mut self, path: &Path, buf: &[u8], durable: bool) -> SessionResult<()> {
         let storage = self.config.storage.clone();
         let writer = self.writer(path)?;
-        let end = match writer.end() {
+        let end = match settled_end(writer.as_ref()) {
             Ok(end) => end,
             Err(e) => return Err(self.fail(path, e).into()),
         };
@@ -464,4 +527,30 @@ impl State {
         }
         Ok(())
     }
+}
+
+/// How often, and how long apart, a last line without its newline is looked at again
+/// before it is taken for a torn one.
+const TORN_RECHECKS: u32 = 5;
+const TORN_RECHECK_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// The end of the writer's file, once it holds still: a last line without its newline may
+/// be one another process is writing right now (a reader can see a long line's write half
+/// done), so it is looked at again, a few milliseconds apart, until the file stops growing
+/// or the line is ended. Ending a line that its writer then finishes would leave a blank
+/// line; one still unended after the pauses is torn (a crash left it).
+fn settled_end(writer: &dyn StorageWriter) -> std::io::Result<crate::storage::FileEnd> {
+    let mut end = writer.end()?;
+    for _ in 0..TORN_RECHECKS {
+        if !end.torn() {
+            break;
+        }
+        std::thread::sleep(TORN_RECHECK_PAUSE);
+        let now = writer.end()?;
+        if now == end {
+            break;
+        }
+        end = now;
+    }
+    Ok(end)
 }

@@ -16,7 +16,8 @@
 //!   now), and the check can be made on this platform: checked before the cut's writer
 //!   opens the file and, where the check does not itself open the file (Unix), again with
 //!   it open;
-//! - the file is still the one read, at the size read, right before it is cut.
+//! - the file is still the one read, at the size read, right before it is cut (with the
+//!   append lock held, so that no append of gjcfs lands in between).
 //!
 //! What the check cannot see is not guarded against: a writer in another user's or another
 //! PID namespace's process, on another host of a network filesystem, or one starting in the
@@ -77,6 +78,8 @@ fn cut_torn_tail_within(
     if cfg!(unix) && !no_other_writer() {
         return Ok(None);
     }
+    // gjcfs's own appenders are held off from here to the cut (the append lock).
+    let _ = writer.lock();
     let same = writer.is_file_at(path).unwrap_or(false)
         && storage.stat(path).is_ok_and(|stat| stat.id == torn.file)
         && writer.end().is_ok_and(|end| end.size == torn.size);
