@@ -20,7 +20,7 @@ use fuser::{
     TimeOrNow, WriteFlags,
 };
 use gjcfs_vfs::{
-    Attr, Caching, DirEntry, Invalidator, IoCause, NamespaceChange, NodeKind, OpenMode, Vfs,
+    Attr, Caching, DirEntry, Invalidator, IoCause, NamespaceChange, NodeKind, OpenMode, Part, Vfs,
     VfsError,
 };
 
@@ -174,6 +174,47 @@ pub struct FuseAdapter {
     gid: u32,
     /// Files are opened by the kernel alone and read by node (see [`FuseAdapter::new`]).
     by_node: bool,
+    /// The longest write request the kernel sends ([`request_max`]).
+    request_max: usize,
+}
+
+/// The largest write request the mount asks the kernel for.
+const MAX_WRITE: u32 = 1 << 20;
+
+/// The longest write request the kernel sends a file opened with `FOPEN_DIRECT_IO` (every
+/// file that takes writes): a `write(2)` is cut into requests of at most `max_write` bytes
+/// and at most `max_pages` pages of the writer's buffer, where Linux caps `max_pages` at
+/// `/proc/sys/fs/fuse/max_pages_limit` (256 where that file is missing). So every request
+/// but the last of a `write(2)` is longer than this minus a page ([`part_of`]). macFUSE
+/// states no such rule: there, any request longer than a page may be continued.
+fn request_max(kernel: Kernel) -> usize {
+    let page = page_size();
+    if kernel == Kernel::MacFuse {
+        return 2 * page;
+    }
+    let limit = std::fs::read_to_string("/proc/sys/fs/fuse/max_pages_limit")
+        .ok()
+        .and_then(|text| text.trim().parse::<usize>().ok())
+        .unwrap_or(256);
+    let max_pages = (MAX_WRITE as usize).div_ceil(page).min(limit);
+    (MAX_WRITE as usize).min(max_pages * page)
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).unwrap_or(4096).max(512)
+}
+
+/// Where a write request of `len` bytes stands in its `write(2)`: one as long as the
+/// kernel makes them (more than `request_max` minus a page) may be continued; a shorter
+/// one is the last.
+fn part_of(len: usize, request_max: usize) -> Part {
+    if len + page_size() > request_max {
+        Part::MayContinue
+    } else {
+        Part::Last
+    }
 }
 
 impl FuseAdapter {
@@ -192,6 +233,7 @@ impl FuseAdapter {
             uid,
             gid,
             by_node,
+            request_max: request_max(Kernel::HERE),
         }
     }
 
@@ -278,6 +320,8 @@ impl FuseAdapter {
 
 impl Filesystem for FuseAdapter {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // The request size `request_max` reckons with.
+        let _ = config.set_max_write(MAX_WRITE);
         // O_TRUNC then arrives with the open instead of as a truncate without a handle, so
         // `echo ID > leaf` replaces the leaf only through its handle, only if the id is good.
         if let Err(missing) = config.add_capabilities(InitFlags::FUSE_ATOMIC_O_TRUNC) {
@@ -500,7 +544,8 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match call("write", || self.vfs.write(fh.0, offset, data)) {
+        let part = part_of(data.len(), self.request_max);
+        match call("write", || self.vfs.write_part(fh.0, offset, data, part)) {
             Ok(n) => reply.written(u32::try_from(n).unwrap_or(u32::MAX)),
             Err(e) => reply.error(e),
         }
@@ -519,6 +564,22 @@ impl Filesystem for FuseAdapter {
             return reply.error(Errno::ENOSYS);
         }
         match call("flush", || self.vfs.flush(fh.0)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    /// An fsync applies what the handle holds, as a close does: the lines written to
+    /// `entries/new` are appended then (a managed transcript's append is fsynced).
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match call("fsync", || self.vfs.flush(fh.0)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -700,6 +761,24 @@ fn with_dots(ino: u64, entries: &[DirEntry]) -> impl Iterator<Item = (u64, DirEn
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_request_shorter_than_the_kernel_makes_them_ends_its_write() {
+        let page = page_size();
+        let max = 1 << 20;
+        assert_eq!(part_of(max, max), Part::MayContinue);
+        // Cut at the page limit, with the writer's buffer not page-aligned.
+        assert_eq!(part_of(max - page + 1, max), Part::MayContinue);
+        assert_eq!(part_of(max - page, max), Part::Last);
+        assert_eq!(part_of(100, max), Part::Last);
+        let linux = request_max(Kernel::Linux);
+        assert!(linux <= MAX_WRITE as usize && linux >= page, "{linux}");
+        assert_eq!(
+            part_of(page + 1, request_max(Kernel::MacFuse)),
+            Part::MayContinue
+        );
+        assert_eq!(part_of(page, request_max(Kernel::MacFuse)), Part::Last);
+    }
 
     #[test]
     fn a_panicking_handler_answers_eio() {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::errors::ErrorLog;
-use super::handles::{Handle, Handles, LeafBuffer, LineBuffer};
+use super::handles::{Handle, Handles, LeafBuffer, LineBuffer, Part};
 use super::history::HistoryView;
 use super::inode::{InodeTable, Node, ROOT_INO};
 use super::layout::safe_session_name;
@@ -540,8 +540,22 @@ impl Vfs {
     }
 
     /// Writes `data` at `offset` (`leaf`) or appends it (`entries/new`, offsets ignored:
-    /// each complete line is one entry). Returns the count of bytes taken.
+    /// each complete line is one entry), as the whole of its `write(2)`. Returns the count
+    /// of bytes taken.
     pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> Result<usize, VfsError> {
+        self.write_part(fh, offset, data, Part::Last)
+    }
+
+    /// [`Vfs::write`] for one request of a `write(2)` the kernel may have split: the lines
+    /// of a request that may continue are checked and held, and appended with the last
+    /// request of their `write(2)` (or at the close), all together or not at all.
+    pub fn write_part(
+        &self,
+        fh: u64,
+        offset: u64,
+        data: &[u8],
+        part: Part,
+    ) -> Result<usize, VfsError> {
         if self.writes_stopped() {
             return Err(VfsError::ReadOnly);
         }
@@ -569,47 +583,95 @@ impl Vfs {
             }
             Handle::New(line) => {
                 let mut line = line.lock();
+                if let Some(refused) = line.refused() {
+                    return Err(refused.clone());
+                }
+                // Lines of earlier requests of this write(2), which the kernel counts as
+                // written: dropping them must fail the handle for good.
+                let misled = line.holds_lines();
                 let done = line.push(data);
                 let sid = line.sid.clone();
-                let appended = self.append_lines(&sid, &done.lines, false);
-                if done.overflowed {
+                let taken = if done.overflowed {
                     let limit = super::handles::LINE_MAX;
                     let reason = format!("a line longer than {limit} bytes was refused whole");
-                    self.errors.push(&sid, &format!("entries/new: {reason}"));
-                    self.announce(&sid, EntriesChanged::None);
-                    return Err(VfsError::TooLarge(reason));
-                }
-                match appended {
-                    Ok(()) => Ok(data.len()),
+                    Err(VfsError::TooLarge(reason))
+                } else {
+                    self.check_lines(&sid, &done.lines)
+                        .and_then(|()| line.hold(done.lines))
+                };
+                let refused = match taken {
                     Err(e) => {
-                        line.clear();
-                        Err(e)
+                        self.note_refused_new(&sid, &e, misled);
+                        e
                     }
+                    Ok(()) if part == Part::MayContinue => return Ok(data.len()),
+                    Ok(()) => {
+                        let lines = line.take_lines();
+                        // A failure is in `errors` already (the write's own reason).
+                        match self.append_lines(&sid, &lines, false) {
+                            Ok(()) => return Ok(data.len()),
+                            Err(e) if misled => {
+                                self.note_refused_new(&sid, &e, true);
+                                e
+                            }
+                            Err(e) => e,
+                        }
+                    }
+                };
+                if misled {
+                    line.refuse(refused.clone());
+                } else {
+                    line.drop_held();
                 }
+                Err(refused)
             }
         }
     }
 
-    /// Parses every line first, then appends them all at once through the manager's
-    /// validation: a write whose lines are not all valid entries appends none of them.
-    /// `accepted`: see [`Vfs::with_writer`].
-    fn append_lines(&self, sid: &str, lines: &[Vec<u8>], accepted: bool) -> Result<(), VfsError> {
-        let mut objects: Vec<Object> = Vec::new();
-        for line in lines {
-            let Ok(text) = std::str::from_utf8(line) else {
-                return Err(self.refuse(sid, "entries/new", "not UTF-8".into()));
-            };
-            if text.trim().is_empty() {
-                continue;
+    /// Records in `errors` what a refused write to `entries/new` cost: nothing of it is
+    /// appended, and with `misled` (the kernel had been told its first part was written)
+    /// the open file refuses everything until it is closed.
+    fn note_refused_new(&self, sid: &str, error: &VfsError, misled: bool) {
+        let tail = match misled {
+            true => {
+                "; nothing of that write is appended, and this open file refuses every \
+                     write until it is closed"
             }
-            match json::parse(text) {
-                Ok(Value::Object(object)) => objects.push(object),
-                Ok(_) => return Err(self.refuse(sid, "entries/new", "not a JSON object".into())),
-                Err(e) => {
-                    return Err(self.refuse(sid, "entries/new", format!("invalid JSON: {e}")))
-                }
-            }
+            false => "; nothing of that write is appended",
+        };
+        self.errors
+            .push(sid, &format!("entries/new: {error}{tail}"));
+        self.announce(sid, EntriesChanged::None);
+    }
+
+    /// Checks lines written to `entries/new` as the append will: each must be a JSON object
+    /// the session takes as an entry (see [`gjcfs_engine::manager::external_entry`]).
+    fn check_lines(&self, sid: &str, lines: &[Vec<u8>]) -> Result<(), VfsError> {
+        let objects = parse_lines(lines)?;
+        if objects.is_empty() {
+            return Ok(());
         }
+        self.with_session(sid, |loaded| {
+            for (n, object) in &objects {
+                loaded.manager.check_external(object).map_err(|e| {
+                    VfsError::InvalidArgument(format!("line {n} of the write: {e}"))
+                })?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Appends lines held by an `entries/new` handle all at once through the manager's
+    /// validation: if any is not a valid entry none is appended. `accepted`: see
+    /// [`Vfs::with_writer`].
+    fn append_lines(&self, sid: &str, lines: &[Vec<u8>], accepted: bool) -> Result<(), VfsError> {
+        let objects: Vec<Object> = match parse_lines(lines) {
+            Ok(objects) => objects.into_iter().map(|(_, object)| object).collect(),
+            Err(e) => {
+                self.note_refused_new(sid, &e, false);
+                return Err(e);
+            }
+        };
         if objects.is_empty() {
             return Ok(());
         }
@@ -627,8 +689,9 @@ impl Vfs {
         VfsError::InvalidArgument(reason)
     }
 
-    /// Applies what a handle holds: a `leaf` write moves the leaf, the last unterminated
-    /// line of `entries/new` is appended. Errors are reported here (close's result).
+    /// Applies what a handle holds: a `leaf` write moves the leaf, the lines written to
+    /// `entries/new` are appended (all together). Errors are reported here (close's
+    /// result). An fsync does the same.
     pub fn flush(&self, fh: u64) -> Result<(), VfsError> {
         self.apply(fh, false)
     }
@@ -650,11 +713,12 @@ impl Vfs {
             }
             Handle::New(line) => {
                 let mut line = line.lock();
-                let Some(last) = line.take_partial() else {
-                    return Ok(());
-                };
+                if let Some(refused) = line.refused() {
+                    return Err(refused.clone());
+                }
+                let batch = line.take_batch();
                 let sid = line.sid.clone();
-                self.append_lines(&sid, &[last], true)
+                self.append_lines(&sid, &batch, true)
             }
         }
     }
@@ -890,4 +954,25 @@ impl Vfs {
             .filter(|n| super::layout::usable_name(n))
             .collect()
     }
+}
+
+/// The JSON objects of lines written to `entries/new`, each with its line number in the
+/// write (blank lines are skipped); the first line that is not one is refused.
+fn parse_lines(lines: &[Vec<u8>]) -> Result<Vec<(usize, Object)>, VfsError> {
+    let mut objects = Vec::with_capacity(lines.len());
+    for (n, line) in lines.iter().enumerate() {
+        let refused = |why: String| VfsError::InvalidArgument(format!("line {}: {why}", n + 1));
+        let Ok(text) = std::str::from_utf8(line) else {
+            return Err(refused("not UTF-8".into()));
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        match json::parse(text) {
+            Ok(Value::Object(object)) => objects.push((n + 1, object)),
+            Ok(_) => return Err(refused("not a JSON object".into())),
+            Err(e) => return Err(refused(format!("invalid JSON: {e}"))),
+        }
+    }
+    Ok(objects)
 }

@@ -28,6 +28,10 @@ pub const LEAF_MAX: usize = 4096;
 /// its images go to the blob store). A longer line is refused with `EFBIG` and nothing of
 /// it is kept.
 pub const LINE_MAX: usize = 64 << 20;
+/// The most bytes of lines an open `entries/new` holds for one `write(2)` that the kernel
+/// sent in several requests (see [`LineBuffer`]); beyond it the write is refused with
+/// `EFBIG` and nothing of it is appended.
+pub const PENDING_MAX: usize = 64 << 20;
 
 #[derive(Debug, Clone)]
 pub(super) enum Handle {
@@ -98,13 +102,36 @@ impl LeafBuffer {
     }
 }
 
-/// The bytes written to `entries/new` that do not end a line yet.
+/// What an open `entries/new` holds between writes: the bytes that do not end a line yet,
+/// and the checked lines of a `write(2)` that the kernel may still be sending (it splits a
+/// long write into requests, the last one shorter than the rest: [`Part`]). Those are
+/// appended together with the rest of their `write(2)`, at its last request or at the
+/// close, or not at all: when a later request of it is refused, what was held is dropped,
+/// and because the kernel then tells the writer that the first part was written, every
+/// later write through the handle and its close fail with the same error
+/// ([`LineBuffer::refuse`]).
 #[derive(Debug)]
 pub(super) struct LineBuffer {
     pub sid: String,
     partial: Vec<u8>,
+    /// Complete lines, checked, not appended yet (each without its newline).
+    pending: Vec<Vec<u8>>,
+    /// The bytes of `pending` and `partial`.
+    held: usize,
     /// A line grew beyond [`LINE_MAX`]: its bytes are dropped up to its newline.
     overflowed: bool,
+    /// Why a write through this handle was refused after the kernel had been told part of
+    /// it was taken: answered to every later write and to the close.
+    refused: Option<VfsError>,
+}
+
+/// Where a write request stands in its `write(2)`, as far as the platform can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The last (or only) request of its `write(2)`.
+    Last,
+    /// A request as long as the kernel makes them: more of the same `write(2)` may follow.
+    MayContinue,
 }
 
 /// What a write to `entries/new` completed.
@@ -121,8 +148,16 @@ impl LineBuffer {
         LineBuffer {
             sid: sid.to_owned(),
             partial: Vec::new(),
+            pending: Vec::new(),
+            held: 0,
             overflowed: false,
+            refused: None,
         }
+    }
+
+    /// The refusal every write and the close answer, once a write was refused.
+    pub fn refused(&self) -> Option<&VfsError> {
+        self.refused.as_ref()
     }
 
     /// Takes `data`: returns the lines it completes. Only `data` is scanned (the bytes kept
@@ -136,10 +171,12 @@ impl LineBuffer {
             if self.overflowed || self.partial.len() + piece.len() > LINE_MAX {
                 overflowed = true;
                 self.overflowed = false;
+                self.held -= self.partial.len();
                 self.partial.clear();
             } else {
                 let mut line = std::mem::take(&mut self.partial);
                 line.extend_from_slice(piece);
+                self.held -= line.len() - piece.len();
                 lines.push(line);
             }
             rest = after;
@@ -147,22 +184,65 @@ impl LineBuffer {
         if self.overflowed || self.partial.len() + rest.len() > LINE_MAX {
             overflowed = true;
             self.overflowed = true;
+            self.held -= self.partial.len();
             self.partial = Vec::new();
         } else {
             self.partial.extend_from_slice(rest);
+            self.held += rest.len();
         }
         Completed { lines, overflowed }
     }
 
-    /// The unterminated last line, taken (what a close applies).
-    pub fn take_partial(&mut self) -> Option<Vec<u8>> {
-        self.overflowed = false;
-        (!self.partial.is_empty()).then(|| std::mem::take(&mut self.partial))
+    /// Holds `lines` (checked) until they are appended; refused with `EFBIG` when the
+    /// handle would hold more than [`PENDING_MAX`] bytes.
+    pub fn hold(&mut self, lines: Vec<Vec<u8>>) -> Result<(), VfsError> {
+        let bytes: usize = lines.iter().map(Vec::len).sum();
+        if self.held + bytes > PENDING_MAX {
+            return Err(VfsError::TooLarge(format!(
+                "one write of more than {PENDING_MAX} bytes of lines"
+            )));
+        }
+        self.held += bytes;
+        self.pending.extend(lines);
+        Ok(())
     }
 
-    /// Forgets what is pending (after a failed write).
-    pub fn clear(&mut self) {
+    /// Whether complete lines of earlier requests are held.
+    pub fn holds_lines(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The complete lines held: what the last request of a `write(2)` appends. The bytes
+    /// of an unterminated line stay.
+    pub fn take_lines(&mut self) -> Vec<Vec<u8>> {
+        let lines = std::mem::take(&mut self.pending);
+        self.held -= lines.iter().map(Vec::len).sum::<usize>();
+        lines
+    }
+
+    /// Every line held, the unterminated last one included: what a close or an fsync
+    /// appends. The handle holds nothing after.
+    pub fn take_batch(&mut self) -> Vec<Vec<u8>> {
+        let mut batch = std::mem::take(&mut self.pending);
+        self.overflowed = false;
+        if !self.partial.is_empty() {
+            batch.push(std::mem::take(&mut self.partial));
+        }
+        self.held = 0;
+        batch
+    }
+
+    /// Drops everything held (after a failed write).
+    pub fn drop_held(&mut self) {
+        self.pending.clear();
         self.partial.clear();
+        self.held = 0;
+    }
+
+    /// Drops everything held and refuses every later write, and the close, with `error`.
+    pub fn refuse(&mut self, error: VfsError) {
+        self.drop_held();
+        self.refused = Some(error);
     }
 }
 
@@ -208,8 +288,33 @@ mod tests {
         let done = b.push(b":1}\n{\"b\":2}\n{\"c\"");
         assert_eq!(lines(&done), [&b"{\"a\":1}"[..], b"{\"b\":2}"]);
         assert!(!done.overflowed);
-        assert_eq!(b.take_partial(), Some(b"{\"c\"".to_vec()));
-        assert_eq!(b.take_partial(), None);
+        b.hold(done.lines).unwrap();
+        assert_eq!(
+            b.take_batch(),
+            [
+                b"{\"a\":1}".to_vec(),
+                b"{\"b\":2}".to_vec(),
+                b"{\"c\"".to_vec()
+            ]
+        );
+        assert!(b.take_batch().is_empty());
+    }
+
+    #[test]
+    fn what_a_handle_holds_is_bounded_and_a_refusal_drops_it_and_stays() {
+        let mut b = LineBuffer::new("s");
+        let line = vec![b'x'; PENDING_MAX / 2];
+        b.hold(vec![line.clone()]).unwrap();
+        let done = b.push(b"{}\npart");
+        b.hold(done.lines).unwrap();
+        assert_eq!(b.held, PENDING_MAX / 2 + 2 + 4);
+        assert!(matches!(b.hold(vec![line]), Err(VfsError::TooLarge(_))));
+        assert!(b.holds_lines());
+        assert_eq!(b.take_lines().len(), 2, "the complete lines");
+        assert_eq!(b.held, 4, "the unterminated one stays");
+        b.refuse(VfsError::InvalidArgument("bad".into()));
+        assert!(b.take_batch().is_empty(), "nothing held is appended");
+        assert_eq!(b.refused(), Some(&VfsError::InvalidArgument("bad".into())));
     }
 
     #[test]
@@ -223,7 +328,8 @@ mod tests {
         let done = b.push(b"tail\n{}\n");
         assert!(done.overflowed);
         assert_eq!(lines(&done), [&b"{}"[..]]);
-        assert_eq!(b.take_partial(), None);
+        assert!(b.take_batch().is_empty());
+        assert_eq!(b.held, 0);
     }
 
     #[test]

@@ -103,7 +103,7 @@ mod snapshots;
 mod store_usage;
 
 pub use gjcfs_engine::io_cause::IoCause;
-pub use handles::{LEAF_MAX, LINE_MAX};
+pub use handles::{Part, LEAF_MAX, LINE_MAX, PENDING_MAX};
 pub use layout::label_file_name;
 
 pub use fs::{Caching, Invalidator, NamespaceChange, Opened, Summary, Vfs, VfsConfig};

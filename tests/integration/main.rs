@@ -41,3 +41,4 @@ mod tree;
 mod vfs;
 mod views;
 mod views_cli;
+mod writers;

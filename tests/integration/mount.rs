@@ -373,6 +373,181 @@ fn lines_written_to_entries_new_are_appended_and_invalid_ones_are_not() {
     assert_eq!(entries.lines().count(), 5);
 }
 
+/// `count` message lines of about 1.5 KB each, one JSON object a line.
+fn message_lines(count: usize, tag: &str) -> Vec<u8> {
+    let padding = "p".repeat(1500);
+    let mut out = Vec::new();
+    for i in 0..count {
+        out.extend_from_slice(
+            format!("{{\"role\":\"user\",\"content\":\"{tag} {i} {padding}\"}}\n").as_bytes(),
+        );
+    }
+    out
+}
+
+/// One `write(2)` of `bytes` to `path` on a fresh descriptor: what it returned, and what
+/// the close returned (`libc` directly: `File` ignores the close's error).
+fn write_once_and_close(path: &Path, bytes: &[u8]) -> (isize, i32, i32) {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid path; the buffer outlives the call; the descriptor is closed once.
+    unsafe {
+        let fd = libc::open(c_path.as_ptr(), libc::O_WRONLY | libc::O_APPEND);
+        assert!(
+            fd >= 0,
+            "open {path:?}: {}",
+            std::io::Error::last_os_error()
+        );
+        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        let write_errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        let closed = libc::close(fd);
+        let close_errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        (
+            written,
+            if written < 0 { write_errno } else { 0 },
+            if closed < 0 { close_errno } else { 0 },
+        )
+    }
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn one_write_longer_than_a_kernel_request_is_appended_all_together_or_not_at_all() {
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let new = mount.session_dir(&s.sid).join("entries/new");
+    // About 3 MB: the kernel cuts it into requests of at most 1 MiB.
+    let mut bytes = message_lines(2000, "whole");
+    assert!(bytes.len() > 2 << 20);
+    let (written, errno, close_errno) = write_once_and_close(&new, &bytes);
+    assert_eq!(
+        (written, errno, close_errno),
+        (bytes.len() as isize, 0, 0),
+        "{}",
+        mount.log_text()
+    );
+    let session = load_session(&s.file).unwrap().session;
+    assert_eq!(session.entry_count(), 3 + 2000);
+    let contents: Vec<&str> = session
+        .entries()
+        .skip(3)
+        .map(|e| e.message().unwrap().get_str("content").unwrap())
+        .collect();
+    for (i, content) in contents.iter().enumerate() {
+        assert!(content.starts_with(&format!("whole {i} ")), "entry {i}");
+    }
+
+    // The same with an invalid last line: nothing of it is appended, and the writer hears
+    // of it at the write (for the first request: nothing counted) or, after a short
+    // count, at every later write and at the close.
+    bytes = message_lines(2000, "refused");
+    bytes.extend_from_slice(b"{\"type\":\"bogus\"}\n");
+    let (written, errno, close_errno) = write_once_and_close(&new, &bytes);
+    assert!(
+        written < bytes.len() as isize,
+        "the write is not taken whole ({written})"
+    );
+    if written < 0 {
+        assert_eq!(errno, libc::EINVAL);
+    } else {
+        assert_eq!(
+            close_errno,
+            libc::EINVAL,
+            "the close fails after a short count"
+        );
+    }
+    assert_eq!(s.entry_count(), 3 + 2000, "nothing of the refused write");
+    let errors = ok("cat", &[p(&mount.session_dir(&s.sid).join("errors"))]);
+    assert!(
+        errors.contains("nothing of that write is appended"),
+        "{errors}"
+    );
+    // The next write through a new open file is taken.
+    let out = sh(&format!(
+        r#"printf '{{"role":"user","content":"after"}}\n' >> {}"#,
+        p(&new)
+    ));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(s.entry_count(), 3 + 2001);
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn entry_names_never_change_while_the_mount_and_gjcfs_append_write_at_once() {
+    use std::collections::HashMap;
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    const LINES: usize = 200;
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let entries = mount.session_dir(&s.sid).join("entries");
+    let new = entries.join("new");
+    // One writer through the mount, a line per open...
+    let through_mount = std::thread::spawn(move || {
+        for i in 0..LINES {
+            let line = format!("{{\"role\":\"user\",\"content\":\"mount {i}\"}}\n");
+            let mut file = fs::OpenOptions::new().append(true).open(&new).unwrap();
+            file.write_all(line.as_bytes()).unwrap();
+        }
+    });
+    // ...and `gjcfs append` on the transcript itself, a line at a time.
+    let mut outside = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
+        .args(["append", p(&s.file), "--agent-dir", &s.agent_dir()])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = outside.stdin.take().unwrap();
+    let feeding = std::thread::spawn(move || {
+        for i in 0..LINES {
+            let line = format!("{{\"role\":\"user\",\"content\":\"cli {i}\"}}\n");
+            stdin.write_all(line.as_bytes()).unwrap();
+            stdin.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    // Every name `ls` shows keeps meaning the same entry.
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut changed = Vec::new();
+    let mut look = |names: &mut HashMap<String, String>| {
+        for name in ok("ls", &[p(&entries)]).lines() {
+            let Some((_, id)) = name.strip_suffix(".json").and_then(|n| n.split_once('-')) else {
+                continue;
+            };
+            if let Some(before) = names.insert(id.to_owned(), name.to_owned()) {
+                if before != name {
+                    changed.push((before, name.to_owned()));
+                }
+            }
+        }
+    };
+    while !through_mount.is_finished() || !feeding.is_finished() {
+        look(&mut names);
+    }
+    through_mount.join().unwrap();
+    feeding.join().unwrap();
+    let status = outside.wait_with_output().unwrap();
+    assert!(status.status.success(), "{status:?}");
+    look(&mut names);
+    assert!(
+        changed.is_empty(),
+        "{} names changed: {:?}",
+        changed.len(),
+        &changed[..changed.len().min(5)]
+    );
+    // And they are the file's order.
+    let session = load_session(&s.file).unwrap().session;
+    assert_eq!(session.entry_count(), 3 + 2 * LINES);
+    for (n, entry) in session.entries().enumerate() {
+        let id = entry.id().unwrap();
+        assert_eq!(
+            names.get(id),
+            Some(&format!("{n:06}-{id}.json")),
+            "entry {n}"
+        );
+    }
+}
+
 #[test]
 #[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn removing_renaming_and_creating_fail() {

@@ -833,10 +833,15 @@ fn an_overlong_line_to_entries_new_is_refused_whole_and_the_next_one_taken() {
     let mut tail = b"rest of the long line\n".to_vec();
     tail.extend_from_slice(line);
     tail.push(b'\n');
+    // The write that ends the long line is refused whole: a write is appended all
+    // together or not at all.
     assert!(matches!(
         v.write(o.fh, 0, &tail),
         Err(VfsError::TooLarge(_))
     ));
+    let mut next = line.to_vec();
+    next.push(b'\n');
+    assert_eq!(v.write(o.fh, 0, &next).unwrap(), next.len());
     v.release(o.fh).unwrap();
     let session = load_session(&load_session_path(tmp.path()))
         .unwrap()

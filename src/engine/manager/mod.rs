@@ -601,17 +601,7 @@ impl SessionManager {
         state.check_appendable()?;
         state.with_append_lock(|state| {
             state.catch_up();
-            let mut built: Vec<Record> = Vec::with_capacity(inputs.len());
-            for input in inputs {
-                let (ty, fields) = external_entry(input)?;
-                state.check_label_target(&ty, &fields)?;
-                let parent = match built.last() {
-                    Some(previous) => previous.id().map(str::to_owned),
-                    None => state.session.leaf_id().map(str::to_owned),
-                };
-                let record = state.build_new(&ty, &fields, parent.as_deref(), &built)?;
-                built.push(record);
-            }
+            let built = state.build_external(inputs)?;
             let ids = built
                 .iter()
                 .map(|r| r.id().unwrap_or_default().to_owned())
@@ -621,6 +611,16 @@ impl SessionManager {
             }
             Ok(ids)
         })
+    }
+
+    /// Checks an entry given from outside as [`SessionManager::append_external_all`] would
+    /// before appending it (its type, role and schema, a label's target), without
+    /// appending anything; a manager loaded for reading checks too.
+    pub fn check_external(&self, input: &Object) -> SessionResult<()> {
+        self.state
+            .lock()
+            .build_external(vec![input.clone()])
+            .map(drop)
     }
 
     /// The records whose message an entry patch replaced while appends from outside

@@ -433,6 +433,24 @@ impl State {
         Ok(())
     }
 
+    /// The entries for `inputs` given from outside ([`super::external_entry`]), each the
+    /// child of the one before and the first the child of the leaf, checked as an append
+    /// checks them; nothing is inserted.
+    pub(super) fn build_external(&self, inputs: Vec<Object>) -> SessionResult<Vec<Record>> {
+        let mut built: Vec<Record> = Vec::with_capacity(inputs.len());
+        for input in inputs {
+            let (ty, fields) = super::external_entry(input)?;
+            self.check_label_target(&ty, &fields)?;
+            let parent = match built.last() {
+                Some(previous) => previous.id().map(str::to_owned),
+                None => self.session.leaf_id().map(str::to_owned),
+            };
+            let record = self.build_new(&ty, &fields, parent.as_deref(), &built)?;
+            built.push(record);
+        }
+        Ok(built)
+    }
+
     /// A label given from outside must target an existing entry.
     pub(super) fn check_label_target(&self, ty: &str, fields: &Object) -> SessionResult<()> {
         match fields.get_str("targetId") {
