@@ -11,7 +11,7 @@
 //!   `f_fstypename` `macfuse`/`osxfuse`), `unmount(2)` then `diskutil unmount force`;
 //! - `unsupported` (the other Unixes): mounting is refused with a message.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[cfg(target_os = "linux")]
@@ -23,11 +23,15 @@ use linux as sys;
 mod macos;
 #[cfg(target_os = "macos")]
 use macos as sys;
+mod overlap;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod unsupported;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 use unsupported as sys;
 
+pub use overlap::refuse_overlap;
+#[cfg(any(target_os = "macos", test))]
+pub(crate) use overlap::resolved;
 pub use sys::{answers, auto_unmount_allowed, check_fuse_installed, is_mounted, unmount};
 
 /// Why a mount cannot start or stop.
@@ -44,61 +48,6 @@ pub enum MountError {
         what: String,
         source: std::io::Error,
     },
-}
-
-/// `path` (absolute) with every symlink resolved, as far as it exists: its nearest
-/// existing ancestor canonicalized, the rest appended (`..` folded).
-pub(crate) fn resolved(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut rest = Vec::new();
-    let mut existing = path.to_owned();
-    let mut out = loop {
-        // A dead mount fails too (ENOTCONN); its parent is resolved instead.
-        if let Ok(real) = existing.canonicalize() {
-            break real;
-        }
-        match existing.components().next_back() {
-            Some(last @ (Component::Normal(_) | Component::ParentDir | Component::CurDir)) => {
-                rest.push(last.as_os_str().to_owned());
-                existing.pop();
-            }
-            _ => break existing,
-        }
-    };
-    for name in rest.iter().rev() {
-        if name == ".." {
-            out.pop();
-        } else if name != "." {
-            out.push(name);
-        }
-    }
-    out
-}
-
-/// Refuses a mountpoint inside (or equal to) a directory the store is read from — the
-/// server would wait on its own mount at the first access and never answer — and a store
-/// inside the mountpoint, which the mount would hide.
-pub fn refuse_overlap(mountpoint: &Path, store: &[(&str, PathBuf)]) -> Result<(), MountError> {
-    let mount = resolved(mountpoint);
-    for (what, dir) in store {
-        let dir_path = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
-        let dir = resolved(&dir_path);
-        if mount.starts_with(&dir) {
-            return Err(MountError::Refused(format!(
-                "{}: the mountpoint is inside {what} {}; mount outside the store",
-                mountpoint.display(),
-                dir_path.display()
-            )));
-        }
-        if dir.starts_with(&mount) {
-            return Err(MountError::Refused(format!(
-                "{}: {what} {} is inside the mountpoint; mount outside the store",
-                mountpoint.display(),
-                dir_path.display()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Unmounts the served mount at `mountpoint` (`gjcfs umount`); the server sees its session

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::common::gjcfs_bin;
-use crate::common::mount::{exit_within, is_mounted, ok, p, run, store, within, Mount};
+use crate::common::mount::{answers, exit_within, is_mounted, ok, p, run, store, within, Mount};
 use gjcfs::engine::load_session;
 
 /// How long a stopping server may take to exit, and a refused start to give up.
@@ -142,6 +142,82 @@ fn a_mountpoint_inside_the_store_or_around_it_is_refused() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
         assert!(err.contains(says), "{mountpoint:?}: {err}");
         assert!(!is_mounted(&mountpoint), "{mountpoint:?} was mounted");
+        assert_eq!(mountpoint.exists(), existed, "{mountpoint:?}");
+    }
+    assert_eq!(s.entry_count(), 3);
+}
+
+/// A bind mount made for one test (`mount --bind`), detached again on drop.
+struct BindMount(std::path::PathBuf);
+
+impl BindMount {
+    /// `source` also at `target` (created); `None`, said on stderr, where this process may
+    /// not mount (not root) outside CI.
+    fn new(source: &Path, target: &Path) -> Option<BindMount> {
+        fs::create_dir_all(target).unwrap();
+        let out = run("mount", &["--bind", p(source), p(target)]);
+        if out.status.success() {
+            return Some(BindMount(target.to_owned()));
+        }
+        let why = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "mount --bind fails under CI: {why}"
+        );
+        eprintln!("skipped: mount --bind needs root here: {why}");
+        None
+    }
+}
+
+impl Drop for BindMount {
+    fn drop(&mut self) {
+        let _ = run("umount", &["-l", p(&self.0)]);
+    }
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn a_mountpoint_reaching_the_store_through_a_bind_mount_is_refused() {
+    let s = store();
+    let agent = s.tmp.path().join("agent");
+    let elsewhere = tempfile::tempdir().unwrap();
+    // The agent directory under another name.
+    let Some(_alias) = BindMount::new(&agent, &elsewhere.path().join("alias")) else {
+        return;
+    };
+    // A directory outside the store that is also mounted inside it.
+    let outside = elsewhere.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    let Some(_inside) = BindMount::new(&outside, &agent.join("sessions/shown")) else {
+        return;
+    };
+    let cases = [
+        (
+            elsewhere.path().join("alias/mnt"),
+            "the mountpoint is inside",
+        ),
+        (elsewhere.path().join("alias"), "the mountpoint is inside"),
+        (
+            elsewhere.path().join("alias/sessions/new-dir"),
+            "the mountpoint is inside",
+        ),
+        (outside.clone(), "shows the mountpoint's directory"),
+        (outside.join("deeper"), "shows the mountpoint's directory"),
+    ];
+    for (mountpoint, says) in cases {
+        let existed = mountpoint.exists();
+        let mut command = Command::new(gjcfs_bin());
+        command
+            .arg("mount")
+            .arg(&mountpoint)
+            .args(["--agent-dir", p(&agent)]);
+        let out = exit_within(&mut command, &mountpoint, EXIT_BOUND)
+            .unwrap_or_else(|| panic!("{mountpoint:?}: still running after {EXIT_BOUND:?}"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mountpoint:?}: {err}");
+        assert!(err.contains(says), "{mountpoint:?}: {err}");
+        // (The alias itself is a mountpoint: of the bind mount, not of gjcfs.)
+        assert!(!answers(&mountpoint), "{mountpoint:?} was mounted");
         assert_eq!(mountpoint.exists(), existed, "{mountpoint:?}");
     }
     assert_eq!(s.entry_count(), 3);
