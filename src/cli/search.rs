@@ -17,6 +17,8 @@ use super::store::StoreArgs;
 
 /// Progress is shown when at least this many bytes need indexing.
 const PROGRESS_FROM: u64 = 50 << 20;
+/// What a search does when its index cannot be kept on disk.
+const IN_MEMORY: &str = "using an index in memory for this search (every session is read)";
 /// How many unreadable files are named one by one.
 const FAILED_SHOWN: usize = 5;
 
@@ -120,7 +122,18 @@ pub fn run(args: SearchArgs) -> Result<()> {
             }
         }
     };
-    let (report, hits) = index.search_dirs(&dirs, threads, &progress, &query, &filters)?;
+    let (report, hits) = match index.search_dirs(&dirs, threads, &progress, &query, &filters) {
+        Err(err) if err.is_disk_full() && index.path().is_some() => {
+            let removed = match index.discard() {
+                Ok(()) => "the index was removed to give its space back".to_owned(),
+                Err(e) => format!("the index could not be removed: {e}"),
+            };
+            eprintln!("gjcfs: warning: {err}; {removed}; {IN_MEMORY}");
+            SearchIndex::open_in_memory()?
+                .search_dirs(&dirs, threads, &progress, &query, &filters)?
+        }
+        answer => answer?,
+    };
     for (path, err) in report.failed.iter().take(FAILED_SHOWN) {
         eprintln!("gjcfs: warning: not indexed: {}: {err}", path.display());
     }
@@ -203,9 +216,11 @@ fn open_index(args: &SearchArgs) -> Result<SearchIndex> {
     match SearchIndex::open(&dir) {
         Ok(index) => Ok(index),
         Err(err @ (SearchError::CreateDir { .. } | SearchError::Sqlite { .. })) => {
-            eprintln!(
-                "gjcfs: warning: {err}; using an index in memory for this search (every session is read)"
-            );
+            // What a full filesystem let the open write is given back.
+            if err.is_disk_full() {
+                let _ = gjcfs_engine::search::remove_index(&dir);
+            }
+            eprintln!("gjcfs: warning: {err}; {IN_MEMORY}");
             Ok(SearchIndex::open_in_memory()?)
         }
         Err(err) => Err(err.into()),

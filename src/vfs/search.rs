@@ -98,11 +98,28 @@ impl SearchView {
             return Ok(index.clone());
         }
         let opened = match &self.index_dir {
-            Some(dir) => SearchIndex::open(dir).or_else(|_| SearchIndex::open_in_memory()),
+            Some(dir) => SearchIndex::open(dir).or_else(|e| {
+                if e.is_disk_full() {
+                    let _ = gjcfs_engine::search::remove_index(dir);
+                }
+                SearchIndex::open_in_memory()
+            }),
             None => SearchIndex::open_in_memory(),
         }
         .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
         Ok(index.insert(Arc::new(opened)).clone())
+    }
+
+    /// Replaces the index on disk by one in memory, removing the file (a cache).
+    fn keep_in_memory(&self) -> Result<Arc<SearchIndex>, VfsError> {
+        let in_memory = SearchIndex::open_in_memory()
+            .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
+        let in_memory = Arc::new(in_memory);
+        *self.index.lock() = Some(in_memory.clone());
+        if let Some(dir) = &self.index_dir {
+            let _ = gjcfs_engine::search::remove_index(dir);
+        }
+        Ok(in_memory)
     }
 
     /// The answer to the query `name` over the files `paths` (the store's transcripts).
@@ -113,11 +130,19 @@ impl SearchView {
             }
         }
         let query = parse_query(name)?;
-        let index = self.index()?;
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
-        index
-            .update(paths, threads, &|_| {})
-            .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
+        let mut index = self.index()?;
+        if let Err(e) = index.update(paths, threads, &|_| {}) {
+            if !(e.is_disk_full() && index.path().is_some()) {
+                return Err(VfsError::Unreadable(format!("the search index: {e}")));
+            }
+            // A full cache filesystem: the index gives its space back, and the mount
+            // searches an index in memory from now on.
+            index = self.keep_in_memory()?;
+            index
+                .update(paths, threads, &|_| {})
+                .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
+        }
         let filters = Filters {
             limit: HITS_SHOWN,
             ..Filters::default()

@@ -132,3 +132,102 @@ fn a_full_disk_under_the_mount_answers_enospc_and_the_next_append_after_freeing_
     let last = session.entries().last().unwrap().message().unwrap().clone();
     assert_eq!(last.get_str("content"), Some("after freeing space"));
 }
+
+/// The index files a search left in `dir` (none when it gave its space back).
+fn index_files(dir: &std::path::Path) -> Vec<String> {
+    walk(dir)
+        .into_iter()
+        .filter(|name| name.contains("search.sqlite"))
+        .collect()
+}
+
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path.display().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn search_with_its_index_on_a_full_filesystem_answers_from_memory_and_gives_the_space_back() {
+    let Some(cache) = Tmpfs::mount("256k") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    // About 5 MB of sessions: their index cannot fit in 256 KiB.
+    generate_managed(&agent, &ws, 1500);
+    let index = cache.path().join("index");
+    let search = |index: &std::path::Path| {
+        let args: Vec<&std::ffi::OsStr> = vec![
+            "search".as_ref(),
+            "the".as_ref(),
+            "--all".as_ref(),
+            "--limit".as_ref(),
+            "3".as_ref(),
+            "--agent-dir".as_ref(),
+            agent.as_os_str(),
+            "--index".as_ref(),
+            index.as_os_str(),
+        ];
+        gjcfs_with_stdin(&args, "")
+    };
+    for run in 0..2 {
+        let out = search(&index);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "run {run}: {err}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).lines().count(),
+            3,
+            "{err}"
+        );
+        assert!(err.contains("index in memory"), "run {run}: {err}");
+        assert!(
+            index_files(cache.path()).is_empty(),
+            "run {run}: {:?}",
+            walk(cache.path())
+        );
+    }
+    // The same hits as an index on a filesystem with room.
+    let roomy = tmp.path().join("index");
+    let out = search(&roomy);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, search(&index).stdout);
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn the_mounts_search_with_its_index_on_a_full_filesystem_answers_from_memory() {
+    let Some(cache) = Tmpfs::mount("256k") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    generate_managed(&agent, &ws, 1500);
+    let mount = crate::common::mount::Mount::start_with_cache(
+        &["--agent-dir", agent.to_str().unwrap()],
+        cache.path(),
+    );
+    let hits = std::fs::read_dir(mount.path().join("search/the"))
+        .unwrap_or_else(|e| panic!("{e}: {}", mount.log_text()))
+        .count();
+    assert!(hits > 1, "{hits} hits");
+    assert!(
+        index_files(cache.path()).is_empty(),
+        "{:?}",
+        walk(cache.path())
+    );
+}

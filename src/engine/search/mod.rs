@@ -89,6 +89,7 @@ pub use schema::{default_index_dir, APPLICATION_ID, FORMAT, INDEX_FILE};
 pub use snippet::Snippet;
 
 use super::load::{LoadError, ReadMark};
+use super::storage::{FileStorage, SessionStorage};
 
 /// Why the index could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +111,44 @@ pub enum SearchError {
     },
     #[error(transparent)]
     Query(#[from] QueryError),
+}
+
+impl SearchError {
+    /// Whether the index could not be written because its filesystem is full (or the
+    /// user's quota is): the index is then better given up ([`SearchIndex::discard`]) than
+    /// kept half written.
+    pub fn is_disk_full(&self) -> bool {
+        use crate::io_cause::{io_cause, IoCause};
+        match self {
+            SearchError::CreateDir { source, .. } | SearchError::Replace { source, .. } => {
+                matches!(io_cause(source), IoCause::NoSpace | IoCause::QuotaExceeded)
+            }
+            SearchError::Sqlite { source, .. } => matches!(
+                source,
+                rusqlite::Error::SqliteFailure(e, _) if e.code == rusqlite::ErrorCode::DiskFull
+            ),
+            SearchError::Query(_) => false,
+        }
+    }
+}
+
+/// Removes the index in `dir` ([`INDEX_FILE`] with its `-wal` and `-shm` files), as
+/// [`SearchIndex::discard`] does, for an index that could not even be opened.
+pub fn remove_index(dir: &Path) -> std::io::Result<()> {
+    remove_index_file(&dir.join(INDEX_FILE))
+}
+
+fn remove_index_file(path: &Path) -> std::io::Result<()> {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        match FileStorage.unlink(Path::new(&name)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Each path once (in byte order).
@@ -351,6 +390,17 @@ impl SearchIndex {
             }),
             path,
         })
+    }
+
+    /// Closes the index and removes its file with SQLite's `-wal` and `-shm` files: what a
+    /// full filesystem needs back after an update failed on it. The index is a cache; the
+    /// next search builds it again. An index in memory has nothing to remove.
+    pub fn discard(self) -> std::io::Result<()> {
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        drop(self);
+        remove_index_file(&path)
     }
 
     /// The index file, `None` for an index in memory.

@@ -83,12 +83,24 @@ pub struct Mount {
     child: Option<Child>,
     mountpoint: PathBuf,
     log: PathBuf,
+    /// The server's `XDG_CACHE_HOME`.
+    cache: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Mount {
     /// Runs `gjcfs mount <tmp>/mnt ARGS…` and waits until it serves.
     pub fn start(args: &[&str]) -> Mount {
+        Mount::start_in(args, None)
+    }
+
+    /// [`Mount::start`] with `cache` as the server's cache directory (`XDG_CACHE_HOME`,
+    /// where its search index goes).
+    pub fn start_with_cache(args: &[&str], cache: &Path) -> Mount {
+        Mount::start_in(args, Some(cache.to_owned()))
+    }
+
+    fn start_in(args: &[&str], cache: Option<PathBuf>) -> Mount {
         let dir = tempfile::tempdir().expect("temp dir");
         let mountpoint = dir.path().join("mnt");
         fs::create_dir(&mountpoint).unwrap();
@@ -97,6 +109,7 @@ impl Mount {
             child: None,
             mountpoint,
             log,
+            cache: cache.unwrap_or_else(|| dir.path().join("cache")),
             _dir: dir,
         };
         mount.spawn(args);
@@ -115,7 +128,7 @@ impl Mount {
             .arg(&self.mountpoint)
             .args(args)
             // The search index goes to the mount's own cache, never the user's.
-            .env("XDG_CACHE_HOME", self._dir.path().join("cache"))
+            .env("XDG_CACHE_HOME", &self.cache)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(fs::File::create(&self.log).unwrap())
