@@ -83,3 +83,72 @@ fn sigkill_during_appends_loses_at_most_the_line_being_written() {
         }
     }
 }
+
+/// The temp files of interrupted full rewrites in `dir`.
+fn temp_files(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect()
+}
+
+#[test]
+fn temp_files_of_killed_full_rewrites_are_removed_by_the_next_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("session.jsonl");
+    // A v1 file: the first append migrates it, which is a full rewrite through a temp file.
+    let out = Command::new(gjcfs_bin())
+        .args([
+            "generate",
+            file.to_str().unwrap(),
+            "--size",
+            "30M",
+            "--version",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let original = std::fs::read(&file).unwrap();
+    let append = || {
+        let mut child = Command::new(gjcfs_bin())
+            .args(["append", file.to_str().unwrap()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"{\"role\":\"user\",\"content\":\"after the kills\"}\n")
+            .unwrap();
+        drop(stdin);
+        child
+    };
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(0x7e3);
+    let mut left = 0;
+    for kill in 0..10 {
+        let mut child = append();
+        // The rewrite runs from the first tenths of a second on.
+        std::thread::sleep(Duration::from_millis(rng.gen_range(50..700)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        left = left.max(temp_files(dir.path()).len());
+        let now = std::fs::read(&file).unwrap();
+        assert!(
+            now == original || load_session(&file).is_ok(),
+            "kill {kill}: the file is the old one or a whole new one"
+        );
+    }
+    assert!(
+        left > 0,
+        "no kill interrupted a rewrite: the test proves nothing"
+    );
+    let status = append().wait().unwrap();
+    assert!(status.success());
+    assert_eq!(temp_files(dir.path()), Vec::<String>::new(), "left behind");
+    let session = load_session(&file).unwrap().session;
+    let last = session.entries().last().unwrap().message().unwrap().clone();
+    assert_eq!(last.get_str("content"), Some("after the kills"));
+}

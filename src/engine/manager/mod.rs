@@ -70,7 +70,7 @@ pub use error::{AppendPhase, PersistError, SessionError, SessionResult};
 pub use refresh::{Refresh, ReloadReason};
 pub use rewrite::{
     atomic_replace, atomic_replace_checked, is_legacy_dir_name, recover_dir,
-    recover_orphaned_backups, remove_orphaned_temps, ORPHANED_TEMP_AGE_MS,
+    recover_orphaned_backups, remove_orphaned_temps,
 };
 pub use torn_tail::CutTail;
 

@@ -9,6 +9,11 @@
 //! [`recover_orphaned_backups`] puts back when the target is missing; a crash before the
 //! rename leaves the temp file, which [`remove_orphaned_temps`] removes.
 //!
+//! A temp file is held open for writing from its creation until after the rename, and this
+//! process also notes it as in flight meanwhile: so a temp file that no process holds open
+//! for writing (and this one is not writing) is a crash's, however young, and is removed
+//! at the next recovery of its directory and after the next full rewrite of its session.
+//!
 //! - [`atomic_replace_checked`] runs a check before the temp file is written and again right
 //!   before the rename; if it fails nothing is replaced and the temp file is removed. The
 //!   manager uses it to replace only the very file memory reflects.
@@ -77,21 +82,53 @@ pub fn atomic_replace_checked(
     check()?;
     let base = base_name(target);
     let temp = sibling(target, format!(".{base}.{}.tmp", snowflake()));
+    let _in_flight = InFlight::note(&temp);
     let mut writer = storage.open_writer(&temp, OpenMode::CreateNew)?;
-    let written = write(writer.as_mut()).and_then(|()| writer.fsync());
-    let closed = writer.close();
-    let result = written.and(closed).and_then(|()| check()).and_then(|()| {
-        match storage.rename(&temp, target) {
+    // The writer stays open until the temp file is renamed or removed: another process's
+    // recovery sees it held and leaves it alone.
+    let result = write(writer.as_mut())
+        .and_then(|()| writer.fsync())
+        .and_then(|()| check())
+        .and_then(|()| match storage.rename(&temp, target) {
             Err(e) if crate::storage::is_rename_refused(&e) => {
                 replace_with_backup(storage, &temp, target, e)
             }
             other => other,
-        }
-    });
+        });
     if result.is_err() {
         let _ = storage.unlink(&temp);
     }
-    result
+    let closed = writer.close();
+    result.and(closed)
+}
+
+/// The temp files this process is writing now, which its own recoveries must leave alone
+/// ([`SessionStorage::writers_elsewhere`] never lists this process).
+static IN_FLIGHT: std::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// A temp file noted in [`IN_FLIGHT`] until dropped.
+struct InFlight(PathBuf);
+
+impl InFlight {
+    fn note(temp: &Path) -> InFlight {
+        in_flight().insert(temp.to_owned());
+        InFlight(temp.to_owned())
+    }
+
+    fn holds(temp: &Path) -> bool {
+        in_flight().contains(temp)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        in_flight().remove(&self.0);
+    }
+}
+
+fn in_flight() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<PathBuf>> {
+    IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The EPERM fallback: move the target aside, move the temp file in, drop the backup.
@@ -157,21 +194,44 @@ pub fn recover_orphaned_backups(
     Ok(restored)
 }
 
-/// How old a temp file must be before [`remove_orphaned_temps`] takes it for a crash's.
-pub const ORPHANED_TEMP_AGE_MS: i64 = 60_000;
-
 /// Whether a directory name is a legacy layout's (`-…`, not `v2-…`): gjcfs never changes
 /// anything in such a directory.
 pub fn is_legacy_dir_name(name: &str) -> bool {
     name.starts_with('-')
 }
 
-/// Removes the temp files (`.<name>.jsonl.<snowflake>.tmp`) that a crash during a full
-/// rewrite left in `dir`: those at least [`ORPHANED_TEMP_AGE_MS`] old that no other process
-/// holds open for writing (a rewrite still under way keeps its temp file open). Returns the
-/// files removed.
+/// Removes the temp files (`.<name>.jsonl.<snowflake>.tmp`, the snowflake in hex) that a
+/// crash during a full rewrite left in `dir`: those no process holds open for writing and
+/// this one is not writing (see the module's rules); one whose writers cannot be told is
+/// left. Returns the files removed.
 pub fn remove_orphaned_temps(storage: &dyn SessionStorage, dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let now = crate::time::now_millis();
+    remove_orphaned_temps_named(storage, dir, None)
+}
+
+/// [`remove_orphaned_temps`] for the temp files of the one session file `target` (a full
+/// rewrite of it has just succeeded; never in a legacy directory).
+pub(super) fn remove_orphaned_temps_of(
+    storage: &dyn SessionStorage,
+    target: &Path,
+) -> io::Result<Vec<PathBuf>> {
+    let Some(dir) = target.parent() else {
+        return Ok(Vec::new());
+    };
+    let legacy = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(is_legacy_dir_name);
+    if legacy {
+        return Ok(Vec::new());
+    }
+    remove_orphaned_temps_named(storage, dir, Some(&base_name(target)))
+}
+
+fn remove_orphaned_temps_named(
+    storage: &dyn SessionStorage,
+    dir: &Path,
+    only: Option<&str>,
+) -> io::Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
     for path in storage.list_files(dir)? {
         let name = base_name(&path);
@@ -183,15 +243,14 @@ pub fn remove_orphaned_temps(storage: &dyn SessionStorage, dir: &Path) -> io::Re
             continue;
         };
         if !primary.ends_with(".jsonl")
+            || only.is_some_and(|only| only != primary)
             || number.is_empty()
-            || !number.bytes().all(|b| b.is_ascii_digit())
+            || !number.bytes().all(|b| b.is_ascii_hexdigit())
+            || InFlight::holds(&path)
         {
             continue;
         }
-        let old = storage
-            .stat(&path)
-            .is_ok_and(|s| now - s.mtime_ms >= ORPHANED_TEMP_AGE_MS);
-        if old && storage.writers_elsewhere(&path)?.is_empty() {
+        if storage.writers_elsewhere(&path).is_ok_and(|w| w.is_empty()) {
             storage.unlink(&path)?;
             removed.push(path);
         }
@@ -243,8 +302,8 @@ mod tests {
     #[test]
     fn eperm_rename_falls_back_to_a_backup_dance() {
         let (storage, target) = setup();
-        // open_writer, write, fsync, close, rename(EPERM), rename to .bak, rename in, unlink.
-        let rename_at = storage.op_count() + 4;
+        // open_writer, write, fsync, rename(EPERM), rename to .bak, rename in, unlink, close.
+        let rename_at = storage.op_count() + 3;
         storage.set_fault(Some(Fault {
             at: rename_at,
             kind: FaultKind::Errno(libc::EPERM),
@@ -258,15 +317,15 @@ mod tests {
     fn failed_rollback_is_reported_and_the_backup_is_recovered() {
         let (storage, target) = setup();
         let base = storage.op_count();
-        // rename(EPERM) at +4, target→backup at +5, temp→target fails at +6, rollback at +7.
+        // rename(EPERM) at +3, target→backup at +4, temp→target fails at +5, rollback at +6.
         let fail = |at, errno| Fault {
             at: base + at,
             kind: FaultKind::Errno(errno),
         };
         storage.set_faults(vec![
-            fail(4, libc::EPERM),
+            fail(3, libc::EPERM),
+            fail(5, libc::EIO),
             fail(6, libc::EIO),
-            fail(7, libc::EIO),
         ]);
         let err = replace(&storage, &target).unwrap_err();
         assert!(err.to_string().contains("rollback from"), "{err}");
@@ -314,6 +373,37 @@ mod tests {
         assert_eq!(calls.get(), 2);
         assert_eq!(storage.file(&target).unwrap(), b"old\n");
         assert_eq!(storage.paths(), vec![target]);
+    }
+
+    #[test]
+    fn a_temp_file_being_written_here_is_never_taken_for_an_orphan() {
+        let (storage, target) = setup();
+        let dir = Path::new("/s");
+        let mut seen = Vec::new();
+        atomic_replace(&storage, &target, |w| {
+            // Another session of the same directory opened meanwhile, in this process.
+            recover_dir(&storage, dir);
+            seen = storage.paths();
+            w.write_all(b"new\n")
+        })
+        .unwrap();
+        assert_eq!(
+            seen.len(),
+            2,
+            "the temp file survived the recovery: {seen:?}"
+        );
+        assert_eq!(storage.file(&target).unwrap(), b"new\n");
+        // A temp file nobody writes is removed however young it is; the sweep after a
+        // rewrite of a session takes only that session's.
+        storage.put_file(&dir.join(".a.jsonl.15e509ad4fde4d76.tmp"), b"killed");
+        storage.put_file(&dir.join(".b.jsonl.78.tmp"), b"another session's");
+        let removed = remove_orphaned_temps_of(&storage, &target).unwrap();
+        assert_eq!(removed, [dir.join(".a.jsonl.15e509ad4fde4d76.tmp")]);
+        assert_eq!(
+            storage.paths(),
+            [dir.join(".b.jsonl.78.tmp"), target.clone()],
+            "the other session's is left for its own recovery"
+        );
     }
 
     #[test]

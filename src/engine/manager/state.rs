@@ -237,6 +237,8 @@ impl State {
                 self.needs_full_rewrite = false;
                 self.owed.clear();
                 self.note_rewritten(mark);
+                // What earlier rewrites of this file left when they were killed.
+                let _ = super::rewrite::remove_orphaned_temps_of(self.storage(), &path);
                 Ok(())
             }
             Err(e) => match Refusal::of(&e) {
