@@ -1,7 +1,9 @@
 //! The inode table: every node named gets one number. Numbers are never reused; a node
-//! keeps its number for the life of the table, except a query (`history/search/<q>`), which
-//! is forgotten once the kernel forgets it, so that the table does not grow with every
-//! query ever asked.
+//! keeps its number for the life of the table, except the nodes of a query
+//! (`history/search/<q>`, `search/<q>/` and what it holds), which are forgotten once the
+//! kernel forgets them, so that the table does not grow with every query ever asked: any
+//! name under `search/` is a query, and holds nothing in memory once the kernel lets it
+//! go.
 
 use std::collections::HashMap;
 
@@ -144,11 +146,31 @@ impl Node {
     }
 }
 
+impl Node {
+    /// Whether the kernel's references decide how long the node is kept: a query's nodes.
+    pub fn forgettable(&self) -> bool {
+        matches!(
+            self,
+            Node::Search(_) | Node::SearchQuery(_) | Node::SearchHit(..) | Node::SearchResults(_)
+        )
+    }
+
+    /// The query directory a node lies in (`search/<query>/…`).
+    fn in_query(&self) -> Option<&str> {
+        match self {
+            Node::SearchHit(query, _) | Node::SearchResults(query) => Some(query),
+            _ => None,
+        }
+    }
+}
+
 /// Node ↔ inode number. Numbers start at [`ROOT_INO`] and are never reused.
 #[derive(Debug)]
 pub struct InodeTable {
-    /// Node by number - 1; `None` once forgotten.
-    nodes: Vec<Option<Node>>,
+    /// Node by number; a forgotten number is not here.
+    nodes: HashMap<u64, Node>,
+    /// The last number given.
+    last: u64,
     /// The kernel's references to each forgettable node (lookups not yet forgotten).
     lookups: HashMap<u64, u64>,
     numbers: HashMap<Node, u64>,
@@ -157,16 +179,20 @@ pub struct InodeTable {
     by_session: HashMap<String, Vec<u64>>,
     /// Session id → the numbers of its entries (possibly many).
     entries_of: HashMap<String, Vec<u64>>,
+    /// Query → the numbers of the nodes in its directory (forgotten with it).
+    in_query: HashMap<String, Vec<u64>>,
 }
 
 impl Default for InodeTable {
     fn default() -> Self {
         let mut table = InodeTable {
-            nodes: Vec::new(),
+            nodes: HashMap::new(),
+            last: 0,
             lookups: HashMap::new(),
             numbers: HashMap::new(),
             by_session: HashMap::new(),
             entries_of: HashMap::new(),
+            in_query: HashMap::new(),
         };
         table.ino(&Node::Root);
         table
@@ -179,8 +205,9 @@ impl InodeTable {
         if let Some(&ino) = self.numbers.get(node) {
             return ino;
         }
-        self.nodes.push(Some(node.clone()));
-        let ino = self.nodes.len() as u64;
+        self.last += 1;
+        let ino = self.last;
+        self.nodes.insert(ino, node.clone());
         self.numbers.insert(node.clone(), ino);
         if let Some(sid) = node.session() {
             let by = if matches!(node, Node::Entry(..)) {
@@ -189,6 +216,9 @@ impl InodeTable {
                 &mut self.by_session
             };
             by.entry(sid.to_owned()).or_default().push(ino);
+        }
+        if let Some(query) = node.in_query() {
+            self.in_query.entry(query.to_owned()).or_default().push(ino);
         }
         ino
     }
@@ -209,8 +239,7 @@ impl InodeTable {
     }
 
     pub fn node(&self, ino: u64) -> Option<&Node> {
-        let index = usize::try_from(ino.checked_sub(1)?).ok()?;
-        self.nodes.get(index)?.as_ref()
+        self.nodes.get(&ino)
     }
 
     /// Counts a reference the kernel takes to `ino` with an entry (a lookup, an entry of a
@@ -233,8 +262,9 @@ impl InodeTable {
             .is_some_and(|node| self.numbers.get(node) == Some(&ino))
     }
 
-    /// The kernel dropped `count` references to `ino`; whether it holds none now. A query
-    /// then is forgotten, and so is an old number of a renumbered node (neither number is
+    /// The kernel dropped `count` references to `ino`; whether it holds none now. A query's
+    /// node then is forgotten (with a query directory, the nodes in it that the kernel
+    /// holds no reference to), and so is an old number of a renumbered node (no number is
     /// given again); other nodes keep theirs. Numbers never counted are left alone.
     pub fn forget(&mut self, ino: u64, count: u64) -> bool {
         let Some(left) = self.lookups.get_mut(&ino) else {
@@ -246,22 +276,47 @@ impl InodeTable {
         }
         self.lookups.remove(&ino);
         let current = self.is_current(ino);
-        let index = usize::try_from(ino - 1).unwrap_or(usize::MAX);
-        let Some(slot) = self.nodes.get_mut(index) else {
-            return true;
-        };
-        if current && !matches!(slot, Some(Node::Search(_))) {
+        let forgettable = self.nodes.get(&ino).is_some_and(Node::forgettable);
+        if current && !forgettable {
             return true;
         }
-        if let Some(node) = slot.take() {
-            if current {
-                self.numbers.remove(&node);
-            }
-            if let Some(numbers) = node.session().and_then(|s| self.by_session.get_mut(s)) {
+        self.drop_number(ino);
+        true
+    }
+
+    /// Forgets number `ino` and what only it kept.
+    fn drop_number(&mut self, ino: u64) {
+        let Some(node) = self.nodes.remove(&ino) else {
+            return;
+        };
+        self.lookups.remove(&ino);
+        if self.numbers.get(&node) == Some(&ino) {
+            self.numbers.remove(&node);
+        }
+        if let Some(sid) = node.session() {
+            if let Some(numbers) = self.by_session.get_mut(sid) {
                 numbers.retain(|&n| n != ino);
             }
         }
-        true
+        if let Some(query) = node.in_query() {
+            if let Some(numbers) = self.in_query.get_mut(query) {
+                numbers.retain(|&n| n != ino);
+                if numbers.is_empty() {
+                    self.in_query.remove(query);
+                }
+            }
+        }
+        if let Node::SearchQuery(query) = &node {
+            let inside = self.in_query.remove(query).unwrap_or_default();
+            for number in inside {
+                if self.lookups.contains_key(&number) {
+                    // Still the kernel's: forgotten with its own last reference.
+                    self.in_query.entry(query.clone()).or_default().push(number);
+                } else {
+                    self.drop_number(number);
+                }
+            }
+        }
     }
 
     /// How many nodes have a number now.

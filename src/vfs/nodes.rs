@@ -245,7 +245,7 @@ impl Vfs {
 
     /// [`Vfs::attr_of`] for an entry the kernel keeps (a lookup, an entry of a listing with
     /// attributes): the reference is counted for the numbers forgotten with the kernel
-    /// (queries, and rendered files read by node), in the same step as a rendered file's
+    /// (a query's nodes, and rendered files read by node), in the same step as a rendered file's
     /// version is chosen, so that a forget never drops a version just handed out.
     pub(super) fn entry_of(&self, node: &Node) -> Result<Attr, VfsError> {
         self.attr_for(node, true)
@@ -258,7 +258,7 @@ impl Vfs {
         }
         let mut inodes = self.inodes.lock();
         let ino = inodes.ino(node);
-        if counted && matches!(node, Node::Search(_)) {
+        if counted && node.forgettable() {
             inodes.remember(ino);
         }
         Ok(attr_from(ino, &shape))

@@ -162,9 +162,12 @@ impl SearchView {
             links,
             results: Arc::new(results),
         });
-        self.answers
-            .lock()
-            .insert(name.to_owned(), (Instant::now(), answer.clone()));
+        let mut answers = self.answers.lock();
+        // Only fresh answers are served: the rest are dropped, so the cache holds the
+        // queries of the last second, not every query ever asked.
+        answers.retain(|_, (at, _)| at.elapsed() < ANSWER_TTL);
+        answers.insert(name.to_owned(), (Instant::now(), answer.clone()));
+        drop(answers);
         self.note_query(name);
         Ok(answer)
     }

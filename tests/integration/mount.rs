@@ -548,6 +548,55 @@ fn entry_names_never_change_while_the_mount_and_gjcfs_append_write_at_once() {
     }
 }
 
+/// The resident memory of process `pid`, in KiB.
+fn resident_kib(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn names_looked_up_once_cost_no_memory_after_the_kernel_lets_them_go() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI runs as root"
+        );
+        eprintln!("skipped: dropping the kernel's caches needs root");
+        return;
+    }
+    const BATCHES: usize = 10;
+    const NAMES: usize = 2000;
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let search = mount.path().join("search");
+    let mut after = Vec::new();
+    for batch in 0..BATCHES {
+        for i in 0..NAMES {
+            // Every name there is a query: looking it up makes nodes and an answer.
+            let _ = fs::metadata(search.join(format!("zq{batch}x{i}")));
+        }
+        // The kernel lets every name go (and tells the server: FUSE forget).
+        fs::write("/proc/sys/vm/drop_caches", "2").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        after.push(resident_kib(mount.pid()));
+    }
+    // Once the first batches have brought the allocator to its steady state, more
+    // distinct names do not make the server bigger (at 640 bytes a name, as measured
+    // before queries were forgotten, 12,000 names would be 7.5 MiB).
+    let growth = after[BATCHES - 1].saturating_sub(after[3]);
+    assert!(
+        growth < 512,
+        "the server grew {growth} KiB over {} names: {after:?}",
+        (BATCHES - 4) * NAMES
+    );
+}
+
 #[test]
 #[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn removing_renaming_and_creating_fail() {

@@ -207,6 +207,11 @@ impl Mount {
             .expect("syscr in /proc/PID/io")
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server runs").id()
+    }
+
     /// Sends `signal` to the server.
     pub fn signal(&self, signal: i32) {
         if let Some(child) = &self.child {
