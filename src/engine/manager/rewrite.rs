@@ -98,8 +98,10 @@ pub fn atomic_replace_checked(
     if result.is_err() {
         let _ = storage.unlink(&temp);
     }
-    let closed = writer.close();
-    result.and(closed)
+    // The bytes were fsynced before the rename: a failing close loses nothing, and the
+    // file is in place.
+    let _ = writer.close();
+    result
 }
 
 /// The temp files this process is writing now, which its own recoveries must leave alone
