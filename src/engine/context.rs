@@ -490,12 +490,30 @@ impl<'a> SessionContext<'a> {
     /// without copying the messages.
     pub fn write_pretty(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
         let mut buf = Vec::new();
+        self.write_pretty_in(&mut buf, &mut |buf| {
+            out.write_all(buf)?;
+            buf.clear();
+            Ok(())
+        })
+    }
+
+    /// [`SessionContext::write_pretty`] into `out` itself: no message is written twice over.
+    pub fn write_pretty_into(&self, out: &mut Vec<u8>) {
+        let _ = self.write_pretty_in(out, &mut |_| Ok(()));
+    }
+
+    /// Writes the context into `buf`, handing it to `flush` after each message and at the
+    /// end (which may take its bytes away).
+    fn write_pretty_in(
+        &self,
+        buf: &mut Vec<u8>,
+        flush: &mut dyn FnMut(&mut Vec<u8>) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         buf.extend_from_slice(b"{\n  \"messages\": [");
         for (i, message) in self.messages.iter().enumerate() {
             buf.extend_from_slice(if i == 0 { b"\n    " } else { b",\n    " });
-            json::write_pretty(message, &mut buf, 2);
-            out.write_all(&buf)?;
-            buf.clear();
+            json::write_pretty(message, buf, 2);
+            flush(buf)?;
         }
         buf.extend_from_slice(if self.messages.is_empty() {
             b"]"
@@ -507,12 +525,12 @@ impl<'a> SessionContext<'a> {
         };
         for (key, value) in rest.iter().skip(1) {
             buf.extend_from_slice(b",\n  ");
-            json::write_string(key, &mut buf);
+            json::write_string(key, buf);
             buf.extend_from_slice(b": ");
-            json::write_pretty(value, &mut buf, 1);
+            json::write_pretty(value, buf, 1);
         }
         buf.extend_from_slice(b"\n}");
-        out.write_all(&buf)
+        flush(buf)
     }
 
     /// The context as a JSON object with the original's member order; absent members are

@@ -20,5 +20,6 @@ pub use number::format_js_number;
 pub use parse::{parse, parse_shallow, validate, ParseError};
 pub use value::{JsIter, JsString, Number, Object, RawJson, Value};
 pub use write::{
-    to_compact, to_pretty, write_compact, write_object_compact, write_pretty, write_string,
+    to_compact, to_pretty, write_compact, write_object_compact, write_pretty, write_pretty_object,
+    write_string,
 };

@@ -98,23 +98,30 @@ pub fn write_pretty(value: &Value, out: &mut Vec<u8>, indent: usize) {
             newline(out, indent);
             out.push(b']');
         }
-        Value::Object(obj) if !obj.is_empty() => {
-            out.push(b'{');
-            for (i, (key, item)) in obj.js_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                newline(out, indent + 1);
-                write_string(key, out);
-                out.extend_from_slice(b": ");
-                write_pretty(item, out, indent + 1);
-            }
-            newline(out, indent);
-            out.push(b'}');
-        }
+        Value::Object(obj) => write_pretty_object(obj, out, indent),
         Value::Raw(raw) => reindent_raw(raw.as_str().as_bytes(), out, indent),
         other => write_compact(other, out),
     }
+}
+
+/// [`write_pretty`] of an object the caller holds by reference (no copy into a [`Value`]).
+pub fn write_pretty_object(obj: &Object, out: &mut Vec<u8>, indent: usize) {
+    if obj.is_empty() {
+        out.extend_from_slice(b"{}");
+        return;
+    }
+    out.push(b'{');
+    for (i, (key, item)) in obj.js_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        newline(out, indent + 1);
+        write_string(key, out);
+        out.extend_from_slice(b": ");
+        write_pretty(item, out, indent + 1);
+    }
+    newline(out, indent);
+    out.push(b'}');
 }
 
 /// Re-indents validated JSON text token by token, copying strings and numbers verbatim.

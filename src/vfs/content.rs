@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use gjcfs_engine::blob::{is_valid_hash, BLOB_REF_PREFIX};
-use gjcfs_engine::json::{self, Value};
+use gjcfs_engine::json;
 use gjcfs_engine::manager::SessionManager;
 use gjcfs_engine::record::Record;
 use gjcfs_engine::session::Session;
@@ -17,6 +17,12 @@ use gjcfs_engine::views;
 use super::layout::{label_file_name, View};
 
 pub type Bytes = Arc<Vec<u8>>;
+
+/// The longest `context.json` kept rendered between reads. A longer one (a session with a
+/// tool output of hundreds of megabytes) is rendered for each open and dropped with its
+/// last reader, so the server holds it only while it is read; its size is kept, so that
+/// `stat` does not render it.
+pub const KEPT_MAX: usize = 16 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Generation {
@@ -56,7 +62,9 @@ pub struct Rendered {
     /// Sizes of the entry files rendered so far (the bytes are not kept: a kernel caches
     /// entries itself, and a session of 100,000 entries read whole would hold them all).
     entry_sizes: HashMap<usize, u64>,
+    /// `context.json`'s bytes, kept while at most [`KEPT_MAX`] bytes long, and its size.
     context: Option<Bytes>,
+    context_len: Option<u64>,
     blob_refs: Option<Vec<String>>,
     views: [Option<Bytes>; 3],
     labels: Option<BTreeMap<String, String>>,
@@ -64,7 +72,7 @@ pub struct Rendered {
 
 fn pretty_record(record: &Record) -> Vec<u8> {
     let mut out = Vec::new();
-    json::write_pretty(&Value::Object(record.fields().clone()), &mut out, 0);
+    json::write_pretty_object(record.fields(), &mut out, 0);
     out.push(b'\n');
     out
 }
@@ -162,6 +170,7 @@ impl Rendered {
             table: None,
             entry_sizes: HashMap::new(),
             context: None,
+            context_len: None,
             blob_refs: None,
             views: [None, None, None],
             labels: None,
@@ -299,9 +308,9 @@ impl Rendered {
     }
 
     /// `context.json`: the context at the leaf with blob references resolved.
-    pub fn context_bytes(&mut self, manager: &SessionManager) -> Result<Bytes, std::io::Error> {
+    pub fn context_bytes(&mut self, manager: &SessionManager) -> Bytes {
         if let Some(bytes) = &self.context {
-            return Ok(bytes.clone());
+            return bytes.clone();
         }
         let blobs = manager.blobs();
         let mut out = Vec::new();
@@ -309,11 +318,22 @@ impl Rendered {
             context
                 .clone()
                 .with_blobs_resolved(&blobs)
-                .write_pretty(&mut out)
-        })?;
+                .write_pretty_into(&mut out)
+        });
         out.push(b'\n');
         let bytes = Arc::new(out);
-        self.context = Some(bytes.clone());
-        Ok(bytes)
+        self.context_len = Some(bytes.len() as u64);
+        if bytes.len() <= KEPT_MAX {
+            self.context = Some(bytes.clone());
+        }
+        bytes
+    }
+
+    /// The size of `context.json`, rendering it only the first time.
+    pub fn context_len(&mut self, manager: &SessionManager) -> u64 {
+        match self.context_len {
+            Some(len) => len,
+            None => self.context_bytes(manager).len() as u64,
+        }
     }
 }

@@ -460,10 +460,7 @@ impl Vfs {
             Node::Transcript(s) => (Handle::Transcript(self.transcript(s)?), Caching::Keep),
             Node::Entry(..) | Node::Blob(_) => (Handle::Read(self.content(&node)?), Caching::Keep),
             other => {
-                let view = super::handles::View {
-                    node: other.clone(),
-                    bytes: Mutex::new(self.content(other)?),
-                };
+                let view = super::handles::View::new(other.clone(), self.content(other)?);
                 (Handle::View(Arc::new(view)), Caching::Direct)
             }
         };
@@ -525,9 +522,12 @@ impl Vfs {
         match self.handles.get(fh)? {
             Handle::Read(bytes) => Ok(slice(&bytes)),
             Handle::View(view) => {
-                if offset == 0 {
-                    let fresh = self.content(&view.node)?;
-                    *view.bytes.lock() = fresh;
+                let first = view.unread.swap(false, Ordering::SeqCst);
+                if offset == 0 && !first {
+                    let mut held = view.bytes.lock();
+                    // What was read before is let go first: a large file is held once.
+                    drop(std::mem::take(&mut *held));
+                    *held = self.content(&view.node)?;
                 }
                 let bytes = view.bytes.lock().clone();
                 Ok(slice(&bytes))

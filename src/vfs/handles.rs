@@ -20,6 +20,19 @@ use gjcfs_engine::storage::ReadFile;
 pub(super) struct View {
     pub node: Node,
     pub bytes: Mutex<Bytes>,
+    /// No read has been served yet: the first read from offset 0 serves the bytes the open
+    /// rendered, instead of rendering them a second time.
+    pub unread: std::sync::atomic::AtomicBool,
+}
+
+impl View {
+    pub fn new(node: Node, bytes: Bytes) -> Self {
+        View {
+            node,
+            bytes: Mutex::new(bytes),
+            unread: std::sync::atomic::AtomicBool::new(true),
+        }
+    }
 }
 
 /// The longest content a `leaf` handle accepts.

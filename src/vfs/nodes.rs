@@ -417,7 +417,11 @@ impl Vfs {
                 let stamp = disk::FileStamp::of(&listed.path).ok_or(VfsError::NotFound)?;
                 file(stamp.len() as usize, stamp.millis())
             }
-            Node::Context(s) | Node::ContextMd(s) | Node::Tree(s) | Node::Usage(s) => {
+            Node::Context(s) => {
+                let len = self.with_session(s, |l| Ok(l.rendered.context_len(&l.manager)))?;
+                file(len as usize, file_ms())
+            }
+            Node::ContextMd(s) | Node::Tree(s) | Node::Usage(s) => {
                 let bytes = self.session_content(s, node)?;
                 file(bytes.len(), file_ms())
             }
@@ -437,12 +441,11 @@ impl Vfs {
 
     /// The bytes of a session's rendered file (context and the views).
     fn session_content(&self, sid: &str, node: &Node) -> Result<Bytes, VfsError> {
-        self.with_session(sid, |loaded| match view_of(node) {
-            Some((_, view)) => Ok(loaded.rendered.view_bytes(&loaded.manager, view)),
-            None => loaded
-                .rendered
-                .context_bytes(&loaded.manager)
-                .map_err(|e| super::errors::from_io(&e, format!("context.json: {e}"))),
+        self.with_session(sid, |loaded| {
+            Ok(match view_of(node) {
+                Some((_, view)) => loaded.rendered.view_bytes(&loaded.manager, view),
+                None => loaded.rendered.context_bytes(&loaded.manager),
+            })
         })
     }
 

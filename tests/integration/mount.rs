@@ -597,6 +597,57 @@ fn names_looked_up_once_cost_no_memory_after_the_kernel_lets_them_go() {
     );
 }
 
+/// The peak resident memory of process `pid`, in KiB.
+fn peak_kib(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn a_huge_line_is_held_once_once_its_files_are_read() {
+    const LINE: usize = 100 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let sid = "019b8e21-46cc-710a-ac1d-39560cac6399";
+    let text = format!(
+        "{{\"type\":\"session\",\"version\":5,\"id\":\"{sid}\",\"timestamp\":\"2026-01-05T12:28:24.140Z\",\"cwd\":\"/w\"}}\n\
+         {{\"type\":\"message\",\"id\":\"aaaa0001\",\"parentId\":null,\"timestamp\":\"2026-01-05T12:28:25.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"q\",\"timestamp\":1}}}}\n\
+         {{\"type\":\"message\",\"id\":\"aaaa0002\",\"parentId\":\"aaaa0001\",\"timestamp\":\"2026-01-05T12:28:26.000Z\",\"message\":{{\"role\":\"toolResult\",\"toolCallId\":\"t1\",\"toolName\":\"bash\",\"content\":[{{\"type\":\"text\",\"text\":\"{}\"}}],\"isError\":false,\"timestamp\":2}}}}\n",
+        "x".repeat(LINE)
+    );
+    fs::write(dir.path().join("s.jsonl"), text).unwrap();
+    let mount = Mount::start(&["--session-dir", p(dir.path())]);
+    let session = mount.session_dir(sid);
+    for file in [
+        "context.json",
+        "entries/000001-aaaa0002.json",
+        "context.json",
+    ] {
+        let bytes = fs::read(session.join(file)).unwrap();
+        assert!(bytes.len() > LINE, "{file}: {}", bytes.len());
+    }
+    let line_kib = (LINE / 1024) as u64;
+    // The session in memory holds the line once; what its files were rendered into is
+    // let go with their readers (the kernel's release may trail the close a moment).
+    assert!(
+        within(Duration::from_secs(5), || resident_kib(mount.pid())
+            < line_kib * 3 / 2),
+        "the server holds {} KiB for a line of {line_kib} KiB",
+        resident_kib(mount.pid())
+    );
+    // Less than three times the line at any moment: the load holds the line as read and
+    // as parsed (each in a buffer grown by doubling); rendering a file adds one copy.
+    let peak = peak_kib(mount.pid());
+    assert!(
+        peak < line_kib * 3,
+        "peak {peak} KiB for a line of {line_kib} KiB"
+    );
+}
+
 #[test]
 #[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn removing_renaming_and_creating_fail() {
