@@ -16,12 +16,13 @@
 //!   its own in memory when that cannot be used), and brought up to date with the store's
 //!   files before every search that is not served from the short-lived cache of answers;
 //!   the engine re-checks the file of every hit, so no hit comes from a file as it was.
-//! - Sessions the mount writes or sees change are re-indexed at once
-//!   ([`SearchView::session_changed`]), so that the index follows the agent's appends.
+//! - Sessions the mount writes or sees change are re-indexed within about half a second,
+//!   off the write ([`SearchView::session_changed`], [`SearchView::reindex_changed`]), so
+//!   that the index follows the agent's appends without an append waiting for it.
 //! - An answer is kept for [`ANSWER_TTL`]: listing a query's directory and reading its
 //!   files see the same hits.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,6 +56,8 @@ pub struct SearchView {
     index: Mutex<Option<Arc<SearchIndex>>>,
     answers: Mutex<HashMap<String, (Instant, Arc<Answer>)>>,
     queries: Mutex<VecDeque<String>>,
+    /// Session files changed since they were last re-indexed.
+    changed: Mutex<BTreeSet<PathBuf>>,
 }
 
 /// The query a directory name asks.
@@ -88,6 +91,7 @@ impl SearchView {
             index: Mutex::new(None),
             answers: Mutex::new(HashMap::new()),
             queries: Mutex::new(VecDeque::new()),
+            changed: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -191,12 +195,25 @@ impl SearchView {
         self.queries.lock().iter().cloned().collect()
     }
 
-    /// Re-indexes one session file the mount wrote or saw change, if the index is open.
+    /// Notes a session file the mount wrote or saw change: its answers are dropped now,
+    /// and it is re-indexed by [`SearchView::reindex_changed`] (the poller's, twice a
+    /// second), off the write that changed it.
     pub fn session_changed(&self, path: &Path) {
+        if self.index.lock().is_some() {
+            self.changed.lock().insert(path.to_owned());
+            self.answers.lock().clear();
+        }
+    }
+
+    /// Re-indexes the session files noted changed since the last call, if the index is
+    /// open. (A search brings the whole index up to date first anyway.)
+    pub fn reindex_changed(&self) {
+        let changed = std::mem::take(&mut *self.changed.lock());
         let index = self.index.lock().clone();
         if let Some(index) = index {
-            let _ = index.update_session(path);
-            self.answers.lock().clear();
+            for path in changed {
+                let _ = index.update_session(&path);
+            }
         }
     }
 }

@@ -405,6 +405,7 @@ impl Vfs {
     /// appending), announcing them. The mount calls it about twice a second, so cached
     /// views follow the agent's writes even when nobody asks the model.
     pub fn poll_outside_changes(&self) {
+        self.search.reindex_changed();
         let slots: Vec<(String, Arc<Slot>)> = {
             let cache = self.cache.lock();
             cache
