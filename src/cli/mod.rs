@@ -2,6 +2,7 @@
 
 mod agent;
 mod append;
+mod check;
 mod context;
 mod entries;
 mod generate;
@@ -99,7 +100,9 @@ enum Command {
     ///   sessions/<id>/blobs/<sha256>     the blobs the session references
     ///   projects/<encoded-cwd>/<id>      the sessions of each workspace
     ///   by-date/<YYYY-MM-DD>/<HH-MM title (id8)>, recent/<NNN title (id8)>
+    ///   search/<query>/NNN-<session>-<entry>.json, search/<query>/results.jsonl
     ///   blobs/<sha256>, history/{README,prompts.jsonl,search/<query>}, usage.json
+    ///   check                            the report of `gjcfs check` (never a repair)
     ///
     /// Reading never writes. A leaf moved through `leaf` is recorded in the session file
     /// (a `custom` record the agent's context ignores), so the agent resumes there.
@@ -148,6 +151,24 @@ enum Command {
     Search(search::SearchArgs),
     /// Unmount a `gjcfs mount` (its server then closes every session and exits).
     Umount(mount::UmountArgs),
+    /// Check the store for damage, and with --repair repair what is safe to repair.
+    ///
+    /// Looks at every session file (a torn last line, malformed lines, a file that is not a
+    /// session, entries whose parent is missing, blobs referenced but missing or damaged),
+    /// the managed scopes (bindings, owner-only modes, migration locks a crash left, files
+    /// that do not belong), what interrupted rewrites left (temp files, backups), legacy
+    /// sessions with and without their managed copy, and the blob store. Reading never
+    /// changes anything; --repair changes only what is safe, keeping copies.
+    ///
+    /// Exit status: 0 nothing wrong (notes at most), 3 warnings left, 4 errors left (after
+    /// --repair: what it did not repair), 1 the check could not run, 2 a usage error.
+    ///
+    /// Examples:
+    ///   gjcfs check
+    ///   gjcfs check --repair
+    ///   gjcfs check --session-dir ./sessions --json
+    #[command(verbatim_doc_comment)]
+    Check(check::CheckArgs),
 }
 
 pub fn run() -> ExitCode {
@@ -164,6 +185,10 @@ pub fn run() -> ExitCode {
         Command::Show(args) => show::run(args),
         Command::Usage(args) => usage::run(args),
         Command::Search(args) => search::run(args),
+        Command::Check(args) => match check::run(args) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

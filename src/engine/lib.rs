@@ -18,6 +18,7 @@
 pub mod agent_dir;
 pub mod blob;
 pub mod breadcrumb;
+pub mod check;
 pub mod cold_spill;
 pub mod context;
 pub mod discovery;

@@ -77,6 +77,7 @@ pub struct Vfs {
     notices: Mutex<(Vec<String>, HashSet<PathBuf>)>,
     pub(super) history: HistoryView,
     pub(super) store_usage: StoreUsageView,
+    pub(super) check: super::check::CheckView,
     pub(super) search: super::search::SearchView,
     invalidator: std::sync::OnceLock<Invalidator>,
     stopped: AtomicBool,
@@ -206,6 +207,7 @@ impl Vfs {
         Vfs {
             history: HistoryView::new(&config.history_db),
             store_usage: StoreUsageView::new(config.source.clone()),
+            check: super::check::CheckView::new(&config.source, &config.blob_dir),
             search: super::search::SearchView::new(config.search_index.clone()),
             config,
             inodes: Mutex::new(InodeTable::default()),

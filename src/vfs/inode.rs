@@ -76,6 +76,8 @@ pub enum Node {
     Label(String, String),
     /// `usage.json` at the root: the whole store's usage.
     StoreUsage,
+    /// `check` at the root: the report of a check of the store.
+    CheckReport,
 }
 
 impl Node {
@@ -103,7 +105,8 @@ impl Node {
             | Node::SearchResults(_)
             | Node::RecentDir
             | Node::RecentLink(_)
-            | Node::StoreUsage => None,
+            | Node::StoreUsage
+            | Node::CheckReport => None,
             Node::ProjectLink(_, s) => Some(s),
             Node::SessionDir(s)
             | Node::Header(s)

@@ -86,6 +86,7 @@
 
 use std::path::PathBuf;
 
+mod check;
 mod content;
 mod disk;
 mod errors;

@@ -111,6 +111,7 @@ impl Vfs {
                 "recent" => Node::RecentDir,
                 "search" => Node::SearchRoot,
                 "usage.json" => Node::StoreUsage,
+                "check" => Node::CheckReport,
                 _ => return Err(VfsError::NotFound),
             },
             Node::SearchRoot => {
@@ -436,6 +437,7 @@ impl Vfs {
                 Ok(symlink(target.len(), file_ms()))
             })?,
             Node::StoreUsage => file(self.store_usage.bytes()?.len(), self.source_mtime_ms()),
+            Node::CheckReport => file(self.check.bytes()?.len(), self.source_mtime_ms()),
         })
     }
 
@@ -461,6 +463,7 @@ impl Vfs {
                 (Node::RecentDir, "recent".to_owned()),
                 (Node::SearchRoot, "search".to_owned()),
                 (Node::StoreUsage, "usage.json".to_owned()),
+                (Node::CheckReport, "check".to_owned()),
             ],
             Node::SearchRoot => self
                 .search
@@ -622,6 +625,7 @@ impl Vfs {
             }
             Node::Errors(s) => Ok(Arc::new(self.errors.text(s).into_bytes())),
             Node::StoreUsage => self.store_usage.bytes(),
+            Node::CheckReport => self.check.bytes(),
             Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
             Node::HistoryPrompts => self.history.prompts(),
             Node::HistoryReadme => Ok(Arc::new(super::history::README.as_bytes().to_vec())),

@@ -160,6 +160,7 @@ impl Vfs {
             Node::SearchDir => owned(&["history", "search"]),
             Node::Search(query) => owned(&["history", "search", query]),
             Node::StoreUsage => owned(&["usage.json"]),
+            Node::CheckReport => owned(&["check"]),
             Node::SessionDir(sid) => session(sid, &[]),
             Node::EntriesNew(sid) => session(sid, &["entries", "new"]),
             Node::Label(sid, label) => session(sid, &["labels", label]),

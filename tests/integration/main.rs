@@ -9,6 +9,7 @@
 
 mod common;
 
+mod check;
 mod cli;
 mod cold_spill;
 mod conformance;

@@ -373,7 +373,8 @@ fn blobs_are_listed_and_read_checked() {
             "by-date",
             "recent",
             "search",
-            "usage.json"
+            "usage.json",
+            "check"
         ]
     );
     let blobs = v.lookup(ROOT_INO, "blobs").unwrap().ino;

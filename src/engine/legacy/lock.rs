@@ -116,6 +116,50 @@ pub(super) fn owner_gone(record: &LockRecord) -> bool {
     actual.is_some_and(|id| id != record.process_start_id)
 }
 
+/// Whether the lock at `path` (as `observed`) may be taken over: released, or its lease
+/// expired and its holder certainly no longer runs, or unreadable and older than a lease.
+fn is_stale(storage: &dyn SessionStorage, path: &Path, observed: &Stat) -> bool {
+    match capture(storage, path)
+        .ok()
+        .and_then(|s| LockRecord::parse(&s.bytes))
+    {
+        Some(owner) => {
+            owner.released || (owner.lease_expires_at < now_millis() && owner_gone(&owner))
+        }
+        None => {
+            let mtime_ms = (observed.mtime_ns / 1_000_000) as i64;
+            mtime_ms + LOCK_LEASE_MS < now_millis()
+        }
+    }
+}
+
+/// What a migration lock file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockState {
+    /// A migration under way holds it.
+    Held,
+    /// Released by the migration that took it: the agent leaves such files behind.
+    Released,
+    /// Never released, and whoever took it is gone (its lease ran out and its process no
+    /// longer runs), or it cannot be read and is older than a lease: a crash left it.
+    Stale,
+}
+
+/// What the migration lock file at `path` is; `None` when it cannot be looked at. Reads
+/// only.
+pub fn lock_state(storage: &dyn SessionStorage, path: &Path) -> Option<LockState> {
+    let observed = Stat::of(&storage.lstat(path).ok()?);
+    let released = capture(storage, path)
+        .ok()
+        .and_then(|s| LockRecord::parse(&s.bytes))
+        .is_some_and(|owner| owner.released);
+    Some(match (released, is_stale(storage, path, &observed)) {
+        (true, _) => LockState::Released,
+        (false, true) => LockState::Stale,
+        (false, false) => LockState::Held,
+    })
+}
+
 /// How many stale locks one acquisition removes before it gives up.
 const MAX_RECLAIMS: u32 = 16;
 
@@ -204,19 +248,7 @@ impl<'a> MigrationLock<'a> {
             // Gone meanwhile: just try again.
             return true;
         };
-        let stale = match capture(storage, path)
-            .ok()
-            .and_then(|s| LockRecord::parse(&s.bytes))
-        {
-            Some(owner) => {
-                owner.released || (owner.lease_expires_at < now_millis() && owner_gone(&owner))
-            }
-            None => {
-                let mtime_ms = (observed.mtime_ns / 1_000_000) as i64;
-                mtime_ms + LOCK_LEASE_MS < now_millis()
-            }
-        };
-        if !stale {
+        if !is_stale(storage, path, &observed) {
             return false;
         }
         // Move the observed file aside and remove it only if it is still the one observed;

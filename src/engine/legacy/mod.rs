@@ -63,7 +63,7 @@ mod retire;
 
 pub use artifacts::artifacts_dir;
 pub use listing::list_candidates;
-pub use lock::current_process_start_id;
+pub use lock::{current_process_start_id, lock_state, LockState};
 pub use migrate::{migrate_candidate, path_for_writing, MigrationOutcome};
 pub use names::{encode_absolute, legacy_dir_names, legacy_dirs};
 pub use retire::retire_candidate;

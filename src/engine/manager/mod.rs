@@ -69,10 +69,10 @@ pub use entries::{build_entry, external_entry, Base};
 pub use error::{AppendPhase, PersistError, SessionError, SessionResult};
 pub use refresh::{Refresh, ReloadReason};
 pub use rewrite::{
-    atomic_replace, atomic_replace_checked, is_legacy_dir_name, recover_dir,
-    recover_orphaned_backups, remove_orphaned_temps,
+    atomic_replace, atomic_replace_checked, backup_primary, is_legacy_dir_name, recover_dir,
+    recover_orphaned_backups, remove_orphaned_temps, temp_file_primary, temp_file_unused,
 };
-pub use torn_tail::CutTail;
+pub use torn_tail::{cut_torn_tail, find_torn_tail, CutTail};
 
 use super::blob::BlobStore;
 use super::context::SessionContext;

@@ -171,15 +171,9 @@ pub fn recover_orphaned_backups(
     let mut newest: BTreeMap<PathBuf, (i64, PathBuf)> = BTreeMap::new();
     for path in storage.list_files(dir)? {
         let name = base_name(&path);
-        let Some(stem) = name.strip_suffix(".bak").filter(|_| !name.starts_with('.')) else {
+        let Some(primary) = backup_primary(&name) else {
             continue;
         };
-        let Some((primary, _)) = stem.rsplit_once('.') else {
-            continue;
-        };
-        if !primary.ends_with(".jsonl") {
-            continue;
-        }
         let mtime = storage.stat(&path).map_or(0, |s| s.mtime_ms);
         let primary = dir.join(primary);
         if newest.get(&primary).is_none_or(|(t, _)| mtime > *t) {
@@ -237,27 +231,43 @@ fn remove_orphaned_temps_named(
     let mut removed = Vec::new();
     for path in storage.list_files(dir)? {
         let name = base_name(&path);
-        let Some((primary, number)) = name
-            .strip_prefix('.')
-            .and_then(|n| n.strip_suffix(".tmp"))
-            .and_then(|n| n.rsplit_once('.'))
-        else {
+        let Some(primary) = temp_file_primary(&name) else {
             continue;
         };
-        if !primary.ends_with(".jsonl")
-            || only.is_some_and(|only| only != primary)
-            || number.is_empty()
-            || !number.bytes().all(|b| b.is_ascii_hexdigit())
-            || InFlight::holds(&path)
-        {
+        if only.is_some_and(|only| only != primary) {
             continue;
         }
-        if storage.writers_elsewhere(&path).is_ok_and(|w| w.is_empty()) {
+        if temp_file_unused(storage, &path) {
             storage.unlink(&path)?;
             removed.push(path);
         }
     }
     Ok(removed)
+}
+
+/// The session file a rewrite's temp file name (`.<name>.jsonl.<snowflake>.tmp`) is for.
+pub fn temp_file_primary(name: &str) -> Option<&str> {
+    let (primary, number) = name
+        .strip_prefix('.')?
+        .strip_suffix(".tmp")?
+        .rsplit_once('.')?;
+    let number_ok = !number.is_empty() && number.bytes().all(|b| b.is_ascii_hexdigit());
+    (primary.ends_with(".jsonl") && number_ok).then_some(primary)
+}
+
+/// Whether nobody writes the temp file at `path`: no process holds it open for writing
+/// (as far as the platform tells) and this one is not writing it.
+pub fn temp_file_unused(storage: &dyn SessionStorage, path: &Path) -> bool {
+    !InFlight::holds(path) && storage.writers_elsewhere(path).is_ok_and(|w| w.is_empty())
+}
+
+/// The session file a rewrite's backup name (`<name>.jsonl.<snowflake>.bak`) is of.
+pub fn backup_primary(name: &str) -> Option<&str> {
+    let stem = name
+        .strip_suffix(".bak")
+        .filter(|_| !name.starts_with('.'))?;
+    let (primary, _) = stem.rsplit_once('.')?;
+    primary.ends_with(".jsonl").then_some(primary)
 }
 
 /// Recovery before a session in `dir` is opened for writing or created: orphaned backups

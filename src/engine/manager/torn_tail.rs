@@ -49,11 +49,18 @@ pub struct CutTail {
 /// what was cut, or `None` when the file was left as it is. A file that cannot be read,
 /// opened for writing or checked (or is gone) is left as it is, for the open to report;
 /// only a failed cut is an error, and it says whether bytes were cut.
-pub(super) fn cut_torn_tail(
-    storage: &dyn SessionStorage,
-    path: &Path,
-) -> io::Result<Option<CutTail>> {
+pub fn cut_torn_tail(storage: &dyn SessionStorage, path: &Path) -> io::Result<Option<CutTail>> {
     cut_torn_tail_within(storage, path, FRAGMENT_PARSED_MAX)
+}
+
+/// The torn last line of the file at `path` that [`cut_torn_tail`] would cut, as far as
+/// the file itself tells (whether another process writes it is not looked at). Reads only.
+pub fn find_torn_tail(storage: &dyn SessionStorage, path: &Path) -> Option<CutTail> {
+    let torn = torn_fragment(storage, path, FRAGMENT_PARSED_MAX)?;
+    Some(CutTail {
+        offset: torn.start,
+        len: torn.size - torn.start,
+    })
 }
 
 /// [`cut_torn_tail`], parsing a last line that could be a record up to `parse_max` bytes.

@@ -1,0 +1,99 @@
+//! `gjcfs check [--repair] [--json]`: the store checked for damage, and what is safe to
+//! repair repaired (`gjcfs_engine::check`).
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use gjcfs_engine::check::{check_store, repair, repairs_dir, CheckProgress, CheckTarget, Severity};
+use gjcfs_engine::json;
+use gjcfs_engine::storage::FileStorage;
+
+use super::store::StoreArgs;
+
+/// Progress is shown for stores of at least this many session files.
+const PROGRESS_FROM: usize = 200;
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// Repair what is safe to repair: cut a torn last line the rules allow, move away the
+    /// temp file of an interrupted rewrite whose session is intact, put back a backup whose
+    /// session is missing, restore owner-only modes, move away a migration lock a crash
+    /// left. A copy of every file whose bytes change is kept, and what is removed is moved,
+    /// into <store>/gjcfs-repairs/<time>/ with a manifest; no session is ever deleted.
+    #[arg(long)]
+    repair: bool,
+    /// Print one JSON object: {"sessions","blobs","errors","warnings","notes","findings",
+    /// "repairDir"}, each finding {"severity","kind","path","what","repair"} (and
+    /// "repaired","result" with --repair).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+/// Exit status 3: warnings are left (nothing of a session is at risk).
+pub const WARNINGS_LEFT: u8 = 3;
+/// Exit status 4: errors are left (a session or what the store holds for it is damaged).
+pub const ERRORS_LEFT: u8 = 4;
+
+pub fn run(args: CheckArgs) -> Result<ExitCode> {
+    args.store.check()?;
+    let dirs = args.store.agent_dirs()?;
+    let (target, base) = match &args.store.session_dir {
+        Some(dir) => (
+            CheckTarget {
+                sessions_root: None,
+                session_dir: Some(dir.clone()),
+                blob_dir: dirs.blob_dir(),
+            },
+            dir.clone(),
+        ),
+        None => (
+            CheckTarget {
+                sessions_root: Some(dirs.sessions_root()),
+                session_dir: None,
+                blob_dir: dirs.blob_dir(),
+            },
+            dirs.agent_dir().to_owned(),
+        ),
+    };
+    let terminal = std::io::stderr().is_terminal();
+    let progress = |p: CheckProgress| {
+        if terminal && p.files_total >= PROGRESS_FROM {
+            eprint!(
+                "\rgjcfs: checking sessions {}/{}\x1b[K",
+                p.files_done, p.files_total
+            );
+            if p.files_done == p.files_total {
+                eprint!("\r\x1b[K");
+            }
+        }
+    };
+    let report = check_store(&FileStorage, &target, &progress)
+        .with_context(|| format!("cannot check {}", args.store.describe().unwrap_or_default()))?;
+    let outcome = args
+        .repair
+        .then(|| repair(&FileStorage, &report, &base, &repairs_dir(&base)));
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            json::to_compact(&report.to_json(outcome.as_ref()))
+        )?;
+    } else {
+        write!(out, "{}", report.to_text(outcome.as_ref()))?;
+    }
+    out.flush()?;
+    let worst = match &outcome {
+        Some(outcome) => outcome.worst_left(&report),
+        None => report.worst(),
+    };
+    Ok(match worst {
+        None | Some(Severity::Note) => ExitCode::SUCCESS,
+        Some(Severity::Warning) => ExitCode::from(WARNINGS_LEFT),
+        Some(Severity::Error) => ExitCode::from(ERRORS_LEFT),
+    })
+}

@@ -1,0 +1,149 @@
+//! Checking a store for the damage a long life leaves, and repairing what is safe to
+//! repair (`gjcfs check [--repair]`, the mount's `check` file).
+//!
+//! [`check_store`] reads the store — it never writes — and reports each finding with its
+//! file, what it means and how bad it is ([`Severity`]):
+//! - transcripts: a torn last line, malformed lines, a file that is not a session, a
+//!   version newer than 5, entries whose parent is not in the session, references to blobs
+//!   the blob store lacks or holds damaged; in a managed scope also a mode wider than
+//!   `0600`, another owner, more than one link, an ACL;
+//! - managed scopes: the binding (missing, damaged, naming another directory), the scope's
+//!   mode and owner, migration locks a crash left, files that are not sessions;
+//! - leftovers of interrupted full rewrites: temp files and backups;
+//! - legacy directories: each legacy session with or without its managed copy (notes);
+//! - the blob store: blobs whose bytes do not match their name, blobs no session
+//!   references, temp files of interrupted writes, modes.
+//!
+//! [`repair`] fixes only what is safe ([`Repair`]): it cuts a torn last line the rules of
+//! [`crate::manager::cut_torn_tail`] allow, moves away a temp file no process writes (a
+//! rewrite's only when its session is intact), puts back a backup whose session is
+//! missing, restores owner-only modes, and moves away a migration lock a crash left. Before
+//! a file's bytes change a copy of the whole file is kept, and what is removed is moved,
+//! not deleted, into one directory per repair ([`repairs_dir`]) with a manifest of every
+//! change. It never deletes or rewrites a session, never touches a legacy directory, and
+//! checks each precondition again right before it acts. Everything else is left for a
+//! person, and the report says what to do.
+
+mod blobs;
+mod repair;
+mod report;
+mod store;
+
+use std::path::PathBuf;
+
+pub use repair::{repair, repairs_dir, RepairOutcome, Repaired, REPAIRS_DIR_NAME};
+pub use store::check_store;
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Nothing is wrong; worth knowing.
+    Note,
+    /// Nothing of a session is at risk, but something is left over or looser than it
+    /// should be.
+    Warning,
+    /// A session, or what the store holds for it, is damaged.
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// What [`repair`] would do about a finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Repair {
+    /// Cut off the torn last line (`len` bytes from `offset`), keeping a copy of the file.
+    CutTornTail { offset: u64, len: u64 },
+    /// Move the leftover file into the repair directory.
+    MoveAway,
+    /// Rename the backup to the session file it is of, which is missing.
+    RestoreBackup { to: PathBuf },
+    /// Set the permission bits from `from` to `to`.
+    RestoreMode { from: u32, to: u32 },
+}
+
+impl Repair {
+    /// What the repair does, in a few words.
+    pub fn describe(&self) -> String {
+        match self {
+            Repair::CutTornTail { offset, len } => {
+                format!("cut off the {len} bytes from byte {offset}, keeping a copy of the file")
+            }
+            Repair::MoveAway => "move it into the repair directory".to_owned(),
+            Repair::RestoreBackup { to } => format!("rename it back to {}", to.display()),
+            Repair::RestoreMode { from, to } => format!("set its mode from {from:o} to {to:o}"),
+        }
+    }
+}
+
+/// One thing found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub severity: Severity,
+    /// A stable name of the kind of finding (`torn_tail`, `orphaned_temp`, …).
+    pub kind: &'static str,
+    pub path: PathBuf,
+    /// What it means, and for what is left for a person, what to do.
+    pub what: String,
+    /// What `--repair` does about it; `None`: left for a person.
+    pub repair: Option<Repair>,
+}
+
+/// What [`check_store`] looks at.
+#[derive(Debug, Clone)]
+pub struct CheckTarget {
+    /// The agent's sessions root, every directory of which is checked.
+    pub sessions_root: Option<PathBuf>,
+    /// One directory of sessions (instead of, or besides, the sessions root).
+    pub session_dir: Option<PathBuf>,
+    /// The blob store.
+    pub blob_dir: PathBuf,
+}
+
+/// What [`check_store`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    /// How many session files were read.
+    pub sessions: usize,
+    /// How many blobs were read.
+    pub blobs: usize,
+}
+
+impl Report {
+    /// The worst severity found, `None` when nothing was.
+    pub fn worst(&self) -> Option<Severity> {
+        self.findings.iter().map(|f| f.severity).max()
+    }
+
+    fn add(
+        &mut self,
+        severity: Severity,
+        kind: &'static str,
+        path: impl Into<PathBuf>,
+        what: String,
+        repair: Option<Repair>,
+    ) {
+        self.findings.push(Finding {
+            severity,
+            kind,
+            path: path.into(),
+            what,
+            repair,
+        });
+    }
+}
+
+/// How far a check is, for a progress line.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckProgress {
+    pub files_done: usize,
+    pub files_total: usize,
+}

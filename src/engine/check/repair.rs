@@ -1,0 +1,243 @@
+//! The safe repairs of a check's findings ([`repair`]), each preceded by a copy of what it
+//! changes, in one repair directory per run with a manifest of every change.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::{Finding, Repair, Report, Severity};
+use crate::json::{self, Object, Value};
+use crate::legacy::{lock_state, LockState};
+use crate::manager::{cut_torn_tail, temp_file_unused};
+use crate::storage::{EntryKind, OpenMode, SessionStorage};
+
+/// The directory, in the store's base directory, that repairs keep their copies in.
+pub const REPAIRS_DIR_NAME: &str = "gjcfs-repairs";
+
+/// The directory one repair run keeps its copies in: `<base>/gjcfs-repairs/<UTC time>`.
+pub fn repairs_dir(base: &Path) -> PathBuf {
+    let stamp = crate::time::format_iso_millis(crate::time::now_millis()).replace(':', "-");
+    base.join(REPAIRS_DIR_NAME).join(stamp)
+}
+
+/// What happened to one finding a repair was offered for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repaired {
+    /// The finding's place in the report.
+    pub index: usize,
+    /// Done (what was done), or left (why).
+    pub result: Result<String, String>,
+}
+
+/// What [`repair`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepairOutcome {
+    pub results: Vec<Repaired>,
+    /// Where the copies and the manifest are, when anything was kept.
+    pub kept_in: Option<PathBuf>,
+}
+
+impl RepairOutcome {
+    /// What happened to finding `index`, if a repair was tried.
+    pub fn of(&self, index: usize) -> Option<&Result<String, String>> {
+        self.results
+            .iter()
+            .find(|r| r.index == index)
+            .map(|r| &r.result)
+    }
+
+    /// The worst severity among the findings of `report` still there after the repairs.
+    pub fn worst_left(&self, report: &Report) -> Option<Severity> {
+        report
+            .findings
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !matches!(self.of(*i), Some(Ok(_))))
+            .map(|(_, f)| f.severity)
+            .max()
+    }
+}
+
+/// Applies the repairs `report` offers. Copies go to `dir` (created owner-only when first
+/// needed), under their path relative to `base`; a manifest of every change is written
+/// there (`manifest.jsonl`). Each repair checks again that it still applies right before
+/// it acts, and one that does not is left, saying why.
+pub fn repair(
+    storage: &dyn SessionStorage,
+    report: &Report,
+    base: &Path,
+    dir: &Path,
+) -> RepairOutcome {
+    let mut outcome = RepairOutcome::default();
+    let mut manifest = Vec::new();
+    let keep = Keep { storage, base, dir };
+    for (index, finding) in report.findings.iter().enumerate() {
+        let Some(repair) = &finding.repair else {
+            continue;
+        };
+        let result = apply(storage, finding, repair, &keep);
+        if let Ok(done) = &result {
+            let mut line = Object::with_capacity(4);
+            line.insert(
+                "path",
+                Value::string(finding.path.to_string_lossy().into_owned()),
+            );
+            line.insert("kind", Value::string(finding.kind));
+            line.insert("repair", Value::string(repair.describe()));
+            line.insert("done", Value::string(done.as_str()));
+            manifest.push(json::to_compact(&Value::Object(line)));
+        }
+        outcome.results.push(Repaired { index, result });
+    }
+    if !manifest.is_empty() {
+        let mut bytes = manifest.join("\n").into_bytes();
+        bytes.push(b'\n');
+        let written = storage.ensure_dir(dir).and_then(|()| {
+            crate::storage::write_new_durable(storage, &dir.join("manifest.jsonl"), &bytes)
+        });
+        if written.is_ok() {
+            outcome.kept_in = Some(dir.to_owned());
+        }
+    }
+    if outcome.kept_in.is_none() && storage.exists(dir) {
+        outcome.kept_in = Some(dir.to_owned());
+    }
+    outcome
+}
+
+/// Where a repair run keeps what it copies or moves.
+struct Keep<'a> {
+    storage: &'a dyn SessionStorage,
+    base: &'a Path,
+    dir: &'a Path,
+}
+
+impl Keep<'_> {
+    /// Where the copy of `path` goes.
+    fn place_of(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(self.base) {
+            Ok(relative) if !relative.as_os_str().is_empty() => self.dir.join(relative),
+            _ => self
+                .dir
+                .join("outside")
+                .join(path.file_name().unwrap_or_default()),
+        }
+    }
+
+    fn prepare(&self, target: &Path) -> io::Result<()> {
+        match target.parent() {
+            Some(parent) => self.storage.ensure_dir(parent),
+            None => Ok(()),
+        }
+    }
+
+    /// A durable copy of the file at `path`; its path.
+    fn copy(&self, path: &Path) -> io::Result<PathBuf> {
+        let target = self.place_of(path);
+        self.prepare(&target)?;
+        let source = self.storage.open_read_at(path)?;
+        let size = source.size()?;
+        let mut writer = self.storage.open_writer(&target, OpenMode::CreateNew)?;
+        let copied = (|| {
+            let mut buf = vec![0u8; 1 << 20];
+            let mut at = 0u64;
+            while at < size {
+                let n = source.read_at(&mut buf, at)?;
+                if n == 0 {
+                    break;
+                }
+                writer.write_all(&buf[..n])?;
+                at += n as u64;
+            }
+            writer.fsync()
+        })();
+        let closed = writer.close();
+        if let Err(e) = copied.and(closed) {
+            let _ = self.storage.unlink(&target);
+            return Err(e);
+        }
+        Ok(target)
+    }
+
+    /// Moves the file at `path` here (copied, then removed, across filesystems); where to.
+    fn take(&self, path: &Path) -> io::Result<PathBuf> {
+        let target = self.place_of(path);
+        self.prepare(&target)?;
+        match self.storage.rename_no_replace(path, &target) {
+            Ok(()) => Ok(target),
+            Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
+                let copy = self.copy(path)?;
+                self.storage.unlink(path)?;
+                Ok(copy)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn apply(
+    storage: &dyn SessionStorage,
+    finding: &Finding,
+    repair: &Repair,
+    keep: &Keep<'_>,
+) -> Result<String, String> {
+    let path = &finding.path;
+    match repair {
+        Repair::CutTornTail { .. } => {
+            let copy = keep
+                .copy(path)
+                .map_err(|e| format!("not cut: no copy could be kept ({e})"))?;
+            match cut_torn_tail(storage, path) {
+                Ok(Some(cut)) => Ok(format!(
+                    "cut off {} bytes at byte {}; the file as it was: {}",
+                    cut.len,
+                    cut.offset,
+                    copy.display()
+                )),
+                Ok(None) => {
+                    let _ = storage.unlink(&copy);
+                    Err(
+                        "not cut: the file changed since the check, or a process holds it \
+                         open for writing"
+                            .into(),
+                    )
+                }
+                Err(e) => Err(format!(
+                    "the cut failed ({e}); the file as it was: {}",
+                    copy.display()
+                )),
+            }
+        }
+        Repair::MoveAway => {
+            let still = match finding.kind {
+                "stale_lock" => lock_state(storage, path) == Some(LockState::Stale),
+                _ => temp_file_unused(storage, path),
+            };
+            if !still {
+                return Err("left: it is in use again".into());
+            }
+            keep.take(path)
+                .map(|to| format!("moved to {}", to.display()))
+                .map_err(|e| format!("not moved: {e}"))
+        }
+        Repair::RestoreBackup { to } => {
+            if storage.exists(to) {
+                return Err(format!("left: {} is back", to.display()));
+            }
+            storage
+                .rename_no_replace(path, to)
+                .map(|()| format!("renamed back to {}", to.display()))
+                .map_err(|e| format!("not renamed: {e}"))
+        }
+        Repair::RestoreMode { from, to } => {
+            let stat = storage.lstat(path).map_err(|e| format!("left: {e}"))?;
+            let kind_ok = matches!(stat.kind, EntryKind::File | EntryKind::Dir);
+            if !kind_ok || stat.mode != *from || stat.owner != storage.user() {
+                return Err("left: it changed since the check".into());
+            }
+            storage
+                .set_mode(path, *to)
+                .map(|()| format!("mode {from:o} set to {to:o}"))
+                .map_err(|e| format!("mode not set: {e}"))
+        }
+    }
+}
