@@ -176,7 +176,13 @@ impl Vfs {
                 return Ok(Err(e));
             }
             let result = f(&loaded.manager);
-            self.after_write(sid, loaded);
+            if result.is_ok() {
+                self.after_write(sid, loaded);
+            } else {
+                // A failed write is rolled back in memory; the next write opens afresh.
+                loaded.synced = FileStamp::of(&loaded.path);
+                self.note_stamp(sid, loaded.synced);
+            }
             self.search.session_changed(&loaded.path);
             Ok(result)
         })?;

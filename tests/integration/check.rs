@@ -163,6 +163,18 @@ fn damaged() -> Damaged {
     }
 }
 
+/// `gjcfs check` with `extra` options, which must exit with `status`.
+fn check_exiting(d: &Damaged, extra: &[&str], status: i32) -> Output {
+    let out = check(d, extra);
+    assert_eq!(
+        out.status.code(),
+        Some(status),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn check(d: &Damaged, extra: &[&str]) -> Output {
     let agent = d.s.agent_dir();
     std::process::Command::new(gjcfs_bin())
@@ -227,13 +239,7 @@ fn every_kind_of_damage_is_found_with_its_severity_and_the_check_changes_nothing
     let d = damaged();
     let agent = d.s.tmp.path().join("agent");
     let before = snapshot(&agent);
-    let out = check(&d, &["--json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = check_exiting(&d, &["--json"], 4);
     let (value, found) = findings(&out);
     let expect = |kind: &str, name: &str, severity: &str, repairable: bool| {
         let got = found.get(&(kind.to_owned(), name.to_owned()));
@@ -330,14 +336,8 @@ fn repair_fixes_only_what_is_safe_keeps_copies_and_deletes_no_session() {
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     let torn_bytes = fs::read(&d.torn).unwrap();
-    let out = check(&d, &["--repair", "--json"]);
     // Errors are left for a person.
-    assert_eq!(
-        out.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = check_exiting(&d, &["--repair", "--json"], 4);
     let (value, found) = findings(&out);
     let repaired: Vec<&(String, String)> = found
         .iter()

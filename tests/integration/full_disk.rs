@@ -157,17 +157,24 @@ fn walk(dir: &std::path::Path) -> Vec<String> {
     out
 }
 
+/// An agent directory in a temporary directory holding about 5 MB of sessions, whose index
+/// cannot fit in the 256 KiB `cache`.
+fn sessions_too_big_for(cache: &Tmpfs) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    generate_managed(&agent, &ws, 1500);
+    assert!(cache.path().is_dir());
+    (tmp, agent)
+}
+
 #[test]
 fn search_with_its_index_on_a_full_filesystem_answers_from_memory_and_gives_the_space_back() {
     let Some(cache) = Tmpfs::mount("256k") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let agent = tmp.path().join("agent");
-    let ws = tmp.path().join("ws");
-    std::fs::create_dir(&ws).unwrap();
-    // About 5 MB of sessions: their index cannot fit in 256 KiB.
-    generate_managed(&agent, &ws, 1500);
+    let (tmp, agent) = sessions_too_big_for(&cache);
     let index = cache.path().join("index");
     let search = |index: &std::path::Path| {
         let args: Vec<&std::ffi::OsStr> = vec![
@@ -212,11 +219,7 @@ fn the_mounts_search_with_its_index_on_a_full_filesystem_answers_from_memory() {
     let Some(cache) = Tmpfs::mount("256k") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let agent = tmp.path().join("agent");
-    let ws = tmp.path().join("ws");
-    std::fs::create_dir(&ws).unwrap();
-    generate_managed(&agent, &ws, 1500);
+    let (_tmp, agent) = sessions_too_big_for(&cache);
     let mount = crate::common::mount::Mount::start_with_cache(
         &["--agent-dir", agent.to_str().unwrap()],
         cache.path(),

@@ -548,14 +548,19 @@ fn entry_names_never_change_while_the_mount_and_gjcfs_append_write_at_once() {
     }
 }
 
-/// The resident memory of process `pid`, in KiB.
-fn resident_kib(pid: u32) -> u64 {
+/// A memory figure of process `pid` from `/proc/PID/status` (`VmRSS`, `VmHWM`), in KiB.
+fn status_kib(pid: u32, field: &str) -> u64 {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .expect("VmRSS")
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn resident_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS")
 }
 
 #[test]
@@ -597,16 +602,6 @@ fn names_looked_up_once_cost_no_memory_after_the_kernel_lets_them_go() {
     );
 }
 
-/// The peak resident memory of process `pid`, in KiB.
-fn peak_kib(pid: u32) -> u64 {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .expect("VmHWM")
-}
-
 #[test]
 #[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_huge_line_is_held_once_once_its_files_are_read() {
@@ -641,7 +636,7 @@ fn a_huge_line_is_held_once_once_its_files_are_read() {
     );
     // Less than three times the line at any moment: the load holds the line as read and
     // as parsed (each in a buffer grown by doubling); rendering a file adds one copy.
-    let peak = peak_kib(mount.pid());
+    let peak = status_kib(mount.pid(), "VmHWM");
     assert!(
         peak < line_kib * 3,
         "peak {peak} KiB for a line of {line_kib} KiB"

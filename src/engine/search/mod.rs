@@ -89,7 +89,6 @@ pub use schema::{default_index_dir, APPLICATION_ID, FORMAT, INDEX_FILE};
 pub use snippet::Snippet;
 
 use super::load::{LoadError, ReadMark};
-use super::storage::{FileStorage, SessionStorage};
 
 /// Why the index could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -135,20 +134,7 @@ impl SearchError {
 /// Removes the index in `dir` ([`INDEX_FILE`] with its `-wal` and `-shm` files), as
 /// [`SearchIndex::discard`] does, for an index that could not even be opened.
 pub fn remove_index(dir: &Path) -> std::io::Result<()> {
-    remove_index_file(&dir.join(INDEX_FILE))
-}
-
-fn remove_index_file(path: &Path) -> std::io::Result<()> {
-    for suffix in ["", "-wal", "-shm"] {
-        let mut name = path.as_os_str().to_owned();
-        name.push(suffix);
-        match FileStorage.unlink(Path::new(&name)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+    schema::remove_index_files(&dir.join(INDEX_FILE))
 }
 
 /// Each path once (in byte order).
@@ -400,7 +386,7 @@ impl SearchIndex {
             return Ok(());
         };
         drop(self);
-        remove_index_file(&path)
+        schema::remove_index_files(&path)
     }
 
     /// The index file, `None` for an index in memory.

@@ -253,7 +253,10 @@ pub fn recreate(path: &Path) -> Result<Connection, SearchError> {
         path: path.to_owned(),
         source,
     };
-    remove_index_files(path)?;
+    remove_index_files(path).map_err(|source| SearchError::Replace {
+        path: path.to_owned(),
+        source,
+    })?;
     create_owner_only(path);
     let conn = Connection::open(path).map_err(sql)?;
     configure(&conn).map_err(sql)?;
@@ -274,19 +277,16 @@ fn is_permission(e: &rusqlite::Error) -> bool {
     ))
 }
 
-fn remove_index_files(path: &Path) -> Result<(), SearchError> {
+/// Removes the index file at `path` with SQLite's `-wal` and `-shm` files (those missing
+/// are no error).
+pub(super) fn remove_index_files(path: &Path) -> std::io::Result<()> {
     for suffix in ["", "-wal", "-shm"] {
         let mut name = path.as_os_str().to_owned();
         name.push(suffix);
         match FileStorage.unlink(Path::new(&name)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(SearchError::Replace {
-                    path: path.to_owned(),
-                    source,
-                })
-            }
+            Err(e) => return Err(e),
         }
     }
     Ok(())
