@@ -322,18 +322,15 @@ impl State {
 
     /// Writes `buf` at the end of the file through the writer, in one write. A last line
     /// left torn (by a crash here or by another process since) is ended with `\n` first, in
-    /// the same write, so the new lines are never swallowed by it. With `durable`, the file
-    /// and then its directory are fsynced. If anything fails, what this write put in the
-    /// file is cut off again (and, with `durable`, the cut fsynced) — when the file is
-    /// exactly its old size plus those bytes (if another process appended meanwhile it is
-    /// left; the next append ends a torn tail).
+    /// the same write, so the new lines are never swallowed by it; a last line still being
+    /// written by another process is waited for ([`settled_end`]), and gjcfs's own writers
+    /// that append entries from outside take turns through the append lock
+    /// ([`State::with_append_lock`]). With `durable`, the file and then its directory are
+    /// fsynced. If anything fails, what this write put in the file is cut off again (and,
+    /// with `durable`, the cut fsynced) — when the file is exactly its old size plus those
+    /// bytes (if another process appended meanwhile it is left; the next append ends a torn
+    /// tail).
     fn write_at_end(&mut self, path: &Path, buf: &[u8], durable: bool) -> SessionResult<()> {
-        self.writer(path)?;
-        self.with_append_lock(|state| state.write_at_end_locked(path, buf, durable))
-    }
-
-    /// [`State::write_at_end`], the append lock taken.
-    fn write_at_end_locked(&mut self, path: &Path, buf: &[u8], durable: bool) -> SessionResult<()> {
         let storage = self.config.storage.clone();
         let writer = self.writer(path)?;
         let end = match settled_end(writer.as_ref()) {
