@@ -39,6 +39,44 @@ pub fn snowflake() -> String {
     format!("{value:016x}")
 }
 
+/// The id an entry of a file without ids (v1) is given when it is migrated: derived from the
+/// file itself, so that the same bytes give the same ids in every load and process, and
+/// the first write persists exactly the ids shown before it. The SHA-256 of the session id,
+/// the entry's place among the file's records, its type and its timestamp is read eight hex
+/// digits at a time until one is not `in_use`; past its eight windows, the next digest (a
+/// round counter is added) — deterministic in file order. The original draws random ids
+/// here (see `docs/FORMAT.md`).
+pub fn derived_entry_id(
+    session_id: &str,
+    index: usize,
+    ty: &str,
+    timestamp: &str,
+    mut in_use: impl FnMut(&str) -> bool,
+) -> String {
+    use sha2::{Digest, Sha256};
+    for round in 0u64.. {
+        let mut hasher = Sha256::new();
+        for part in [
+            session_id,
+            &index.to_string(),
+            ty,
+            timestamp,
+            &round.to_string(),
+        ] {
+            hasher.update(part.as_bytes());
+            hasher.update([0]);
+        }
+        let hex = data_encoding::HEXLOWER.encode(&hasher.finalize());
+        for window in 0..8 {
+            let id = &hex[window * 8..window * 8 + 8];
+            if !in_use(id) {
+                return id.to_owned();
+            }
+        }
+    }
+    unreachable!("the rounds never end")
+}
+
 /// A new session id: a lower-case UUID v7.
 pub fn new_session_id() -> String {
     uuid::Uuid::now_v7().hyphenated().to_string()
@@ -61,6 +99,27 @@ mod tests {
         assert_eq!(fallback.len(), 16);
         assert!(fallback.bytes().all(|b| b.is_ascii_hexdigit()));
         assert_ne!(snowflake(), snowflake());
+    }
+
+    #[test]
+    fn derived_ids_depend_on_the_file_only_and_avoid_those_in_use() {
+        let a = derived_entry_id("s", 1, "message", "t", |_| false);
+        assert!(is_short_entry_id(&a), "{a}");
+        assert_eq!(a, derived_entry_id("s", 1, "message", "t", |_| false));
+        assert_ne!(a, derived_entry_id("s", 2, "message", "t", |_| false));
+        assert_ne!(a, derived_entry_id("other", 1, "message", "t", |_| false));
+        assert_ne!(a, derived_entry_id("s", 1, "message", "t2", |_| false));
+        // A clash takes the next window, the same one each time.
+        let next = derived_entry_id("s", 1, "message", "t", |id| id == a);
+        assert_ne!(next, a);
+        assert_eq!(next, derived_entry_id("s", 1, "message", "t", |id| id == a));
+        // Every window taken: the next round.
+        let mut refused = 0;
+        let late = derived_entry_id("s", 1, "message", "t", |_| {
+            refused += 1;
+            refused <= 8
+        });
+        assert!(is_short_entry_id(&late));
     }
 
     #[test]

@@ -12,8 +12,12 @@
 //! - v3 → v4 → v5: no data change.
 //! - Finally the first header's version is set to 5.
 //!
-//! Deviation: ids drawn by the v1 step are checked against each other, so that a migrated
-//! file never has two entries with one id (the original draws them unchecked).
+//! Deviations: the v1 step's ids are not random but derived from the file
+//! ([`ids::derived_entry_id`]: the session id, the record's place, type and timestamp), so
+//! that a file without ids shows the same ids in every load, every process and every
+//! remount, and its first write persists exactly those; and they are checked against each
+//! other, so that a migrated file never has two entries with one id (the original draws
+//! random ids, unchecked).
 
 use std::collections::HashSet;
 
@@ -62,12 +66,22 @@ pub fn migrate(records: &mut [Record]) -> Migration {
 fn v1_to_v2(records: &mut [Record]) {
     let mut assigned: HashSet<String> = HashSet::new();
     let mut previous: Option<String> = None;
+    let session_id = records
+        .iter()
+        .find(|r| r.is_header())
+        .and_then(Record::id)
+        .unwrap_or_default()
+        .to_owned();
     for i in 0..records.len() {
         if records[i].is_header() {
             records[i].fields_mut().insert("version", version_value(2));
             continue;
         }
-        let id = ids::new_entry_id(|candidate| assigned.contains(candidate));
+        let ty = records[i].get_str("type").unwrap_or_default().to_owned();
+        let timestamp = records[i].timestamp().unwrap_or_default().to_owned();
+        let id = ids::derived_entry_id(&session_id, i, &ty, &timestamp, |candidate| {
+            assigned.contains(candidate)
+        });
         assigned.insert(id.clone());
         let fields = records[i].fields_mut();
         fields.insert("id", Value::string(id.as_str()));

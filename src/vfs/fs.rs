@@ -755,23 +755,10 @@ impl Vfs {
     /// [`gjcfs_engine::leaf_marker`]), so that the agent, a remount and every tool find it.
     fn set_leaf(&self, sid: &str, buf: &[u8]) -> Result<(), VfsError> {
         let target = self.check_leaf(sid, buf)?;
-        // The entry by its place in the file: opened for writing, a v1 session's entries get
-        // new ids (each load draws them), and a legacy one is its managed copy.
-        let index = match &target {
-            Some(id) => self.with_session(sid, |l| Ok(l.manager.read(|s| s.index_of(id))))?,
-            None => None,
-        };
-        self.with_writer(sid, "leaf", true, |manager| match (&target, index) {
-            (None, _) => persist_leaf(manager, None),
-            (Some(id), Some(i)) => {
-                let at = manager
-                    .read(|s| (i < s.records().len()).then(|| s.record(i).id().map(str::to_owned)));
-                match at.flatten() {
-                    Some(now) => persist_leaf(manager, Some(&now)),
-                    None => Err(gjcfs_engine::EntryNotFound(id.clone()).into()),
-                }
-            }
-            (Some(id), None) => Err(gjcfs_engine::EntryNotFound(id.clone()).into()),
+        // Opened for writing, a legacy session is its managed copy: the same entries, with
+        // the same ids.
+        self.with_writer(sid, "leaf", true, |manager| {
+            persist_leaf(manager, target.as_deref())
         })?;
         self.leaf_moves
             .lock()

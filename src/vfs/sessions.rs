@@ -235,8 +235,9 @@ impl Vfs {
         self.announce(sid, EntriesChanged::These(&ids));
     }
 
-    /// Replaces a read-only manager (or one whose write failed) by one opened for writing,
-    /// keeping the leaf the reader had.
+    /// Replaces a read-only manager (or one whose write failed) by one opened for writing.
+    /// Both have the file's leaf (a reader never moves it; a move is written), and the same
+    /// ids (a file without ids gets them from its bytes).
     fn make_writable(&self, sid: &str, loaded: &mut Loaded) -> Result<(), SessionError> {
         if loaded.writable && loaded.manager.persist_error().is_none() {
             return Ok(());
@@ -251,27 +252,6 @@ impl Vfs {
                     cut.len, cut.offset
                 ),
             );
-        }
-        // The leaf by position: a v1 file's entries get new random ids at every load.
-        let (leaf, moved) = loaded.manager.read(|reader| {
-            let leaf = reader.leaf();
-            let last = reader.entry_indices().next_back();
-            (leaf, leaf != last)
-        });
-        if moved {
-            match leaf {
-                Some(index) => {
-                    let id = writer.read(|s| {
-                        (index < s.records().len())
-                            .then(|| s.record(index).id().map(str::to_owned))
-                            .flatten()
-                    });
-                    if let Some(id) = id {
-                        writer.branch(&id)?;
-                    }
-                }
-                None => writer.reset_leaf(),
-            }
         }
         let path = writer.session_file().unwrap_or_else(|| loaded.path.clone());
         let synced = if path == loaded.path {

@@ -24,6 +24,7 @@ mod full_disk;
 mod fuzz_regressions;
 mod history;
 mod history_cli;
+mod identity;
 mod inspect;
 mod legacy;
 mod load;

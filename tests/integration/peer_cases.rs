@@ -246,3 +246,43 @@ fn a_leaf_marker_resumes_the_original_at_the_chosen_entry() {
         "the original's next entry continues the chosen branch"
     );
 }
+
+/// A v1 file's entries get ids derived from the file, the same in every load; the first
+/// write persists exactly those; and the original opens the migrated file strictly, resumes
+/// it and builds the same context.
+#[test]
+fn ids_derived_for_a_v1_file_are_what_its_first_write_persists_and_the_original_reads() {
+    let ids = |name: &str| -> Vec<String> {
+        load_session(&peer(&format!("v1-derived-ids/{name}")))
+            .unwrap()
+            .session
+            .entries()
+            .map(|e| e.id().unwrap().to_owned())
+            .collect()
+    };
+    let shown = ids("source.jsonl");
+    assert_eq!(shown, ids("source.jsonl"), "every load the same");
+    let persisted = ids("migrated.jsonl");
+    assert_eq!(persisted[..shown.len()], shown[..], "the write kept them");
+    let migrated = load_session(&peer("v1-derived-ids/migrated.jsonl")).unwrap();
+    assert_eq!(
+        json::to_compact(&migrated.session.build_context().to_value()),
+        json::to_compact(&recorded("v1-derived-ids/migrated.context.json"))
+    );
+    let opened = recorded("v1-derived-ids/migrated.open-append.json");
+    let opened = opened.as_object().unwrap();
+    assert_eq!(opened.get("accepted").and_then(Value::as_bool), Some(true));
+    assert_eq!(
+        opened
+            .get("strictOpen")
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .get_str("kind"),
+        Some("opened")
+    );
+    assert_eq!(
+        opened.get_str("leafId"),
+        persisted.last().map(String::as_str)
+    );
+}
