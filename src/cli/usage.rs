@@ -4,7 +4,9 @@ use std::io::{BufWriter, IsTerminal, Write};
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use gjcfs_engine::discovery::keep_live_copies;
 use gjcfs_engine::json;
+use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::store_usage::{scan_sessions, Grouping, StoreUsage};
 use gjcfs_engine::usage::UsageSum;
 use gjcfs_engine::views::thousands;
@@ -66,7 +68,19 @@ pub fn run(args: UsageArgs) -> Result<()> {
             scan.failed.len() - FAILED_SHOWN
         );
     }
-    let usage = StoreUsage::combine(scan.contributions.iter().map(|(_, c)| c));
+    // A session in several files (a legacy session and its managed copy) counts once.
+    let mut contributions: Vec<_> = scan
+        .contributions
+        .into_iter()
+        .map(|(path, c)| {
+            let mtime_ms = FileStorage.stat(&path).map_or(0, |s| s.mtime_ms);
+            (path, c, mtime_ms)
+        })
+        .collect();
+    keep_live_copies(&mut contributions, |(path, c, ms)| {
+        (&c.session_id, *ms, path)
+    });
+    let usage = StoreUsage::combine(contributions.iter().map(|(_, c, _)| c));
     let mut out = BufWriter::new(std::io::stdout().lock());
     if args.json {
         writeln!(out, "{}", json::to_pretty(&usage.to_value(by)))?;

@@ -442,9 +442,36 @@ pub fn list_all(
         }
     }
     sort_newest_first(&mut infos);
-    let mut seen = std::collections::HashSet::new();
-    infos.retain(|info| seen.insert(info.id.clone()));
+    keep_live_copies(&mut infos, |info| (&info.id, info.modified_ms, &info.path));
     Ok(infos)
+}
+
+/// Keeps, of the items that are copies of one session (one session id in several files: a
+/// legacy session and its managed copy, a file copied by hand), only the live one — the
+/// newest by modification time, then the first by path (as bytes) — in the order given. `copy` says
+/// an item's session id, its file's mtime (ms) and its path. Every surface that counts or
+/// shows sessions (listings, usage, search, the mount) keeps the same one.
+pub fn keep_live_copies<T>(items: &mut Vec<T>, copy: impl Fn(&T) -> (&str, i64, &Path)) {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (_, a_ms, a_path) = copy(&items[a]);
+        let (_, b_ms, b_path) = copy(&items[b]);
+        let (a_bytes, b_bytes) = (
+            a_path.as_os_str().as_encoded_bytes(),
+            b_path.as_os_str().as_encoded_bytes(),
+        );
+        b_ms.cmp(&a_ms).then_with(|| a_bytes.cmp(b_bytes))
+    });
+    let mut seen = std::collections::HashSet::new();
+    let mut live = vec![false; items.len()];
+    for i in order {
+        live[i] = seen.insert(copy(&items[i]).0.to_owned());
+    }
+    let mut at = 0;
+    items.retain(|_| {
+        at += 1;
+        live[at - 1]
+    });
 }
 
 /// The sessions whose id, file name, or file-name id part starts with `prefix`

@@ -24,7 +24,7 @@ use super::content::Bytes;
 use super::disk::FileStamp;
 use super::SessionSource;
 use super::VfsError;
-use gjcfs_engine::discovery::{all_transcript_paths, transcript_paths};
+use gjcfs_engine::discovery::{all_transcript_paths, keep_live_copies, transcript_paths};
 use gjcfs_engine::json;
 use gjcfs_engine::storage::FileStorage;
 use gjcfs_engine::store_usage::{scan_sessions, Grouping, SessionUsageContribution, StoreUsage};
@@ -109,10 +109,18 @@ impl StoreUsageView {
             }
         }
         cache.contributions = contributions;
-        let usage =
-            StoreUsage::combine(stamped.iter().filter_map(|(path, _)| {
-                cache.contributions.get(path).and_then(|(_, c)| c.as_ref())
-            }));
+        // A session in several files (a legacy session and its managed copy) counts once.
+        let mut live: Vec<(&PathBuf, &FileStamp, &SessionUsageContribution)> = stamped
+            .iter()
+            .filter_map(|(path, stamp)| {
+                let contribution = cache.contributions.get(path)?.1.as_ref()?;
+                Some((path, stamp, contribution))
+            })
+            .collect();
+        keep_live_copies(&mut live, |(path, stamp, c)| {
+            (&c.session_id, stamp.millis(), path)
+        });
+        let usage = StoreUsage::combine(live.iter().map(|(_, _, c)| *c));
         let value = usage.to_value_grouped(&[Grouping::Day, Grouping::Project, Grouping::Model]);
         let mut out = json::to_pretty(&value).into_bytes();
         out.push(b'\n');

@@ -128,3 +128,122 @@ fn a_file_without_ids_shows_the_same_ids_everywhere_and_its_first_write_keeps_th
     let header = fs::read_to_string(&file).unwrap();
     assert!(header.lines().next().unwrap().contains("\"version\":5"));
 }
+
+/// `gjcfs ARGS…` that must succeed; its standard output parsed as JSON (one document).
+fn gjcfs_json(args: &[&str]) -> json::Value {
+    let text = ok(p(&gjcfs_bin()), args);
+    json::parse(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// The cost `gjcfs usage --json` reports for the store, and how many sessions it counted.
+fn store_usage(agent: &str) -> (f64, f64) {
+    let usage = gjcfs_json(&["usage", "--json", "--agent-dir", agent]);
+    let usage = usage.as_object().unwrap();
+    let cost = usage
+        .get("totals")
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .get("cost");
+    (
+        usage.get("sessions").unwrap().as_f64().unwrap(),
+        cost.unwrap().as_f64().unwrap(),
+    )
+}
+
+/// The cost `gjcfs show --format usage` reports for one session file.
+fn session_cost(file: &Path) -> f64 {
+    let usage = gjcfs_json(&["show", p(file), "--format", "usage"]);
+    let usage = usage.as_object().unwrap();
+    usage.get("cost").unwrap().as_f64().unwrap()
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn a_legacy_session_and_its_managed_copy_count_once_on_every_surface() {
+    let s = crate::common::mount::store();
+    let agent = s.agent_dir();
+    let ws = s.tmp.path().join("workspace");
+    let legacy_dir = s.tmp.path().join("agent/sessions/--legacy--");
+    fs::create_dir(&legacy_dir).unwrap();
+    let legacy = legacy_dir.join("2026-01-01T00-00-00-000Z_legacy.jsonl");
+    let reply = r#"{"type":"message","id":"a1","parentId":"q1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"zebrawordanswer"}],"provider":"anthropic","model":"claude","usage":{"input":10,"output":20,"cacheRead":0,"cacheWrite":0,"totalTokens":30,"cost":{"input":0.5,"output":1.0,"cacheRead":0,"cacheWrite":0,"total":1.5}},"stopReason":"stop","timestamp":2}}"#;
+    let text = format!(
+        "{{\"type\":\"session\",\"version\":5,\"id\":\"legacy-session\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"{}\"}}\n\
+         {{\"type\":\"message\",\"id\":\"q1\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"zebraword question\",\"timestamp\":1}}}}\n{reply}\n",
+        ws.display()
+    );
+    fs::write(&legacy, text).unwrap();
+    let distinct = session_cost(&s.file) + session_cost(&legacy);
+    let index = s.tmp.path().join("index");
+    let search = || {
+        ok(
+            p(&gjcfs_bin()),
+            &[
+                "search",
+                "zebraword",
+                "--all",
+                "--json",
+                "--agent-dir",
+                &agent,
+                "--index",
+                p(&index),
+            ],
+        )
+    };
+    let listed = || {
+        ok(
+            p(&gjcfs_bin()),
+            &["ls", "--all", "--json", "--agent-dir", &agent],
+        )
+        .lines()
+        .count()
+    };
+    let before = store_usage(&agent);
+    assert_eq!(before, (2.0, distinct));
+    assert_eq!(search().lines().count(), 1);
+    assert_eq!(listed(), 2);
+
+    // The first write copies the legacy session into its workspace's scope.
+    let out = crate::common::gjcfs_with_stdin(
+        &["append", p(&legacy), "--agent-dir", &agent],
+        "{\"role\":\"user\",\"content\":\"after the copy\"}\n",
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(legacy.exists(), "the legacy file stays");
+    let after = store_usage(&agent);
+    assert_eq!(after, (2.0, distinct), "the copy is not counted again");
+    let hits = search();
+    assert_eq!(hits.lines().count(), 1, "{hits}");
+    let hit = json::parse(hits.lines().next().unwrap()).unwrap();
+    let path = hit.as_object().unwrap().get_str("path").unwrap().to_owned();
+    assert!(
+        !path.contains("--legacy--"),
+        "the hit is the live copy's: {path}"
+    );
+    assert_eq!(listed(), 2);
+
+    let mount = Mount::start(&["--agent-dir", &agent]);
+    let usage = json::parse(&ok("cat", &[p(&mount.path().join("usage.json"))])).unwrap();
+    let usage = usage.as_object().unwrap();
+    assert_eq!(usage.get("sessions").unwrap().as_f64(), Some(2.0));
+    let cost = usage
+        .get("totals")
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .get("cost");
+    assert_eq!(cost.unwrap().as_f64(), Some(distinct));
+    assert_eq!(
+        ok("ls", &[p(&mount.path().join("sessions"))])
+            .lines()
+            .count(),
+        2
+    );
+    let found = ok("ls", &[p(&mount.path().join("search/zebraword"))]);
+    assert_eq!(
+        found.lines().filter(|l| l.ends_with(".json")).count(),
+        1,
+        "{found}"
+    );
+}

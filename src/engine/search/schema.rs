@@ -23,7 +23,7 @@ use super::substring::{self, Candidates};
 use super::{FileState, Filters, Hit, SearchError, Stamp, Stamps, Stat};
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 5;
+pub const FORMAT: i64 = 6;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 /// The index file's name in its directory.
@@ -43,6 +43,8 @@ CREATE TABLE files (
     session_id TEXT NOT NULL, cwd TEXT NOT NULL, title TEXT, created TEXT NOT NULL
 );
 CREATE INDEX files_cwd ON files(cwd);
+-- The copies of one session (discovery::keep_live_copies), for the live-copy filter.
+CREATE INDEX files_session ON files(session_id, mtime_ns);
 -- What a check for changes reads of every file, in a few pages.
 CREATE INDEX files_stamp ON files(path, id, dev, ino, len, mtime_ns);
 CREATE TABLE docs (
@@ -543,6 +545,14 @@ impl Matches {
             ));
             params.extend(kinds.iter().map(|k| Sql::Text((*k).to_owned())));
         }
+        // Only the live copy of a session that is in several files (a legacy session and
+        // its managed copy): the newest by mtime (in ms), then the first by path (as bytes), as
+        // `discovery::keep_live_copies` keeps it.
+        from.push_str(
+            " AND NOT EXISTS (SELECT 1 FROM files g WHERE g.session_id = f.session_id \
+             AND g.id != f.id AND (g.mtime_ns / 1000000 > f.mtime_ns / 1000000 \
+             OR (g.mtime_ns / 1000000 = f.mtime_ns / 1000000 AND g.path < f.path)))",
+        );
         if let Some(prefix) = &filters.session {
             from.push_str(" AND substr(f.session_id, 1, ?) = ?");
             params.push(Sql::Integer(prefix.chars().count() as i64));
