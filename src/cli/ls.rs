@@ -6,16 +6,15 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use gjcfs_engine::discovery::{
-    count_message_lines, first_user_text_beyond_prefix, list_all, project_local_transcripts,
-    session_info, SessionInfo,
+    count_message_lines, keep_live_copies, list_all, project_local_transcripts, session_info,
+    SessionInfo,
 };
 use gjcfs_engine::json::{self, Object, Value};
 use gjcfs_engine::legacy::{list_candidates, LegacyRoots};
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::time::format_iso_millis;
-use gjcfs_engine::views::one_line;
 
-use super::output::terminal_safe;
+use super::output::{terminal_safe, title_cell};
 
 /// `gjcfs ls`' arguments.
 #[derive(clap::Args)]
@@ -46,9 +45,6 @@ pub fn command(args: Args) -> Result<()> {
         args.allow_empty,
     )
 }
-
-/// What the listing shows for a session without a user message.
-const NO_MESSAGES: &str = "(no messages)";
 
 pub fn run(
     all: bool,
@@ -95,9 +91,10 @@ pub fn run(
                 .cmp(&a.modified_ms)
                 .then_with(|| a.path.cmp(&b.path))
         });
-        // One row per session id: the newest copy.
-        let mut seen = std::collections::HashSet::new();
-        rows.retain(|(info, _)| seen.insert(info.id.clone()));
+        // One row per session id: the live copy.
+        keep_live_copies(&mut rows, |(info, _)| {
+            (&info.id, info.modified_ms, &info.path)
+        });
         rows
     };
     // The listing estimates from a large file's first 4 KiB: count its messages exactly,
@@ -109,11 +106,8 @@ pub fn run(
                 info.message_count = count;
                 info.message_count_is_estimate = false;
             }
-            if info.message_count > 0 && info.first_message == NO_MESSAGES {
-                if let Ok(Some(text)) = first_user_text_beyond_prefix(storage.as_ref(), &info.path)
-                {
-                    info.first_message = text;
-                }
+            if info.message_count > 0 {
+                info.find_first_prompt(storage.as_ref());
             }
         }
     }
@@ -130,14 +124,6 @@ pub fn run(
     }
     out.flush()?;
     Ok(())
-}
-
-/// The title (else the first prompt): its first line, as one line of at most 60
-/// characters (controls and escape sequences dropped), safe for a terminal.
-fn display_title(info: &SessionInfo) -> String {
-    let text = info.title.as_deref().unwrap_or(&info.first_message);
-    let first = text.lines().next().unwrap_or_default();
-    terminal_safe(&one_line(first, 60)).into_owned()
 }
 
 /// The column names above the rows.
@@ -166,7 +152,7 @@ fn table_row(info: &SessionInfo, provenance: Option<&str>) -> String {
         &modified[..16].replace('T', " "),
         count,
         terminal_safe(&info.cwd),
-        display_title(info)
+        title_cell(info.title.as_deref(), info.first_prompt(), 60)
     )
 }
 

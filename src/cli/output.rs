@@ -6,6 +6,18 @@ use std::path::Path;
 
 use gjcfs_engine::replay::SkippedLine;
 
+/// The title a table shows for a session ([`gjcfs_engine::discovery::shown_title`]): its
+/// first line, as one line of at most `max` characters (controls and escape sequences
+/// dropped), safe for a terminal; `(untitled)` with neither a title nor a prompt.
+pub fn title_cell(title: Option<&str>, first_prompt: Option<&str>, max: usize) -> String {
+    let shown = gjcfs_engine::discovery::shown_title(title, first_prompt);
+    let first = shown.lines().next().unwrap_or_default();
+    if first.trim().is_empty() {
+        return "(untitled)".to_owned();
+    }
+    terminal_safe(&gjcfs_engine::views::one_line(first, max)).into_owned()
+}
+
 /// How many skipped lines are named one by one before the rest are only counted.
 const SKIPPED_SHOWN: usize = 5;
 

@@ -13,6 +13,7 @@ use gjcfs_engine::search::{
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::time::{format_iso_millis, parse_iso_millis};
 
+use super::output::title_cell;
 use super::store::StoreArgs;
 
 /// Progress is shown when at least this many bytes need indexing.
@@ -230,8 +231,7 @@ fn open_index(args: &SearchArgs) -> Result<SearchIndex> {
 /// `ID8  TITLE  TIME  KIND  ENTRY  SNIPPET` on one line; matches in bold red on a terminal.
 fn hit_line(hit: &Hit, color: bool) -> String {
     let id: String = hit.session_id.chars().take(8).collect();
-    let title = hit.title.as_deref().unwrap_or("(untitled)");
-    let title: String = title.chars().take(40).collect();
+    let title = title_cell(hit.title.as_deref(), hit.first_prompt.as_deref(), 40);
     let time = hit.time_ms.map_or_else(
         || "-".to_owned(),
         |ms| format_iso_millis(ms)[..16].replace('T', " "),

@@ -37,12 +37,50 @@ pub struct SessionInfo {
     /// Message entries seen in the prefix (an estimate when the file is larger).
     pub message_count: usize,
     pub message_count_is_estimate: bool,
-    /// Text of the first user message, or `(no messages)`.
+    /// Text of the first user message, or [`NO_MESSAGES`].
     pub first_message: String,
 }
 
+/// What [`SessionInfo::first_message`] holds when no user message was found.
+pub const NO_MESSAGES: &str = "(no messages)";
+
+/// The title a session is shown under, on every surface (listings, the mount's names,
+/// search results): its title, else its first user prompt; empty with neither. Each
+/// surface cuts it and makes it safe for where it goes.
+pub fn shown_title<'a>(title: Option<&'a str>, first_prompt: Option<&'a str>) -> &'a str {
+    title
+        .filter(|t| !t.trim().is_empty())
+        .or(first_prompt)
+        .unwrap_or_default()
+}
+
+impl SessionInfo {
+    /// The first user prompt, if the listing found one.
+    pub fn first_prompt(&self) -> Option<&str> {
+        (self.first_message != NO_MESSAGES).then_some(self.first_message.as_str())
+    }
+
+    /// The title the session is shown under ([`shown_title`]).
+    pub fn shown_title(&self) -> &str {
+        shown_title(self.title.as_deref(), self.first_prompt())
+    }
+
+    /// Looks for the first prompt past the first [`PREFIX_BYTES`] when the listing found
+    /// none there but the file is longer (a long system prompt or reply came first), up to
+    /// [`FIRST_MESSAGE_SCAN_BYTES`].
+    pub fn find_first_prompt(&mut self, storage: &dyn SessionStorage) {
+        if self.first_prompt().is_none() && self.size > PREFIX_BYTES as u64 {
+            if let Ok(Some(text)) = first_user_text_beyond_prefix(storage, &self.path) {
+                self.first_message = text;
+            }
+        }
+    }
+}
+
 /// The text of a user message: a string content, or its text blocks joined by a space.
-fn user_text(record: &Record) -> Option<String> {
+/// The text of a user message record (its string content, or its text blocks joined by
+/// spaces): what a listing takes for a session's first prompt.
+pub fn user_text(record: &Record) -> Option<String> {
     let message = record.message()?;
     if message.get_str("role") != Some("user") {
         return None;
@@ -201,7 +239,7 @@ pub fn session_info(storage: &dyn SessionStorage, path: &Path) -> io::Result<Opt
             .iter()
             .find_map(user_text)
             .or_else(|| raw_first_user_text(&prefix_text))
-            .unwrap_or_else(|| "(no messages)".to_owned()),
+            .unwrap_or_else(|| NO_MESSAGES.to_owned()),
     }))
 }
 
@@ -391,8 +429,7 @@ pub fn get_recent_sessions(
         .into_iter()
         .take(limit)
         .map(|info| {
-            let prompt =
-                (info.first_message != "(no messages)").then_some(info.first_message.as_str());
+            let prompt = info.first_prompt();
             let name = info
                 .title
                 .as_deref()

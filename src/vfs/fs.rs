@@ -311,33 +311,49 @@ impl Vfs {
                 }
             }
         }
+        // The titles the last listing found, for files unchanged since (a title may take a
+        // read past the file's first 4 KiB): looked up before, never under, the lock.
+        let known: HashMap<String, (PathBuf, i64, String)> = self
+            .listing
+            .lock()
+            .iter()
+            .map(|(id, l)| (id.clone(), (l.path.clone(), l.modified_ms, l.title.clone())))
+            .collect();
+        let fresh: Vec<(String, Listed)> = usable
+            .into_iter()
+            .map(|mut info| {
+                let title = match known.get(&info.id) {
+                    Some((path, ms, title)) if *path == info.path && *ms == info.modified_ms => {
+                        title.clone()
+                    }
+                    _ => {
+                        if info.message_count > 0 {
+                            info.find_first_prompt(&storage);
+                        }
+                        info.shown_title().to_owned()
+                    }
+                };
+                let listed = Listed {
+                    path: info.path,
+                    cwd: info.cwd,
+                    modified_ms: info.modified_ms,
+                    seen: None,
+                    title,
+                    created: info.created,
+                };
+                (info.id, listed)
+            })
+            .collect();
         let mut listing = self.listing.lock();
         let previous = std::mem::take(&mut *listing);
-        *listing = usable
+        *listing = fresh
             .into_iter()
-            .map(|info| {
-                let seen = previous
-                    .get(&info.id)
-                    .filter(|old| old.path == info.path)
+            .map(|(id, mut listed)| {
+                listed.seen = previous
+                    .get(&id)
+                    .filter(|old| old.path == listed.path)
                     .and_then(|old| old.seen);
-                let title = info.title.clone().unwrap_or_else(|| {
-                    if info.message_count == 0 {
-                        String::new()
-                    } else {
-                        info.first_message.clone()
-                    }
-                });
-                (
-                    info.id,
-                    Listed {
-                        path: info.path,
-                        cwd: info.cwd,
-                        modified_ms: info.modified_ms,
-                        seen,
-                        title,
-                        created: info.created,
-                    },
-                )
+                (id, listed)
             })
             .collect();
     }

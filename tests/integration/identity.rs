@@ -247,3 +247,53 @@ fn a_legacy_session_and_its_managed_copy_count_once_on_every_surface() {
         "{found}"
     );
 }
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn a_session_without_a_title_is_shown_under_its_first_prompt_everywhere() {
+    let s = crate::common::mount::store();
+    let agent = s.agent_dir();
+    let scope = s.file.parent().unwrap();
+    // No title, and a long reply before the first prompt pushes it past the first 4 KiB.
+    let long = "x".repeat(6000);
+    let text = format!(
+        "{{\"type\":\"session\",\"version\":5,\"id\":\"untitled-session\",\"timestamp\":\"2026-01-02T03:04:00.000Z\",\"cwd\":\"/w\"}}\n\
+         {{\"type\":\"message\",\"id\":\"a0\",\"parentId\":null,\"timestamp\":\"2026-01-02T03:04:01.000Z\",\"message\":{{\"role\":\"assistant\",\"content\":\"{long}\",\"provider\":\"p\",\"model\":\"m\",\"timestamp\":1}}}}\n\
+         {{\"type\":\"message\",\"id\":\"q1\",\"parentId\":\"a0\",\"timestamp\":\"2026-01-02T03:04:02.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"pelican prompt here\",\"timestamp\":2}}}}\n"
+    );
+    let file = scope.join("2026-01-02T03-04-00-000Z_untitled-session.jsonl");
+    fs::write(&file, text).unwrap();
+    fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+
+    let listed = ok(p(&gjcfs_bin()), &["ls", "--all", "--agent-dir", &agent]);
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with("untitled-session"))
+        .unwrap();
+    assert!(row.ends_with("pelican prompt here"), "{row}");
+    let index = s.tmp.path().join("index");
+    let found = ok(
+        p(&gjcfs_bin()),
+        &[
+            "search",
+            "pelican",
+            "--all",
+            "--agent-dir",
+            &agent,
+            "--index",
+            p(&index),
+        ],
+    );
+    assert!(found.contains("  pelican prompt here  "), "{found}");
+
+    let mount = Mount::start(&["--agent-dir", &agent]);
+    let recent = ok("ls", &[p(&mount.path().join("recent"))]);
+    assert!(
+        recent
+            .lines()
+            .any(|n| n.contains("pelican prompt here (untitled")),
+        "{recent}"
+    );
+    let day = ok("ls", &[p(&mount.path().join("by-date/2026-01-02"))]);
+    assert_eq!(day.trim(), "03-04 pelican prompt here (untitled)", "{day}");
+}

@@ -199,6 +199,9 @@ pub struct Hit {
     pub path: PathBuf,
     pub session_id: String,
     pub title: Option<String>,
+    /// The session's first user prompt, the title it is shown under without a title of its
+    /// own ([`crate::discovery::shown_title`]).
+    pub first_prompt: Option<String>,
     pub cwd: String,
     /// `None` for a session's title.
     pub entry_id: Option<String>,

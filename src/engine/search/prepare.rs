@@ -72,6 +72,8 @@ pub struct SessionFacts {
     pub cwd: String,
     pub title: Option<String>,
     pub created: String,
+    /// The first user prompt.
+    pub first_prompt: Option<String>,
 }
 
 /// A file read whole.
@@ -222,6 +224,7 @@ pub fn prepare(path: &Path) -> Result<(Prepared, RowMaker), LoadError> {
         cwd: header.cwd().unwrap_or_default().to_owned(),
         title: header.title().map(str::to_owned),
         created: header.timestamp().unwrap_or_default().to_owned(),
+        first_prompt: session.entries().find_map(crate::discovery::user_text),
     };
     let mut on_leaf = vec![false; session.records().len()];
     if let Some(leaf) = session.leaf() {

@@ -23,7 +23,7 @@ use super::substring::{self, Candidates};
 use super::{FileState, Filters, Hit, SearchError, Stamp, Stamps, Stat};
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 6;
+pub const FORMAT: i64 = 7;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 /// The index file's name in its directory.
@@ -40,7 +40,8 @@ CREATE TABLE files (
     incremental INTEGER NOT NULL,
     next_seq INTEGER NOT NULL,
     leaf_seq INTEGER, leaf_id TEXT,
-    session_id TEXT NOT NULL, cwd TEXT NOT NULL, title TEXT, created TEXT NOT NULL
+    session_id TEXT NOT NULL, cwd TEXT NOT NULL, title TEXT, created TEXT NOT NULL,
+    first_prompt TEXT
 );
 CREATE INDEX files_cwd ON files(cwd);
 -- The copies of one session (discovery::keep_live_copies), for the live-copy filter.
@@ -573,11 +574,11 @@ fn sql_count(n: usize) -> i64 {
 
 /// The columns of a hit, after its id and score.
 const HIT_COLUMNS: &str = "f.path, f.session_id, f.title, f.cwd, d.entry_id, d.entry_type, \
-     d.kind, d.time_ms, d.on_leaf, d.text, f.dev, f.ino, f.len, f.mtime_ns";
+     d.kind, d.time_ms, d.on_leaf, d.text, f.dev, f.ino, f.len, f.mtime_ns, f.first_prompt";
 
 /// Where a word query's window has each row's [`instances::FUNCTION`]: after the document's
-/// id and the 14 [`HIT_COLUMNS`].
-const COUNTS_AT: usize = 15;
+/// id and the 15 [`HIT_COLUMNS`].
+const COUNTS_AT: usize = 16;
 
 /// A hit from a row holding [`HIT_COLUMNS`] from column `at` on, and the stat its file was
 /// indexed at.
@@ -598,6 +599,7 @@ fn hit_of(row: &Row, at: usize, score: f64, snippet: Snippet) -> rusqlite::Resul
         kind: row.get(at + 6)?,
         time_ms: row.get(at + 7)?,
         on_leaf_path: row.get(at + 8)?,
+        first_prompt: row.get(at + 14)?,
         score,
         snippet,
     };

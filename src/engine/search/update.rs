@@ -164,14 +164,17 @@ fn write_file_row(
         facts.title,
         facts.created,
         id,
+        facts.first_prompt,
     ];
     conn.prepare_cached(
         "INSERT INTO files(path, dev, ino, len, mtime_ns, mark_end, mark_newlines, mark_tail, \
-         patches_apply, incremental, next_seq, leaf_seq, leaf_id, session_id, cwd, title, created, id) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) \
+         patches_apply, incremental, next_seq, leaf_seq, leaf_id, session_id, cwd, title, created, id, \
+         first_prompt) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) \
          ON CONFLICT(id) DO UPDATE SET dev=?2, ino=?3, len=?4, mtime_ns=?5, mark_end=?6, \
          mark_newlines=?7, mark_tail=?8, patches_apply=?9, incremental=?10, next_seq=?11, \
-         leaf_seq=?12, leaf_id=?13, session_id=?14, cwd=?15, title=?16, created=?17",
+         leaf_seq=?12, leaf_id=?13, session_id=?14, cwd=?15, title=?16, created=?17, \
+         first_prompt=?19",
     )?
     .execute(values)?;
     Ok(FileState {
@@ -494,7 +497,7 @@ fn append(
         return Ok(Appended::Whole);
     };
     let facts = tx.query_row(
-        "SELECT session_id, cwd, title, created FROM files WHERE id = ?1",
+        "SELECT session_id, cwd, title, created, first_prompt FROM files WHERE id = ?1",
         [old.id],
         |r| {
             Ok(SessionFacts {
@@ -502,6 +505,7 @@ fn append(
                 cwd: r.get(1)?,
                 title: r.get(2)?,
                 created: r.get(3)?,
+                first_prompt: r.get(4)?,
             })
         },
     )?;
@@ -679,6 +683,9 @@ impl Replay<'_> {
                 }
                 let seq = first_seq + self.records.len() as i64;
                 self.rows.push(row_of(seq, &record));
+                if self.facts.first_prompt.is_none() {
+                    self.facts.first_prompt = crate::discovery::user_text(&record);
+                }
                 self.records.push(record);
             }
         }
