@@ -371,11 +371,7 @@ impl Vfs {
     pub fn lookup(&self, parent: u64, name: &str) -> Result<Attr, VfsError> {
         let dir = self.node(parent)?;
         let child = self.child(&dir, name)?;
-        let attr = self.entry_of(&child)?;
-        if let Node::Search(query) = &child {
-            self.history.note_query(query);
-        }
-        Ok(attr)
+        self.entry_of(&child)
     }
 
     /// The attributes of `entry`, listed by [`Vfs::opendir`] of directory `dir`, as an entry

@@ -71,6 +71,23 @@ pub(super) fn usable_name(name: &str) -> bool {
         && !name.contains(['/', '\0'])
 }
 
+/// Whether a name looked up in a directory of queries (`search/`, `history/search/`) is
+/// one that tools probe every directory for, not a query a person asks: a dot name
+/// (`.git`, `.ignore`, `.DS_Store`, `.hidden`, …) or a file a desktop looks for
+/// (`desktop.ini`, `Thumbs.db`, `folder.jpg`, `autorun.inf`, …). Such a name is not there.
+pub(super) fn is_probe_name(name: &str) -> bool {
+    const DESKTOP: [&str; 7] = [
+        "desktop.ini",
+        "thumbs.db",
+        "ehthumbs.db",
+        "folder.jpg",
+        "folder.gif",
+        "autorun.inf",
+        "icon\r",
+    ];
+    name.starts_with('.') || DESKTOP.iter().any(|d| d.eq_ignore_ascii_case(name))
+}
+
 /// Whether a session id can name its directory: a usable name without control characters
 /// (a newline in a name breaks every tool that reads `ls`), and not starting with `-` (a
 /// tool would read it as an option).

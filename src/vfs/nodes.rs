@@ -7,7 +7,8 @@ use super::disk;
 use super::fs::Vfs;
 use super::inode::Node;
 use super::layout::{
-    kind_of, link_target, project_name, session_child, usable_name, view_of, SESSION_FILES,
+    is_probe_name, kind_of, link_target, project_name, session_child, usable_name, view_of,
+    SESSION_FILES,
 };
 use super::snapshots::Compared;
 use super::SessionSource;
@@ -114,6 +115,9 @@ impl Vfs {
                 "check" => Node::CheckReport,
                 _ => return Err(VfsError::NotFound),
             },
+            Node::SearchRoot | Node::SearchDir if is_probe_name(name) => {
+                return Err(VfsError::NotFound)
+            }
             Node::SearchRoot => {
                 self.search.check(name)?;
                 Node::SearchQuery(name.to_owned())
@@ -313,10 +317,8 @@ impl Vfs {
                 dir(newest.unwrap_or(0))
             }
             Node::SearchRoot => dir(self.source_mtime_ms()),
-            Node::SearchQuery(query) => {
-                self.search_answer(query)?;
-                dir(self.source_mtime_ms())
-            }
+            // Looking a query up runs nothing: listing it or reading its results does.
+            Node::SearchQuery(_) => dir(self.source_mtime_ms()),
             Node::SearchResults(query) => {
                 let answer = self.search_answer(query)?;
                 file(answer.results.len(), self.source_mtime_ms())
@@ -474,6 +476,7 @@ impl Vfs {
                 .collect(),
             Node::SearchQuery(query) => {
                 let answer = self.search_answer(query)?;
+                self.search.note_query(query);
                 let mut out: Vec<(Node, String)> = answer
                     .links
                     .iter()
@@ -636,8 +639,17 @@ impl Vfs {
             | Node::DateLink(..)
             | Node::RecentLink(_)
             | Node::SearchHit(..) => Err(VfsError::NotFound),
-            Node::SearchResults(query) => Ok(self.search_answer(query)?.results.clone()),
-            Node::Search(query) => Ok(Arc::new(self.history.search(query)?)),
+            // Read: a query a person asked, which `ls search/` shows from now on.
+            Node::SearchResults(query) => {
+                let results = self.search_answer(query)?.results.clone();
+                self.search.note_query(query);
+                Ok(results)
+            }
+            Node::Search(query) => {
+                let found = self.history.search(query)?;
+                self.history.note_query(query);
+                Ok(Arc::new(found))
+            }
             Node::Blob(hash) => {
                 // A blob is a regular file of a real blob directory: checked before the
                 // open (which does not follow a symlink either).

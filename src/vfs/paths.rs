@@ -85,9 +85,6 @@ impl Vfs {
     fn lookup_child(&self, parent: u64, name: &str) -> Result<Attr, VfsError> {
         let dir = self.node(parent)?;
         let child = self.child(&dir, name)?;
-        if let Node::Search(query) = &child {
-            self.history.note_query(query);
-        }
         self.attr_of(&child)
     }
 

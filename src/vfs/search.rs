@@ -172,7 +172,6 @@ impl SearchView {
         answers.retain(|_, (at, _)| at.elapsed() < ANSWER_TTL);
         answers.insert(name.to_owned(), (Instant::now(), answer.clone()));
         drop(answers);
-        self.note_query(name);
         Ok(answer)
     }
 
@@ -181,7 +180,8 @@ impl SearchView {
         parse_query(name).map(drop)
     }
 
-    fn note_query(&self, query: &str) {
+    /// Notes a query a person listed or read, for `ls search/` (a lookup alone does not).
+    pub fn note_query(&self, query: &str) {
         let mut queries = self.queries.lock();
         queries.retain(|q| q != query);
         queries.push_back(query.to_owned());

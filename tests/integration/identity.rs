@@ -297,3 +297,43 @@ fn a_session_without_a_title_is_shown_under_its_first_prompt_everywhere() {
     let day = ok("ls", &[p(&mount.path().join("by-date/2026-01-02"))]);
     assert_eq!(day.trim(), "03-04 pelican prompt here (untitled)", "{day}");
 }
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn names_tools_probe_are_not_queries_and_a_lookup_alone_records_none() {
+    let s = crate::common::mount::store();
+    let agent = s.agent_dir();
+    let history =
+        gjcfs::engine::history::HistoryStorage::open(s.tmp.path().join("agent/history.db"))
+            .unwrap();
+    history.add("a prompt about MOUNTTOKEN", Some("/w"));
+    history.close().unwrap();
+    let mount = Mount::start(&["--agent-dir", &agent]);
+    let search = mount.path().join("search");
+    let prompts = mount.path().join("history/search");
+    for dir in [&search, &prompts] {
+        for probe in [
+            ".git",
+            ".ignore",
+            ".rgignore",
+            ".DS_Store",
+            ".hidden",
+            "desktop.ini",
+            "Thumbs.db",
+        ] {
+            let err = fs::metadata(dir.join(probe)).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{dir:?}/{probe}");
+        }
+    }
+    // Looked up only: not a query anyone asked.
+    assert!(search.join("questionword").is_dir());
+    assert!(fs::metadata(prompts.join("prompt")).is_ok());
+    assert_eq!(ok("ls", &[p(&search)]), "");
+    assert_eq!(ok("ls", &[p(&prompts)]), "");
+    // Listed or read: asked.
+    ok("ls", &[p(&search.join("question"))]);
+    ok("cat", &[p(&search.join("answer/results.jsonl"))]);
+    ok("cat", &[p(&prompts.join("MOUNTTOKEN"))]);
+    assert_eq!(ok("ls", &[p(&search)]), "answer\nquestion\n");
+    assert_eq!(ok("ls", &[p(&prompts)]), "MOUNTTOKEN\n");
+}
