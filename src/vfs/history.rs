@@ -27,7 +27,8 @@ search/<query>     the prompts matching <query>, best first, as the agent's sear
                    them: every word of the query must occur (as a word prefix, or
                    anywhere in the prompt); punctuation only separates words, so no
                    query with a word in it is invalid (one without: EINVAL, and the
-                   reason in errors). Any name is a query: cat \"history/search/fix parser\".
+                   reason in errors). Any name is a query — but dot names and desktop files
+                   (.git, desktop.ini): cat \"history/search/fix parser\".
                    `ls search/` shows the last queries read (a lookup records none).
 errors             why the last queries were refused
 ";
