@@ -10,7 +10,7 @@ use gjcfs_engine::json::{self, Object, Value};
 use gjcfs_engine::time::format_iso_millis;
 use gjcfs_engine::{HistoryEntry, HistoryStorage};
 
-use super::output::terminal_safe;
+use super::output::{terminal_safe, NothingFound};
 
 /// The `history` command's arguments: without a subcommand it lists recent prompts. The
 /// options may be given before or after a subcommand.
@@ -103,6 +103,17 @@ fn list(args: &HistoryArgs, query: Option<&str>) -> Result<()> {
         Some(query) => storage.search(query, limit, cwd.as_deref())?,
     };
     storage.close()?;
+    if entries.is_empty() {
+        let scope = match &cwd {
+            Some(cwd) => format!(" in {cwd}"),
+            None => String::new(),
+        };
+        return Err(NothingFound(match query {
+            Some(query) => format!("no prompt{scope} matches {query:?}"),
+            None => format!("no prompts recorded{scope} in {}", path.display()),
+        })
+        .into());
+    }
     let mut out = BufWriter::new(std::io::stdout().lock());
     for entry in &entries {
         if args.json {

@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use gjcfs_engine::discovery::{
-    count_message_lines, keep_live_copies, list_all, project_local_transcripts, session_info,
-    SessionInfo,
+    all_transcript_paths, count_message_lines, keep_live_copies, list_all,
+    project_local_transcripts, session_info, SessionInfo,
 };
 use gjcfs_engine::json::{self, Object, Value};
 use gjcfs_engine::legacy::{list_candidates, LegacyRoots};
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::time::format_iso_millis;
 
-use super::output::{terminal_safe, title_cell};
+use super::output::{terminal_safe, title_cell, NothingFound};
 
 /// `gjcfs ls`' arguments.
 #[derive(clap::Args)]
@@ -57,16 +57,17 @@ pub fn run(
     super::agent::check_store(&dirs, None, allow_empty)?;
     let sessions_root = dirs.sessions_root();
     let storage: Arc<dyn SessionStorage> = Arc::new(FileStorage);
+    let workspace = match cwd {
+        Some(dir) => dir.to_owned(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
     let rows: Vec<(SessionInfo, Option<&'static str>)> = if all {
         list_all(storage.as_ref(), &sessions_root)?
             .into_iter()
             .map(|info| (info, None))
             .collect()
     } else {
-        let cwd = match cwd {
-            Some(dir) => dir.to_owned(),
-            None => std::env::current_dir().context("cannot read the current directory")?,
-        };
+        let cwd = workspace.clone();
         let listing = list_candidates(&sessions_root, &cwd, &LegacyRoots::current())?;
         let mut rows: Vec<_> = listing
             .owned
@@ -111,8 +112,12 @@ pub fn run(
             }
         }
     }
+    if rows.is_empty() {
+        let looked_in = (!all).then_some(workspace.as_path());
+        return Err(nothing_listed(storage.as_ref(), &sessions_root, looked_in).into());
+    }
     let mut out = BufWriter::new(std::io::stdout().lock());
-    if !as_json && !rows.is_empty() {
+    if !as_json {
         writeln!(out, "{}", header_row())?;
     }
     for (info, provenance) in &rows {
@@ -124,6 +129,31 @@ pub fn run(
     }
     out.flush()?;
     Ok(())
+}
+
+/// What an empty listing says: where it looked, and for one workspace, how many session
+/// files the whole store has (and that `--all` lists them).
+fn nothing_listed(
+    storage: &dyn SessionStorage,
+    sessions_root: &Path,
+    workspace: Option<&Path>,
+) -> NothingFound {
+    let in_store = all_transcript_paths(storage, sessions_root).map_or(0, |p| p.len());
+    NothingFound(match (workspace, in_store) {
+        (None, _) => format!("no sessions in the store {}", sessions_root.display()),
+        (Some(ws), 0) => format!(
+            "no sessions for workspace {}, and none in the store {}",
+            ws.display(),
+            sessions_root.display()
+        ),
+        (Some(ws), n) => format!(
+            "no sessions for workspace {}; {n} session file{} in the store: `gjcfs ls --all` \
+             lists {}",
+            ws.display(),
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" }
+        ),
+    })
 }
 
 /// The column names above the rows.

@@ -193,6 +193,10 @@ pub fn run() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if output::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if output::is_nothing_found(&err) => {
+            eprintln!("gjcfs: {err}");
+            ExitCode::FAILURE
+        }
         Err(err) if output::is_bad_query(&err) => {
             eprintln!("gjcfs: error: {}", output::error_line(&err));
             ExitCode::from(2)

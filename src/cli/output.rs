@@ -124,3 +124,21 @@ pub fn is_bad_query(err: &anyhow::Error) -> bool {
             .downcast_ref::<gjcfs_engine::search::QueryError>()
             .is_some()
 }
+
+/// Nothing was found where the command looked (exit status 1, as `grep`'s): the text says
+/// where it looked and what to try.
+#[derive(Debug)]
+pub struct NothingFound(pub String);
+
+impl std::fmt::Display for NothingFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NothingFound {}
+
+/// Whether `err` says that nothing was found (exit status 1, said without "error").
+pub fn is_nothing_found(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<NothingFound>().is_some()
+}

@@ -4,7 +4,7 @@
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use gjcfs_engine::json;
 use gjcfs_engine::search::{
@@ -13,7 +13,7 @@ use gjcfs_engine::search::{
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::time::{format_iso_millis, parse_iso_millis};
 
-use super::output::title_cell;
+use super::output::{title_cell, BadQuery, NothingFound};
 use super::store::StoreArgs;
 
 /// Progress is shown when at least this many bytes need indexing.
@@ -93,10 +93,23 @@ pub fn run(args: SearchArgs) -> Result<()> {
                 .into_owned(),
         ),
     };
+    let since_ms = args.since.as_deref().map(parse_time).transpose()?;
+    let until_ms = args.until.as_deref().map(parse_time).transpose()?;
+    if let (Some(since), Some(until)) = (since_ms, until_ms) {
+        if since >= until {
+            return Err(BadQuery(format!(
+                "--since {} is not before --until {}: no entry can be in that range",
+                args.since.as_deref().unwrap_or_default(),
+                args.until.as_deref().unwrap_or_default()
+            ))
+            .into());
+        }
+    }
+    let workspace = cwd.clone();
     let filters = Filters {
         cwd,
-        since_ms: args.since.as_deref().map(parse_time).transpose()?,
-        until_ms: args.until.as_deref().map(parse_time).transpose()?,
+        since_ms,
+        until_ms,
         role: args.role.map(|r| match r {
             RoleArg::User => Role::User,
             RoleArg::Assistant => Role::Assistant,
@@ -105,8 +118,9 @@ pub fn run(args: SearchArgs) -> Result<()> {
         session: args.session.clone(),
         limit: args.limit,
     };
-    let index = open_index(&args)?;
+    // The store is checked first: a mistyped one leaves no index behind.
     let dirs = store_dirs(&args.store)?;
+    let mut index = open_index(&args)?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
     let terminal = std::io::stderr().is_terminal();
     let progress = |p: Progress| {
@@ -125,13 +139,13 @@ pub fn run(args: SearchArgs) -> Result<()> {
     };
     let (report, hits) = match index.search_dirs(&dirs, threads, &progress, &query, &filters) {
         Err(err) if err.is_disk_full() && index.path().is_some() => {
-            let removed = match index.discard() {
-                Ok(()) => "the index was removed to give its space back".to_owned(),
-                Err(e) => format!("the index could not be removed: {e}"),
-            };
+            let removed =
+                match std::mem::replace(&mut index, SearchIndex::open_in_memory()?).discard() {
+                    Ok(()) => "the index was removed to give its space back".to_owned(),
+                    Err(e) => format!("the index could not be removed: {e}"),
+                };
             eprintln!("gjcfs: warning: {err}; {removed}; {IN_MEMORY}");
-            SearchIndex::open_in_memory()?
-                .search_dirs(&dirs, threads, &progress, &query, &filters)?
+            index.search_dirs(&dirs, threads, &progress, &query, &filters)?
         }
         answer => answer?,
     };
@@ -143,6 +157,22 @@ pub fn run(args: SearchArgs) -> Result<()> {
             "gjcfs: warning: {} more files could not be indexed",
             report.failed.len() - FAILED_SHOWN
         );
+    }
+    if hits.is_empty() {
+        if let Some(prefix) = &args.session {
+            if !index.has_session(prefix)? {
+                bail!("no session of the store has an id starting with {prefix:?} (--session)");
+            }
+        }
+        return Err(NothingFound(match &workspace {
+            Some(ws) => format!(
+                "no hits for {:?} in the sessions of workspace {ws}; `gjcfs search --all` looks \
+                 in every workspace",
+                args.query
+            ),
+            None => format!("no hits for {:?} in the store", args.query),
+        })
+        .into());
     }
     let mut out = BufWriter::new(std::io::stdout().lock());
     let color = !args.json && std::io::stdout().is_terminal();

@@ -419,7 +419,8 @@ fn ls_lists_a_workspace_or_every_session_newest_first() {
         "--all",
         "--allow-empty",
     ]);
-    assert!(empty.status.success() && empty.stdout.is_empty());
+    assert_eq!(empty.status.code(), Some(1), "nothing found");
+    assert!(empty.stdout.is_empty());
     let bad = gjcfs(&[
         "ls",
         "--agent-dir",
@@ -543,17 +544,17 @@ fn a_missing_agent_directory_is_an_error_unless_an_empty_store_is_asked_for() {
             "{err}"
         );
     }
-    for args in [
-        vec!["ls", "--all", "--agent-dir", missing, "--allow-empty"],
-        vec!["usage", "--agent-dir", missing, "--allow-empty"],
-    ] {
-        let out = gjcfs(&args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let usage = gjcfs(&["usage", "--agent-dir", missing, "--allow-empty"]);
+    assert!(usage.status.success(), "{}", stderr(&usage));
+    // An empty store lists nothing: found nothing, status 1, and it says where it looked.
+    let ls = gjcfs(&["ls", "--all", "--agent-dir", missing, "--allow-empty"]);
+    assert_eq!(ls.status.code(), Some(1));
+    assert!(ls.stdout.is_empty());
+    assert!(
+        stderr(&ls).contains("no sessions in the store"),
+        "{}",
+        stderr(&ls)
+    );
     assert!(!tmp.path().join("typo").exists(), "nothing was created");
 }
 

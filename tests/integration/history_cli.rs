@@ -169,8 +169,13 @@ fn search_prints_matches_in_search_order() {
         &mut gjcfs(home.path()),
         &["history", "search", "zzz", "--agent-dir", dir],
     );
-    assert!(out.status.success());
+    assert_eq!(out.status.code(), Some(1), "nothing found");
     assert!(stdout(&out).is_empty());
+    assert!(
+        stderr(&out).contains("no prompt matches \"zzz\""),
+        "{}",
+        stderr(&out)
+    );
     // A query without a word to search for is an error, exit status 2.
     let out = run(
         &mut gjcfs(home.path()),
@@ -203,7 +208,12 @@ fn the_agent_directory_comes_from_the_environment_and_home() {
         gjcfs(home.path()).env("GJC_CODING_AGENT_DIR", "elsewhere"),
         &["history"],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no prompts recorded"),
+        "{}",
+        stderr(&out)
+    );
     assert!(stdout(&out).is_empty());
 
     // --agent-dir wins over the environment.

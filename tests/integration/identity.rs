@@ -337,3 +337,121 @@ fn names_tools_probe_are_not_queries_and_a_lookup_alone_records_none() {
     assert_eq!(ok("ls", &[p(&search)]), "answer\nquestion\n");
     assert_eq!(ok("ls", &[p(&prompts)]), "MOUNTTOKEN\n");
 }
+
+/// `gjcfs ARGS…` run in `cwd` with its cache in `cache`.
+fn gjcfs_in(cwd: &Path, cache: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(gjcfs_bin())
+        .args(args)
+        .current_dir(cwd)
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn nothing_found_says_where_it_looked_and_what_to_try() {
+    let s = crate::common::mount::store();
+    let agent = s.agent_dir();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let cache = elsewhere.path().join("cache");
+    let stderr = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
+
+    // Outside any workspace: nothing, status 1, and the way to the rest of the store.
+    let ls = gjcfs_in(elsewhere.path(), &cache, &["ls", "--agent-dir", &agent]);
+    assert_eq!(ls.status.code(), Some(1), "{}", stderr(&ls));
+    assert!(ls.stdout.is_empty());
+    assert!(
+        stderr(&ls).contains("no sessions for workspace")
+            && stderr(&ls).contains("1 session file in the store: `gjcfs ls --all`"),
+        "{}",
+        stderr(&ls)
+    );
+    let search = gjcfs_in(
+        elsewhere.path(),
+        &cache,
+        &["search", "MOUNTTOKEN", "--agent-dir", &agent],
+    );
+    assert_eq!(search.status.code(), Some(1));
+    assert!(
+        stderr(&search).contains("`gjcfs search --all`"),
+        "{}",
+        stderr(&search)
+    );
+    let found = gjcfs_in(
+        elsewhere.path(),
+        &cache,
+        &["search", "MOUNTTOKEN", "--all", "--agent-dir", &agent],
+    );
+    assert_eq!(found.status.code(), Some(0), "{}", stderr(&found));
+
+    // A directory that is no agent directory is refused like a missing one.
+    let not_agent = elsewhere.path().join("etc");
+    fs::create_dir(&not_agent).unwrap();
+    fs::write(not_agent.join("hosts"), "127.0.0.1 localhost\n").unwrap();
+    let out = gjcfs_in(
+        elsewhere.path(),
+        &cache,
+        &["ls", "--all", "--agent-dir", p(&not_agent)],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("not an agent directory"),
+        "{}",
+        stderr(&out)
+    );
+
+    // An unknown --session and an inverted range are errors.
+    let out = gjcfs_in(
+        elsewhere.path(),
+        &cache,
+        &[
+            "search",
+            "MOUNTTOKEN",
+            "--all",
+            "--session",
+            "nope",
+            "--agent-dir",
+            &agent,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no session of the store has an id starting with \"nope\""),
+        "{}",
+        stderr(&out)
+    );
+    let out = gjcfs_in(
+        elsewhere.path(),
+        &cache,
+        &[
+            "search",
+            "MOUNTTOKEN",
+            "--all",
+            "--since",
+            "2026-02-01",
+            "--until",
+            "2026-01-01",
+            "--agent-dir",
+            &agent,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is not before --until"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A mistyped store leaves no index behind.
+    let fresh_cache = elsewhere.path().join("fresh-cache");
+    let out = gjcfs_in(
+        elsewhere.path(),
+        &fresh_cache,
+        &["search", "x", "--agent-dir", "/nonexistent/agent"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        !fresh_cache.exists(),
+        "an index was made for a store that is not there"
+    );
+}

@@ -282,7 +282,16 @@ fn usage_warns_about_files_that_are_not_sessions_and_reads_the_rest() {
     );
 
     let empty = tempfile::tempdir().unwrap();
-    let agent = ok(&gjcfs(&["usage", "--agent-dir", s(empty.path())]));
+    // A directory with neither sessions nor a history is no agent directory...
+    let err = failed(&gjcfs(&["usage", "--agent-dir", s(empty.path())]));
+    assert!(err.contains("not an agent directory"), "{err}");
+    // ...unless an empty store is asked for.
+    let agent = ok(&gjcfs(&[
+        "usage",
+        "--agent-dir",
+        s(empty.path()),
+        "--allow-empty",
+    ]));
     assert!(
         agent.starts_with("0 sessions, 0 usage records counted"),
         "{agent}"

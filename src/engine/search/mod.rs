@@ -686,6 +686,20 @@ impl SearchIndex {
         self.recovering(|| self.search_once(query, filters, None))
     }
 
+    /// Whether a session indexed has an id starting with `prefix` (what `--session`
+    /// narrows a search to).
+    pub fn has_session(&self, prefix: &str) -> Result<bool, SearchError> {
+        let inner = self.inner.lock();
+        inner
+            .conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM files WHERE substr(session_id, 1, ?1) = ?2)",
+                rusqlite::params![prefix.chars().count() as i64, prefix],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.sql_error(e))
+    }
+
     /// The search, starting from `first`, the hits of a run of it on the index as it is
     /// now, when there is one.
     fn search_once(
