@@ -43,8 +43,9 @@ pub fn persist_leaf(manager: &SessionManager, target: Option<&str>) -> SessionRe
     }
 }
 
-/// Whether the record at `index` is a leaf marker.
-fn is_marker(session: &Session, index: usize) -> bool {
+/// Whether the record at `index` is a leaf marker: not an entry a person wrote, but the
+/// leaf pointer on its parent. Views show it as that, never as an entry of its own.
+pub fn is_marker(session: &Session, index: usize) -> bool {
     let record = session.record(index);
     record.record_type() == RecordType::Custom
         && record.get_str("customType") == Some(LEAF_MARKER_TYPE)

@@ -121,6 +121,10 @@ impl EntryTable {
             }
             let number = self.next_number;
             self.next_number += 1;
+            // A leaf marker is the leaf pointer on its parent, not an entry to show.
+            if gjcfs_engine::leaf_marker::is_marker(session, index) {
+                continue;
+            }
             let Some(id) = record.id() else { continue };
             let mtime_ms = record.timestamp().and_then(parse_iso_millis);
             self.newest_ms = self.newest_ms.max(mtime_ms);

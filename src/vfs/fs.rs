@@ -86,9 +86,16 @@ pub struct Vfs {
     pub(super) write_gate: parking_lot::RwLock<()>,
     /// When each session's leaf was last moved through the mount (ms): its views' mtime.
     leaf_moves: Mutex<HashMap<String, i64>>,
+    /// `leaf` files truncated by path (no open file), and when: the reset waits a moment
+    /// ([`RESET_GRACE`]) for the write that usually follows (an editor saving), which then
+    /// gives the one move; meanwhile `leaf` reads as empty.
+    pending_resets: Mutex<HashMap<String, std::time::Instant>>,
     /// The rendered files' bytes, while reads are served by node.
     pub(super) snapshots: super::snapshots::Snapshots,
 }
+
+/// How long a `leaf` truncated by path waits for a write before it resets the leaf.
+pub(super) const RESET_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a `leaf` content names.
 enum Resolved {
@@ -221,6 +228,7 @@ impl Vfs {
             stopped: AtomicBool::new(false),
             write_gate: parking_lot::RwLock::new(()),
             leaf_moves: Mutex::new(HashMap::new()),
+            pending_resets: Mutex::new(HashMap::new()),
             snapshots: Default::default(),
         }
     }
@@ -232,8 +240,36 @@ impl Vfs {
     /// Refuses every write from now on (`EROFS`), as a read-only mount does: the server is
     /// shutting down. A write already under way finishes before this returns.
     pub fn stop_writes(&self) {
+        // Truncations already answered are applied first.
+        self.apply_pending_resets(std::time::Duration::ZERO);
         self.stopped.store(true, Ordering::SeqCst);
         drop(self.write_gate.write());
+    }
+
+    /// Applies the resets of `leaf` files truncated by path at least `age` ago that no
+    /// write took over (see [`Vfs::pending_resets`]).
+    pub(super) fn apply_pending_resets(&self, age: std::time::Duration) {
+        let due: Vec<String> = {
+            let mut pending = self.pending_resets.lock();
+            let due: Vec<String> = pending
+                .iter()
+                .filter(|(_, at)| at.elapsed() >= age)
+                .map(|(sid, _)| sid.clone())
+                .collect();
+            for sid in &due {
+                pending.remove(sid);
+            }
+            due
+        };
+        for sid in due {
+            // A failure is in the session's errors file.
+            let _ = self.set_leaf(&sid, b"");
+        }
+    }
+
+    /// Whether `leaf` of `sid` was truncated by path and reads as empty until its reset.
+    pub(super) fn reset_pending(&self, sid: &str) -> bool {
+        self.pending_resets.lock().contains_key(sid)
     }
 
     /// Whether `caller` may write: the store's owner or root.
@@ -460,9 +496,11 @@ impl Vfs {
         }
         let (handle, caching) = match &node {
             Node::Leaf(s) if mode.write => {
+                // A truncation by path just before is this open's to finish.
+                let truncated = mode.truncate || self.pending_resets.lock().remove(s).is_some();
                 let current = self.with_session(s, |l| Ok(l.rendered.leaf.to_vec()))?;
-                let buf = if mode.truncate { Vec::new() } else { current };
-                let leaf = LeafBuffer::new(s, buf, mode.truncate);
+                let buf = if truncated { Vec::new() } else { current };
+                let leaf = LeafBuffer::new(s, buf, truncated);
                 (Handle::Leaf(Arc::new(Mutex::new(leaf))), Caching::Direct)
             }
             Node::EntriesNew(s) => {
@@ -721,6 +759,11 @@ impl Vfs {
                 if !leaf.dirty || !(leaf.written || releasing) {
                     return Ok(());
                 }
+                // An empty leaf (a reset) is applied at the close only: an editor that
+                // truncates, flushes or fsyncs, then writes, makes one move, not two.
+                if !releasing && leaf.buf.iter().all(u8::is_ascii_whitespace) {
+                    return Ok(());
+                }
                 leaf.dirty = false;
                 let (sid, buf) = (leaf.sid.clone(), leaf.buf.clone());
                 self.set_leaf(&sid, &buf)
@@ -805,7 +848,12 @@ impl Vfs {
                 let handle = fh.and_then(|fh| self.handles.get(fh).ok());
                 match handle {
                     Some(Handle::Leaf(leaf)) => leaf.lock().truncate(size)?,
-                    _ if size == 0 => self.set_leaf(s, b"")?,
+                    _ if size == 0 => {
+                        self.pending_resets
+                            .lock()
+                            .insert(s.clone(), std::time::Instant::now());
+                        self.announce(s, EntriesChanged::None);
+                    }
                     _ => return Err(VfsError::InvalidArgument("leaf: size must be 0".into())),
                 }
             }

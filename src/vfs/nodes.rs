@@ -409,9 +409,14 @@ impl Vfs {
                 })
             })?,
             Node::Leaf(s) => self.with_session(s, |l| {
+                let len = if self.reset_pending(s) {
+                    0
+                } else {
+                    l.rendered.leaf.len()
+                };
                 Ok(Shape {
                     perm: self.writable(0o600),
-                    ..file(l.rendered.leaf.len(), file_ms())
+                    ..file(len, file_ms())
                 })
             })?,
             // The file as it is on disk now (a stat, no load): it grows as the agent appends.
@@ -616,6 +621,7 @@ impl Vfs {
             Node::Header(s) => self.with_session(s, |l| Ok(l.rendered.header.clone())),
             // Read where it is (`Vfs::open` gives it a handle of its own).
             Node::Transcript(_) => Err(VfsError::NotFound),
+            Node::Leaf(s) if self.reset_pending(s) => Ok(Arc::new(Vec::new())),
             Node::Leaf(s) => self.with_session(s, |l| Ok(l.rendered.leaf.clone())),
             Node::Entry(s, id) => self.with_session(s, |loaded| {
                 loaded

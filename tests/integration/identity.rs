@@ -455,3 +455,90 @@ fn nothing_found_says_where_it_looked_and_what_to_try() {
         "an index was made for a store that is not there"
     );
 }
+
+/// How many leaf markers the transcript holds.
+fn markers(file: &Path) -> usize {
+    fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"customType\":\"gjcfs.leaf\""))
+        .count()
+}
+
+#[test]
+#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
+fn leaf_moves_read_as_the_leaf_pointer_and_an_editor_save_is_one_move() {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let s = crate::common::mount::store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let dir = mount.session_dir(&s.sid);
+    let leaf = dir.join("leaf");
+    let echo = |id: &str| {
+        let out = run("sh", &["-c", &format!("echo {id} > {}", p(&leaf))]);
+        assert!(out.status.success(), "{out:?}");
+    };
+    for i in 0..8 {
+        echo(&s.ids[i % 3]);
+    }
+    echo(&s.ids[1]);
+    let tree = ok("cat", &[p(&dir.join("tree.txt"))]);
+    assert!(!tree.contains("gjcfs.leaf"), "{tree}");
+    assert_eq!(tree.lines().count(), 3, "the entries, no markers: {tree}");
+    assert_eq!(tree.matches("← leaf").count(), 1);
+    let leaf_line = tree.lines().find(|l| l.contains("← leaf")).unwrap();
+    assert!(leaf_line.contains(&s.ids[1]), "{tree}");
+    let listed = ok("ls", &[p(&dir.join("entries"))]);
+    assert_eq!(listed.lines().count(), 4, "three entries and new: {listed}");
+    let md = ok("cat", &[p(&dir.join("context.md"))]);
+    assert!(!md.contains("gjcfs.leaf"), "{md}");
+    // A reset: no marker line in the tree either.
+    let out = run("sh", &["-c", &format!(": > {}", p(&leaf))]);
+    assert!(out.status.success());
+    assert_eq!(ok("cat", &[p(&leaf)]), "");
+    let tree = ok("cat", &[p(&dir.join("tree.txt"))]);
+    assert!(!tree.contains("custom"), "{tree}");
+
+    // An editor saving: truncated by path (truncate(2)), then written and closed — one
+    // move.
+    let truncate_path = |path: &Path| {
+        let c = std::ffi::CString::new(p(path)).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::truncate(c.as_ptr(), 0) }, 0, "truncate(2)");
+    };
+    echo(&s.ids[1]);
+    let before = markers(&s.file);
+    truncate_path(&leaf);
+    let mut file = fs::OpenOptions::new().write(true).open(&leaf).unwrap();
+    file.write_all(format!("{}\n", s.ids[0]).as_bytes())
+        .unwrap();
+    drop(file);
+    assert_eq!(ok("cat", &[p(&leaf)]).trim(), s.ids[0]);
+    assert_eq!(markers(&s.file), before + 1, "one move, no reset first");
+    // Truncated through the open file, fsynced, then written — one move.
+    echo(&s.ids[1]);
+    let before = markers(&s.file);
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(0)
+        .open(&leaf)
+        .unwrap();
+    file.set_len(0).unwrap();
+    file.sync_all().unwrap();
+    file.write_all(format!("{}\n", s.ids[2]).as_bytes())
+        .unwrap();
+    drop(file);
+    assert_eq!(ok("cat", &[p(&leaf)]).trim(), s.ids[2]);
+    assert_eq!(markers(&s.file), before + 1, "one move, no reset first");
+    // Truncated by path and left so: the reset comes a moment later.
+    echo(&s.ids[1]);
+    let before = markers(&s.file);
+    truncate_path(&leaf);
+    assert_eq!(ok("cat", &[p(&leaf)]), "", "reads as reset at once");
+    assert_eq!(markers(&s.file), before, "not yet written");
+    assert!(crate::common::mount::within(
+        std::time::Duration::from_secs(5),
+        || { markers(&s.file) == before + 1 }
+    ));
+    assert_eq!(ok("cat", &[p(&leaf)]), "");
+}

@@ -11,7 +11,9 @@
 //!   type for any other entry; `<preview>` is up to [`PREVIEW_CHARS`] characters of the
 //!   entry's text on one line ([`one_line`]) — for an assistant message without text, its
 //!   tool calls (`→ read, edit`) or else why it stopped (`(aborted: …)`); `  ← leaf` marks
-//!   the current leaf (for a leaf marker, the entry it stands for).
+//!   the current leaf (for a leaf marker, the entry it stands for). Leaf markers themselves
+//!   have no line: each is the leaf pointer on its parent, and entries appended after it
+//!   hang off that parent.
 //! - Children are ordered by timestamp, as in the agent, except that the child whose
 //!   subtree holds the current leaf comes last. The last child of an entry continues in the
 //!   entry's own column, without a connector, so the path from the root to the leaf (and a
@@ -68,6 +70,27 @@ fn write_lines<W: Write + ?Sized>(
     out: &mut W,
 ) -> io::Result<()> {
     let mut tree = session.tree();
+    // Leaf markers are the leaf pointer on their parent, not entries: their children take
+    // their places.
+    let unmarked = |list: &[usize], children: &[Vec<usize>]| {
+        let mut out = Vec::with_capacity(list.len());
+        let mut stack: Vec<usize> = list.iter().rev().copied().collect();
+        while let Some(i) = stack.pop() {
+            if crate::leaf_marker::is_marker(session, i) {
+                stack.extend(children[i].iter().rev());
+            } else {
+                out.push(i);
+            }
+        }
+        out
+    };
+    tree.roots = unmarked(&tree.roots, &tree.children);
+    let spliced: Vec<Vec<usize>> = tree
+        .children
+        .iter()
+        .map(|list| unmarked(list, &tree.children))
+        .collect();
+    tree.children = spliced;
     // The entry the leaf stands for (a leaf marker stands for the entry it was put on).
     let leaf = crate::leaf_marker::shown_leaf(session).and_then(|id| session.index_of(id));
     // The ancestors of the leaf in the tree (which may differ from `path_to` around cycles).
