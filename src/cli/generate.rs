@@ -106,11 +106,14 @@ pub fn run(out: &Path, limit: Limit, seed: u64, format: Format, target: Target<'
             .set_mode(&out, 0o600)
             .with_context(|| format!("cannot make {} private", out.display()))?;
     }
+    // The size as written: the cwd set above changes it.
+    let bytes = fs::metadata(&out)
+        .with_context(|| format!("cannot read {}", out.display()))?
+        .len();
     eprintln!(
-        "gjcfs: wrote {} ({format} session, seed {seed}): {} entries, {} bytes",
+        "gjcfs: wrote {} ({format} session, seed {seed}): {} entries, {bytes} bytes",
         out.display(),
         summary.entries,
-        summary.bytes
     );
     Ok(())
 }

@@ -47,8 +47,8 @@ enum Command {
     /// List sessions, newest first: id, modified time, message count, cwd and title.
     ///
     /// Without --all, the sessions of one workspace (the current directory, or --cwd): its
-    /// managed scope and its legacy directory. Message counts marked + are estimates from
-    /// the start of large files.
+    /// managed scope, its legacy directories and its project-local sessions. Message
+    /// counts are exact; the title is the session's, else its first prompt.
     Ls(ls::Args),
     /// Append entries read from standard input to a session file.
     ///

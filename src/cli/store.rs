@@ -78,6 +78,9 @@ impl StoreArgs {
         if path.is_file() {
             return Ok(path.to_owned());
         }
+        if path.is_dir() {
+            bail!("{target}: a directory, not a session file (give a .jsonl file or a session id)");
+        }
         if target.contains('/') || target.ends_with(".jsonl") {
             bail!("{target}: no such session file");
         }

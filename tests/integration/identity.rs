@@ -542,3 +542,34 @@ fn leaf_moves_read_as_the_leaf_pointer_and_an_editor_save_is_one_move() {
     ));
     assert_eq!(ok("cat", &[p(&leaf)]), "");
 }
+
+#[test]
+fn help_and_messages_say_what_is_true() {
+    let help = |cmd: &str| ok(p(&gjcfs_bin()), &[cmd, "--help"]);
+    assert!(!help("ls").contains('+'), "{}", help("ls"));
+    assert!(
+        help("mount").contains("search/<query>/"),
+        "{}",
+        help("mount")
+    );
+    assert!(help("mount").contains("check"), "{}", help("mount"));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(p(&gjcfs_bin()), &["show", p(tmp.path())]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a directory, not a session file"), "{err}");
+    // The size reported is the size written, the cwd put in included.
+    let file = tmp.path().join("g.jsonl");
+    let cwd = tmp.path().join("a-rather-long-workspace-directory-name");
+    let out = run(
+        p(&gjcfs_bin()),
+        &["generate", p(&file), "--entries", "5", "--cwd", p(&cwd)],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    let size = fs::metadata(&file).unwrap().len();
+    assert!(
+        said.contains(&format!(", {size} bytes")),
+        "{said} (the file has {size})"
+    );
+}
