@@ -139,11 +139,11 @@ pub fn run(args: SearchArgs) -> Result<()> {
     };
     let (report, hits) = match index.search_dirs(&dirs, threads, &progress, &query, &filters) {
         Err(err) if err.is_disk_full() && index.path().is_some() => {
-            let removed =
-                match std::mem::replace(&mut index, SearchIndex::open_in_memory()?).discard() {
-                    Ok(()) => "the index was removed to give its space back".to_owned(),
-                    Err(e) => format!("the index could not be removed: {e}"),
-                };
+            let in_memory = SearchIndex::open_in_memory()?.with_blobs(store_blobs(&args)?);
+            let removed = match std::mem::replace(&mut index, in_memory).discard() {
+                Ok(()) => "the index was removed to give its space back".to_owned(),
+                Err(e) => format!("the index could not be removed: {e}"),
+            };
             eprintln!("gjcfs: warning: {err}; {removed}; {IN_MEMORY}");
             index.search_dirs(&dirs, threads, &progress, &query, &filters)?
         }
@@ -229,6 +229,11 @@ fn absolute(dir: &std::path::Path) -> Result<String> {
         .into_owned())
 }
 
+/// The store's blob store, whose cold-spilled text the index reads back.
+fn store_blobs(args: &SearchArgs) -> Result<PathBuf> {
+    Ok(args.store.agent_dirs()?.blob_dir())
+}
+
 /// The index: `--index DIR`, else the store's own directory in the cache. One that cannot
 /// be written there is kept in memory for this run.
 fn open_index(args: &SearchArgs) -> Result<SearchIndex> {
@@ -244,15 +249,16 @@ fn open_index(args: &SearchArgs) -> Result<SearchIndex> {
             )?
         }
     };
+    let blobs = store_blobs(args)?;
     match SearchIndex::open(&dir) {
-        Ok(index) => Ok(index),
+        Ok(index) => Ok(index.with_blobs(blobs)),
         Err(err @ (SearchError::CreateDir { .. } | SearchError::Sqlite { .. })) => {
             // What a full filesystem let the open write is given back.
             if err.is_disk_full() {
                 let _ = gjcfs_engine::search::remove_index(&dir);
             }
             eprintln!("gjcfs: warning: {err}; {IN_MEMORY}");
-            Ok(SearchIndex::open_in_memory()?)
+            Ok(SearchIndex::open_in_memory()?.with_blobs(blobs))
         }
         Err(err) => Err(err.into()),
     }

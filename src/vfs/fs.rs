@@ -215,7 +215,7 @@ impl Vfs {
             history: HistoryView::new(&config.history_db),
             store_usage: StoreUsageView::new(config.source.clone()),
             check: super::check::CheckView::new(&config.source, &config.blob_dir),
-            search: super::search::SearchView::new(config.search_index.clone()),
+            search: super::search::SearchView::new(config.search_index.clone(), &config.blob_dir),
             config,
             inodes: Mutex::new(InodeTable::default()),
             listing: Mutex::new(HashMap::new()),

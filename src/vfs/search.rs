@@ -53,6 +53,8 @@ pub struct Answer {
 pub struct SearchView {
     /// Where the index lives (`None`: in memory).
     index_dir: Option<PathBuf>,
+    /// The store's blob store (cold-spilled text is indexed from it).
+    blob_dir: PathBuf,
     index: Mutex<Option<Arc<SearchIndex>>>,
     answers: Mutex<HashMap<String, (Instant, Arc<Answer>)>>,
     queries: Mutex<VecDeque<String>>,
@@ -85,9 +87,10 @@ fn link_of(rank: usize, hit: &Hit) -> (String, String) {
 }
 
 impl SearchView {
-    pub fn new(index_dir: Option<PathBuf>) -> Self {
+    pub fn new(index_dir: Option<PathBuf>, blob_dir: &Path) -> Self {
         SearchView {
             index_dir,
+            blob_dir: blob_dir.to_owned(),
             index: Mutex::new(None),
             answers: Mutex::new(HashMap::new()),
             queries: Mutex::new(VecDeque::new()),
@@ -110,14 +113,16 @@ impl SearchView {
             }),
             None => SearchIndex::open_in_memory(),
         }
-        .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
+        .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?
+        .with_blobs(&self.blob_dir);
         Ok(index.insert(Arc::new(opened)).clone())
     }
 
     /// Replaces the index on disk by one in memory, removing the file (a cache).
     fn keep_in_memory(&self) -> Result<Arc<SearchIndex>, VfsError> {
         let in_memory = SearchIndex::open_in_memory()
-            .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
+            .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?
+            .with_blobs(&self.blob_dir);
         let in_memory = Arc::new(in_memory);
         *self.index.lock() = Some(in_memory.clone());
         if let Some(dir) = &self.index_dir {

@@ -213,3 +213,75 @@ fn the_context_is_what_the_agent_sends_after_its_replay_sanitizer() {
     // `entries` prints the records as stored.
     assert!(gjcfs(&["entries", file.to_str().unwrap()]).contains("\"providerPayload\""));
 }
+
+/// An agent directory holding the fixtures' blob store and the cold-spilled session.
+fn agent_with_session() -> (tempfile::TempDir, PathBuf) {
+    let agent = agent_dir();
+    let dir = agent.path().join("sessions").join("--work--");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("coldspill.jsonl");
+    std::fs::copy(peer("coldspill.jsonl"), &file).unwrap();
+    (agent, file)
+}
+
+/// The entries `gjcfs search ARGS…` finds in the agent directory (none: exit status 1).
+fn found(agent: &Path, args: &[&str]) -> Vec<String> {
+    let index = agent.join("index");
+    let out = Command::new(gjcfs_bin())
+        .args(["search", "--all", "--json"])
+        .args(args)
+        .arg("--agent-dir")
+        .arg(agent)
+        .arg("--index")
+        .arg(&index)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    if out.status.code() == Some(1) {
+        assert_eq!(stdout, "", "nothing found, nothing printed");
+        return Vec::new();
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .map(|line| {
+            let hit = json::parse(line).unwrap();
+            hit.as_object()
+                .unwrap()
+                .get_str("entry")
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn search_finds_text_a_compaction_moved_to_the_blob_store() {
+    let (agent, file) = agent_with_session();
+    let before = std::fs::read_to_string(&file).unwrap();
+    // The words live only in the blobs; the file holds the notice put in their place.
+    assert!(!before.contains("question sentence") && !before.contains("tool output line"));
+    assert!(before.contains(EVICTED_NOTICE));
+    assert_eq!(
+        found(agent.path(), &["\"question sentence 7\""]),
+        ["ee8b7ce6"]
+    );
+    assert_eq!(
+        found(agent.path(), &["--substring", "tool output line 3"]),
+        ["387cfc02"]
+    );
+    // The entries are searched as they were written, not as the notice.
+    assert_eq!(
+        found(agent.path(), &["\"durable cold storage\""]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        before,
+        "never written"
+    );
+}

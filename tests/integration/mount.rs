@@ -1784,7 +1784,7 @@ fn the_leaf_of_a_legacy_v1_session_moves_on_its_managed_copy() {
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&legacy_id);
     assert_eq!(context_messages(&dir), 2);
-    // The first entry as this load named it (a v1 file draws new ids at every load).
+    // The first entry, by the id every load of the v1 file derives for it.
     let first = ok("ls", &[p(&dir.join("entries"))])
         .lines()
         .next()

@@ -339,6 +339,16 @@ fn a_cold_spilled_session_read_through_the_mount_shows_the_original_text() {
         Some(1),
         "entries still show the notice: {found:?}"
     );
+    // search/ finds the words the blob store holds, and not the notice.
+    let search = mount.path().join("search");
+    assert_eq!(
+        ok("ls", &[p(&search.join("question sentence 7"))]),
+        format!("001-{sid}-ee8b7ce6.json\nresults.jsonl\n")
+    );
+    assert_eq!(
+        ok("ls", &[p(&search.join("durable cold storage"))]),
+        "results.jsonl\n"
+    );
     let raw = std::fs::read_to_string(&file).unwrap();
     assert!(
         raw.contains("evictedContent"),

@@ -159,6 +159,7 @@ fn marked_entries(parent: &str) -> Vec<String> {
         r#"{"type":"compaction","id":"aa000005","parentId":"aa000004","timestamp":"2026-03-01T10:00:04.000Z","summary":"zyxcompaction","firstKeptEntryId":"aa000001","tokensBefore":10}"#.to_owned(),
         r#"{"type":"label","id":"aa000006","parentId":"aa000005","timestamp":"2026-03-01T10:00:05.000Z","targetId":"aa000001","label":"zyxlabel"}"#.to_owned(),
         r#"{"type":"custom","id":"aa000007","parentId":"aa000006","timestamp":"2026-03-01T10:00:06.000Z","customType":"t","data":{"x":"zyxstate"}}"#.to_owned(),
+        r#"{"type":"session_init","id":"aa000008","parentId":"aa000007","timestamp":"2026-03-01T10:00:07.000Z","systemPrompt":"zyxsystem","task":"zyxtask","tools":["zyxtool"]}"#.to_owned(),
         r#"{"type":"header_patch","patch":{"title":"zyxtitle session"}}"#.to_owned(),
     ]
 }
@@ -173,9 +174,16 @@ const SEARCHED: &[&str] = &[
     "zyxcustommsg",
     "zyxcompaction",
     "zyxlabel",
+    "zyxtask",
     "zyxtitle",
 ];
-const NOT_SEARCHED: &[&str] = &["zyxsignature", "zyxdetails", "zyxstate"];
+const NOT_SEARCHED: &[&str] = &[
+    "zyxsignature",
+    "zyxdetails",
+    "zyxstate",
+    "zyxsystem",
+    "zyxtool",
+];
 /// Markers of later steps, and a word of every generated session.
 const LATER: &[&str] = &[
     "zyxpatched",
@@ -282,7 +290,7 @@ fn every_change(store: Store, changes: &dyn Fn(&SearchIndex, &Store) -> Changes)
         [(
             "s1.jsonl".into(),
             Change::Appended {
-                records: 7,
+                records: 8,
                 edited: 0
             }
         )]

@@ -330,6 +330,9 @@ impl Stamps {
 
 struct Inner {
     conn: Connection,
+    /// The store's blob store: the text a compaction moved into it is read back and indexed
+    /// as its entry's ([`SearchIndex::with_blobs`]).
+    blobs: Option<crate::blob::BlobStore>,
     /// The stamps of the `files` table, as of `data_version`, with this connection's
     /// changes since.
     files: Stamps,
@@ -373,6 +376,7 @@ impl SearchIndex {
         // update listed it needs none.
         Ok(SearchIndex {
             inner: Mutex::new(Inner {
+                blobs: None,
                 conn,
                 files: Stamps::default(),
                 data_version: -1,
@@ -390,6 +394,16 @@ impl SearchIndex {
         };
         drop(self);
         schema::remove_index_files(&path)
+    }
+
+    /// Reads the text a compaction moved into the blob store at `dir` back, so that it is
+    /// indexed as the text of the entry it belongs to (a missing or damaged blob leaves the
+    /// notice the file holds).
+    pub fn with_blobs(self, dir: impl Into<PathBuf>) -> Self {
+        let storage: std::sync::Arc<dyn crate::storage::SessionStorage> =
+            std::sync::Arc::new(crate::storage::FileStorage);
+        self.inner.lock().blobs = Some(crate::blob::BlobStore::new(dir, storage));
+        self
     }
 
     /// The index file, `None` for an index in memory.

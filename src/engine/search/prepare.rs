@@ -8,6 +8,7 @@
 //! session's first rows while the rest are made. Reading is pure: nothing is written, so
 //! files are prepared on several threads.
 
+use crate::blob::BlobStore;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -100,8 +101,14 @@ pub fn record_time(record: &Record) -> Option<i64> {
     })
 }
 
-/// The row of record `seq`, `on_leaf` left to the caller.
-pub fn row_of(seq: i64, record: &Record) -> Row {
+/// The row of record `seq`, `on_leaf` left to the caller; with `blobs`, its cold-spilled
+/// text read back ([`crate::cold_spill`]).
+pub fn row_of(seq: i64, record: &Record, blobs: Option<&BlobStore>) -> Row {
+    let record = match blobs {
+        Some(blobs) => crate::cold_spill::rehydrate_record(record, blobs),
+        None => std::borrow::Cow::Borrowed(record),
+    };
+    let record = record.as_ref();
     Row {
         seq,
         entry_id: record.id().map(str::to_owned),
@@ -168,6 +175,7 @@ pub const BATCH_ROWS: usize = 1024;
 #[derive(Default)]
 pub struct RowMaker {
     session: Option<Session>,
+    blobs: Option<BlobStore>,
     on_leaf: Vec<bool>,
     title: Option<Row>,
     /// The records still to make rows of.
@@ -181,7 +189,7 @@ impl Iterator for RowMaker {
         let mut rows: Vec<Row> = self.title.take().into_iter().collect();
         if let Some(session) = &self.session {
             for i in self.entries.by_ref().take(BATCH_ROWS) {
-                let mut row = row_of(i as i64, session.record(i));
+                let mut row = row_of(i as i64, session.record(i), self.blobs.as_ref());
                 row.on_leaf = self.on_leaf[i];
                 rows.push(row);
             }
@@ -197,7 +205,7 @@ impl Iterator for RowMaker {
 /// Reads a file whole: what the index keeps of the file, and the maker of its rows. A file
 /// that is missing or not a session gives no rows (and no mark); an unreadable one, or one
 /// of an unsupported version, is an error.
-pub fn prepare(path: &Path) -> Result<(Prepared, RowMaker), LoadError> {
+pub fn prepare(path: &Path, blobs: Option<&BlobStore>) -> Result<(Prepared, RowMaker), LoadError> {
     let io_error = |source| LoadError::Io {
         path: path.to_owned(),
         source,
@@ -254,6 +262,7 @@ pub fn prepare(path: &Path) -> Result<(Prepared, RowMaker), LoadError> {
     let maker = RowMaker {
         title: title_row(&prepared.facts),
         session: Some(session),
+        blobs: blobs.cloned(),
         on_leaf,
         entries: entries.into_iter(),
     };

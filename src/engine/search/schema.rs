@@ -23,7 +23,7 @@ use super::substring::{self, Candidates};
 use super::{FileState, Filters, Hit, SearchError, Stamp, Stamps, Stat};
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 7;
+pub const FORMAT: i64 = 8;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 /// The index file's name in its directory.

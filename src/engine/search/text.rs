@@ -9,7 +9,11 @@
 //!   `pythonExecution` message contributes its command (or code) and output. Any other
 //!   role contributes its `content` the same way.
 //! - `custom_message`: its `content`, as a message's; `compaction` and `branch_summary`:
-//!   their `summary`; `label`: its label.
+//!   their `summary`; `label`: its label; `session_init`: its `task` (what a sub-agent was
+//!   asked to do).
+//! - Text a compaction moved into the blob store (cold spill) counts as the text of the
+//!   entry it belongs to, read back when the index has the store's blob store
+//!   (`SearchIndex::with_blobs`).
 //! - Every other entry type (model and mode changes, tool selections, `custom` extension
 //!   state, …) holds no text.
 //!
@@ -47,6 +51,8 @@ pub fn record_text(record: &Record) -> String {
         RecordType::CustomMessage => content_text(record.get("content"), &mut out),
         RecordType::Compaction | RecordType::BranchSummary => out.value(record.get("summary")),
         RecordType::Label => out.value(record.get("label")),
+        // What a sub-agent was asked to do (not its system prompt or tools).
+        RecordType::SessionInit => out.value(record.get("task")),
         _ => {}
     }
     out.0
@@ -177,6 +183,12 @@ mod tests {
         assert_eq!(
             text(r#"{"type":"model_change","id":"a","provider":"p","modelId":"m"}"#),
             ""
+        );
+        assert_eq!(
+            text(
+                r#"{"type":"session_init","id":"a","systemPrompt":"SYSTEM","task":"port the parser","tools":["read"]}"#
+            ),
+            "port the parser"
         );
     }
 }

@@ -230,8 +230,13 @@ const BATCHES_AHEAD: usize = 4;
 
 /// Reads the file at `path` and sends it to the writer as file `k`, then its rows as they
 /// are made; `false` when the writer has stopped.
-fn read_and_send(k: usize, path: &Path, to_writer: &mpsc::Sender<(usize, Read)>) -> bool {
-    let (prepared, rows) = match prepare(path) {
+fn read_and_send(
+    k: usize,
+    path: &Path,
+    blobs: Option<&crate::blob::BlobStore>,
+    to_writer: &mpsc::Sender<(usize, Read)>,
+) -> bool {
+    let (prepared, rows) = match prepare(path, blobs) {
         Ok(read) => read,
         Err(e) => return to_writer.send((k, Err(e))).is_ok(),
     };
@@ -280,7 +285,7 @@ fn apply_changes(
         };
         let tx = begin(&inner.conn)?;
         let old = load_state(&tx, stamp.id)?;
-        match append(&tx, &path, &old, stat)? {
+        match append(&tx, &path, &old, stat, inner.blobs.as_ref())? {
             Appended::Whole => {
                 drop(tx);
                 whole.push((path, stat, true));
@@ -318,7 +323,10 @@ fn apply_changes(
     // committed: 10,000 sessions took 10.1–12.1 s instead of 9.0–10.3 s (alternating
     // builds; 93 MB at most in memory instead of 164 MB).
     let reading = Ahead::new(&lens, AHEAD_BYTES);
-    let Inner { conn, files, .. } = inner;
+    let Inner {
+        conn, files, blobs, ..
+    } = inner;
+    let blobs = blobs.as_ref();
     std::thread::scope(|scope| -> rusqlite::Result<()> {
         // A reader sends its next file only once every row of this one is sent, and the
         // writer takes a file's rows while it writes the file.
@@ -329,7 +337,7 @@ fn apply_changes(
             scope.spawn(move || {
                 let _stops_all = Closer::on_panic(reading);
                 while let Some(k) = reading.claim() {
-                    if !read_and_send(k, &whole[k].0, &tx) {
+                    if !read_and_send(k, &whole[k].0, blobs, &tx) {
                         return;
                     }
                 }
@@ -453,6 +461,7 @@ fn append(
     path: &Path,
     old: &FileState,
     stat: Stat,
+    blobs: Option<&crate::blob::BlobStore>,
 ) -> rusqlite::Result<Appended> {
     let Some(mark) = old.mark.as_ref().filter(|_| old.incremental) else {
         return Ok(Appended::Whole);
@@ -512,6 +521,7 @@ fn append(
     let complete_lines = lines.is_some();
     let mut replay = Replay {
         tx,
+        blobs,
         file: old.id,
         patches_apply: mark.patches_apply,
         facts: facts.clone(),
@@ -638,6 +648,7 @@ fn append(
 /// Appended records being replayed on top of a file's indexed ones.
 struct Replay<'t> {
     tx: &'t Transaction<'t>,
+    blobs: Option<&'t crate::blob::BlobStore>,
     file: i64,
     patches_apply: bool,
     facts: SessionFacts,
@@ -682,7 +693,7 @@ impl Replay<'_> {
                     self.by_id.insert(id.to_owned(), self.records.len());
                 }
                 let seq = first_seq + self.records.len() as i64;
-                self.rows.push(row_of(seq, &record));
+                self.rows.push(row_of(seq, &record, self.blobs));
                 if self.facts.first_prompt.is_none() {
                     self.facts.first_prompt = crate::discovery::user_text(&record);
                 }
@@ -703,7 +714,7 @@ impl Replay<'_> {
                 record.fields_mut().insert("message", reshape(message, 1));
                 let seq = self.rows[k].seq;
                 let on_leaf = self.rows[k].on_leaf;
-                self.rows[k] = row_of(seq, record);
+                self.rows[k] = row_of(seq, record, self.blobs);
                 self.rows[k].on_leaf = on_leaf;
             }
             return Ok(());
@@ -720,7 +731,8 @@ impl Replay<'_> {
             let mut fields = Object::new();
             fields.insert("type", Value::string("message"));
             fields.insert("message", reshape(message, 1));
-            self.edits.insert(doc, row_of(0, &Record::new(fields)));
+            self.edits
+                .insert(doc, row_of(0, &Record::new(fields), self.blobs));
         }
         Ok(())
     }
