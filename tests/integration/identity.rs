@@ -240,6 +240,15 @@ fn a_legacy_session_and_its_managed_copy_count_once_on_every_surface() {
             .count(),
         2
     );
+    // Every index of the mount links the one session once.
+    let links = |dir: &str| {
+        ok("find", &[p(&mount.path().join(dir)), "-type", "l"])
+            .lines()
+            .count()
+    };
+    for dir in ["recent", "projects", "by-date"] {
+        assert_eq!(links(dir), 2, "{dir}");
+    }
     let found = ok("ls", &[p(&mount.path().join("search/zebraword"))]);
     assert_eq!(
         found.lines().filter(|l| l.ends_with(".json")).count(),
