@@ -443,8 +443,8 @@ fn a_clean_store_checks_clean_and_a_missing_one_is_an_error() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn the_mount_shows_the_report_in_its_check_file_and_changes_nothing() {
+    require_fuse!();
     let d = damaged();
     let agent = d.s.tmp.path().join("agent");
     let before = snapshot(&agent);

@@ -82,8 +82,8 @@ fn a_full_disk_fails_the_append_cleanly_and_freeing_space_lets_the_next_one_thro
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_full_disk_under_the_mount_answers_enospc_and_the_next_append_after_freeing_space_works() {
+    require_fuse!();
     use std::io::Write;
     let Some(fs) = Tmpfs::mount("512k") else {
         return;
@@ -214,8 +214,8 @@ fn search_with_its_index_on_a_full_filesystem_answers_from_memory_and_gives_the_
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn the_mounts_search_with_its_index_on_a_full_filesystem_answers_from_memory() {
+    require_fuse!();
     let Some(cache) = Tmpfs::mount("256k") else {
         return;
     };

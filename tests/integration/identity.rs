@@ -34,8 +34,8 @@ fn shown_ids(file: &Path) -> Vec<String> {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_file_without_ids_shows_the_same_ids_everywhere_and_its_first_write_keeps_them() {
+    require_fuse!();
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
     fs::create_dir(&store).unwrap();
@@ -159,8 +159,8 @@ fn session_cost(file: &Path) -> f64 {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_legacy_session_and_its_managed_copy_count_once_on_every_surface() {
+    require_fuse!();
     let s = crate::common::mount::store();
     let agent = s.agent_dir();
     let ws = s.tmp.path().join("workspace");
@@ -258,8 +258,8 @@ fn a_legacy_session_and_its_managed_copy_count_once_on_every_surface() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_session_without_a_title_is_shown_under_its_first_prompt_everywhere() {
+    require_fuse!();
     let s = crate::common::mount::store();
     let agent = s.agent_dir();
     let scope = s.file.parent().unwrap();
@@ -308,8 +308,8 @@ fn a_session_without_a_title_is_shown_under_its_first_prompt_everywhere() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn names_tools_probe_are_not_queries_and_a_lookup_alone_records_none() {
+    require_fuse!();
     let s = crate::common::mount::store();
     let agent = s.agent_dir();
     let history =
@@ -475,8 +475,8 @@ fn markers(file: &Path) -> usize {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn leaf_moves_read_as_the_leaf_pointer_and_an_editor_save_is_one_move() {
+    require_fuse!();
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let s = crate::common::mount::store();

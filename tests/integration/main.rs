@@ -7,6 +7,7 @@
 //! model's own tests (`cargo test -p gjcfs-engine -p gjcfs-vfs`) run on Windows.
 #![cfg(unix)]
 
+#[macro_use]
 mod common;
 
 mod check;

@@ -62,8 +62,8 @@ fn context_messages(dir: &Path) -> usize {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_session_reads_through_ls_cat_grep_and_stat() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let sessions = mount.path().join("sessions");
@@ -124,8 +124,8 @@ fn a_session_reads_through_ls_cat_grep_and_stat() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn modes_tell_which_files_take_writes() {
+    require_fuse!();
     let s = store();
     for (args, leaf, new) in [
         (vec!["--agent-dir", &s.agent_dir()], "600", "200"),
@@ -163,8 +163,8 @@ fn modes_tell_which_files_take_writes() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn session_jsonl_is_the_transcript_and_tail_f_follows_it() {
+    require_fuse!();
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     for mode in MODES {
@@ -212,8 +212,8 @@ fn open_and_read(path: &Path) -> (fs::File, Vec<u8>, std::time::SystemTime) {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_view_read_again_from_the_start_shows_what_stat_says() {
+    require_fuse!();
     use std::io::{Read, Seek, SeekFrom};
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
@@ -254,8 +254,8 @@ fn a_view_read_again_from_the_start_shows_what_stat_says() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn on_a_read_only_mount_an_open_view_reads_whole_as_it_was_and_a_new_open_shows_the_change() {
+    require_fuse!();
     use std::io::{Read, Seek, SeekFrom};
     let s = store();
     let mount = mount_in(&s, &["--read-only"]);
@@ -282,8 +282,8 @@ fn on_a_read_only_mount_an_open_view_reads_whole_as_it_was_and_a_new_open_shows_
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_view_can_be_mapped() {
+    require_fuse!();
     for mode in MODES {
         let s = store();
         let mount = mount_in(&s, mode);
@@ -319,8 +319,8 @@ fn map_context_md(mount: &Mount, s: &Store) {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn echo_into_leaf_branches_and_an_unknown_id_fails() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -343,8 +343,8 @@ fn echo_into_leaf_branches_and_an_unknown_id_fails() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn lines_written_to_entries_new_are_appended_and_invalid_ones_are_not() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let new = mount
@@ -411,8 +411,8 @@ fn write_once_and_close(path: &Path, bytes: &[u8]) -> (isize, i32, i32) {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn one_write_longer_than_a_kernel_request_is_appended_all_together_or_not_at_all() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let new = mount.session_dir(&s.sid).join("entries/new");
@@ -472,8 +472,8 @@ fn one_write_longer_than_a_kernel_request_is_appended_all_together_or_not_at_all
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn entry_names_never_change_while_the_mount_and_gjcfs_append_write_at_once() {
+    require_fuse!();
     use std::collections::HashMap;
     use std::io::Write;
     use std::process::{Command, Stdio};
@@ -564,8 +564,8 @@ fn resident_kib(pid: u32) -> u64 {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn names_looked_up_once_cost_no_memory_after_the_kernel_lets_them_go() {
+    require_fuse!();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         assert!(
@@ -603,8 +603,8 @@ fn names_looked_up_once_cost_no_memory_after_the_kernel_lets_them_go() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_huge_line_is_held_once_once_its_files_are_read() {
+    require_fuse!();
     const LINE: usize = 100 << 20;
     let dir = tempfile::tempdir().unwrap();
     let sid = "019b8e21-46cc-710a-ac1d-39560cac6399";
@@ -644,8 +644,8 @@ fn a_huge_line_is_held_once_once_its_files_are_read() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn removing_renaming_and_creating_fail() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -671,8 +671,8 @@ fn removing_renaming_and_creating_fail() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_read_only_mount_refuses_every_write() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir(), "--read-only"]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -691,8 +691,8 @@ fn a_read_only_mount_refuses_every_write() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn sigterm_unmounts_and_exits_cleanly() {
+    require_fuse!();
     let s = store();
     let mut mount = Mount::start(&["--session-dir", p(s.file.parent().unwrap())]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -707,8 +707,8 @@ fn sigterm_unmounts_and_exits_cleanly() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn an_append_by_the_agent_outside_the_mount_shows_up() {
+    require_fuse!();
     for mode in MODES {
         let s = store();
         let mount = mount_in(&s, mode);
@@ -726,8 +726,8 @@ fn an_append_by_the_agent_outside_the_mount_shows_up() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn cached_entries_and_headers_follow_patches_written_outside() {
+    require_fuse!();
     for mode in MODES {
         let s = store();
         let mount = mount_in(&s, mode);
@@ -777,8 +777,8 @@ fn entries_and_headers_follow_patches(mount: &Mount, s: &Store) {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn stat_after_a_branch_shows_the_new_sizes_at_once() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -800,8 +800,8 @@ fn stat_after_a_branch_shows_the_new_sizes_at_once() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn mounting_over_a_served_mount_fails_and_leaves_it_alone() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let out = run(
@@ -816,8 +816,8 @@ fn mounting_over_a_served_mount_fails_and_leaves_it_alone() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_stale_mount_left_by_a_killed_server_is_cleared_on_start() {
+    require_fuse!();
     let s = store();
     let args = ["--agent-dir", &s.agent_dir()];
     let mut mount = Mount::start(&args);
@@ -831,8 +831,8 @@ fn a_stale_mount_left_by_a_killed_server_is_cleared_on_start() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn gjcfs_umount_ends_the_server() {
+    require_fuse!();
     let s = store();
     let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     ok(env!("CARGO_BIN_EXE_gjcfs"), &["umount", p(mount.path())]);
@@ -842,8 +842,8 @@ fn gjcfs_umount_ends_the_server() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn blobs_read_back_through_cat() {
+    require_fuse!();
     use gjcfs::engine::blob::BlobStore;
     use gjcfs::engine::storage::FileStorage;
     let s = store();
@@ -878,8 +878,8 @@ fn blobs_read_back_through_cat() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn history_reads_through_cat() {
+    require_fuse!();
     let s = store();
     add_prompts(&s, &["rename the module", "explain the tree"]);
     for mode in MODES {
@@ -921,8 +921,8 @@ fn history_reads(mount: &Mount) {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn projects_hold_symlinks_that_lead_to_the_sessions() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let projects = mount.path().join("projects");
@@ -940,8 +940,8 @@ fn projects_hold_symlinks_that_lead_to_the_sessions() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn ctrl_c_with_a_file_still_open_detaches_and_applies_its_pending_line() {
+    require_fuse!();
     use std::io::Write;
     let s = store();
     let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
@@ -987,8 +987,8 @@ fn read_json(path: &Path) -> (Vec<u8>, Value) {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn readers_see_whole_files_while_the_agent_appends_outside_the_mount() {
+    require_fuse!();
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -1089,8 +1089,8 @@ fn readers_see_whole_files_while_the_agent_appends_outside_the_mount() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn concurrent_writers_to_entries_new_each_land_exactly_once() {
+    require_fuse!();
     use std::collections::HashMap;
     use std::io::Write;
     const WRITERS: usize = 4;
@@ -1149,8 +1149,8 @@ fn concurrent_writers_to_entries_new_each_land_exactly_once() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn other_sessions_answer_while_a_big_session_loads() {
+    require_fuse!();
     use std::process::{Command, Stdio};
     use std::time::Instant;
     let s = store();
@@ -1206,8 +1206,8 @@ fn other_sessions_answer_while_a_big_session_loads() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_refused_session_answers_eacces_says_why_and_recovers_when_put_right() {
+    require_fuse!();
     use std::os::unix::fs::PermissionsExt;
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
@@ -1254,8 +1254,8 @@ fn a_refused_session_answers_eacces_says_why_and_recovers_when_put_right() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_leaf_moved_through_the_mount_is_kept_in_the_file() {
+    require_fuse!();
     let s = store();
     let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -1315,8 +1315,8 @@ fn a_leaf_moved_through_the_mount_is_kept_in_the_file() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn leaf_takes_file_names_labels_and_unique_prefixes() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -1368,8 +1368,8 @@ fn leaf_takes_file_names_labels_and_unique_prefixes() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn by_date_and_recent_lead_to_the_sessions_by_day_and_newest_first() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let root = mount.path();
@@ -1463,8 +1463,8 @@ fn mixed_store() -> (Store, PathBuf, String) {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn reading_everything_through_the_mount_changes_no_file() {
+    require_fuse!();
     for read_only in [false, true] {
         let (s, _legacy, legacy_id) = mixed_store();
         let agent = s.tmp.path().join("agent");
@@ -1526,8 +1526,8 @@ fn reading_everything_through_the_mount_changes_no_file() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn an_append_to_a_legacy_session_goes_to_its_managed_copy() {
+    require_fuse!();
     let (s, legacy, legacy_id) = mixed_store();
     let original = fs::read(&legacy).unwrap();
     let mtime = fs::metadata(&legacy).unwrap().modified().unwrap();
@@ -1563,8 +1563,8 @@ fn an_append_to_a_legacy_session_goes_to_its_managed_copy() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn an_append_after_a_torn_line_written_outside_is_not_swallowed() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let new = mount
@@ -1602,8 +1602,8 @@ fn an_append_after_a_torn_line_written_outside_is_not_swallowed() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn an_append_to_a_session_a_crash_left_torn_cuts_the_torn_line_first() {
+    require_fuse!();
     let s = store();
     let whole = fs::read(&s.file).unwrap();
     // A writer died halfway through its line before the mount started.
@@ -1644,8 +1644,8 @@ fn an_append_to_a_session_a_crash_left_torn_cuts_the_torn_line_first() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn one_write_of_several_lines_appends_all_or_nothing() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let new = mount
@@ -1681,8 +1681,8 @@ fn one_write_of_several_lines_appends_all_or_nothing() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_deleted_session_is_never_brought_back_by_a_read() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -1702,8 +1702,8 @@ fn a_deleted_session_is_never_brought_back_by_a_read() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_message_with_a_role_the_format_does_not_know_is_refused() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let dir = mount.path().join("sessions").join(&s.sid);
@@ -1720,8 +1720,8 @@ fn a_message_with_a_role_the_format_does_not_know_is_refused() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn search_finds_every_session_at_once_and_follows_appends() {
+    require_fuse!();
     let s = store();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let root = mount.path();
@@ -1777,8 +1777,8 @@ fn search_finds_every_session_at_once_and_follows_appends() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn the_leaf_of_a_legacy_v1_session_moves_on_its_managed_copy() {
+    require_fuse!();
     let (s, legacy, legacy_id) = mixed_store();
     let original = fs::read(&legacy).unwrap();
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
@@ -1810,8 +1810,8 @@ fn the_leaf_of_a_legacy_v1_session_moves_on_its_managed_copy() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_read_only_mount_serves_cached_files_without_a_request_each() {
+    require_fuse!();
     const ADDED: usize = 200;
     for mode in MODES {
         let s = store();
@@ -1842,8 +1842,8 @@ fn a_read_only_mount_serves_cached_files_without_a_request_each() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn on_a_read_only_mount_an_open_view_reads_on_after_many_other_files_are_read() {
+    require_fuse!();
     use std::io::{Read, Seek, SeekFrom};
     let s = store();
     add_prompts(&s, &["rename the module"]);

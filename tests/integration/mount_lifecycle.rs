@@ -42,8 +42,8 @@ struct Attempt {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn sigterm_with_entries_new_held_open_refuses_later_writes_and_exits() {
+    require_fuse!();
     let s = store();
     let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let new = mount.session_dir(&s.sid).join("entries/new");
@@ -111,8 +111,8 @@ fn sigterm_with_entries_new_held_open_refuses_later_writes_and_exits() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_mountpoint_inside_the_store_or_around_it_is_refused() {
+    require_fuse!();
     let s = store();
     let agent = s.tmp.path().join("agent");
     let session_dir = s.file.parent().unwrap().to_owned();
@@ -176,8 +176,8 @@ impl Drop for BindMount {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_mountpoint_reaching_the_store_through_a_bind_mount_is_refused() {
+    require_fuse!();
     let s = store();
     let agent = s.tmp.path().join("agent");
     let elsewhere = tempfile::tempdir().unwrap();
@@ -267,8 +267,8 @@ impl Drop for LocalUser {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn with_allow_other_other_users_are_held_to_the_permissions_shown() {
+    require_fuse!();
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         let why = "creating a second user needs root";
@@ -336,8 +336,8 @@ done"#;
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn sigkill_amid_writers_and_readers_loses_no_acknowledged_line() {
+    require_fuse!();
     const ROUNDS: usize = 5;
     const WRITERS: usize = 3;
     let s = store();
@@ -488,8 +488,8 @@ fn a_missing_fusermount3_is_named_with_the_package_to_install() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_missing_store_or_an_occupied_mountpoint_is_refused_and_the_banner_says_what_is_served() {
+    require_fuse!();
     let s = store();
     let missing = s.tmp.path().join("no-such-agent");
     let occupied = s.tmp.path().join("occupied");

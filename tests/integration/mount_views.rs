@@ -53,8 +53,8 @@ fn cat_view(dir: &Path, name: &str) -> String {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn each_session_shows_its_views_as_the_goldens_and_the_cli_hold_them() {
+    require_fuse!();
     let store = tempfile::tempdir().unwrap();
     let cases = [
         ("real/before-compaction.jsonl", "before-compaction", true),
@@ -103,8 +103,8 @@ fn each_session_shows_its_views_as_the_goldens_and_the_cli_hold_them() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn labels_link_to_their_entries_and_views_follow_the_leaf() {
+    require_fuse!();
     let store = tempfile::tempdir().unwrap();
     let (sid, _) = store_fixture(store.path(), "views/elements.jsonl", false);
     let mount = Mount::start(&["--session-dir", p(store.path())]);
@@ -184,8 +184,8 @@ fn member<'a>(value: &'a Value, key: &str) -> &'a Value {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn the_store_usage_matches_gjcfs_usage_and_follows_new_replies() {
+    require_fuse!();
     let store = tempfile::tempdir().unwrap();
     for seed in ["1", "2", "3"] {
         ok(
@@ -288,8 +288,8 @@ fn the_store_usage_matches_gjcfs_usage_and_follows_new_replies() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn a_cold_spilled_session_read_through_the_mount_shows_the_original_text() {
+    require_fuse!();
     let tmp = tempfile::tempdir().unwrap();
     let agent = tmp.path().join("agent");
     let blobs = agent.join("blobs");
@@ -357,8 +357,8 @@ fn a_cold_spilled_session_read_through_the_mount_shows_the_original_text() {
 }
 
 #[test]
-#[cfg_attr(fuse_unavailable, ignore = "needs FUSE: /dev/fuse and fusermount3")]
 fn context_json_is_what_the_agent_sends_with_the_openai_replay_sanitized_in_memory() {
+    require_fuse!();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("sessions");
     std::fs::create_dir_all(&dir).unwrap();

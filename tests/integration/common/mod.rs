@@ -1,6 +1,16 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+/// Returns from a test that mounts where no mount can run (see `mount::fuse_ready`): a
+/// visible skip, and a failure under CI.
+macro_rules! require_fuse {
+    () => {
+        if !$crate::common::mount::fuse_ready() {
+            return;
+        }
+    };
+}
+
 pub mod mount;
 #[cfg(target_os = "linux")]
 pub mod tmpfs;

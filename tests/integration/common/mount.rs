@@ -1,9 +1,10 @@
 //! A mounted `gjcfs mount` for tests: started on a temporary mountpoint, waited for in
 //! /proc/mounts, and always unmounted and reaped on drop, also when the test panics.
 //!
-//! Without /dev/fuse or fusermount3 the mount tests are compiled as ignored (`build.rs`
-//! decides, and says so in a build warning) — except under CI (`CI=true`), where the build
-//! fails instead.
+//! A test that mounts starts with `require_fuse!()`: without /dev/fuse or fusermount3 it
+//! returns at once and says so on the terminal (`skipped: <test>: …`, past the harness's
+//! capture), never passing as if it had mounted — except under CI (`CI=true`), where it
+//! fails instead. The check runs when the tests run, so the build is the same everywhere.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -72,6 +73,42 @@ pub fn exit_within(command: &mut Command, mountpoint: &Path, limit: Duration) ->
             .status();
     }
     None
+}
+
+/// Why a mount cannot run here (`None`: it can): the mount tests drive Linux's FUSE
+/// (`/dev/fuse`, `fusermount3` on PATH, /proc/mounts).
+fn fuse_missing() -> Option<String> {
+    static MISSING: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    MISSING
+        .get_or_init(|| {
+            if !cfg!(target_os = "linux") {
+                return Some("the mount tests drive Linux's FUSE".to_owned());
+            }
+            let device = Path::new("/dev/fuse").exists();
+            let helper = std::env::var_os("PATH").is_some_and(|path| {
+                std::env::split_paths(&path).any(|dir| dir.join("fusermount3").is_file())
+            });
+            (!device || !helper).then(|| {
+                format!("FUSE unavailable (/dev/fuse: {device}, fusermount3 on PATH: {helper})")
+            })
+        })
+        .clone()
+}
+
+/// Whether this test can mount. If not, it says so on the terminal and the test returns;
+/// under CI (`CI=true`) it fails. Use it through `require_fuse!()`.
+pub fn fuse_ready() -> bool {
+    let Some(why) = fuse_missing() else {
+        return true;
+    };
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test}: {why}; CI must be able to mount (apt-get install fuse3)");
+    }
+    // Straight to the terminal: the harness captures only print! and eprint!.
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {test}: {why}");
+    false
 }
 
 /// A path as a tool argument.
