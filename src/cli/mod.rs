@@ -66,12 +66,12 @@ enum Command {
     /// replaces the reference to a missing blob by a placeholder). The file itself is never
     /// written.
     Entries(entries::Args),
-    /// List recent prompts from the agent's prompt history (<agentDir>/history.db), newest
-    /// first; `history search` searches it.
+    /// List recent prompts from the agent's prompt history, newest first
     ///
-    /// Each line is `DATE TIME  CWD  PROMPT` (UTC); with --json, one JSON object a line.
+    /// The history is <agentDir>/history.db; `history search` searches it. Each line is
+    /// `DATE TIME  CWD  PROMPT` (UTC); with --json, one JSON object a line.
     History(history::HistoryArgs),
-    /// Write a synthetic but realistic session file, for tests, benchmarks and demos.
+    /// Write a synthetic but realistic session file, for tests, benchmarks and demos
     ///
     /// The file is written exactly as the agent writes sessions: a header, then a
     /// conversation of user, assistant (text, thinking, tool calls, usage with cost) and tool
@@ -85,7 +85,7 @@ enum Command {
     ///   gjcfs generate legacy.jsonl --size 20MiB --version 1
     #[command(verbatim_doc_comment)]
     Generate(generate::Args),
-    /// Mount the session store as a filesystem and serve it in the foreground.
+    /// Mount the session store as a filesystem and serve it in the foreground
     ///
     /// Layout:
     ///   sessions/<id>/header.json        the header, pretty JSON
@@ -115,20 +115,21 @@ enum Command {
     /// nor containing it.
     #[command(verbatim_doc_comment)]
     Mount(mount::Args),
-    /// Render a session for reading: the context at its leaf as Markdown (md), every entry
-    /// of its tree one a line (tree), or its token usage and cost (usage, JSON).
+    /// Render a session for reading: its context as Markdown, its tree, or its usage
     ///
-    /// The session is loaded leniently, migrated in memory and never written. Image blobs
-    /// are linked, not printed.
+    /// The context at its leaf as Markdown (md), every entry of its tree one a line (tree),
+    /// or its token usage and cost (usage, JSON). The session is loaded leniently, migrated
+    /// in memory and never written. Image blobs are linked, not printed.
     ///
     /// Examples:
     ///   gjcfs show 019b9267 --format tree
     ///   gjcfs show path/to/session.jsonl --format md > context.md
     #[command(verbatim_doc_comment)]
     Show(show::ShowArgs),
-    /// Token usage and cost summed over every session of the store, each reply counted once:
-    /// a fork or branched copy repeats its parent's entries, and the copies are not counted
-    /// again.
+    /// Token usage and cost over the whole store, each reply counted once
+    ///
+    /// Summed over every session of the store: a fork or branched copy repeats its parent's
+    /// entries, and the copies are not counted again.
     ///
     /// Examples:
     ///   gjcfs usage
@@ -136,10 +137,10 @@ enum Command {
     ///   gjcfs usage --by model --json
     #[command(verbatim_doc_comment)]
     Usage(usage::UsageArgs),
-    /// Search every session of the store at once, through an index kept in the cache
-    /// directory and brought up to date first.
+    /// Search every session of the store at once
     ///
-    /// Plain words must all occur (whole words, any case); "quoted phrases" must occur as
+    /// Through an index kept in the cache directory and brought up to date first. Plain
+    /// words must all occur (whole words, any case); "quoted phrases" must occur as
     /// written; --substring matches any text. Hits are ranked by relevance, then newest
     /// first. A query that cannot be searched exits with status 2.
     ///
@@ -151,7 +152,7 @@ enum Command {
     Search(search::SearchArgs),
     /// Unmount a `gjcfs mount` (its server then closes every session and exits).
     Umount(mount::UmountArgs),
-    /// Check the store for damage, and with --repair repair what is safe to repair.
+    /// Check the store for damage, and with --repair repair what is safe to repair
     ///
     /// Looks at every session file (a torn last line, malformed lines, a file that is not a
     /// session, entries whose parent is missing, blobs referenced but missing or damaged),

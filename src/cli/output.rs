@@ -40,10 +40,14 @@ pub fn warn_skipped(path: &Path, skipped: &[SkippedLine]) {
     }
 }
 
-/// Whether an error is a closed stdout (e.g. piped into `head`), which is not a failure.
+/// Whether an error is a closed stdout (e.g. piped into `head`), which is not a failure:
+/// a broken pipe anywhere in its chain, under any context or typed error that wraps it.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.downcast_ref::<io::Error>()
-        .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The error and its causes on one line, leaving out a cause whose text the line already
@@ -91,20 +95,6 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn terminal_safe_escapes_controls_and_bidi_and_keeps_the_rest() {
-        assert_eq!(terminal_safe("plain · text"), "plain · text");
-        assert_eq!(
-            terminal_safe("a\x1b[31mb\rc\nd\te\u{7f}\u{9b}\u{202e}f\u{2066}"),
-            "a\\u{1b}[31mb\\rc\\nd\\te\\u{7f}\\u{9b}\\u{202e}f\\u{2066}"
-        );
-    }
-}
-
 /// A query that cannot be searched: the command exits with status 2.
 #[derive(Debug)]
 pub struct BadQuery(pub String);
@@ -141,4 +131,33 @@ impl std::error::Error for NothingFound {}
 /// Whether `err` says that nothing was found (exit status 1, said without "error").
 pub fn is_nothing_found(err: &anyhow::Error) -> bool {
     err.downcast_ref::<NothingFound>().is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_safe_escapes_controls_and_bidi_and_keeps_the_rest() {
+        assert_eq!(terminal_safe("plain · text"), "plain · text");
+        assert_eq!(
+            terminal_safe("a\x1b[31mb\rc\nd\te\u{7f}\u{9b}\u{202e}f\u{2066}"),
+            "a\\u{1b}[31mb\\rc\\nd\\te\\u{7f}\\u{9b}\\u{202e}f\\u{2066}"
+        );
+    }
+
+    #[test]
+    fn a_broken_pipe_is_found_under_any_context_or_typed_error() {
+        let pipe = || io::Error::from(io::ErrorKind::BrokenPipe);
+        assert!(is_broken_pipe(&anyhow::Error::new(pipe())));
+        let wrapped = anyhow::Error::new(pipe()).context("writing the hits");
+        assert!(is_broken_pipe(&wrapped.context("search")));
+        let typed = gjcfs_engine::LoadError::Io {
+            path: "out".into(),
+            source: pipe(),
+        };
+        assert!(is_broken_pipe(&anyhow::Error::new(typed)));
+        let other = anyhow::Error::new(io::Error::from(io::ErrorKind::PermissionDenied));
+        assert!(!is_broken_pipe(&other.context("writing")));
+    }
 }

@@ -190,6 +190,24 @@ fn help_describes_each_command() {
     assert!(out.status.success());
     let text = stdout(&out);
     assert!(text.contains("context") && text.contains("entries"));
+    // One line a command: `NAME  summary`, the summary a phrase without a full stop.
+    let commands: Vec<&str> = text
+        .split("Commands:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(commands.len() >= 13, "{text}");
+    for line in &commands {
+        let (name, summary) = line.trim_start().split_once(' ').unwrap_or((line, ""));
+        assert!(
+            line.starts_with("  ") && !line.starts_with("   "),
+            "a continued line: {line:?}"
+        );
+        assert!(!summary.trim().is_empty(), "{name} has no summary");
+        assert!(!summary.ends_with('.'), "{line:?}");
+    }
     for cmd in ["context", "entries"] {
         let out = gjcfs(&[cmd, "--help"]);
         assert!(out.status.success());
@@ -201,17 +219,49 @@ fn help_describes_each_command() {
 
 #[test]
 fn closed_stdout_is_not_an_error() {
-    let path = fixture("real/before-compaction.jsonl");
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "'{}' entries '{}' | head -c 10 >/dev/null",
-            gjcfs_bin().display(),
-            path.display()
-        ))
-        .output()
-        .unwrap();
-    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    use std::io::Read;
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let dir = agent.join("sessions/--w--");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a.jsonl");
+    let (file, agent) = (file.to_str().unwrap(), agent.to_str().unwrap());
+    let made = gjcfs(&["generate", file, "--entries", "3000", "--seed", "3"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let index = tmp.path().join("index");
+    let index = index.to_str().unwrap();
+    let search = [
+        "--all",
+        "--limit",
+        "100000",
+        "--agent-dir",
+        agent,
+        "--index",
+        index,
+    ];
+    // Each prints far more than a pipe holds; the reader closes it after 10 bytes.
+    for args in [
+        vec!["entries", file],
+        vec!["context", file],
+        vec!["show", file, "--format", "tree"],
+        vec!["show", file, "--format", "md"],
+        [&["search", "the"][..], &search].concat(),
+        [&["search", "the", "--json"][..], &search].concat(),
+        [&["search", "--substring", "the"][..], &search].concat(),
+    ] {
+        let mut child = Command::new(gjcfs_bin())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 10];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
+    }
 }
 
 #[test]
