@@ -20,17 +20,16 @@ use gjcfs_engine::manager::{SessionManager, StorageConfig, WriteTarget};
 #[derive(clap::Args)]
 pub struct Args {
     /// The session file (.jsonl; it must exist), or a session id (or a unique prefix
-    /// of one) looked up in the agent directory.
+    /// of one) looked up in the store. Large images go to the agent directory's blob
+    /// store.
     pub file: PathBuf,
-    /// The agent directory whose blob store receives large images
-    /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
-    #[arg(long, value_name = "DIR")]
-    pub agent_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: super::store::StoreArgs,
 }
 
 pub fn command(args: Args) -> Result<()> {
-    let file = super::store::resolve_in(&args.file, args.agent_dir.as_deref())?;
-    run(&file, args.agent_dir.as_deref())
+    let file = args.store.resolve(&args.file)?;
+    run(&file, args.store.agent_dir.as_deref())
 }
 
 pub fn run(file: &Path, agent_dir: Option<&Path>) -> Result<()> {

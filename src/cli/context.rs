@@ -11,25 +11,25 @@ use gjcfs_engine::load_session;
 use gjcfs_engine::storage::FileStorage;
 
 use super::output::warn_skipped;
+use super::store::StoreArgs;
 
 /// `gjcfs context`'s arguments.
 #[derive(clap::Args)]
 pub struct Args {
     /// The session file (.jsonl), or a session id (or a unique prefix of one) looked up
-    /// in the agent directory.
+    /// in the store. Images and cold-spilled content come from the agent directory's blob
+    /// store.
     pub file: PathBuf,
     /// Build the context at this entry instead of the current leaf.
     #[arg(long, value_name = "ID")]
     pub leaf: Option<String>,
-    /// The agent directory whose blob store holds the session's images and cold-spilled
-    /// content [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
-    #[arg(long, value_name = "DIR")]
-    pub agent_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 pub fn command(args: Args) -> Result<()> {
-    let file = super::store::resolve_in(&args.file, args.agent_dir.as_deref())?;
-    run(&file, args.leaf.as_deref(), args.agent_dir.as_deref())
+    let file = args.store.resolve(&args.file)?;
+    run(&file, args.leaf.as_deref(), args.store.agent_dir.as_deref())
 }
 
 pub fn run(file: &Path, leaf: Option<&str>, agent_dir: Option<&Path>) -> Result<()> {

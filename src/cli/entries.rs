@@ -11,26 +11,25 @@ use gjcfs_engine::load_session;
 use gjcfs_engine::storage::FileStorage;
 
 use super::output::warn_skipped;
+use super::store::StoreArgs;
 
 /// `gjcfs entries`' arguments.
 #[derive(clap::Args)]
 pub struct Args {
     /// The session file (.jsonl), or a session id (or a unique prefix of one) looked up
-    /// in the agent directory.
+    /// in the store.
     pub file: PathBuf,
     /// Put cold-spilled content back in place of the eviction notices, read from the
     /// agent directory's blob store (the markers stay).
     #[arg(long)]
     pub rehydrate: bool,
-    /// The agent directory whose sessions an id is looked up in and whose blob store
-    /// holds cold-spilled content [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
-    #[arg(long, value_name = "DIR")]
-    pub agent_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 pub fn command(args: Args) -> Result<()> {
-    let file = super::store::resolve_in(&args.file, args.agent_dir.as_deref())?;
-    run(&file, args.rehydrate, args.agent_dir.as_deref())
+    let file = args.store.resolve(&args.file)?;
+    run(&file, args.rehydrate, args.store.agent_dir.as_deref())
 }
 
 pub fn run(file: &Path, rehydrate: bool, agent_dir: Option<&Path>) -> Result<()> {

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use gjcfs_engine::discovery::{
-    all_transcript_paths, count_message_lines, keep_live_copies, list_all,
-    project_local_transcripts, session_info, SessionInfo,
+    count_message_lines, keep_live_copies, project_local_transcripts, session_info, SessionInfo,
 };
 use gjcfs_engine::json::{self, Object, Value};
 use gjcfs_engine::legacy::{list_candidates, LegacyRoots};
@@ -15,58 +14,48 @@ use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::time::format_iso_millis;
 
 use super::output::{terminal_safe, title_cell, NothingFound};
+use super::store::StoreArgs;
 
 /// `gjcfs ls`' arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// List the sessions of every workspace.
+    /// List the sessions of every workspace (the default with --session-dir).
     #[arg(long)]
     pub all: bool,
     /// The workspace whose sessions to list [default: the current directory].
-    #[arg(long, value_name = "DIR", conflicts_with = "all")]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["all", "session_dir"])]
     pub cwd: Option<PathBuf>,
     /// One JSON object per session and line.
     #[arg(long)]
     pub json: bool,
-    /// The agent directory [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
-    #[arg(long, value_name = "DIR")]
-    pub agent_dir: Option<PathBuf>,
-    /// Take a missing agent directory as an empty store (else an error).
-    #[arg(long)]
-    pub allow_empty: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 pub fn command(args: Args) -> Result<()> {
-    run(
-        args.all,
-        args.cwd.as_deref(),
-        args.json,
-        args.agent_dir.as_deref(),
-        args.allow_empty,
-    )
+    let all = args.all || args.store.session_dir.is_some();
+    run(all, args.cwd.as_deref(), args.json, &args.store)
 }
 
-pub fn run(
-    all: bool,
-    cwd: Option<&Path>,
-    as_json: bool,
-    agent_dir: Option<&Path>,
-    allow_empty: bool,
-) -> Result<()> {
-    let dirs = super::agent::agent_dirs(agent_dir)?;
-    super::agent::check_store(&dirs, None, allow_empty)?;
-    let sessions_root = dirs.sessions_root();
+pub fn run(all: bool, cwd: Option<&Path>, as_json: bool, store: &StoreArgs) -> Result<()> {
+    let dirs = store.agent_dirs()?;
+    let sessions_root = match &store.session_dir {
+        Some(dir) => dir.clone(),
+        None => dirs.sessions_root(),
+    };
     let storage: Arc<dyn SessionStorage> = Arc::new(FileStorage);
     let workspace = match cwd {
         Some(dir) => dir.to_owned(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let rows: Vec<(SessionInfo, Option<&'static str>)> = if all {
-        list_all(storage.as_ref(), &sessions_root)?
+        store
+            .sessions()?
             .into_iter()
             .map(|info| (info, None))
             .collect()
     } else {
+        store.check()?;
         let cwd = workspace.clone();
         let listing = list_candidates(&sessions_root, &cwd, &LegacyRoots::current())?;
         let mut rows: Vec<_> = listing
@@ -114,7 +103,8 @@ pub fn run(
     }
     if rows.is_empty() {
         let looked_in = (!all).then_some(workspace.as_path());
-        return Err(nothing_listed(storage.as_ref(), &sessions_root, looked_in).into());
+        let in_store = store.transcripts().map_or(0, |p| p.len());
+        return Err(nothing_listed(in_store, &sessions_root, looked_in).into());
     }
     let mut out = BufWriter::new(std::io::stdout().lock());
     if !as_json {
@@ -133,12 +123,7 @@ pub fn run(
 
 /// What an empty listing says: where it looked, and for one workspace, how many session
 /// files the whole store has (and that `--all` lists them).
-fn nothing_listed(
-    storage: &dyn SessionStorage,
-    sessions_root: &Path,
-    workspace: Option<&Path>,
-) -> NothingFound {
-    let in_store = all_transcript_paths(storage, sessions_root).map_or(0, |p| p.len());
+fn nothing_listed(in_store: usize, sessions_root: &Path, workspace: Option<&Path>) -> NothingFound {
     NothingFound(match (workspace, in_store) {
         (None, _) => format!("no sessions in the store {}", sessions_root.display()),
         (Some(ws), 0) => format!(

@@ -27,16 +27,8 @@ use super::output::terminal_safe;
 pub struct Args {
     /// An empty directory (created if missing).
     pub mountpoint: PathBuf,
-    /// Serve a missing agent or session directory as an empty store (else an error).
-    #[arg(long)]
-    pub allow_empty: bool,
-    /// The agent directory whose sessions to show
-    /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
-    #[arg(long, value_name = "DIR")]
-    pub agent_dir: Option<PathBuf>,
-    /// Show the sessions of this one directory instead.
-    #[arg(long, value_name = "DIR")]
-    pub session_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: super::store::StoreArgs,
     /// Refuse every write (EROFS). On Linux files are then served without a request per
     /// open and close: reading many files (grep -r) is several times faster, and a view
     /// opened before a change reads whole as it was.
@@ -63,11 +55,11 @@ pub fn command(args: Args) -> Result<()> {
     run(
         &args.mountpoint,
         Options {
-            agent_dir: args.agent_dir.as_deref(),
-            session_dir: args.session_dir.as_deref(),
+            agent_dir: args.store.agent_dir.as_deref(),
+            session_dir: args.store.session_dir.as_deref(),
             read_only: args.read_only,
             allow_other: args.allow_other,
-            allow_empty: args.allow_empty,
+            allow_empty: args.store.allow_empty,
         },
     )
 }

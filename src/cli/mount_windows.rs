@@ -15,16 +15,8 @@ use super::dokan_server::{explain_exit, serve_args, server_beside, Serve, SERVER
 pub struct Args {
     /// A drive letter (`M:`) or an empty NTFS directory.
     pub mountpoint: String,
-    /// Serve a missing agent or session directory as an empty store (else an error).
-    #[arg(long)]
-    pub allow_empty: bool,
-    /// The agent directory whose sessions to show
-    /// [default: %GJC_CODING_AGENT_DIR%, else %USERPROFILE%\.gjc\agent].
-    #[arg(long, value_name = "DIR")]
-    pub agent_dir: Option<PathBuf>,
-    /// Show the sessions of this one directory instead.
-    #[arg(long, value_name = "DIR")]
-    pub session_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: super::store::StoreArgs,
     /// Refuse every write (the volume is write-protected).
     #[arg(long)]
     pub read_only: bool,
@@ -68,15 +60,16 @@ fn run_server(args: Vec<std::ffi::OsString>) -> Result<()> {
 }
 
 pub fn command(args: Args) -> Result<()> {
-    let dirs = super::agent::agent_dirs(args.agent_dir.as_deref())?;
-    super::agent::check_store(&dirs, args.session_dir.as_deref(), args.allow_empty)?;
-    let served_dir = args.session_dir.as_deref().unwrap_or(dirs.agent_dir());
+    let dirs = args.store.agent_dirs()?;
+    args.store.check()?;
+    let session_dir = args.store.session_dir.as_deref();
+    let served_dir = session_dir.unwrap_or(dirs.agent_dir());
     let search_index = gjcfs_engine::search::default_index_dir(served_dir);
     let (sessions_root, blob_dir, history_db) =
         (dirs.sessions_root(), dirs.blob_dir(), dirs.history_db());
     run_server(serve_args(&Serve {
         mountpoint: &args.mountpoint,
-        session_dir: args.session_dir.as_deref(),
+        session_dir,
         sessions_root: &sessions_root,
         blob_dir: &blob_dir,
         history_db: &history_db,

@@ -17,7 +17,7 @@ use super::store::StoreArgs;
 pub struct ShowArgs {
     /// A session file (.jsonl), or a session id — or a unique prefix of one, or of the
     /// file's name — looked up in the store.
-    session: String,
+    session: std::path::PathBuf,
     /// md: the context at the current leaf as Markdown; tree: every entry, one a line,
     /// branches drawn, the leaf marked; usage: token and cost totals with a per-model
     /// breakdown, as JSON.

@@ -15,14 +15,23 @@ use super::output::terminal_safe;
 /// How many matching ids an ambiguity error names.
 const AMBIGUOUS_SHOWN: usize = 5;
 
-/// `--agent-dir DIR` or `--session-dir DIR`.
+/// The store flags every command that reads the store takes: `--agent-dir DIR`,
+/// `--session-dir DIR`, `--allow-empty`.
 #[derive(Args)]
 pub struct StoreArgs {
-    /// The agent directory whose sessions to read
-    /// [default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent].
+    /// The agent directory: its sessions, blob store and history
+    #[cfg_attr(
+        not(windows),
+        doc = "[default: $GJC_CODING_AGENT_DIR, else ~/.gjc/agent]."
+    )]
+    #[cfg_attr(
+        windows,
+        doc = "[default: %GJC_CODING_AGENT_DIR%, else %USERPROFILE%\\.gjc\\agent]."
+    )]
     #[arg(long, value_name = "DIR")]
     pub agent_dir: Option<PathBuf>,
-    /// Read the sessions of this one directory instead.
+    /// Take the sessions of this one directory instead of the agent directory's (whose
+    /// blob store is still used).
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
     /// Take a missing agent or session directory as an empty store (else an error).
@@ -72,14 +81,17 @@ impl StoreArgs {
         })
     }
 
-    /// The session file `target` names: an existing file, or a session found by id prefix.
-    pub fn resolve(&self, target: &str) -> Result<PathBuf> {
-        let path = Path::new(target);
-        if path.is_file() {
-            return Ok(path.to_owned());
-        }
-        if path.is_dir() {
-            bail!("{target}: a directory, not a session file (give a .jsonl file or a session id)");
+    /// The session file `path` names: anything at that path but a directory (the command
+    /// reads it, or refuses it with its own reason), else a session of the store by id or
+    /// unique id prefix.
+    pub fn resolve(&self, path: &Path) -> Result<PathBuf> {
+        let target = path.to_string_lossy();
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.is_dir() => bail!(
+                "{target}: a directory, not a session file (give a .jsonl file or a session id)"
+            ),
+            Ok(_) => return Ok(path.to_owned()),
+            Err(_) => {}
         }
         if target.contains('/') || target.ends_with(".jsonl") {
             bail!("{target}: no such session file");
@@ -88,7 +100,7 @@ impl StoreArgs {
         if let Some(exact) = sessions.iter().find(|info| info.id == target) {
             return Ok(exact.path.clone());
         }
-        match match_prefix(&sessions, target).as_slice() {
+        match match_prefix(&sessions, &target).as_slice() {
             [] => bail!("no session matches {target} in {}", self.describe()?),
             [one] => Ok(one.path.clone()),
             many => {
@@ -112,19 +124,4 @@ impl StoreArgs {
             }
         }
     }
-}
-
-/// The session file `target` names for a command that reads one agent directory: an
-/// existing file, or a session of that store by id or unique prefix.
-pub fn resolve_in(target: &Path, agent_dir: Option<&Path>) -> Result<PathBuf> {
-    // Anything at that path is the command's to read (or to refuse, with its own reason).
-    if std::fs::symlink_metadata(target).is_ok() {
-        return Ok(target.to_owned());
-    }
-    let store = StoreArgs {
-        agent_dir: agent_dir.map(Path::to_path_buf),
-        session_dir: None,
-        allow_empty: false,
-    };
-    store.resolve(&target.to_string_lossy())
 }

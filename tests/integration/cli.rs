@@ -88,7 +88,7 @@ fn bad_files_give_one_clear_error_line() {
         (missing.as_path(), "no such session file"),
         (not_session.as_path(), "not a session file"),
         (future.as_path(), "Unsupported session version: 6"),
-        (dir.path(), "cannot read"),
+        (dir.path(), "a directory, not a session file"),
     ] {
         for cmd in ["context", "entries"] {
             let out = gjcfs(&[cmd, path.to_str().unwrap()]);
@@ -919,13 +919,7 @@ fn context_entries_and_append_take_a_session_id_or_a_unique_prefix() {
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let file = crate::common::generate_managed(&agent, &ws, 6);
-    let sid = gjcfs::engine::load_session(&file)
-        .unwrap()
-        .session
-        .header()
-        .id()
-        .unwrap()
-        .to_owned();
+    let sid = crate::common::session_id(&file);
     let a = agent.to_str().unwrap();
     for target in [sid.as_str(), &sid[..10]] {
         let by_id = gjcfs(&["entries", target, "--agent-dir", a]);
@@ -956,4 +950,49 @@ fn context_entries_and_append_take_a_session_id_or_a_unique_prefix() {
     let unknown = gjcfs(&["entries", "ffffffff", "--agent-dir", a]);
     assert_eq!(unknown.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no session matches ffffffff"));
+}
+
+#[test]
+fn every_command_that_reads_the_store_takes_the_same_store_flags() {
+    for cmd in [
+        "ls", "context", "entries", "append", "show", "usage", "search", "check", "mount",
+    ] {
+        let help = stdout(&gjcfs(&[cmd, "--help"]));
+        for flag in ["--agent-dir <DIR>", "--session-dir <DIR>", "--allow-empty"] {
+            assert!(help.contains(flag), "{cmd} lacks {flag}: {help}");
+        }
+    }
+    // One directory of sessions, away from any agent directory: found by id there.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("loose");
+    std::fs::create_dir(&dir).unwrap();
+    let file = dir.join("s.jsonl");
+    let made = gjcfs(&["generate", file.to_str().unwrap(), "--entries", "6"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let sid = crate::common::session_id(&file);
+    let (d, empty) = (dir.to_str().unwrap(), tmp.path().join("agent"));
+    let agent = empty.to_str().unwrap();
+    let store = ["--session-dir", d, "--agent-dir", agent, "--allow-empty"];
+    fn with<'a>(args: &[&'a str], store: &[&'a str]) -> Vec<&'a str> {
+        [args, store].concat()
+    }
+    for cmd in ["entries", "context"] {
+        let out = gjcfs(&with(&[cmd, &sid[..8]], &store));
+        assert!(out.status.success(), "{cmd}: {}", stderr(&out));
+    }
+    let listed = gjcfs(&with(&["ls", "--json"], &store));
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert_eq!(stdout(&listed).lines().count(), 1);
+    assert!(stdout(&listed).contains(&sid));
+    let out = crate::common::gjcfs_with_stdin(
+        &with(&["append", &sid[..8]], &store),
+        "{\"role\":\"user\",\"content\":\"INLOOSEDIR\"}\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(&file)
+        .unwrap()
+        .contains("INLOOSEDIR"));
+    // Without the session directory the id is not found: the flag was what found it.
+    let out = gjcfs(&["entries", &sid[..8], "--agent-dir", agent, "--allow-empty"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }

@@ -94,13 +94,7 @@ fn a_full_disk_under_the_mount_answers_enospc_and_the_next_append_after_freeing_
     let file = generate_managed(&agent, &ws, 4);
     let filler = fs.path().join("filler");
     std::fs::write(&filler, vec![0u8; 64 * 1024]).unwrap();
-    let sid = gjcfs::engine::load_session(&file)
-        .unwrap()
-        .session
-        .header()
-        .id()
-        .unwrap()
-        .to_owned();
+    let sid = crate::common::session_id(&file);
     let mount = crate::common::mount::Mount::start(&["--agent-dir", agent.to_str().unwrap()]);
     let dir = mount.path().join("sessions").join(&sid);
     let append = |text: &str| {

@@ -302,13 +302,7 @@ fn a_cold_spilled_session_read_through_the_mount_shows_the_original_text() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("coldspill.jsonl");
     std::fs::copy(fixture("peer/coldspill.jsonl"), &file).unwrap();
-    let sid = load_session(&file)
-        .unwrap()
-        .session
-        .header()
-        .id()
-        .unwrap()
-        .to_owned();
+    let sid = crate::common::session_id(&file);
     let mount = Mount::start(&["--agent-dir", p(&agent), "--session-dir", p(&dir)]);
     let session = mount.path().join("sessions").join(&sid);
     ok(
@@ -365,13 +359,7 @@ fn context_json_is_what_the_agent_sends_with_the_openai_replay_sanitized_in_memo
     let file = dir.join("openai.jsonl");
     std::fs::copy(fixture("peer/openai-sanitizer.jsonl"), &file).unwrap();
     let before = std::fs::read(&file).unwrap();
-    let sid = load_session(&file)
-        .unwrap()
-        .session
-        .header()
-        .id()
-        .unwrap()
-        .to_owned();
+    let sid = crate::common::session_id(&file);
     let mount = Mount::start(&["--session-dir", p(&dir), "--agent-dir", p(tmp.path())]);
     let context = ok(
         "cat",

@@ -694,13 +694,7 @@ fn substrings_phrases_and_filters() {
     };
     assert_eq!(all(q(), since(1_772_359_200_000)).len(), 1);
     assert!(all(q(), since(1_772_359_300_000)).is_empty());
-    let session = load_session(&s1)
-        .unwrap()
-        .session
-        .header()
-        .id()
-        .unwrap()
-        .to_owned();
+    let session = crate::common::session_id(&s1);
     let of = |prefix: &str| Filters {
         session: Some(prefix.to_owned()),
         ..Filters::default()

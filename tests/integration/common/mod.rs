@@ -26,6 +26,17 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The session id in a session file's header.
+pub fn session_id(file: &std::path::Path) -> String {
+    gjcfs::engine::load_session(file)
+        .expect("a session file")
+        .session
+        .header()
+        .id()
+        .expect("a header id")
+        .to_owned()
+}
+
 /// The text of a fixture.
 pub fn fixture_text(name: &str) -> String {
     std::fs::read_to_string(fixture(name)).expect("fixture is readable")
