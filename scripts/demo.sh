@@ -34,7 +34,7 @@ fi
 real=ffae836b-9420-4060-ac13-7745215f90ff
 generated=$(target/release/gjcfs ls --all --json --agent-dir "$demo/agent" |
   sed -n 's/.*"id":"\([^"]*\)".*"path":"[^"]*_main\.jsonl".*/\1/p')
-# An entry early in the generated session (a v1 transcript draws new ids at every load).
+# An entry early in the generated session.
 early=$(target/release/gjcfs entries "$generated" --agent-dir "$demo/agent" |
   sed -n '12s/^{"type":"[^"]*","id":"\([^"]*\)".*/\1/p')
 cat >&2 <<EOM

@@ -3,11 +3,13 @@
 mod agent;
 mod append;
 mod check;
+mod completions;
 mod context;
 mod entries;
 mod generate;
 mod history;
 mod ls;
+mod man;
 // Windows mounts through the Dokan server program; the module is built everywhere so that
 // what it passes and reads back is tested everywhere.
 #[cfg_attr(not(windows), allow(dead_code))]
@@ -170,6 +172,21 @@ enum Command {
     ///   gjcfs check --session-dir ./sessions --json
     #[command(verbatim_doc_comment)]
     Check(check::CheckArgs),
+    /// Print the completion script of a shell for every command and flag
+    ///
+    /// Examples:
+    ///   gjcfs completions bash > ~/.local/share/bash-completion/completions/gjcfs
+    ///   gjcfs completions zsh > ~/.zfunc/_gjcfs
+    ///   gjcfs completions fish > ~/.config/fish/completions/gjcfs.fish
+    ///   gjcfs completions powershell >> $PROFILE
+    #[command(verbatim_doc_comment)]
+    Completions(completions::Args),
+    /// Write a man page for every command into a directory
+    ///
+    /// Examples:
+    ///   gjcfs man --out ~/.local/share/man/man1
+    #[command(verbatim_doc_comment)]
+    Man(man::Args),
 }
 
 pub fn run() -> ExitCode {
@@ -186,6 +203,8 @@ pub fn run() -> ExitCode {
         Command::Show(args) => show::run(args),
         Command::Usage(args) => usage::run(args),
         Command::Search(args) => search::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
         Command::Check(args) => match check::run(args) {
             Ok(code) => return code,
             Err(e) => Err(e),

@@ -7,16 +7,7 @@ use std::process::Command;
 use gjcfs::engine::json;
 
 fn gjcfs(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gjcfs {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    crate::common::gjcfs_stdout(args)
 }
 
 fn jsonl_in(dir: &Path) -> Vec<PathBuf> {

@@ -40,6 +40,7 @@ mod refresh;
 mod resume;
 mod scope;
 mod search;
+mod shell;
 mod tree;
 mod vfs;
 mod views;

@@ -26,6 +26,26 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Whether the program `tool` is on PATH for a test that runs it; if not, [`cannot_run`].
+pub fn tool_ready(tool: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()));
+    found || cannot_run(&format!("{tool} is not installed"))
+}
+
+/// A test that cannot run here says why on the terminal (past the harness's capture, which
+/// takes only print! and eprint!) and returns false, to return itself; under CI
+/// (`CI=true`, where `.ci/run` installs what the tests need) it fails instead.
+pub fn cannot_run(why: &str) -> bool {
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test}: {why}; CI must be able to run it (.ci/run installs what it needs)");
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {test}: {why}");
+    false
+}
+
 /// The session id in a session file's header.
 pub fn session_id(file: &std::path::Path) -> String {
     gjcfs::engine::load_session(file)
@@ -59,6 +79,21 @@ pub fn at<'a>(value: &'a Value, path: &[&str]) -> &'a Value {
 /// The path of the built `gjcfs` binary.
 pub fn gjcfs_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_gjcfs"))
+}
+
+/// The standard output of `gjcfs ARGS…`, which must succeed.
+pub fn gjcfs_stdout<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
+    let out = std::process::Command::new(gjcfs_bin())
+        .args(args)
+        .output()
+        .expect("gjcfs runs");
+    let shown: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
+    assert!(
+        out.status.success(),
+        "gjcfs {shown:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
 /// Builds session files line by line for tests.

@@ -1,0 +1,46 @@
+//! `gjcfs man --out DIR`: a man page per command (`gjcfs.1`, `gjcfs-ls.1`,
+//! `gjcfs-history-search.1`, …), generated from the same definitions the parser uses. The
+//! pages in `docs/man/` are these, and a test keeps them current.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::CommandFactory;
+
+/// `gjcfs man`'s arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The directory to write the pages into (created if missing; pages already there are
+    /// replaced).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("{}: cannot create", args.out.display()))?;
+    let mut command = super::Cli::command().disable_help_subcommand(true);
+    // Gives every subcommand its display name (`gjcfs-history-search`).
+    command.build();
+    let mut written = 0;
+    write_pages(&command, &args.out, &mut written)?;
+    eprintln!("gjcfs: wrote {written} man pages to {}", args.out.display());
+    Ok(())
+}
+
+/// Writes the page of `command` and of each of its subcommands, counting them.
+fn write_pages(command: &clap::Command, dir: &Path, written: &mut usize) -> Result<()> {
+    let page = clap_mangen::Man::new(command.clone());
+    let mut text = Vec::new();
+    page.render(&mut text)?;
+    let path = dir.join(page.get_filename());
+    // Through a temp file and a rename: a reader never sees half a page.
+    let temp = dir.join(format!(".{}.tmp", page.get_filename()));
+    std::fs::write(&temp, &text).with_context(|| format!("{}: cannot write", temp.display()))?;
+    std::fs::rename(&temp, &path).with_context(|| format!("{}: cannot write", path.display()))?;
+    *written += 1;
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        write_pages(sub, dir, written)?;
+    }
+    Ok(())
+}
