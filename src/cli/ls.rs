@@ -1,5 +1,7 @@
-//! `gjcfs ls [--all] [--cwd DIR] [--json]`: sessions like the agent's session picker.
+//! `gjcfs ls [--all] [--cwd DIR] [--long] [--json]`: sessions like the agent's session
+//! picker, with their tokens and cost on request.
 
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,9 +13,11 @@ use gjcfs_engine::discovery::{
 use gjcfs_engine::json::{self, Object, Value};
 use gjcfs_engine::legacy::{list_candidates, LegacyRoots};
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
+use gjcfs_engine::store_usage::scan_sessions;
 use gjcfs_engine::time::format_iso_millis;
+use gjcfs_engine::usage::UsageSum;
 
-use super::output::{terminal_safe, title_cell, NothingFound};
+use super::output::{terminal_safe, title_cell, token_count, NothingFound};
 use super::store::StoreArgs;
 
 /// `gjcfs ls`' arguments.
@@ -25,19 +29,36 @@ pub struct Args {
     /// The workspace whose sessions to list [default: the current directory].
     #[arg(long, value_name = "DIR", conflicts_with_all = ["all", "session_dir"])]
     pub cwd: Option<PathBuf>,
-    /// One JSON object per session and line.
+    /// Add each session's tokens and cost (read from every reply it records).
+    #[arg(long, short = 'l')]
+    pub long: bool,
+    /// One JSON object per session and line, with its tokens and cost ("usage").
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }
 
-pub fn command(args: Args) -> Result<()> {
-    let all = args.all || args.store.session_dir.is_some();
-    run(all, args.cwd.as_deref(), args.json, &args.store)
+/// How the sessions are printed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    /// The table with tokens and cost.
+    Long,
+    Json,
 }
 
-pub fn run(all: bool, cwd: Option<&Path>, as_json: bool, store: &StoreArgs) -> Result<()> {
+pub fn command(args: Args) -> Result<()> {
+    let all = args.all || args.store.session_dir.is_some();
+    let format = match (args.json, args.long) {
+        (true, _) => Format::Json,
+        (false, true) => Format::Long,
+        (false, false) => Format::Table,
+    };
+    run(all, args.cwd.as_deref(), format, &args.store)
+}
+
+pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> Result<()> {
     let dirs = store.agent_dirs()?;
     let sessions_root = match &store.session_dir {
         Some(dir) => dir.clone(),
@@ -106,19 +127,49 @@ pub fn run(all: bool, cwd: Option<&Path>, as_json: bool, store: &StoreArgs) -> R
         let in_store = store.transcripts().map_or(0, |p| p.len());
         return Err(nothing_listed(in_store, &sessions_root, looked_in).into());
     }
+    let usage = match format {
+        Format::Table => vec![None; rows.len()],
+        Format::Long | Format::Json => {
+            let paths: Vec<PathBuf> = rows.iter().map(|(info, _)| info.path.clone()).collect();
+            session_usage(&paths)
+        }
+    };
     let mut out = BufWriter::new(std::io::stdout().lock());
-    if !as_json {
-        writeln!(out, "{}", header_row())?;
+    if format != Format::Json {
+        writeln!(out, "{}", header_row(format == Format::Long))?;
     }
-    for (info, provenance) in &rows {
-        if as_json {
-            writeln!(out, "{}", json::to_compact(&to_json(info, *provenance)))?;
-        } else {
-            writeln!(out, "{}", table_row(info, *provenance))?;
+    for ((info, provenance), usage) in rows.iter().zip(&usage) {
+        match format {
+            Format::Json => writeln!(
+                out,
+                "{}",
+                json::to_compact(&to_json(info, *provenance, usage.as_ref()))
+            )?,
+            Format::Long => writeln!(out, "{}", table_row(info, *provenance, Some(usage)))?,
+            Format::Table => writeln!(out, "{}", table_row(info, *provenance, None))?,
         }
     }
     out.flush()?;
     Ok(())
+}
+
+/// The usage each session records ([`UsageSum`] of every reply its statistics count,
+/// copies from a parent included), or `None` for a file that cannot be loaded; read on
+/// every core, with progress on a terminal.
+fn session_usage(paths: &[PathBuf]) -> Vec<Option<UsageSum>> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    let scan = scan_sessions(paths, threads, &|_| {});
+    let mut sums: HashMap<&Path, UsageSum> = HashMap::with_capacity(paths.len());
+    for (path, contribution) in &scan.contributions {
+        let sum = sums.entry(path.as_path()).or_default();
+        for record in &contribution.records {
+            sum.add(&record.amounts);
+        }
+    }
+    paths
+        .iter()
+        .map(|p| sums.get(p.as_path()).copied())
+        .collect()
 }
 
 /// What an empty listing says: where it looked, and for one workspace, how many session
@@ -141,15 +192,42 @@ fn nothing_listed(in_store: usize, sessions_root: &Path, workspace: Option<&Path
     })
 }
 
+/// Width of the TOKENS and COST columns of `--long`.
+const TOKENS_WIDTH: usize = 13;
+const COST_WIDTH: usize = 10;
+
 /// The column names above the rows.
-fn header_row() -> String {
+fn header_row(long: bool) -> String {
+    let usage = if long {
+        format!("  {:>TOKENS_WIDTH$}  {:>COST_WIDTH$}", "TOKENS", "COST")
+    } else {
+        String::new()
+    };
     format!(
-        "{:<36}  {:<16}  {:>5}  {}  {}",
+        "{:<36}  {:<16}  {:>5}{usage}  {}  {}",
         "SESSION", "MODIFIED (UTC)", "MSGS", "CWD", "TITLE"
     )
 }
 
-fn table_row(info: &SessionInfo, provenance: Option<&str>) -> String {
+/// The TOKENS and COST cells of `--long` (`-` for a file that cannot be loaded).
+fn usage_cells(usage: Option<&UsageSum>) -> String {
+    let (tokens, cost) = usage.map_or_else(
+        || ("-".to_owned(), "-".to_owned()),
+        |u| {
+            let t = &u.totals;
+            let tokens = t.input + t.output + t.cache_read + t.cache_write;
+            (token_count(tokens), format!("${:.4}", t.cost))
+        },
+    );
+    format!("  {tokens:>TOKENS_WIDTH$}  {cost:>COST_WIDTH$}")
+}
+
+/// A row of the table; `usage` is `Some` with `--long`.
+fn table_row(
+    info: &SessionInfo,
+    provenance: Option<&str>,
+    usage: Option<&Option<UsageSum>>,
+) -> String {
     let modified = format_iso_millis(info.modified_ms);
     let count = if info.message_count_is_estimate {
         format!("{}+", info.message_count)
@@ -161,8 +239,9 @@ fn table_row(info: &SessionInfo, provenance: Option<&str>) -> String {
     } else {
         ""
     };
+    let usage = usage.map_or_else(String::new, |u| usage_cells(u.as_ref()));
     format!(
-        "{:<36}  {}  {:>5}  {}  {}{legacy}",
+        "{:<36}  {}  {:>5}{usage}  {}  {}{legacy}",
         terminal_safe(&info.id),
         &modified[..16].replace('T', " "),
         count,
@@ -171,8 +250,8 @@ fn table_row(info: &SessionInfo, provenance: Option<&str>) -> String {
     )
 }
 
-fn to_json(info: &SessionInfo, provenance: Option<&str>) -> Value {
-    let mut o = Object::with_capacity(10);
+fn to_json(info: &SessionInfo, provenance: Option<&str>, usage: Option<&UsageSum>) -> Value {
+    let mut o = Object::with_capacity(11);
     o.insert("id", Value::string(info.id.as_str()));
     o.insert(
         "title",
@@ -197,5 +276,6 @@ fn to_json(info: &SessionInfo, provenance: Option<&str>) -> Value {
     if let Some(provenance) = provenance {
         o.insert("provenance", Value::string(provenance));
     }
+    o.insert("usage", usage.map_or(Value::Null, UsageSum::to_value));
     Value::Object(o)
 }

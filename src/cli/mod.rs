@@ -20,6 +20,7 @@ mod mount;
 #[path = "mount_windows.rs"]
 mod mount;
 mod output;
+mod range;
 mod search;
 mod show;
 mod store;
@@ -131,12 +132,15 @@ enum Command {
     /// Token usage and cost over the whole store, each reply counted once
     ///
     /// Summed over every session of the store: a fork or branched copy repeats its parent's
-    /// entries, and the copies are not counted again.
+    /// entries, and the copies are not counted again. Grouped by session, day, ISO week,
+    /// month, project or model (each grouping's groups add up to the total), and limited to
+    /// the replies of a time range.
     ///
     /// Examples:
     ///   gjcfs usage
-    ///   gjcfs usage --by day
-    ///   gjcfs usage --by model --json
+    ///   gjcfs usage --by day --since 2026-11-01
+    ///   gjcfs usage --by week --since 2026-10-01 --until 2026-11-01
+    ///   gjcfs usage --by session --json
     #[command(verbatim_doc_comment)]
     Usage(usage::UsageArgs),
     /// Search every session of the store at once

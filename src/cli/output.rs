@@ -18,6 +18,15 @@ pub fn title_cell(title: Option<&str>, first_prompt: Option<&str>, max: usize) -
     terminal_safe(&gjcfs_engine::views::one_line(first, max)).into_owned()
 }
 
+/// A token count for a table: grouped digits when it is a whole number.
+pub fn token_count(n: f64) -> String {
+    if n.fract() == 0.0 && (0.0..9e15).contains(&n) {
+        gjcfs_engine::views::thousands(n as u64)
+    } else {
+        format!("{n}")
+    }
+}
+
 /// How many skipped lines are named one by one before the rest are only counted.
 const SKIPPED_SHOWN: usize = 5;
 

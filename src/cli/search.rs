@@ -11,9 +11,10 @@ use gjcfs_engine::search::{
     default_index_dir, Filters, Hit, Progress, Query, Role, SearchError, SearchIndex,
 };
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
-use gjcfs_engine::time::{format_iso_millis, parse_iso_millis};
+use gjcfs_engine::time::format_iso_millis;
 
-use super::output::{title_cell, BadQuery, NothingFound};
+use super::output::{title_cell, NothingFound};
+use super::range::TimeRangeArgs;
 use super::store::StoreArgs;
 
 /// Progress is shown when at least this many bytes need indexing.
@@ -37,12 +38,8 @@ pub struct SearchArgs {
     /// Search the sessions of every workspace.
     #[arg(long)]
     all: bool,
-    /// Only entries from this date or time on (YYYY-MM-DD, UTC, or an ISO timestamp).
-    #[arg(long, value_name = "DATE")]
-    since: Option<String>,
-    /// Only entries before this date or time (YYYY-MM-DD is the start of that day, UTC).
-    #[arg(long, value_name = "DATE")]
-    until: Option<String>,
+    #[command(flatten)]
+    range: TimeRangeArgs,
     /// Only messages of this role (tool: tool results and bash/python executions).
     #[arg(long, value_enum)]
     role: Option<RoleArg>,
@@ -70,13 +67,6 @@ enum RoleArg {
     Tool,
 }
 
-/// A date or time given to --since or --until, in milliseconds since the epoch.
-fn parse_time(text: &str) -> Result<i64> {
-    parse_iso_millis(text)
-        .or_else(|| parse_iso_millis(&format!("{text}T00:00:00.000Z")))
-        .with_context(|| format!("invalid date {text:?}: expected YYYY-MM-DD or an ISO timestamp"))
-}
-
 pub fn run(args: SearchArgs) -> Result<()> {
     let query = if args.substring {
         Query::substring(&args.query)?
@@ -93,23 +83,12 @@ pub fn run(args: SearchArgs) -> Result<()> {
                 .into_owned(),
         ),
     };
-    let since_ms = args.since.as_deref().map(parse_time).transpose()?;
-    let until_ms = args.until.as_deref().map(parse_time).transpose()?;
-    if let (Some(since), Some(until)) = (since_ms, until_ms) {
-        if since >= until {
-            return Err(BadQuery(format!(
-                "--since {} is not before --until {}: no entry can be in that range",
-                args.since.as_deref().unwrap_or_default(),
-                args.until.as_deref().unwrap_or_default()
-            ))
-            .into());
-        }
-    }
+    let range = args.range.range()?;
     let workspace = cwd.clone();
     let filters = Filters {
         cwd,
-        since_ms,
-        until_ms,
+        since_ms: range.since_ms,
+        until_ms: range.until_ms,
         role: args.role.map(|r| match r {
             RoleArg::User => Role::User,
             RoleArg::Assistant => Role::Assistant,

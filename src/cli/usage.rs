@@ -1,4 +1,5 @@
-//! `gjcfs usage [--by day|project|model] [--json]`: token usage and cost over the store.
+//! `gjcfs usage [--by GROUP] [--since DATE] [--until DATE] [--json]`: token usage and cost
+//! over the store.
 
 use std::io::{BufWriter, IsTerminal, Write};
 
@@ -11,7 +12,8 @@ use gjcfs_engine::store_usage::{scan_sessions, Grouping, StoreUsage};
 use gjcfs_engine::usage::UsageSum;
 use gjcfs_engine::views::thousands;
 
-use super::output::terminal_safe;
+use super::output::{terminal_safe, token_count as count};
+use super::range::TimeRangeArgs;
 use super::store::StoreArgs;
 
 /// How many unreadable files are named one by one before the rest are only counted.
@@ -21,12 +23,16 @@ const PROGRESS_FROM: usize = 500;
 
 #[derive(Args)]
 pub struct UsageArgs {
-    /// Group the totals: by the UTC day of each reply, by project (the session's working
-    /// directory), or by model.
+    /// Group the totals: by the session a reply counts in (its oldest copy), by the UTC
+    /// day, ISO week (YYYY-Www, from Monday) or month of each reply, by project (the
+    /// session's working directory), or by model.
     #[arg(long, value_enum, value_name = "GROUP")]
     by: Option<By>,
-    /// Print JSON: {"sessions","records","copies","skipped","totals"} and the groups
-    /// ("byDay", "byProject" or "byModel").
+    /// Only replies in this range (--since from, --until before).
+    #[command(flatten)]
+    range: TimeRangeArgs,
+    /// Print JSON: {"sessions","records","copies","skipped","outsideRange","totals"} and
+    /// the groups ("bySession", "byDay", "byWeek", "byMonth", "byProject" or "byModel").
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -35,17 +41,24 @@ pub struct UsageArgs {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum By {
+    Session,
     Day,
+    Week,
+    Month,
     Project,
     Model,
 }
 
 pub fn run(args: UsageArgs) -> Result<()> {
     let by = args.by.map(|b| match b {
+        By::Session => Grouping::Session,
         By::Day => Grouping::Day,
+        By::Week => Grouping::Week,
+        By::Month => Grouping::Month,
         By::Project => Grouping::Project,
         By::Model => Grouping::Model,
     });
+    let range = args.range.range()?;
     let paths = args.store.transcripts()?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
     let show_progress = paths.len() >= PROGRESS_FROM && std::io::stderr().is_terminal();
@@ -80,7 +93,7 @@ pub fn run(args: UsageArgs) -> Result<()> {
     keep_live_copies(&mut contributions, |(path, c, ms)| {
         (&c.session_id, *ms, path)
     });
-    let usage = StoreUsage::combine(contributions.iter().map(|(_, c, _)| c));
+    let usage = StoreUsage::combine_in(contributions.iter().map(|(_, c, _)| c), range);
     let mut out = BufWriter::new(std::io::stdout().lock());
     if args.json {
         writeln!(out, "{}", json::to_pretty(&usage.to_value(by)))?;
@@ -91,19 +104,11 @@ pub fn run(args: UsageArgs) -> Result<()> {
     Ok(())
 }
 
-/// A token count: grouped digits when it is a whole number.
-fn count(n: f64) -> String {
-    if n.fract() == 0.0 && (0.0..9e15).contains(&n) {
-        thousands(n as u64)
-    } else {
-        format!("{n}")
-    }
-}
-
-fn row(label: &str, sum: &UsageSum) -> Vec<String> {
+/// A row: its labels (one, or a session's id and project), then the numbers.
+fn row(labels: Vec<String>, sum: &UsageSum) -> Vec<String> {
     let t = &sum.totals;
-    vec![
-        label.to_owned(),
+    let mut cells = labels;
+    cells.extend([
         thousands(sum.records),
         count(t.input),
         count(t.output),
@@ -111,54 +116,77 @@ fn row(label: &str, sum: &UsageSum) -> Vec<String> {
         count(t.cache_write),
         count(t.premium_requests),
         format!("${:.4}", t.cost),
-    ]
+    ]);
+    cells
 }
 
 fn write_table(out: &mut impl Write, usage: &StoreUsage, by: Option<Grouping>) -> Result<()> {
+    let outside = if usage.outside_range > 0 {
+        format!(", {} outside the range", thousands(usage.outside_range))
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "{} sessions, {} usage records counted, {} copies in forks not counted, {} invalid",
+        "{} sessions, {} usage records counted, {} copies in forks not counted, {} invalid{outside}",
         thousands(usage.sessions as u64),
         thousands(usage.totals.records),
         thousands(usage.copies),
         thousands(usage.skipped)
     )?;
-    let first = match by {
-        None => "",
-        Some(Grouping::Day) => "DAY",
-        Some(Grouping::Project) => "PROJECT",
-        Some(Grouping::Model) => "MODEL",
+    let labels: &[&str] = match by {
+        None => &[""],
+        Some(Grouping::Session) => &["SESSION", "PROJECT"],
+        Some(Grouping::Day) => &["DAY"],
+        Some(Grouping::Week) => &["WEEK"],
+        Some(Grouping::Month) => &["MONTH"],
+        Some(Grouping::Project) => &["PROJECT"],
+        Some(Grouping::Model) => &["MODEL"],
     };
-    let mut rows = vec![[
-        first,
-        "RECORDS",
-        "INPUT",
-        "OUTPUT",
-        "CACHE READ",
-        "CACHE WRITE",
-        "PREMIUM",
-        "COST",
-    ]
-    .map(str::to_owned)
-    .to_vec()];
+    let mut header: Vec<String> = labels.iter().map(|&l| l.to_owned()).collect();
+    header.extend(
+        [
+            "RECORDS",
+            "INPUT",
+            "OUTPUT",
+            "CACHE READ",
+            "CACHE WRITE",
+            "PREMIUM",
+            "COST",
+        ]
+        .map(str::to_owned),
+    );
+    let mut rows = vec![header];
     if let Some(by) = by {
         // Projects are the sessions' cwds, models what the replies named.
-        rows.extend(
-            usage
-                .groups(by)
-                .iter()
-                .map(|(key, sum)| row(&terminal_safe(key), sum)),
-        );
+        rows.extend(usage.groups(by).iter().map(|(key, sum)| {
+            let mut cells = vec![terminal_safe(key).into_owned()];
+            if by == Grouping::Session {
+                let cwd = usage.session_cwds.get(key).map_or("", String::as_str);
+                cells.push(terminal_safe(cwd).into_owned());
+            }
+            row(cells, sum)
+        }));
     }
-    rows.push(row("total", &usage.totals));
+    let mut total = vec!["total".to_owned()];
+    total.resize(labels.len(), String::new());
+    rows.push(row(total, &usage.totals));
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     writeln!(out)?;
     for r in &rows {
-        let mut line = format!("{:<w$}", r[0], w = widths[0]);
-        for (cell, w) in r.iter().zip(&widths).skip(1) {
-            line.push_str(&format!("  {cell:>w$}"));
+        let mut line = String::new();
+        for (c, (cell, w)) in r.iter().zip(&widths).enumerate() {
+            if c > 0 {
+                line.push_str("  ");
+            }
+            // Labels to the left, numbers to the right.
+            if c < labels.len() {
+                line.push_str(&format!("{cell:<w$}"));
+            } else {
+                line.push_str(&format!("{cell:>w$}"));
+            }
         }
         writeln!(out, "{}", line.trim_end())?;
     }

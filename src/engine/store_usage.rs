@@ -25,9 +25,16 @@
 //!   given). A record counts in the first session that holds its identity; the same identity
 //!   in a later session is a copy, counted in [`StoreUsage::copies`] only. A record repeated
 //!   within one session counts each time, as the session's own statistics count it.
-//! - Groups: day — the UTC date (`YYYY-MM-DD`) of the entry's timestamp (of the message's
-//!   `timestamp` when the entry's is unparsable, else `unknown`); project — the header `cwd`
-//!   of the session the record counts in; model — [`usage_model`](super::usage::usage_model).
+//! - A record's time is its entry's timestamp, else its message's `timestamp` (epoch
+//!   milliseconds) when the entry's is unparsable, else none. A [`TimeRange`] keeps the
+//!   records whose time is in `[since, until)`; a record without a time is in no bounded
+//!   range. Copies share their original's time, so a range keeps or drops both.
+//! - Groups (every record counted falls in exactly one group of each grouping, so each
+//!   grouping's sums add up to the totals): session — the id of the session the record
+//!   counts in (its `cwd` beside it); day — the UTC date (`YYYY-MM-DD`) of its time; week —
+//!   its ISO 8601 week (`YYYY-Www`, weeks from Monday, UTC); month — `YYYY-MM`; a record
+//!   without a time is in the `unknown` day, week and month; project — the header `cwd` of
+//!   the session it counts in; model — [`usage_model`](super::usage::usage_model).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -37,7 +44,7 @@ use super::json::{Object, Value};
 use super::load::{load_session, LoadError, LoadedSession};
 use super::migrate::Migration;
 use super::session::Session;
-use super::time::{format_iso_millis, parse_iso_millis};
+use super::time::{format_iso_millis, iso_week_of_day, month_of_day, parse_iso_millis};
 use super::usage::{UsageSum, UsageTotals};
 
 const DAY_MS: i64 = 86_400_000;
@@ -66,8 +73,8 @@ pub struct ContributedUsage {
     pub entry_id: String,
     /// The entry's ISO timestamp as stored.
     pub timestamp: String,
-    /// Days since the epoch of the record's time (UTC), if it has one.
-    pub day: Option<i64>,
+    /// The record's time in milliseconds since the epoch, if it has one.
+    pub time_ms: Option<i64>,
     pub model: String,
     pub amounts: UsageTotals,
 }
@@ -82,16 +89,14 @@ impl SessionUsageContribution {
             .map(|c| {
                 let record = session.record(c.index);
                 let timestamp = record.timestamp().unwrap_or_default();
-                let day = parse_iso_millis(timestamp)
-                    .or_else(|| {
-                        let ms = record.message()?.get("timestamp")?.as_f64()?;
-                        ms.is_finite().then_some(ms as i64)
-                    })
-                    .map(|ms| ms.div_euclid(DAY_MS));
+                let time_ms = parse_iso_millis(timestamp).or_else(|| {
+                    let ms = record.message()?.get("timestamp")?.as_f64()?;
+                    ms.is_finite().then_some(ms as i64)
+                });
                 ContributedUsage {
                     entry_id: record.id().unwrap_or_default().to_owned(),
                     timestamp: timestamp.to_owned(),
-                    day,
+                    time_ms,
                     model: c.model,
                     amounts: c.amounts,
                 }
@@ -121,21 +126,69 @@ impl SessionUsageContribution {
     }
 }
 
-/// How store usage is grouped.
+/// How store usage is grouped (see the module invariants).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Grouping {
+    Session,
     Day,
+    Week,
+    Month,
     Project,
     Model,
 }
 
 impl Grouping {
+    /// Every grouping, in the order `usage.json` writes them.
+    pub const ALL: [Grouping; 6] = [
+        Grouping::Session,
+        Grouping::Day,
+        Grouping::Week,
+        Grouping::Month,
+        Grouping::Project,
+        Grouping::Model,
+    ];
+
     /// The member of [`StoreUsage::to_value`] holding the groups.
     pub fn json_key(self) -> &'static str {
         match self {
+            Grouping::Session => "bySession",
             Grouping::Day => "byDay",
+            Grouping::Week => "byWeek",
+            Grouping::Month => "byMonth",
             Grouping::Project => "byProject",
             Grouping::Model => "byModel",
+        }
+    }
+}
+
+/// The records a report counts, by their time: `[since, until)`, either end open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimeRange {
+    /// Milliseconds since the epoch, inclusive.
+    pub since_ms: Option<i64>,
+    /// Milliseconds since the epoch, exclusive.
+    pub until_ms: Option<i64>,
+}
+
+impl TimeRange {
+    /// Every record, with or without a time.
+    pub const ALL: TimeRange = TimeRange {
+        since_ms: None,
+        until_ms: None,
+    };
+
+    fn is_bounded(&self) -> bool {
+        self.since_ms.is_some() || self.until_ms.is_some()
+    }
+
+    /// Whether a record of this time is counted.
+    pub fn contains(&self, time_ms: Option<i64>) -> bool {
+        match time_ms {
+            None => !self.is_bounded(),
+            Some(t) => {
+                self.since_ms.is_none_or(|since| t >= since)
+                    && self.until_ms.is_none_or(|until| t < until)
+            }
         }
     }
 }
@@ -150,15 +203,30 @@ pub struct StoreUsage {
     pub copies: u64,
     /// Invalid usage records, summed over the sessions' own statistics.
     pub skipped: u64,
+    /// Records left out because their time is outside the report's [`TimeRange`].
+    pub outside_range: u64,
+    pub by_session: BTreeMap<String, UsageSum>,
     pub by_day: BTreeMap<String, UsageSum>,
+    pub by_week: BTreeMap<String, UsageSum>,
+    pub by_month: BTreeMap<String, UsageSum>,
     pub by_project: BTreeMap<String, UsageSum>,
     pub by_model: BTreeMap<String, UsageSum>,
+    /// The `cwd` of each session of [`StoreUsage::by_session`].
+    pub session_cwds: BTreeMap<String, String>,
 }
 
 impl StoreUsage {
     /// Combines the contributions of the store's sessions (see the module invariants).
     pub fn combine<'a>(
         contributions: impl IntoIterator<Item = &'a SessionUsageContribution>,
+    ) -> Self {
+        Self::combine_in(contributions, TimeRange::ALL)
+    }
+
+    /// As [`StoreUsage::combine`], counting only the records whose time is in `range`.
+    pub fn combine_in<'a>(
+        contributions: impl IntoIterator<Item = &'a SessionUsageContribution>,
+        range: TimeRange,
     ) -> Self {
         let all: Vec<&SessionUsageContribution> = contributions.into_iter().collect();
         let lineage = Lineage::new(&all);
@@ -183,6 +251,10 @@ impl StoreUsage {
             let root = lineage.root(i);
             let mut counted = UsageSum::default();
             for r in &c.records {
+                if !range.contains(r.time_ms) {
+                    usage.outside_range += 1;
+                    continue;
+                }
                 let id = if c.stable_ids {
                     r.entry_id.as_str()
                 } else {
@@ -195,7 +267,10 @@ impl StoreUsage {
                 }
                 usage.totals.add(&r.amounts);
                 counted.add(&r.amounts);
-                by_day.entry(r.day).or_default().add(&r.amounts);
+                by_day
+                    .entry(r.time_ms.map(|ms| ms.div_euclid(DAY_MS)))
+                    .or_default()
+                    .add(&r.amounts);
                 match usage.by_model.get_mut(&r.model) {
                     Some(sum) => sum.add(&r.amounts),
                     None => {
@@ -206,59 +281,82 @@ impl StoreUsage {
                 }
             }
             if counted.records > 0 {
-                match usage.by_project.get_mut(&c.cwd) {
-                    Some(sum) => sum.merge(&counted),
-                    None => {
-                        usage.by_project.insert(c.cwd.clone(), counted);
-                    }
-                }
+                merge_into(&mut usage.by_project, &c.cwd, &counted);
+                merge_into(&mut usage.by_session, &c.session_id, &counted);
+                usage
+                    .session_cwds
+                    .entry(c.session_id.clone())
+                    .or_insert_with(|| c.cwd.clone());
             }
         }
-        usage.by_day = by_day
-            .into_iter()
-            .map(|(day, sum)| {
-                let key = day.map_or_else(
-                    || "unknown".to_owned(),
-                    |d| format_iso_millis(d * DAY_MS)[..10].to_owned(),
-                );
-                (key, sum)
-            })
-            .collect();
+        for (day, sum) in by_day {
+            let [d, w, m] = match day {
+                None => ["unknown", "unknown", "unknown"].map(str::to_owned),
+                Some(d) => [
+                    format_iso_millis(d * DAY_MS)[..10].to_owned(),
+                    iso_week_of_day(d),
+                    month_of_day(d),
+                ],
+            };
+            usage.by_day.insert(d, sum);
+            merge_into(&mut usage.by_week, &w, &sum);
+            merge_into(&mut usage.by_month, &m, &sum);
+        }
         usage
     }
 
     pub fn groups(&self, by: Grouping) -> &BTreeMap<String, UsageSum> {
         match by {
+            Grouping::Session => &self.by_session,
             Grouping::Day => &self.by_day,
+            Grouping::Week => &self.by_week,
+            Grouping::Month => &self.by_month,
             Grouping::Project => &self.by_project,
             Grouping::Model => &self.by_model,
         }
     }
 
-    /// `{"sessions", "records", "copies", "skipped", "totals": {…}}`, and with a grouping
-    /// its groups (`"byDay"` / `"byProject"` / `"byModel"`: key → totals and `records`,
-    /// keys in byte order). Totals are written as [`UsageSum::to_value`] writes them.
+    /// `{"sessions", "records", "copies", "skipped", "outsideRange", "totals": {…}}`, and
+    /// with a grouping its groups ([`Grouping::json_key`]: key → totals and `records`, keys
+    /// in byte order; a session's group also has its `cwd`). Totals are written as
+    /// [`UsageSum::to_value`] writes them.
     pub fn to_value(&self, by: Option<Grouping>) -> Value {
         self.to_value_grouped(by.as_slice())
     }
 
     /// As [`StoreUsage::to_value`], with the groups of every grouping of `by`, in that order.
     pub fn to_value_grouped(&self, by: &[Grouping]) -> Value {
-        let mut o = Object::with_capacity(5 + by.len());
+        let mut o = Object::with_capacity(6 + by.len());
         o.insert("sessions", Value::number(self.sessions as f64));
         o.insert("records", Value::number(self.totals.records as f64));
         o.insert("copies", Value::number(self.copies as f64));
         o.insert("skipped", Value::number(self.skipped as f64));
+        o.insert("outsideRange", Value::number(self.outside_range as f64));
         o.insert("totals", self.totals.to_value());
         for &by in by {
             let groups = self.groups(by);
             let mut g = Object::with_capacity(groups.len());
             for (key, sum) in groups {
-                g.insert(key, sum.to_value());
+                let mut value = sum.to_value();
+                if let (Grouping::Session, Value::Object(members)) = (by, &mut value) {
+                    let cwd = self.session_cwds.get(key).map_or("", String::as_str);
+                    members.insert("cwd", Value::string(cwd));
+                }
+                g.insert(key, value);
             }
             o.insert(by.json_key(), Value::Object(g));
         }
         Value::Object(o)
+    }
+}
+
+/// Adds `sum` to the group `key`.
+fn merge_into(groups: &mut BTreeMap<String, UsageSum>, key: &str, sum: &UsageSum) {
+    match groups.get_mut(key) {
+        Some(group) => group.merge(sum),
+        None => {
+            groups.insert(key.to_owned(), *sum);
+        }
     }
 }
 
@@ -356,6 +454,7 @@ pub fn scan_sessions(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json;
 
     fn contribution(
         id: &str,
@@ -373,7 +472,7 @@ mod tests {
                 .map(|(entry_id, timestamp)| ContributedUsage {
                     entry_id: (*entry_id).to_owned(),
                     timestamp: (*timestamp).to_owned(),
-                    day: parse_iso_millis(timestamp).map(|ms| ms.div_euclid(DAY_MS)),
+                    time_ms: parse_iso_millis(timestamp),
                     model: "m".to_owned(),
                     amounts: UsageTotals {
                         input: 1.0,
@@ -465,6 +564,104 @@ mod tests {
                 .keys()
                 .collect::<Vec<_>>(),
             ["unknown"]
+        );
+    }
+
+    #[test]
+    fn groups_by_session_week_and_month_and_keeps_a_time_range() {
+        let mut parent = contribution(
+            "p",
+            None,
+            &[
+                ("a1", "2026-01-31T23:59:59.999Z"),
+                ("a2", "2026-02-01T00:00:00.000Z"),
+            ],
+        );
+        parent.created = "2026-01-31T00:00:00.000Z".to_owned();
+        // A fork of p repeats a2 and adds a3; s2 is unrelated and has a record without time.
+        let mut fork = contribution(
+            "f",
+            Some("p"),
+            &[
+                ("a2", "2026-02-01T00:00:00.000Z"),
+                ("a3", "2026-02-09T12:00:00.000Z"),
+            ],
+        );
+        fork.created = "2026-02-02T00:00:00.000Z".to_owned();
+        let other = contribution(
+            "s2",
+            None,
+            &[("b1", "2025-12-29T08:00:00.000Z"), ("b2", "?")],
+        );
+        let all = [&parent, &fork, &other];
+        let keys = |usage: &StoreUsage, by| -> Vec<(String, u64)> {
+            usage
+                .groups(by)
+                .iter()
+                .map(|(k, v)| (k.clone(), v.records))
+                .collect()
+        };
+        let owned = |pairs: &[(&str, u64)]| -> Vec<(String, u64)> {
+            pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+        };
+        let usage = StoreUsage::combine(all);
+        assert_eq!((usage.totals.records, usage.copies), (5, 1));
+        assert_eq!(
+            keys(&usage, Grouping::Session),
+            owned(&[("f", 1), ("p", 2), ("s2", 2)])
+        );
+        assert_eq!(usage.session_cwds["f"], "/work/f");
+        // 2025-12-29 opens 2026-W01; 2026-01-31 is a Saturday of W05, 02-01 its Sunday.
+        assert_eq!(
+            keys(&usage, Grouping::Week),
+            owned(&[
+                ("2026-W01", 1),
+                ("2026-W05", 2),
+                ("2026-W07", 1),
+                ("unknown", 1)
+            ])
+        );
+        assert_eq!(
+            keys(&usage, Grouping::Month),
+            owned(&[
+                ("2025-12", 1),
+                ("2026-01", 1),
+                ("2026-02", 2),
+                ("unknown", 1)
+            ])
+        );
+        for by in Grouping::ALL {
+            let sum: u64 = usage.groups(by).values().map(|g| g.records).sum();
+            assert_eq!(sum, usage.totals.records, "{by:?}");
+        }
+        // February only: a2 once (its copy in the fork is a copy), a3; the rest outside.
+        let range = TimeRange {
+            since_ms: parse_iso_millis("2026-02-01"),
+            until_ms: parse_iso_millis("2026-03-01"),
+        };
+        let february = StoreUsage::combine_in(all, range);
+        assert_eq!(
+            (
+                february.totals.records,
+                february.copies,
+                february.outside_range
+            ),
+            (2, 1, 3)
+        );
+        assert_eq!(february.totals.totals.input, 2.0);
+        assert_eq!(
+            keys(&february, Grouping::Session),
+            owned(&[("f", 1), ("p", 1)])
+        );
+        let value = february.to_value(Some(Grouping::Session));
+        assert_eq!(
+            json::to_compact(&value),
+            "{\"sessions\":3,\"records\":2,\"copies\":1,\"skipped\":0,\"outsideRange\":3,\
+             \"totals\":{\"input\":2,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\
+             \"premiumRequests\":0,\"cost\":0,\"records\":2},\"bySession\":{\"f\":{\"input\":1,\
+             \"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\"premiumRequests\":0,\"cost\":0,\
+             \"records\":1,\"cwd\":\"/work/f\"},\"p\":{\"input\":1,\"output\":0,\"cacheRead\":0,\
+             \"cacheWrite\":0,\"premiumRequests\":0,\"cost\":0,\"records\":1,\"cwd\":\"/work/p\"}}}"
         );
     }
 }

@@ -49,6 +49,24 @@ fn days_in_month(y: i64, m: i64) -> i64 {
     ) - days_from_civil(y, m, 1)
 }
 
+/// The ISO 8601 week of a day count since 1970-01-01, as `YYYY-Www`: weeks start on
+/// Monday, and week 1 is the week holding the year's first Thursday (so 2021-01-01 is in
+/// `2020-W53`, 2024-12-30 in `2025-W01`).
+pub fn iso_week_of_day(day: i64) -> String {
+    // 1970-01-01 was a Thursday; 0 is Monday.
+    let weekday = (day + 3).rem_euclid(7);
+    let thursday = day - weekday + 3;
+    let (year, _, _) = civil_from_days(thursday);
+    let week = (thursday - days_from_civil(year, 1, 1)) / 7 + 1;
+    format!("{year:04}-W{week:02}")
+}
+
+/// The month of a day count since 1970-01-01, as `YYYY-MM`.
+pub fn month_of_day(day: i64) -> String {
+    let (year, month, _) = civil_from_days(day);
+    format!("{year:04}-{month:02}")
+}
+
 /// Milliseconds since the epoch of an ISO timestamp, or `None` where JavaScript gives NaN.
 pub fn parse_iso_millis(s: &str) -> Option<i64> {
     let b = s.as_bytes();
@@ -353,5 +371,23 @@ mod tests {
         for ms in [0, 951_782_400_123, 4_102_444_800_000, -62_135_596_800_000] {
             assert_eq!(parse_iso_millis(&format_iso_millis(ms)), Some(ms));
         }
+    }
+
+    #[test]
+    fn names_iso_weeks_and_months() {
+        let day = |s: &str| parse_iso_millis(s).unwrap().div_euclid(86_400_000);
+        for (date, week) in [
+            ("2021-01-01", "2020-W53"),
+            ("2021-01-04", "2021-W01"),
+            ("2024-12-29", "2024-W52"),
+            ("2024-12-30", "2025-W01"),
+            ("2026-12-02", "2026-W49"),
+            ("1970-01-01", "1970-W01"),
+            ("1969-12-28", "1969-W52"),
+        ] {
+            assert_eq!(iso_week_of_day(day(date)), week, "{date}");
+        }
+        assert_eq!(month_of_day(day("2026-02-28")), "2026-02");
+        assert_eq!(month_of_day(day("1969-12-31")), "1969-12");
     }
 }

@@ -1,5 +1,6 @@
 //! `usage.json` at the root: the usage of every session of the store, each reply counted
-//! once across fork lineages ([`StoreUsage`]), grouped by day, project and model.
+//! once across fork lineages ([`StoreUsage`]), grouped by session, day, week, month, project
+//! and model.
 //!
 //! Invariants:
 //! - The sessions are the transcript files of the source as they are now (a directory
@@ -121,7 +122,7 @@ impl StoreUsageView {
             (&c.session_id, stamp.millis(), path)
         });
         let usage = StoreUsage::combine(live.iter().map(|(_, _, c)| *c));
-        let value = usage.to_value_grouped(&[Grouping::Day, Grouping::Project, Grouping::Model]);
+        let value = usage.to_value_grouped(&Grouping::ALL);
         let mut out = json::to_pretty(&value).into_bytes();
         out.push(b'\n');
         let bytes = Arc::new(out);

@@ -16,6 +16,7 @@ mod cold_spill;
 mod conformance;
 mod context;
 mod corpus;
+mod cost;
 mod crash;
 mod demo_agent;
 mod fault_injection;

@@ -232,12 +232,22 @@ fn the_store_usage_matches_gjcfs_usage_and_follows_new_replies() {
         ))
     };
     for (by, key) in [
+        ("session", "bySession"),
         ("day", "byDay"),
+        ("week", "byWeek"),
+        ("month", "byMonth"),
         ("project", "byProject"),
         ("model", "byModel"),
     ] {
         let expected = cli(by);
-        for common in ["sessions", "records", "copies", "skipped", "totals"] {
+        for common in [
+            "sessions",
+            "records",
+            "copies",
+            "skipped",
+            "outsideRange",
+            "totals",
+        ] {
             assert_eq!(
                 member(&shown, common),
                 member(&expected, common),

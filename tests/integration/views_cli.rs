@@ -238,7 +238,7 @@ fn usage_prints_totals_and_groups_with_fork_copies_counted_once() {
     assert_eq!(
         json::to_compact(&value),
         concat!(
-            r#"{"sessions":2,"records":3,"copies":2,"skipped":0,"#,
+            r#"{"sessions":2,"records":3,"copies":2,"skipped":0,"outsideRange":0,"#,
             r#""totals":{"input":3000,"output":30,"cacheRead":15,"cacheWrite":0,"premiumRequests":0,"cost":0.75,"records":3},"#,
             r#""byProject":{"/work/a":{"input":2000,"output":20,"cacheRead":10,"cacheWrite":0,"premiumRequests":0,"cost":0.5,"records":2},"#,
             r#""/work/b":{"input":1000,"output":10,"cacheRead":5,"cacheWrite":0,"premiumRequests":0,"cost":0.25,"records":1}}}"#
