@@ -1,8 +1,9 @@
 //! `gjcfs check [--repair] [--json]`: the store checked for damage, and what is safe to
 //! repair repaired (`gjcfs_engine::check`).
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -10,6 +11,7 @@ use gjcfs_engine::check::{check_store, repair, repairs_dir, CheckProgress, Check
 use gjcfs_engine::json;
 use gjcfs_engine::storage::FileStorage;
 
+use super::progress::Progress;
 use super::store::StoreArgs;
 
 /// Progress is shown for stores of at least this many session files.
@@ -59,16 +61,13 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
             dirs.agent_dir().to_owned(),
         ),
     };
-    let terminal = std::io::stderr().is_terminal();
+    let bar: OnceLock<Progress> = OnceLock::new();
     let progress = |p: CheckProgress| {
-        if terminal && p.files_total >= PROGRESS_FROM {
-            eprint!(
-                "\rgjcfs: checking sessions {}/{}\x1b[K",
-                p.files_done, p.files_total
-            );
-            if p.files_done == p.files_total {
-                eprint!("\r\x1b[K");
-            }
+        let bar =
+            bar.get_or_init(|| Progress::files("checking sessions", p.files_total, PROGRESS_FROM));
+        bar.set(p.files_done as u64);
+        if p.files_done == p.files_total {
+            bar.finish();
         }
     };
     let report = check_store(&FileStorage, &target, &progress)

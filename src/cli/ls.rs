@@ -18,7 +18,9 @@ use gjcfs_engine::time::format_iso_millis;
 use gjcfs_engine::usage::UsageSum;
 
 use super::output::{terminal_safe, title_cell, token_count, NothingFound};
+use super::progress::Progress;
 use super::store::StoreArgs;
+use super::style;
 
 /// `gjcfs ls`' arguments.
 #[derive(clap::Args)]
@@ -136,7 +138,13 @@ pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> 
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
     if format != Format::Json {
-        writeln!(out, "{}", header_row(format == Format::Long))?;
+        let header = header_row(format == Format::Long);
+        let bold = style::stdout_colored();
+        writeln!(
+            out,
+            "{}",
+            style::paint(header.trim_end(), style::HEADER, bold)
+        )?;
     }
     for ((info, provenance), usage) in rows.iter().zip(&usage) {
         match format {
@@ -158,7 +166,9 @@ pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> 
 /// every core, with progress on a terminal.
 fn session_usage(paths: &[PathBuf]) -> Vec<Option<UsageSum>> {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-    let scan = scan_sessions(paths, threads, &|_| {});
+    let bar = Progress::files("reading sessions", paths.len(), PROGRESS_FROM);
+    let scan = scan_sessions(paths, threads, &|done| bar.set(done as u64));
+    bar.finish();
     let mut sums: HashMap<&Path, UsageSum> = HashMap::with_capacity(paths.len());
     for (path, contribution) in &scan.contributions {
         let sum = sums.entry(path.as_path()).or_default();
@@ -191,6 +201,9 @@ fn nothing_listed(in_store: usize, sessions_root: &Path, workspace: Option<&Path
         ),
     })
 }
+
+/// Progress is shown for the usage of at least this many sessions.
+const PROGRESS_FROM: usize = 500;
 
 /// Width of the TOKENS and COST columns of `--long`.
 const TOKENS_WIDTH: usize = 13;

@@ -20,10 +20,12 @@ mod mount;
 #[path = "mount_windows.rs"]
 mod mount;
 mod output;
+mod progress;
 mod range;
 mod search;
 mod show;
 mod store;
+mod style;
 mod usage;
 
 use std::process::ExitCode;
@@ -34,6 +36,10 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "gjcfs", version, about, long_about = None)]
 struct Cli {
+    /// When to colour the output: auto (on a terminal, unless NO_COLOR is set or TERM is
+    /// dumb), always or never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = style::ColorWhen::Auto)]
+    color: style::ColorWhen,
     #[command(subcommand)]
     command: Command,
 }
@@ -194,7 +200,10 @@ enum Command {
 }
 
 pub fn run() -> ExitCode {
+    // clap's own help and errors follow --color too.
+    style::set(style::from_args(std::env::args_os()).unwrap_or_default());
     let cli = Cli::parse();
+    style::set(cli.color);
     let result = match cli.command {
         Command::Context(args) => context::command(args),
         Command::Entries(args) => entries::command(args),
@@ -222,11 +231,11 @@ pub fn run() -> ExitCode {
             ExitCode::FAILURE
         }
         Err(err) if output::is_bad_query(&err) => {
-            eprintln!("gjcfs: error: {}", output::error_line(&err));
+            output::error(&err);
             ExitCode::from(2)
         }
         Err(err) => {
-            eprintln!("gjcfs: error: {}", output::error_line(&err));
+            output::error(&err);
             ExitCode::FAILURE
         }
     }

@@ -10,8 +10,8 @@
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::sync::Arc;
+use std::sync::{mpsc, OnceLock};
 use std::time::Duration;
 use std::time::Instant;
 
@@ -21,6 +21,7 @@ use gjcfs_fuse::lifecycle;
 use gjcfs_vfs::{SessionSource, Vfs, VfsConfig};
 
 use super::output::terminal_safe;
+use super::progress::Progress;
 
 /// `gjcfs mount`'s arguments.
 #[derive(clap::Args)]
@@ -68,6 +69,8 @@ pub fn umount_command(args: UmountArgs) -> Result<()> {
     umount(&args.mountpoint)
 }
 
+/// The first listing shows progress for stores of at least this many files.
+const LISTING_PROGRESS_FROM: usize = 2000;
 /// How many sessions stay loaded at once.
 const MAX_LOADED: usize = 64;
 /// Threads serving kernel requests (Linux; one elsewhere).
@@ -174,7 +177,15 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     let session = gjcfs_fuse::mount(vfs.clone(), &mountpoint, &options)
         .with_context(|| format!("{}: cannot mount", mountpoint.display()))?;
     eprintln!("gjcfs: mounted at {}", mountpoint.display());
-    let served = vfs.summary();
+    // The first listing reads the start of every session file.
+    let bar: OnceLock<Progress> = OnceLock::new();
+    let served = vfs.summary(&|done, total| {
+        bar.get_or_init(|| Progress::files("listing the store", total, LISTING_PROGRESS_FROM))
+            .set(done as u64);
+    });
+    if let Some(bar) = bar.get() {
+        bar.finish();
+    }
     let served_dir = session_dir.unwrap_or(dirs.agent_dir());
     eprintln!(
         "gjcfs: serving {}: {} session(s) in {} workspace(s), prompt history: {}{}",

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use gjcfs_engine::replay::SkippedLine;
 
+use super::style;
+
 /// The title a table shows for a session ([`gjcfs_engine::discovery::shown_title`]): its
 /// first line, as one line of at most `max` characters (controls and escape sequences
 /// dropped), safe for a terminal; `(untitled)` with neither a title nor a prompt.
@@ -33,20 +35,32 @@ const SKIPPED_SHOWN: usize = 5;
 /// Warns on stderr about lines a lenient load skipped.
 pub fn warn_skipped(path: &Path, skipped: &[SkippedLine]) {
     for s in skipped.iter().take(SKIPPED_SHOWN) {
-        eprintln!(
-            "gjcfs: warning: {}: skipped line {}: {}",
+        warn(format_args!(
+            "{}: skipped line {}: {}",
             path.display(),
             s.line,
             s.reason
-        );
+        ));
     }
     if skipped.len() > SKIPPED_SHOWN {
-        eprintln!(
-            "gjcfs: warning: {}: skipped {} more malformed lines",
+        warn(format_args!(
+            "{}: skipped {} more malformed lines",
             path.display(),
             skipped.len() - SKIPPED_SHOWN
-        );
+        ));
     }
+}
+
+/// Prints `gjcfs: warning: MESSAGE` on stderr (`warning:` coloured where colour is on).
+pub fn warn(message: impl std::fmt::Display) {
+    let label = style::paint("warning:", style::WARNING, style::stderr_colored());
+    eprintln!("gjcfs: {label} {message}");
+}
+
+/// Prints `gjcfs: error: ` and the error with its causes on one line on stderr.
+pub fn error(err: &anyhow::Error) {
+    let label = style::paint("error:", style::ERROR, style::stderr_colored());
+    eprintln!("gjcfs: {label} {}", error_line(err));
 }
 
 /// Whether an error is a closed stdout (e.g. piped into `head`), which is not a failure:

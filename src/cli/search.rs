@@ -1,8 +1,9 @@
 //! `gjcfs search QUERY`: full-text search over every session of the store, through the
 //! search index (`gjcfs_engine::search`), which is brought up to date first.
 
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -13,9 +14,11 @@ use gjcfs_engine::search::{
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::time::format_iso_millis;
 
-use super::output::{title_cell, NothingFound};
+use super::output::{title_cell, warn, NothingFound};
+use super::progress;
 use super::range::TimeRangeArgs;
 use super::store::StoreArgs;
+use super::style;
 
 /// Progress is shown when at least this many bytes need indexing.
 const PROGRESS_FROM: u64 = 50 << 20;
@@ -101,19 +104,15 @@ pub fn run(args: SearchArgs) -> Result<()> {
     let dirs = store_dirs(&args.store)?;
     let mut index = open_index(&args)?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-    let terminal = std::io::stderr().is_terminal();
+    // The bar appears with the first report, which says how much there is to index.
+    let bar: OnceLock<progress::Progress> = OnceLock::new();
     let progress = |p: Progress| {
-        if terminal && p.bytes_total >= PROGRESS_FROM {
-            eprint!(
-                "\rgjcfs: indexing {}/{} sessions, {} of {} MB\x1b[K",
-                p.files_done,
-                p.files_total,
-                p.bytes_done / 1_000_000,
-                p.bytes_total / 1_000_000
-            );
-            if p.files_done == p.files_total {
-                eprint!("\r\x1b[K");
-            }
+        let bar =
+            bar.get_or_init(|| progress::Progress::bytes("indexing", p.bytes_total, PROGRESS_FROM));
+        bar.set(p.bytes_done);
+        bar.note(format!("{}/{} sessions", p.files_done, p.files_total));
+        if p.files_done == p.files_total {
+            bar.finish();
         }
     };
     let (report, hits) = match index.search_dirs(&dirs, threads, &progress, &query, &filters) {
@@ -123,19 +122,19 @@ pub fn run(args: SearchArgs) -> Result<()> {
                 Ok(()) => "the index was removed to give its space back".to_owned(),
                 Err(e) => format!("the index could not be removed: {e}"),
             };
-            eprintln!("gjcfs: warning: {err}; {removed}; {IN_MEMORY}");
+            warn(format_args!("{err}; {removed}; {IN_MEMORY}"));
             index.search_dirs(&dirs, threads, &progress, &query, &filters)?
         }
         answer => answer?,
     };
     for (path, err) in report.failed.iter().take(FAILED_SHOWN) {
-        eprintln!("gjcfs: warning: not indexed: {}: {err}", path.display());
+        warn(format_args!("not indexed: {}: {err}", path.display()));
     }
     if report.failed.len() > FAILED_SHOWN {
-        eprintln!(
-            "gjcfs: warning: {} more files could not be indexed",
+        warn(format_args!(
+            "{} more files could not be indexed",
             report.failed.len() - FAILED_SHOWN
-        );
+        ));
     }
     if hits.is_empty() {
         if let Some(prefix) = &args.session {
@@ -154,7 +153,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
         .into());
     }
     let mut out = BufWriter::new(std::io::stdout().lock());
-    let color = !args.json && std::io::stdout().is_terminal();
+    let color = !args.json && style::stdout_colored();
     for hit in &hits {
         if args.json {
             writeln!(
@@ -236,7 +235,7 @@ fn open_index(args: &SearchArgs) -> Result<SearchIndex> {
             if err.is_disk_full() {
                 let _ = gjcfs_engine::search::remove_index(&dir);
             }
-            eprintln!("gjcfs: warning: {err}; {IN_MEMORY}");
+            warn(format_args!("{err}; {IN_MEMORY}"));
             Ok(SearchIndex::open_in_memory()?.with_blobs(blobs))
         }
         Err(err) => Err(err.into()),
@@ -260,13 +259,7 @@ fn hit_line(hit: &Hit, color: bool) -> String {
     let mut at = 0;
     for &(a, b) in &hit.snippet.highlights {
         snippet.push_str(&hit.snippet.text[at..a]);
-        if color {
-            snippet.push_str("\x1b[1;31m");
-            snippet.push_str(&hit.snippet.text[a..b]);
-            snippet.push_str("\x1b[0m");
-        } else {
-            snippet.push_str(&hit.snippet.text[a..b]);
-        }
+        snippet.push_str(&style::paint(&hit.snippet.text[a..b], style::MATCH, color));
         at = b;
     }
     snippet.push_str(&hit.snippet.text[at..]);

@@ -1,7 +1,7 @@
 //! `gjcfs usage [--by GROUP] [--since DATE] [--until DATE] [--json]`: token usage and cost
 //! over the store.
 
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
@@ -12,9 +12,11 @@ use gjcfs_engine::store_usage::{scan_sessions, Grouping, StoreUsage};
 use gjcfs_engine::usage::UsageSum;
 use gjcfs_engine::views::thousands;
 
-use super::output::{terminal_safe, token_count as count};
+use super::output::{terminal_safe, token_count as count, warn};
+use super::progress::Progress;
 use super::range::TimeRangeArgs;
 use super::store::StoreArgs;
+use super::style;
 
 /// How many unreadable files are named one by one before the rest are only counted.
 const FAILED_SHOWN: usize = 5;
@@ -61,25 +63,17 @@ pub fn run(args: UsageArgs) -> Result<()> {
     let range = args.range.range()?;
     let paths = args.store.transcripts()?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-    let show_progress = paths.len() >= PROGRESS_FROM && std::io::stderr().is_terminal();
-    let total = paths.len();
-    let progress = |done: usize| {
-        if show_progress && (done.is_multiple_of(100) || done == total) {
-            eprint!("\rgjcfs: reading sessions {done}/{total}");
-        }
-    };
-    let scan = scan_sessions(&paths, threads, &progress);
-    if show_progress {
-        eprint!("\r\x1b[K");
-    }
+    let bar = Progress::files("reading sessions", paths.len(), PROGRESS_FROM);
+    let scan = scan_sessions(&paths, threads, &|done| bar.set(done as u64));
+    bar.finish();
     for (path, err) in scan.failed.iter().take(FAILED_SHOWN) {
-        eprintln!("gjcfs: warning: skipped {}: {err}", path.display());
+        warn(format_args!("skipped {}: {err}", path.display()));
     }
     if scan.failed.len() > FAILED_SHOWN {
-        eprintln!(
-            "gjcfs: warning: skipped {} more files that could not be read as sessions",
+        warn(format_args!(
+            "skipped {} more files that could not be read as sessions",
             scan.failed.len() - FAILED_SHOWN
-        );
+        ));
     }
     // A session in several files (a legacy session and its managed copy) counts once.
     let mut contributions: Vec<_> = scan
@@ -175,7 +169,8 @@ fn write_table(out: &mut impl Write, usage: &StoreUsage, by: Option<Grouping>) -
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     writeln!(out)?;
-    for r in &rows {
+    let bold = style::stdout_colored();
+    for (i, r) in rows.iter().enumerate() {
         let mut line = String::new();
         for (c, (cell, w)) in r.iter().zip(&widths).enumerate() {
             if c > 0 {
@@ -188,7 +183,12 @@ fn write_table(out: &mut impl Write, usage: &StoreUsage, by: Option<Grouping>) -
                 line.push_str(&format!("{cell:>w$}"));
             }
         }
-        writeln!(out, "{}", line.trim_end())?;
+        let line = line.trim_end();
+        if i == 0 {
+            writeln!(out, "{}", style::paint(line, style::HEADER, bold))?;
+        } else {
+            writeln!(out, "{line}")?;
+        }
     }
     Ok(())
 }

@@ -373,21 +373,34 @@ pub fn project_local_transcripts(storage: &dyn SessionStorage, cwd: &Path) -> Ve
 /// skipped. Listing changes nothing: orphaned rewrite backups are recovered only where a
 /// session is opened for writing ([`super::manager::recover_dir`]).
 pub fn list_dir(storage: &dyn SessionStorage, dir: &Path) -> io::Result<Vec<SessionInfo>> {
-    let mut infos = Vec::new();
-    for path in storage.list_files(dir)? {
-        let listable = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(is_transcript_name);
-        if !listable {
-            continue;
-        }
-        if let Ok(Some(info)) = session_info(storage, &path) {
-            infos.push(info);
-        }
-    }
+    list_dir_with(storage, dir, &|_, _| {})
+}
+
+/// [`list_dir`], calling `progress(done, total)` after each transcript file it reads.
+pub fn list_dir_with(
+    storage: &dyn SessionStorage,
+    dir: &Path,
+    progress: &dyn Fn(usize, usize),
+) -> io::Result<Vec<SessionInfo>> {
+    let mut infos = list_paths(storage, &transcript_paths(storage, dir)?, progress);
     sort_newest_first(&mut infos);
     Ok(infos)
+}
+
+/// The [`SessionInfo`] of every path that is a session, in the order given.
+fn list_paths(
+    storage: &dyn SessionStorage,
+    paths: &[PathBuf],
+    progress: &dyn Fn(usize, usize),
+) -> Vec<SessionInfo> {
+    let mut infos = Vec::with_capacity(paths.len());
+    for (done, path) in paths.iter().enumerate() {
+        if let Ok(Some(info)) = session_info(storage, path) {
+            infos.push(info);
+        }
+        progress(done + 1, paths.len());
+    }
+    infos
 }
 
 fn sort_newest_first(infos: &mut [SessionInfo]) {
@@ -467,17 +480,20 @@ pub fn list_all(
     storage: &dyn SessionStorage,
     sessions_root: &Path,
 ) -> io::Result<Vec<SessionInfo>> {
-    let mut infos = Vec::new();
-    let dirs = match storage.list_dirs(sessions_root) {
-        Ok(dirs) => dirs,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    for dir in dirs {
-        if let Ok(found) = list_dir(storage, &dir) {
-            infos.extend(found);
-        }
-    }
+    list_all_with(storage, sessions_root, &|_, _| {})
+}
+
+/// [`list_all`], calling `progress(done, total)` after each transcript file it reads.
+pub fn list_all_with(
+    storage: &dyn SessionStorage,
+    sessions_root: &Path,
+    progress: &dyn Fn(usize, usize),
+) -> io::Result<Vec<SessionInfo>> {
+    let mut infos = list_paths(
+        storage,
+        &all_transcript_paths(storage, sessions_root)?,
+        progress,
+    );
     sort_newest_first(&mut infos);
     keep_live_copies(&mut infos, |info| (&info.id, info.modified_ms, &info.path));
     Ok(infos)
@@ -633,6 +649,20 @@ mod tests {
         assert_eq!(match_prefix(&infos, "a_").len(), 1);
         assert_eq!(match_prefix(&infos, "o").len(), 1);
         assert!(match_prefix(&infos, "zzz").is_empty());
+        // Progress counts every transcript file read, sessions or not.
+        let seen = std::cell::RefCell::new(Vec::new());
+        list_dir_with(&storage, dir, &|done, total| {
+            seen.borrow_mut().push((done, total))
+        })
+        .unwrap();
+        assert_eq!(seen.into_inner(), [(1, 3), (2, 3), (3, 3)]);
+        let seen = std::cell::RefCell::new(Vec::new());
+        let all = list_all_with(&storage, Path::new("/"), &|done, total| {
+            seen.borrow_mut().push((done, total))
+        })
+        .unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(seen.into_inner().last(), Some(&(3, 3)));
     }
 
     #[test]

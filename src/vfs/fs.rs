@@ -16,7 +16,7 @@ use super::sessions::{Listed, SlotCache};
 use super::snapshots::Compared;
 use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, OpenMode, SessionSource, VfsError};
-use gjcfs_engine::discovery::{list_all, list_dir, SessionInfo};
+use gjcfs_engine::discovery::{list_all_with, list_dir_with, SessionInfo};
 use gjcfs_engine::json::{self, Object, Value};
 use gjcfs_engine::leaf_marker::persist_leaf;
 use gjcfs_engine::storage::{FileStorage, ReadFile, SessionStorage};
@@ -326,11 +326,18 @@ impl Vfs {
     /// Lists the store again (one scan at a time, no other lock held meanwhile). Sessions
     /// whose id cannot name a directory are left out and reported once.
     pub(super) fn rescan(&self) {
+        self.rescan_with(&|_, _| {});
+    }
+
+    /// [`Vfs::rescan`], calling `progress(done, total)` after each transcript file read.
+    fn rescan_with(&self, progress: &dyn Fn(usize, usize)) {
         let _one_scan = self.rescan.lock();
         let storage = FileStorage;
         let infos: Vec<SessionInfo> = match &self.config.source {
-            SessionSource::SessionsRoot(root) => list_all(&storage, root).unwrap_or_default(),
-            SessionSource::Dir(dir) => list_dir(&storage, dir).unwrap_or_default(),
+            SessionSource::SessionsRoot(root) => {
+                list_all_with(&storage, root, progress).unwrap_or_default()
+            }
+            SessionSource::Dir(dir) => list_dir_with(&storage, dir, progress).unwrap_or_default(),
         };
         let (usable, unsafe_ids): (Vec<SessionInfo>, Vec<SessionInfo>) = infos
             .into_iter()
@@ -935,9 +942,10 @@ impl Vfs {
         ROOT_INO
     }
 
-    /// What the store holds now (the listing is made if it was not yet).
-    pub fn summary(&self) -> Summary {
-        self.rescan();
+    /// What the store holds now, listing it again; `progress(done, total)` is called after
+    /// each transcript file read (the first listing of a large store takes a while).
+    pub fn summary(&self, progress: &dyn Fn(usize, usize)) -> Summary {
+        self.rescan_with(progress);
         let listing = self.listing.lock();
         let workspaces: HashSet<&str> = listing.values().map(|l| l.cwd.as_str()).collect();
         Summary {

@@ -42,6 +42,7 @@ mod resume;
 mod scope;
 mod search;
 mod shell;
+mod terminal;
 mod tree;
 mod vfs;
 mod views;

@@ -12,6 +12,7 @@ macro_rules! require_fuse {
 }
 
 pub mod mount;
+pub mod pty;
 #[cfg(target_os = "linux")]
 pub mod tmpfs;
 
