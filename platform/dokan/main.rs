@@ -7,6 +7,7 @@
 //! ```text
 //! gjcfs-dokan serve MOUNTPOINT --sessions-root DIR | --session-dir DIR
 //!             --blob-dir DIR --history-db FILE [--search-index DIR] [--read-only]
+//!             [--log-file FILE]
 //! gjcfs-dokan unmount MOUNTPOINT
 //! ```
 //! The store's paths come resolved from `gjcfs mount`; this program does not look for them.
@@ -43,6 +44,9 @@ enum Command {
         search_index: Option<PathBuf>,
         #[arg(long)]
         read_only: bool,
+        /// Append the log here instead of standard error (GJCFS_LOG chooses what).
+        #[arg(long, value_name = "FILE")]
+        log_file: Option<PathBuf>,
     },
     /// Remove a mount made by `serve`.
     Unmount { mountpoint: String },
@@ -64,7 +68,13 @@ fn run(cli: Cli) -> Result<(), String> {
             history_db,
             search_index,
             read_only,
+            log_file,
         } => {
+            gjcfs_log::init(match &log_file {
+                Some(path) => gjcfs_log::Destination::File(path),
+                None => gjcfs_log::Destination::Stderr { ansi: false },
+            })
+            .map_err(|e| e.to_string())?;
             let (source, store) = match (session_dir, sessions_root) {
                 (Some(dir), _) => (SessionSource::Dir(dir.clone()), dir),
                 (None, Some(root)) => (SessionSource::SessionsRoot(root.clone()), root),
@@ -86,11 +96,11 @@ fn run(cli: Cli) -> Result<(), String> {
                 &mountpoint,
                 &store,
                 read_only,
-                |message| eprintln!("gjcfs: {message}"),
+                |message| tracing::info!("{message}"),
             );
             let failures = vfs.close_all();
             for (sid, reason) in &failures {
-                eprintln!("gjcfs: session {sid}: {reason}");
+                tracing::error!("session {sid}: {reason}");
             }
             served.map_err(|e| e.to_string())?;
             if !failures.is_empty() {
@@ -99,7 +109,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     failures.len()
                 ));
             }
-            eprintln!("gjcfs: unmounted {mountpoint}");
+            tracing::info!("unmounted {mountpoint}");
             Ok(())
         }
         Command::Unmount { mountpoint } => {

@@ -74,8 +74,8 @@ impl<'c, 'h: 'c> FileSystemHandler<'c, 'h> for Handler {
         context: &'c Self::Context,
     ) {
         if let Err(status) = self.adapter.close(context) {
-            eprintln!(
-                "gjcfs mount: {}: a write failed at close (NTSTATUS {status:#010x})",
+            tracing::warn!(
+                "{}: a write failed at close (NTSTATUS {status:#010x})",
                 path_of(file_name)
             );
         }

@@ -281,21 +281,49 @@ fn file_type(kind: NodeKind) -> FileType {
     }
 }
 
-/// Runs a model call; a panic becomes `EIO`, an error its errno (I/O failures are logged
-/// with their reason, which the errno cannot carry).
-fn call<T>(what: &str, f: impl FnOnce() -> Result<T, VfsError>) -> Result<T, Errno> {
+/// Runs the model call of one kernel request, in a span of its own (`request{op ino}`,
+/// with the `errno` it was answered), and logs how it ended: at trace level when it
+/// succeeded, at debug level with its error when it was refused, as a warning with the
+/// reason when storage failed (the errno cannot carry the reason), as an error when it
+/// panicked (answered `EIO`).
+fn call<T>(
+    op: &'static str,
+    ino: u64,
+    f: impl FnOnce() -> Result<T, VfsError>,
+) -> Result<T, Errno> {
+    let span = tracing::debug_span!("request", op, ino, errno = tracing::field::Empty);
+    let _in = span.enter();
     match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(value)) => Ok(value),
+        Ok(Ok(value)) => {
+            tracing::trace!("ok");
+            Ok(value)
+        }
         Ok(Err(e)) => {
-            if let VfsError::Storage { reason, .. } | VfsError::Unreadable(reason) = &e {
-                eprintln!("gjcfs mount: {what}: {reason}");
+            let errno = to_errno(&e);
+            span.record("errno", errno.code());
+            match &e {
+                VfsError::Storage { reason, .. } | VfsError::Unreadable(reason) => {
+                    tracing::warn!("{reason}");
+                }
+                _ => tracing::debug!(error = %e, "refused"),
             }
-            Err(to_errno(&e))
+            Err(errno)
         }
         Err(_) => {
-            eprintln!("gjcfs mount: {what} panicked; answered EIO");
+            span.record("errno", Errno::EIO.code());
+            tracing::error!("the request panicked; answered EIO");
             Err(Errno::EIO)
         }
+    }
+}
+
+/// The operation a refused change is logged as.
+fn change_op(change: NamespaceChange) -> &'static str {
+    match change {
+        NamespaceChange::Create => "create",
+        NamespaceChange::Remove => "remove",
+        NamespaceChange::Rename => "rename",
+        NamespaceChange::Link => "link",
     }
 }
 
@@ -304,17 +332,14 @@ fn name_str(name: &OsStr) -> Result<&str, VfsError> {
 }
 
 impl FuseAdapter {
-    /// The errno of a refused change to the fixed layout.
+    /// The errno of a refused change to the fixed layout (a request of its own, as
+    /// [`call`] runs every request).
     fn refusal(&self, parent: INodeNo, change: NamespaceChange) -> Errno {
-        match catch_unwind(AssertUnwindSafe(|| {
-            self.vfs.change_namespace(parent.0, change)
-        })) {
-            Ok(e) => to_errno(&e),
-            Err(_) => {
-                eprintln!("gjcfs mount: {change:?} panicked; answered EIO");
-                Errno::EIO
-            }
-        }
+        call(change_op(change), parent.0, || {
+            Err::<(), _>(self.vfs.change_namespace(parent.0, change))
+        })
+        .err()
+        .unwrap_or(Errno::EIO)
     }
 }
 
@@ -325,7 +350,7 @@ impl Filesystem for FuseAdapter {
         // O_TRUNC then arrives with the open instead of as a truncate without a handle, so
         // `echo ID > leaf` replaces the leaf only through its handle, only if the id is good.
         if let Err(missing) = config.add_capabilities(InitFlags::FUSE_ATOMIC_O_TRUNC) {
-            eprintln!("gjcfs mount: the kernel lacks {missing:?}; O_TRUNC on leaf resets it");
+            tracing::warn!("the kernel lacks {missing:?}; O_TRUNC on leaf resets it");
         }
         // A file whose mtime or size changed drops its cached pages at the kernel's next
         // attribute refresh (session.jsonl grows while a reader keeps it open), and views,
@@ -350,7 +375,9 @@ impl Filesystem for FuseAdapter {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match call("lookup", || self.vfs.lookup(parent.0, name_str(name)?)) {
+        match call("lookup", parent.0, || {
+            self.vfs.lookup(parent.0, name_str(name)?)
+        }) {
             Ok(a) => reply.entry(self.ttl(&a), &self.attr(&a), Generation(0)),
             Err(e) => reply.error(e),
         }
@@ -362,14 +389,14 @@ impl Filesystem for FuseAdapter {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match call("getattr", || self.vfs.getattr(ino.0)) {
+        match call("getattr", ino.0, || self.vfs.getattr(ino.0)) {
             Ok(a) => reply.attr(self.ttl(&a), &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        match call("readlink", || self.vfs.readlink(ino.0)) {
+        match call("readlink", ino.0, || self.vfs.readlink(ino.0)) {
             Ok(target) => reply.data(target.as_bytes()),
             Err(e) => reply.error(e),
         }
@@ -395,7 +422,7 @@ impl Filesystem for FuseAdapter {
     ) {
         let other = mode.is_some() || uid.is_some() || gid.is_some();
         let times = atime.is_some() || mtime.is_some();
-        let result = call("setattr", || match size {
+        let result = call("setattr", ino.0, || match size {
             _ if other => self.vfs.set_other_attr(ino.0),
             Some(size) => self
                 .vfs
@@ -491,7 +518,7 @@ impl Filesystem for FuseAdapter {
             truncate: flags.0 & libc::O_TRUNC != 0,
             caller_uid: Some(req.uid()),
         };
-        match call("open", || self.vfs.open(ino.0, mode)) {
+        match call("open", ino.0, || self.vfs.open(ino.0, mode)) {
             Ok(opened) => {
                 let mut flags = match opened.caching {
                     Caching::Direct => FopenFlags::FOPEN_DIRECT_IO,
@@ -526,7 +553,7 @@ impl Filesystem for FuseAdapter {
                 self.vfs.read(fh.0, offset, size)
             }
         };
-        match call("read", read) {
+        match call("read", ino.0, read) {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(e),
         }
@@ -535,7 +562,7 @@ impl Filesystem for FuseAdapter {
     fn write(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         data: &[u8],
@@ -545,7 +572,9 @@ impl Filesystem for FuseAdapter {
         reply: ReplyWrite,
     ) {
         let part = part_of(data.len(), self.request_max);
-        match call("write", || self.vfs.write_part(fh.0, offset, data, part)) {
+        match call("write", ino.0, || {
+            self.vfs.write_part(fh.0, offset, data, part)
+        }) {
             Ok(n) => reply.written(u32::try_from(n).unwrap_or(u32::MAX)),
             Err(e) => reply.error(e),
         }
@@ -554,7 +583,7 @@ impl Filesystem for FuseAdapter {
     fn flush(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
@@ -563,7 +592,7 @@ impl Filesystem for FuseAdapter {
             // Nothing is ever pending: the kernel stops sending flushes.
             return reply.error(Errno::ENOSYS);
         }
-        match call("flush", || self.vfs.flush(fh.0)) {
+        match call("flush", ino.0, || self.vfs.flush(fh.0)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -574,12 +603,12 @@ impl Filesystem for FuseAdapter {
     fn fsync(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match call("fsync", || self.vfs.flush(fh.0)) {
+        match call("fsync", ino.0, || self.vfs.flush(fh.0)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -588,24 +617,24 @@ impl Filesystem for FuseAdapter {
     fn release(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        match call("release", || self.vfs.release(fh.0)) {
+        match call("release", ino.0, || self.vfs.release(fh.0)) {
             Ok(()) => reply.ok(),
             Err(e) => {
-                eprintln!("gjcfs mount: a write failed at release: {e:?}");
+                tracing::warn!(errno = e.code(), "a write failed at release");
                 reply.error(e)
             }
         }
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match call("opendir", || self.vfs.opendir(ino.0)) {
+        match call("opendir", ino.0, || self.vfs.opendir(ino.0)) {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
@@ -614,12 +643,12 @@ impl Filesystem for FuseAdapter {
     fn releasedir(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        match call("releasedir", || self.vfs.release(fh.0)) {
+        match call("releasedir", ino.0, || self.vfs.release(fh.0)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -633,7 +662,7 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let entries = match call("readdir", || self.vfs.dir_entries(fh.0)) {
+        let entries = match call("readdir", ino.0, || self.vfs.dir_entries(fh.0)) {
             Ok(entries) => entries,
             Err(e) => return reply.error(e),
         };
@@ -653,7 +682,7 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        let listed = call("readdirplus", || {
+        let listed = call("readdirplus", ino.0, || {
             Ok((self.vfs.dir_entries(fh.0)?, self.vfs.getattr(ino.0)?))
         });
         let (entries, own) = match listed {
@@ -667,7 +696,9 @@ impl Filesystem for FuseAdapter {
                 own
             } else {
                 // Counted as a lookup, as the kernel counts an entry with its attributes.
-                match call("readdirplus", || self.vfs.listed_entry(ino.0, &entry)) {
+                match call("readdirplus", ino.0, || {
+                    self.vfs.listed_entry(ino.0, &entry)
+                }) {
                     Ok(attr) => attr,
                     Err(e) => return reply.error(e),
                 }
@@ -782,11 +813,11 @@ mod tests {
 
     #[test]
     fn a_panicking_handler_answers_eio() {
-        let result: Result<(), Errno> = call("test", || panic!("boom"));
+        let result: Result<(), Errno> = call("test", 1, || panic!("boom"));
         assert_eq!(result, Err(Errno::EIO));
-        assert_eq!(call("test", || Ok(7)), Ok(7));
+        assert_eq!(call("test", 1, || Ok(7)), Ok(7));
         assert_eq!(
-            call::<()>("test", || Err(VfsError::InvalidArgument("x".into()))),
+            call::<()>("test", 1, || Err(VfsError::InvalidArgument("x".into()))),
             Err(Errno::EINVAL)
         );
     }

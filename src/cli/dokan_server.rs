@@ -25,6 +25,8 @@ pub struct Serve<'a> {
     pub history_db: &'a Path,
     pub search_index: Option<&'a Path>,
     pub read_only: bool,
+    /// `--log-file`.
+    pub log_file: Option<&'a Path>,
 }
 
 /// The server's arguments for `serve`.
@@ -42,6 +44,9 @@ pub fn serve_args(s: &Serve<'_>) -> Vec<OsString> {
     pair("--history-db", s.history_db);
     if let Some(index) = s.search_index {
         pair("--search-index", index);
+    }
+    if let Some(file) = s.log_file {
+        pair("--log-file", file);
     }
     if s.read_only {
         args.push("--read-only".into());
@@ -81,6 +86,7 @@ mod tests {
             history_db: Path::new("C:/a/history.db"),
             search_index: Some(Path::new("C:/cache/index")),
             read_only: true,
+            log_file: Some(Path::new("C:/logs/mount.log")),
         };
         let args: Vec<String> = serve_args(&s)
             .into_iter()
@@ -99,6 +105,8 @@ mod tests {
                 "C:/a/history.db",
                 "--search-index",
                 "C:/cache/index",
+                "--log-file",
+                "C:/logs/mount.log",
                 "--read-only"
             ]
         );
@@ -106,6 +114,7 @@ mod tests {
             session_dir: Some(Path::new("D:/s")),
             search_index: None,
             read_only: false,
+            log_file: None,
             ..s
         };
         let args = serve_args(&dir);

@@ -43,6 +43,10 @@ pub struct Args {
     /// sessions. Without it, other users cannot reach the mount at all.
     #[arg(long)]
     pub allow_other: bool,
+    /// Append the server's log to this file instead of standard error (created 0600;
+    /// what is logged is chosen by GJCFS_LOG, e.g. GJCFS_LOG=debug).
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
 }
 
 /// `gjcfs umount`'s arguments.
@@ -53,6 +57,12 @@ pub struct UmountArgs {
 }
 
 pub fn command(args: Args) -> Result<()> {
+    gjcfs_log::init(match &args.log_file {
+        Some(path) => gjcfs_log::Destination::File(path),
+        None => gjcfs_log::Destination::Stderr {
+            ansi: super::style::stderr_colored(),
+        },
+    })?;
     run(
         &args.mountpoint,
         Options {
@@ -97,7 +107,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         allow_other,
         allow_empty,
     } = options;
-    let mut say = |message: String| eprintln!("gjcfs: {message}");
+    let mut say = |message: String| tracing::info!("{message}");
     let dirs = super::agent::agent_dirs(agent_dir)?;
     let source = match session_dir {
         Some(dir) => SessionSource::Dir(dir.to_owned()),
@@ -176,7 +186,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     };
     let session = gjcfs_fuse::mount(vfs.clone(), &mountpoint, &options)
         .with_context(|| format!("{}: cannot mount", mountpoint.display()))?;
-    eprintln!("gjcfs: mounted at {}", mountpoint.display());
+    tracing::info!("mounted at {}", mountpoint.display());
     // The first listing reads the start of every session file.
     let bar: OnceLock<Progress> = OnceLock::new();
     let served = vfs.summary(&|done, total| {
@@ -187,8 +197,8 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         bar.finish();
     }
     let served_dir = session_dir.unwrap_or(dirs.agent_dir());
-    eprintln!(
-        "gjcfs: serving {}: {} session(s) in {} workspace(s), prompt history: {}{}",
+    tracing::info!(
+        "serving {}: {} session(s) in {} workspace(s), prompt history: {}{}",
         terminal_safe(&served_dir.display().to_string()),
         served.sessions,
         served.workspaces,
@@ -206,7 +216,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
                     polled = Instant::now();
                 }
                 for notice in vfs.take_notices() {
-                    eprintln!("gjcfs: {notice}");
+                    tracing::warn!("{notice}");
                 }
             }
             Err(_) => break None,
@@ -216,7 +226,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         Some(name) => {
             // Nothing written from now on reaches a session.
             vfs.stop_writes();
-            eprintln!("gjcfs: {name}: writes refused from now on; unmounting");
+            tracing::info!("{name}: writes refused from now on; unmounting");
             // Unmount ourselves (on Linux, fuser's own unmount only closes the auto_unmount
             // socket and relies on a fusermount3 watcher being alive); the session thread then
             // ends, once the last file open on a detached mount is closed.
@@ -230,9 +240,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
             } else {
                 // The exit closes the device, which ends the connection: the files still
                 // open fail from then on (ENOTCONN).
-                eprintln!(
-                    "gjcfs: files are still open on the detached mount; ending its connection"
-                );
+                tracing::warn!("files are still open on the detached mount; ending its connection");
                 None
             }
         }
@@ -240,7 +248,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     };
     let failures = vfs.close_all();
     for (sid, reason) in &failures {
-        eprintln!("gjcfs: session {}: {reason}", terminal_safe(sid));
+        tracing::error!("session {}: {reason}", terminal_safe(sid));
     }
     if let Some(served) = served {
         served.context("the filesystem session failed")?;
@@ -248,7 +256,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     if !failures.is_empty() {
         bail!("{} session(s) could not be closed cleanly", failures.len());
     }
-    eprintln!("gjcfs: unmounted {}", mountpoint.display());
+    tracing::info!("unmounted {}", mountpoint.display());
     Ok(())
 }
 

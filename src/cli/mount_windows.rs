@@ -20,6 +20,10 @@ pub struct Args {
     /// Refuse every write (the volume is write-protected).
     #[arg(long)]
     pub read_only: bool,
+    /// Append the server's log to this file instead of standard error (what is logged
+    /// is chosen by GJCFS_LOG, e.g. GJCFS_LOG=debug).
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
 }
 
 /// `gjcfs umount`'s arguments.
@@ -75,6 +79,7 @@ pub fn command(args: Args) -> Result<()> {
         history_db: &history_db,
         search_index: search_index.as_deref(),
         read_only: args.read_only,
+        log_file: args.log_file.as_deref(),
     }))
 }
 

@@ -34,6 +34,7 @@ mod managed;
 mod manager;
 mod mount;
 mod mount_lifecycle;
+mod mount_log;
 mod mount_views;
 mod peer_cases;
 mod properties;

@@ -112,22 +112,30 @@ pub struct Mount {
     log: PathBuf,
     /// The server's `XDG_CACHE_HOME`.
     cache: PathBuf,
+    /// The server's `GJCFS_LOG`, if the test sets one.
+    log_filter: Option<String>,
     _dir: tempfile::TempDir,
 }
 
 impl Mount {
     /// Runs `gjcfs mount <tmp>/mnt ARGS…` and waits until it serves.
     pub fn start(args: &[&str]) -> Mount {
-        Mount::start_in(args, None)
+        Mount::start_in(args, None, None)
     }
 
     /// [`Mount::start`] with `cache` as the server's cache directory (`XDG_CACHE_HOME`,
     /// where its search index goes).
     pub fn start_with_cache(args: &[&str], cache: &Path) -> Mount {
-        Mount::start_in(args, Some(cache.to_owned()))
+        Mount::start_in(args, Some(cache.to_owned()), None)
     }
 
-    fn start_in(args: &[&str], cache: Option<PathBuf>) -> Mount {
+    /// [`Mount::start`] with `GJCFS_LOG=filter`: the server logs what the filter lets
+    /// through (to [`Mount::log_text`] unless `args` has `--log-file`).
+    pub fn start_with_log(args: &[&str], filter: &str) -> Mount {
+        Mount::start_in(args, None, Some(filter.to_owned()))
+    }
+
+    fn start_in(args: &[&str], cache: Option<PathBuf>, log_filter: Option<String>) -> Mount {
         let dir = tempfile::tempdir().expect("temp dir");
         let mountpoint = dir.path().join("mnt");
         fs::create_dir(&mountpoint).unwrap();
@@ -137,6 +145,7 @@ impl Mount {
             mountpoint,
             log,
             cache: cache.unwrap_or_else(|| dir.path().join("cache")),
+            log_filter,
             _dir: dir,
         };
         mount.spawn(args);
@@ -150,7 +159,11 @@ impl Mount {
     }
 
     fn spawn(&mut self, args: &[&str]) {
-        let child = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gjcfs"));
+        if let Some(filter) = &self.log_filter {
+            command.env("GJCFS_LOG", filter);
+        }
+        let child = command
             .arg("mount")
             .arg(&self.mountpoint)
             .args(args)
