@@ -32,9 +32,12 @@ pub const WARNING: Style = AnsiColor::Yellow.on_default().bold();
 /// A table's header row.
 pub const HEADER: Style = Style::new().bold();
 
-/// Makes `when` the choice of the whole process.
+/// Makes `when` the choice of the whole process. Under `auto`, `TERM=dumb` decides at once:
+/// anstream alone would still colour a terminal that says it is dumb when `CI` is set.
 pub fn set(when: ColorWhen) {
+    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
     ColorChoice::write_global(match when {
+        ColorWhen::Auto if dumb => ColorChoice::Never,
         ColorWhen::Auto => ColorChoice::Auto,
         ColorWhen::Always => ColorChoice::Always,
         ColorWhen::Never => ColorChoice::Never,
