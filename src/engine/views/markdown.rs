@@ -39,22 +39,17 @@
 //!   resolved. The `_rehydrated` variants first read cold-spilled content back from the blob
 //!   store (what the agent shows in place of the eviction notice).
 
-use std::borrow::Cow;
 use std::io::{self, Write};
 
-use super::super::blob::{parse_blob_ref, BlobStore, BLOB_REF_PREFIX};
-use super::super::json::{self, Object, Value};
+use super::super::blob::BlobStore;
 use super::super::session::Session;
-use super::super::time::format_iso_millis;
-use super::{one_line, thousands};
+use super::thousands;
+use super::transcript::{self, Facts, Heading, Image, Sink};
 
 /// Tool output longer than this many bytes is cut.
 pub const OUTPUT_MAX_BYTES: usize = 2_000;
 /// Tool output longer than this many lines is cut.
 pub const OUTPUT_MAX_LINES: usize = 40;
-
-/// How long a one-line detail (a model, a tool name, an error message) may get.
-const DETAIL_CHARS: usize = 200;
 
 /// Writes `context.md` for the context at the session's current leaf. Image blobs are linked
 /// as `<blobs_prefix><sha256>`. The output is written in many small pieces: give a buffer
@@ -64,7 +59,7 @@ pub fn write_context_md<W: Write + ?Sized>(
     blobs_prefix: &str,
     out: &mut W,
 ) -> io::Result<()> {
-    write_md(session, blobs_prefix, None, out)
+    transcript::walk(session, None, &mut Markdown { out, blobs_prefix })
 }
 
 /// [`write_context_md`] with cold-spilled content read back from `blobs`
@@ -75,7 +70,7 @@ pub fn write_context_md_rehydrated<W: Write + ?Sized>(
     blobs: &BlobStore,
     out: &mut W,
 ) -> io::Result<()> {
-    write_md(session, blobs_prefix, Some(blobs), out)
+    transcript::walk(session, Some(blobs), &mut Markdown { out, blobs_prefix })
 }
 
 /// [`write_context_md_rehydrated`] as bytes.
@@ -86,46 +81,11 @@ pub fn context_md_rehydrated(session: &Session, blobs_prefix: &str, blobs: &Blob
     out
 }
 
-fn write_md<W: Write + ?Sized>(
-    session: &Session,
-    blobs_prefix: &str,
-    cold: Option<&BlobStore>,
-    out: &mut W,
-) -> io::Result<()> {
-    let ctx = session.build_context();
-    let ctx = match cold {
-        Some(blobs) => ctx.with_cold_spill_rehydrated(blobs),
-        None => ctx,
-    };
-    let mut md = Markdown { out, blobs_prefix };
-    md.facts(session, &ctx)?;
-    for (n, (message, &source)) in ctx.messages.iter().zip(&ctx.sources).enumerate() {
-        md.message(n + 1, session, source, message)?;
-    }
-    Ok(())
-}
-
 /// `context.md` as bytes.
 pub fn context_md(session: &Session, blobs_prefix: &str) -> Vec<u8> {
     let mut out = Vec::new();
     write_context_md(session, blobs_prefix, &mut out).expect("writing to a Vec cannot fail");
     out
-}
-
-/// A string value as text (lone surrogates become U+FFFD).
-fn text_of(value: Option<&Value>) -> Option<Cow<'_, str>> {
-    match value? {
-        Value::String(s) => Some(s.to_string_lossy()),
-        _ => None,
-    }
-}
-
-/// A scalar as one line of text: strings as they are, anything else as compact JSON.
-fn scalar_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.to_string_lossy().into_owned(),
-        other => json::to_compact(other),
-    }
 }
 
 /// The shortest run of backticks that no run inside `text` matches (at least three).
@@ -140,7 +100,7 @@ fn fence_for(text: &str) -> String {
 
 /// Where tool output is cut: after [`OUTPUT_MAX_LINES`] lines or [`OUTPUT_MAX_BYTES`] bytes
 /// (at a character boundary), whichever comes first; `text.len()` when it fits.
-fn cut_point(text: &str) -> usize {
+pub(super) fn cut_point(text: &str) -> usize {
     let by_lines = memchr::memchr_iter(b'\n', text.as_bytes())
         .nth(OUTPUT_MAX_LINES - 1)
         .map_or(text.len(), |at| at + 1);
@@ -156,7 +116,7 @@ fn cut_point(text: &str) -> usize {
 }
 
 /// The number of lines of `text` (a final newline ends the last line, it opens none).
-fn line_count(text: &str) -> usize {
+pub(super) fn line_count(text: &str) -> usize {
     let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
     newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
@@ -167,197 +127,6 @@ struct Markdown<'a, W: Write + ?Sized> {
 }
 
 impl<W: Write + ?Sized> Markdown<'_, W> {
-    fn facts(
-        &mut self,
-        session: &Session,
-        ctx: &super::super::SessionContext<'_>,
-    ) -> io::Result<()> {
-        let header = session.header();
-        let id = one_line(header.id().unwrap_or_default(), usize::MAX);
-        let title = header
-            .title()
-            .map(|t| one_line(t, usize::MAX))
-            .filter(|t| !t.is_empty())
-            .unwrap_or_else(|| format!("Session {id}"));
-        writeln!(self.out, "# {title}\n")?;
-        writeln!(self.out, "- session: `{id}`")?;
-        if let Some(cwd) = header.cwd() {
-            writeln!(self.out, "- cwd: `{}`", one_line(cwd, usize::MAX))?;
-        }
-        match crate::leaf_marker::shown_leaf(session) {
-            Some(leaf) => writeln!(self.out, "- leaf: `{}`", one_line(leaf, usize::MAX))?,
-            None => writeln!(self.out, "- leaf: none")?,
-        }
-        writeln!(self.out, "- messages: {}", ctx.messages.len())?;
-        writeln!(
-            self.out,
-            "- thinking level: {}",
-            one_line(&scalar_text(&ctx.thinking_level), DETAIL_CHARS)
-        )?;
-        if let Some(model) = ctx.models.get("default") {
-            writeln!(
-                self.out,
-                "- model: {}",
-                one_line(&scalar_text(model), DETAIL_CHARS)
-            )?;
-        }
-        writeln!(self.out)
-    }
-
-    fn message(
-        &mut self,
-        n: usize,
-        session: &Session,
-        source: usize,
-        message: &Value,
-    ) -> io::Result<()> {
-        let record = session.record(source);
-        let empty = Object::new();
-        let m = message.as_object().unwrap_or(&empty);
-        let role = text_of(m.get("role"))
-            .map_or_else(|| "message".to_owned(), |r| one_line(&r, DETAIL_CHARS));
-        write!(self.out, "## {n}. {role}")?;
-        if let Some(detail) = heading_detail(&role, m) {
-            write!(self.out, " · {}", one_line(&detail, DETAIL_CHARS))?;
-        }
-        let time = match record.timestamp() {
-            Some(ts) => Some(one_line(ts, DETAIL_CHARS)),
-            None => m
-                .get("timestamp")
-                .and_then(Value::as_f64)
-                .filter(|ms| ms.is_finite())
-                .map(|ms| format_iso_millis(ms as i64)),
-        };
-        if let Some(time) = time {
-            write!(self.out, " · {time}")?;
-        }
-        if let Some(id) = record.id() {
-            write!(self.out, " · `{}`", one_line(id, usize::MAX))?;
-        }
-        writeln!(self.out, "\n")?;
-        match role.as_str() {
-            "assistant" => {
-                self.content(m.get("content"))?;
-                self.stop_reason(m)?;
-            }
-            "toolResult" => self.tool_result(m)?,
-            "bashExecution" => self.execution(m, "command", "sh")?,
-            "pythonExecution" => self.execution(m, "code", "python")?,
-            "compactionSummary" => {
-                let tokens = m.get("tokensBefore").map_or_else(
-                    || "?".to_owned(),
-                    |t| match t.as_f64() {
-                        Some(n) if n >= 0.0 && n.fract() == 0.0 && n < 9e15 => thousands(n as u64),
-                        _ => scalar_text(t),
-                    },
-                );
-                writeln!(
-                    self.out,
-                    "**Compaction summary** ({tokens} tokens before compaction)\n"
-                )?;
-                self.text(text_of(m.get("summary")).as_deref().unwrap_or_default())?;
-            }
-            "branchSummary" => {
-                let from = m.get("fromId").map_or_else(|| "?".to_owned(), scalar_text);
-                writeln!(
-                    self.out,
-                    "**Branch summary** (branched from `{}`)\n",
-                    one_line(&from, DETAIL_CHARS)
-                )?;
-                self.text(text_of(m.get("summary")).as_deref().unwrap_or_default())?;
-            }
-            "fileMention" => self.file_mention(m)?,
-            _ if m.contains_key("content") => self.content(m.get("content"))?,
-            _ => self.output(&json::to_pretty(message), "json")?,
-        }
-        Ok(())
-    }
-
-    /// Prose written as written, followed by a blank line.
-    fn text(&mut self, text: &str) -> io::Result<()> {
-        if text.trim().is_empty() {
-            return Ok(());
-        }
-        self.out.write_all(text.as_bytes())?;
-        self.out
-            .write_all(if text.ends_with('\n') { b"\n" } else { b"\n\n" })
-    }
-
-    /// A `content` value: a string, or an array of blocks.
-    fn content(&mut self, content: Option<&Value>) -> io::Result<()> {
-        let Some(content) = content else {
-            return Ok(());
-        };
-        match content.expanded().as_ref() {
-            Value::String(s) => self.text(&s.to_string_lossy()),
-            // Blocks stay raw in a record's own `content` (a custom message's).
-            Value::Array(blocks) => blocks.iter().try_for_each(|b| self.block(&b.expanded())),
-            Value::Null => Ok(()),
-            other => self.output(&json::to_pretty(other), "json"),
-        }
-    }
-
-    fn block(&mut self, block: &Value) -> io::Result<()> {
-        let Some(b) = block.as_object() else {
-            return self.output(&json::to_pretty(block), "json");
-        };
-        match b.get_str("type").unwrap_or_default() {
-            "text" => self.text(text_of(b.get("text")).as_deref().unwrap_or_default()),
-            "thinking" => {
-                let thinking = text_of(b.get("thinking")).unwrap_or_default();
-                if thinking.trim().is_empty() {
-                    return Ok(());
-                }
-                writeln!(self.out, "<details><summary>thinking</summary>\n")?;
-                self.text(&thinking)?;
-                writeln!(self.out, "</details>\n")
-            }
-            "redactedThinking" => writeln!(self.out, "*(redacted thinking)*\n"),
-            "toolCall" => {
-                let name = b.get("name").map(scalar_text).unwrap_or_default();
-                write!(
-                    self.out,
-                    "**Tool call** `{}`",
-                    one_line(&name, DETAIL_CHARS)
-                )?;
-                if let Some(id) = b.get("id") {
-                    write!(
-                        self.out,
-                        " · `{}`",
-                        one_line(&scalar_text(id), DETAIL_CHARS)
-                    )?;
-                }
-                writeln!(self.out, "\n")?;
-                match b.get("arguments") {
-                    Some(args) => self.fenced(&json::to_pretty(args), "json"),
-                    None => Ok(()),
-                }
-            }
-            "image" => self.image(b),
-            other => writeln!(self.out, "*[{} block]*\n", one_line(other, DETAIL_CHARS)),
-        }
-    }
-
-    fn image(&mut self, block: &Object) -> io::Result<()> {
-        match block.get_str("data") {
-            Some(data) if data.starts_with(BLOB_REF_PREFIX) => match parse_blob_ref(data) {
-                Some(hash) => writeln!(self.out, "![image]({}{hash})\n", self.blobs_prefix),
-                None => writeln!(self.out, "*[image: invalid blob reference]*\n"),
-            },
-            Some(data) => {
-                let mime = block.get_str("mimeType").unwrap_or("unknown type");
-                let bytes = data.trim_end_matches('=').len() * 3 / 4;
-                writeln!(
-                    self.out,
-                    "*[image: {}, {} bytes inline, not shown]*\n",
-                    one_line(mime, DETAIL_CHARS),
-                    thousands(bytes as u64)
-                )
-            }
-            None => writeln!(self.out, "*[image]*\n"),
-        }
-    }
-
     /// A fenced block holding all of `text`.
     fn fenced(&mut self, text: &str, lang: &str) -> io::Result<()> {
         let fence = fence_for(text);
@@ -367,6 +136,78 @@ impl<W: Write + ?Sized> Markdown<'_, W> {
             self.out.write_all(b"\n")?;
         }
         writeln!(self.out, "{fence}\n")
+    }
+}
+
+impl<W: Write + ?Sized> Sink for Markdown<'_, W> {
+    fn facts(&mut self, f: &Facts) -> io::Result<()> {
+        writeln!(self.out, "# {}\n", f.title)?;
+        writeln!(self.out, "- session: `{}`", f.id)?;
+        if let Some(cwd) = &f.cwd {
+            writeln!(self.out, "- cwd: `{cwd}`")?;
+        }
+        match &f.leaf {
+            Some(leaf) => writeln!(self.out, "- leaf: `{leaf}`")?,
+            None => writeln!(self.out, "- leaf: none")?,
+        }
+        writeln!(self.out, "- messages: {}", f.messages)?;
+        writeln!(self.out, "- thinking level: {}", f.thinking_level)?;
+        if let Some(model) = &f.model {
+            writeln!(self.out, "- model: {model}")?;
+        }
+        writeln!(self.out)
+    }
+
+    fn heading(&mut self, h: &Heading) -> io::Result<()> {
+        write!(self.out, "## {}. {}", h.n, h.role)?;
+        if let Some(detail) = &h.detail {
+            write!(self.out, " · {detail}")?;
+        }
+        if let Some(time) = &h.time {
+            write!(self.out, " · {time}")?;
+        }
+        if let Some(id) = &h.entry_id {
+            write!(self.out, " · `{id}`")?;
+        }
+        writeln!(self.out, "\n")
+    }
+
+    /// Prose written as written, followed by a blank line.
+    fn text(&mut self, text: &str) -> io::Result<()> {
+        self.out.write_all(text.as_bytes())?;
+        self.out
+            .write_all(if text.ends_with('\n') { b"\n" } else { b"\n\n" })
+    }
+
+    fn thinking(&mut self, text: &str) -> io::Result<()> {
+        writeln!(self.out, "<details><summary>thinking</summary>\n")?;
+        self.text(text)?;
+        writeln!(self.out, "</details>\n")
+    }
+
+    fn redacted_thinking(&mut self) -> io::Result<()> {
+        writeln!(self.out, "*(redacted thinking)*\n")
+    }
+
+    fn tool_call(
+        &mut self,
+        name: &str,
+        id: Option<&str>,
+        arguments: Option<&str>,
+    ) -> io::Result<()> {
+        write!(self.out, "**Tool call** `{name}`")?;
+        if let Some(id) = id {
+            write!(self.out, " · `{id}`")?;
+        }
+        writeln!(self.out, "\n")?;
+        match arguments {
+            Some(args) => self.fenced(args, "json"),
+            None => Ok(()),
+        }
+    }
+
+    fn code(&mut self, text: &str, lang: &str) -> io::Result<()> {
+        self.fenced(text, lang)
     }
 
     /// Tool output: a fenced block cut past the limits, with the full size when cut.
@@ -394,126 +235,62 @@ impl<W: Write + ?Sized> Markdown<'_, W> {
         writeln!(self.out)
     }
 
-    fn tool_result(&mut self, m: &Object) -> io::Result<()> {
-        if m.get("isError") == Some(&Value::Bool(true)) {
-            writeln!(self.out, "**Error**\n")?;
+    fn image(&mut self, image: Image<'_>) -> io::Result<()> {
+        match image {
+            Image::Blob(hash) => writeln!(self.out, "![image]({}{hash})\n", self.blobs_prefix),
+            Image::InvalidRef => writeln!(self.out, "*[image: invalid blob reference]*\n"),
+            Image::Inline { mime, bytes } => writeln!(
+                self.out,
+                "*[image: {mime}, {} bytes inline, not shown]*\n",
+                thousands(bytes as u64)
+            ),
+            Image::Empty => writeln!(self.out, "*[image]*\n"),
         }
-        let content = m.get("content").map(Value::expanded);
-        let blocks: Vec<Cow<'_, Value>> = match content.as_deref() {
-            Some(Value::String(s)) => return self.output(&s.to_string_lossy(), "text"),
-            Some(Value::Array(blocks)) => blocks.iter().map(Value::expanded).collect(),
-            _ => Vec::new(),
-        };
-        let mut output = String::new();
-        for block in &blocks {
-            if let Some(text) = block.as_object().and_then(|b| {
-                (b.get_str("type") == Some("text")).then(|| text_of(b.get("text")))?
-            }) {
-                if !output.is_empty() {
-                    output.push('\n');
-                }
-                output.push_str(&text);
-            }
-        }
-        self.output(&output, "text")?;
-        for block in &blocks {
-            match block.as_object() {
-                Some(b) if b.get_str("type") == Some("text") => {}
-                Some(b) if b.get_str("type") == Some("image") => self.image(b)?,
-                _ => self.block(block)?,
-            }
-        }
-        Ok(())
     }
 
-    /// A bash or python execution: the command or code, then its output and exit status.
-    fn execution(&mut self, m: &Object, input_key: &str, lang: &str) -> io::Result<()> {
-        let input = text_of(m.get(input_key)).unwrap_or_default();
-        let input = if lang == "sh" {
-            Cow::Owned(format!("$ {input}"))
-        } else {
-            input
-        };
-        self.fenced(&input, lang)?;
-        self.output(
-            text_of(m.get("output")).as_deref().unwrap_or_default(),
-            "text",
-        )?;
-        let mut status = Vec::new();
-        if let Some(code) = m.get("exitCode").filter(|c| !c.is_null()) {
-            status.push(format!("exit code {}", scalar_text(code)));
+    fn unknown_block(&mut self, block_type: &str) -> io::Result<()> {
+        writeln!(self.out, "*[{block_type} block]*\n")
+    }
+
+    fn error_result(&mut self) -> io::Result<()> {
+        writeln!(self.out, "**Error**\n")
+    }
+
+    fn stopped(&mut self, reason: &str, error: Option<&str>) -> io::Result<()> {
+        match error {
+            Some(error) => writeln!(self.out, "*Stopped: {reason} — {error}*\n"),
+            None => writeln!(self.out, "*Stopped: {reason}*\n"),
         }
-        if m.get("cancelled") == Some(&Value::Bool(true)) {
-            status.push("cancelled".to_owned());
-        }
-        if m.get("truncated") == Some(&Value::Bool(true)) {
-            status.push("output truncated".to_owned());
-        }
-        if status.is_empty() {
-            return Ok(());
-        }
+    }
+
+    fn compaction(&mut self, tokens_before: &str) -> io::Result<()> {
+        writeln!(
+            self.out,
+            "**Compaction summary** ({tokens_before} tokens before compaction)\n"
+        )
+    }
+
+    fn branch_summary(&mut self, from: &str) -> io::Result<()> {
+        writeln!(self.out, "**Branch summary** (branched from `{from}`)\n")
+    }
+
+    fn status(&mut self, status: &[String]) -> io::Result<()> {
         writeln!(self.out, "*{}*\n", status.join(", "))
     }
 
-    fn stop_reason(&mut self, m: &Object) -> io::Result<()> {
-        let reason = text_of(m.get("stopReason"));
-        let error = text_of(m.get("errorMessage"));
-        let normal = matches!(reason.as_deref(), None | Some("stop" | "toolUse"));
-        if normal && error.is_none() {
-            return Ok(());
-        }
-        let mut line = format!(
-            "*Stopped: {}",
-            one_line(reason.as_deref().unwrap_or("?"), DETAIL_CHARS)
-        );
-        if let Some(error) = error {
-            line.push_str(" — ");
-            line.push_str(&one_line(&error, DETAIL_CHARS));
-        }
-        writeln!(self.out, "{line}*\n")
-    }
-
-    fn file_mention(&mut self, m: &Object) -> io::Result<()> {
-        let files = m.get("files").map(Value::expanded);
-        let Some(Value::Array(files)) = files.as_deref() else {
-            return Ok(());
-        };
-        for file in files.iter().map(Value::expanded) {
-            let Some(f) = file.as_object() else { continue };
-            let path = f.get("path").map(scalar_text).unwrap_or_default();
-            write!(self.out, "- `{}`", one_line(&path, usize::MAX))?;
-            if let Some(lines) = f.get("lineCount").and_then(Value::as_f64) {
-                let unit = if lines == 1.0 { "line" } else { "lines" };
-                write!(self.out, " ({} {unit})", json::format_js_number(lines))?;
+    fn files(&mut self, files: &[(String, Option<String>)]) -> io::Result<()> {
+        for (path, lines) in files {
+            write!(self.out, "- `{path}`")?;
+            if let Some(lines) = lines {
+                write!(self.out, " ({lines})")?;
             }
             writeln!(self.out)?;
         }
         writeln!(self.out)
     }
-}
 
-/// The detail a heading names after the role, if any.
-fn heading_detail(role: &str, m: &Object) -> Option<String> {
-    match role {
-        "assistant" => match (text_of(m.get("provider")), text_of(m.get("model"))) {
-            (Some(p), Some(model)) => Some(format!("{p}/{model}")),
-            (None, Some(model)) => Some(model.into_owned()),
-            (Some(p), None) => Some(p.into_owned()),
-            (None, None) => None,
-        },
-        "toolResult" => {
-            let name = m
-                .get("toolName")
-                .map(scalar_text)
-                .unwrap_or_else(|| "?".to_owned());
-            Some(if m.get("isError") == Some(&Value::Bool(true)) {
-                format!("{name}, error")
-            } else {
-                name
-            })
-        }
-        "custom" => m.get("customType").map(scalar_text),
-        _ => None,
+    fn end_message(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 

@@ -8,6 +8,7 @@
 //! invariant in its own documentation.
 
 pub mod markdown;
+pub mod transcript;
 pub mod tree;
 pub mod usage;
 

@@ -1,0 +1,447 @@
+//! The context at the session's leaf as a sequence of parts — the facts, then per message a
+//! heading and its pieces (prose, thinking, tool calls, output, images, summaries) — which
+//! each reading view renders in its own syntax ([`super::markdown`], [`super::html`]). The
+//! rules of what a message shows, in which order, and how each value is read from the JSON
+//! are here once; a renderer only chooses how a part looks.
+//!
+//! Invariants:
+//! - Messages come in context order ([`Session::build_context`], rehydrated from the blob
+//!   store when asked), numbered from 1, each as [`Sink::heading`], its pieces, then
+//!   [`Sink::end_message`].
+//! - One-line values (roles, models, tool names, ids, times, paths) come through
+//!   [`one_line`]: no control character, no newline; prose, thinking, code and output come
+//!   as written (lone surrogates as U+FFFD). Nothing here escapes for a syntax: that is the
+//!   renderer's.
+//! - Blank prose and blank thinking are not passed on. Base64 image data never is: an
+//!   image is a blob hash, an invalid reference, or an inline image's type and size.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io;
+
+use super::super::blob::{parse_blob_ref, BlobStore, BLOB_REF_PREFIX};
+use super::super::json::{self, Object, Value};
+use super::super::session::Session;
+use super::super::time::format_iso_millis;
+use super::super::usage::UsageTotals;
+use super::{one_line, thousands};
+
+/// How long a one-line detail (a model, a tool name, an error message) may get.
+pub const DETAIL_CHARS: usize = 200;
+
+/// What the page says of the session before its messages.
+pub struct Facts {
+    /// The header's title on one line, else `Session <id>`.
+    pub title: String,
+    pub id: String,
+    pub cwd: Option<String>,
+    /// The leaf shown (for a leaf marker, the entry it stands for); `None` for a null leaf.
+    pub leaf: Option<String>,
+    pub messages: usize,
+    pub thinking_level: String,
+    /// The context's default model, if it names one.
+    pub model: Option<String>,
+    /// The usage of every message of the context that has one, summed.
+    pub usage: UsageTotals,
+}
+
+/// The line that opens a message.
+pub struct Heading {
+    /// From 1, in context order.
+    pub n: usize,
+    /// The message's `role` as stored (`message` when it has none).
+    pub role: String,
+    /// The model of an assistant message, the tool of a tool result (`, error` added), the
+    /// `customType` of a custom message.
+    pub detail: Option<String>,
+    /// The ISO time of the entry the message comes from (else the message's own).
+    pub time: Option<String>,
+    /// The entry's id (the compaction's for a compaction summary).
+    pub entry_id: Option<String>,
+    /// The entry's label, if it has one.
+    pub label: Option<String>,
+    /// The usage the message records, as the session's statistics count it.
+    pub usage: Option<UsageTotals>,
+}
+
+/// An image block.
+pub enum Image<'a> {
+    /// Stored in the blob store under this SHA-256 (hex).
+    Blob(&'a str),
+    /// A `blob:` reference that names no valid hash.
+    InvalidRef,
+    /// Inline base64 data, not passed on: its MIME type and decoded size.
+    Inline { mime: String, bytes: usize },
+    /// An image block without data.
+    Empty,
+}
+
+/// A renderer of the parts.
+pub trait Sink {
+    fn facts(&mut self, facts: &Facts) -> io::Result<()>;
+    fn heading(&mut self, heading: &Heading) -> io::Result<()>;
+    /// Prose, never blank.
+    fn text(&mut self, text: &str) -> io::Result<()>;
+    /// A thinking block's text, never blank.
+    fn thinking(&mut self, text: &str) -> io::Result<()>;
+    fn redacted_thinking(&mut self) -> io::Result<()>;
+    /// A tool call: its name, its call id, and its arguments as pretty JSON.
+    fn tool_call(
+        &mut self,
+        name: &str,
+        id: Option<&str>,
+        arguments: Option<&str>,
+    ) -> io::Result<()>;
+    /// Code shown whole (a bash command with its `$ `, python code): `lang` is `sh` or
+    /// `python`.
+    fn code(&mut self, text: &str, lang: &str) -> io::Result<()>;
+    /// Output a reader may want cut or folded (a tool result's text, an execution's output,
+    /// the JSON of a value of unknown shape): `lang` is `text` or `json`.
+    fn output(&mut self, text: &str, lang: &str) -> io::Result<()>;
+    fn image(&mut self, image: Image<'_>) -> io::Result<()>;
+    /// A block of a type the views do not know.
+    fn unknown_block(&mut self, block_type: &str) -> io::Result<()>;
+    /// A tool result marked as an error (before its output).
+    fn error_result(&mut self) -> io::Result<()>;
+    /// An assistant message that stopped abnormally: the reason, and the error message.
+    fn stopped(&mut self, reason: &str, error: Option<&str>) -> io::Result<()>;
+    /// A compaction summary opens: the tokens before the compaction (grouped digits, or
+    /// `?`). Its summary follows as [`Sink::text`].
+    fn compaction(&mut self, tokens_before: &str) -> io::Result<()>;
+    /// A branch summary opens: the entry branched from. Its summary follows as text.
+    fn branch_summary(&mut self, from: &str) -> io::Result<()>;
+    /// An execution's end: `exit code N`, `cancelled`, `output truncated`, in that order.
+    fn status(&mut self, status: &[String]) -> io::Result<()>;
+    /// Mentioned files: each path, with its line count (`1 line`, `12 lines`) if known.
+    fn files(&mut self, files: &[(String, Option<String>)]) -> io::Result<()>;
+    fn end_message(&mut self) -> io::Result<()>;
+}
+
+/// Walks the context at the session's current leaf into `sink`; with `cold`, cold-spilled
+/// content is read back from that blob store first (the only read from disk).
+pub fn walk(session: &Session, cold: Option<&BlobStore>, sink: &mut impl Sink) -> io::Result<()> {
+    let ctx = session.build_context();
+    let ctx = match cold {
+        Some(blobs) => ctx.with_cold_spill_rehydrated(blobs),
+        None => ctx,
+    };
+    let usage: HashMap<usize, UsageTotals> = session
+        .counted_usage()
+        .1
+        .into_iter()
+        .map(|c| (c.index, c.amounts))
+        .collect();
+    sink.facts(&facts(session, &ctx, &usage))?;
+    let mut walker = Walker { sink };
+    for (n, (message, &source)) in ctx.messages.iter().zip(&ctx.sources).enumerate() {
+        walker.message(n + 1, session, source, message, usage.get(&source))?;
+    }
+    Ok(())
+}
+
+fn facts(
+    session: &Session,
+    ctx: &super::super::SessionContext<'_>,
+    usage: &HashMap<usize, UsageTotals>,
+) -> Facts {
+    let header = session.header();
+    let id = one_line(header.id().unwrap_or_default(), usize::MAX);
+    let title = header
+        .title()
+        .map(|t| one_line(t, usize::MAX))
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| format!("Session {id}"));
+    let mut total = UsageTotals::default();
+    for source in &ctx.sources {
+        if let Some(amounts) = usage.get(source) {
+            total = total.plus(amounts);
+        }
+    }
+    Facts {
+        title,
+        cwd: header.cwd().map(|cwd| one_line(cwd, usize::MAX)),
+        leaf: crate::leaf_marker::shown_leaf(session).map(|leaf| one_line(leaf, usize::MAX)),
+        messages: ctx.messages.len(),
+        thinking_level: one_line(&scalar_text(&ctx.thinking_level), DETAIL_CHARS),
+        model: ctx
+            .models
+            .get("default")
+            .map(|m| one_line(&scalar_text(m), DETAIL_CHARS)),
+        usage: total,
+        id,
+    }
+}
+
+/// A string value as text (lone surrogates become U+FFFD).
+fn text_of(value: Option<&Value>) -> Option<Cow<'_, str>> {
+    match value? {
+        Value::String(s) => Some(s.to_string_lossy()),
+        _ => None,
+    }
+}
+
+/// A scalar as one line of text: strings as they are, anything else as compact JSON.
+fn scalar_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.to_string_lossy().into_owned(),
+        other => json::to_compact(other),
+    }
+}
+
+struct Walker<'a, S: Sink> {
+    sink: &'a mut S,
+}
+
+impl<S: Sink> Walker<'_, S> {
+    fn message(
+        &mut self,
+        n: usize,
+        session: &Session,
+        source: usize,
+        message: &Value,
+        usage: Option<&UsageTotals>,
+    ) -> io::Result<()> {
+        let record = session.record(source);
+        let empty = Object::new();
+        let m = message.as_object().unwrap_or(&empty);
+        let role = text_of(m.get("role"))
+            .map_or_else(|| "message".to_owned(), |r| one_line(&r, DETAIL_CHARS));
+        let time = match record.timestamp() {
+            Some(ts) => Some(one_line(ts, DETAIL_CHARS)),
+            None => m
+                .get("timestamp")
+                .and_then(Value::as_f64)
+                .filter(|ms| ms.is_finite())
+                .map(|ms| format_iso_millis(ms as i64)),
+        };
+        let entry_id = record.id().map(|id| one_line(id, usize::MAX));
+        self.sink.heading(&Heading {
+            n,
+            detail: heading_detail(&role, m).map(|d| one_line(&d, DETAIL_CHARS)),
+            time,
+            label: entry_id
+                .as_deref()
+                .and_then(|id| session.label(id))
+                .map(|l| one_line(l, DETAIL_CHARS)),
+            entry_id,
+            usage: usage.copied(),
+            role: role.clone(),
+        })?;
+        match role.as_str() {
+            "assistant" => {
+                self.content(m.get("content"))?;
+                self.stop_reason(m)?;
+            }
+            "toolResult" => self.tool_result(m)?,
+            "bashExecution" => self.execution(m, "command", "sh")?,
+            "pythonExecution" => self.execution(m, "code", "python")?,
+            "compactionSummary" => {
+                let tokens = m.get("tokensBefore").map_or_else(
+                    || "?".to_owned(),
+                    |t| match t.as_f64() {
+                        Some(n) if n >= 0.0 && n.fract() == 0.0 && n < 9e15 => thousands(n as u64),
+                        _ => scalar_text(t),
+                    },
+                );
+                self.sink.compaction(&tokens)?;
+                self.text(text_of(m.get("summary")).as_deref().unwrap_or_default())?;
+            }
+            "branchSummary" => {
+                let from = m.get("fromId").map_or_else(|| "?".to_owned(), scalar_text);
+                self.sink.branch_summary(&one_line(&from, DETAIL_CHARS))?;
+                self.text(text_of(m.get("summary")).as_deref().unwrap_or_default())?;
+            }
+            "fileMention" => self.file_mention(m)?,
+            _ if m.contains_key("content") => self.content(m.get("content"))?,
+            _ => self.sink.output(&json::to_pretty(message), "json")?,
+        }
+        self.sink.end_message()
+    }
+
+    fn text(&mut self, text: &str) -> io::Result<()> {
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        self.sink.text(text)
+    }
+
+    /// A `content` value: a string, or an array of blocks.
+    fn content(&mut self, content: Option<&Value>) -> io::Result<()> {
+        let Some(content) = content else {
+            return Ok(());
+        };
+        match content.expanded().as_ref() {
+            Value::String(s) => self.text(&s.to_string_lossy()),
+            // Blocks stay raw in a record's own `content` (a custom message's).
+            Value::Array(blocks) => blocks.iter().try_for_each(|b| self.block(&b.expanded())),
+            Value::Null => Ok(()),
+            other => self.sink.output(&json::to_pretty(other), "json"),
+        }
+    }
+
+    fn block(&mut self, block: &Value) -> io::Result<()> {
+        let Some(b) = block.as_object() else {
+            return self.sink.output(&json::to_pretty(block), "json");
+        };
+        match b.get_str("type").unwrap_or_default() {
+            "text" => self.text(text_of(b.get("text")).as_deref().unwrap_or_default()),
+            "thinking" => {
+                let thinking = text_of(b.get("thinking")).unwrap_or_default();
+                if thinking.trim().is_empty() {
+                    return Ok(());
+                }
+                self.sink.thinking(&thinking)
+            }
+            "redactedThinking" => self.sink.redacted_thinking(),
+            "toolCall" => {
+                let name = b.get("name").map(scalar_text).unwrap_or_default();
+                let id = b
+                    .get("id")
+                    .map(|id| one_line(&scalar_text(id), DETAIL_CHARS));
+                let arguments = b.get("arguments").map(json::to_pretty);
+                self.sink.tool_call(
+                    &one_line(&name, DETAIL_CHARS),
+                    id.as_deref(),
+                    arguments.as_deref(),
+                )
+            }
+            "image" => self.image(b),
+            other => self.sink.unknown_block(&one_line(other, DETAIL_CHARS)),
+        }
+    }
+
+    fn image(&mut self, block: &Object) -> io::Result<()> {
+        let image = match block.get_str("data") {
+            Some(data) if data.starts_with(BLOB_REF_PREFIX) => match parse_blob_ref(data) {
+                Some(hash) => return self.sink.image(Image::Blob(hash)),
+                None => Image::InvalidRef,
+            },
+            Some(data) => Image::Inline {
+                mime: one_line(
+                    block.get_str("mimeType").unwrap_or("unknown type"),
+                    DETAIL_CHARS,
+                ),
+                bytes: data.trim_end_matches('=').len() * 3 / 4,
+            },
+            None => Image::Empty,
+        };
+        self.sink.image(image)
+    }
+
+    fn tool_result(&mut self, m: &Object) -> io::Result<()> {
+        if m.get("isError") == Some(&Value::Bool(true)) {
+            self.sink.error_result()?;
+        }
+        let content = m.get("content").map(Value::expanded);
+        let blocks: Vec<Cow<'_, Value>> = match content.as_deref() {
+            Some(Value::String(s)) => return self.sink.output(&s.to_string_lossy(), "text"),
+            Some(Value::Array(blocks)) => blocks.iter().map(Value::expanded).collect(),
+            _ => Vec::new(),
+        };
+        let mut output = String::new();
+        for block in &blocks {
+            if let Some(text) = block.as_object().and_then(|b| {
+                (b.get_str("type") == Some("text")).then(|| text_of(b.get("text")))?
+            }) {
+                if !output.is_empty() {
+                    output.push('\n');
+                }
+                output.push_str(&text);
+            }
+        }
+        self.sink.output(&output, "text")?;
+        for block in &blocks {
+            match block.as_object() {
+                Some(b) if b.get_str("type") == Some("text") => {}
+                Some(b) if b.get_str("type") == Some("image") => self.image(b)?,
+                _ => self.block(block)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A bash or python execution: the command or code, then its output and exit status.
+    fn execution(&mut self, m: &Object, input_key: &str, lang: &str) -> io::Result<()> {
+        let input = text_of(m.get(input_key)).unwrap_or_default();
+        let input = if lang == "sh" {
+            Cow::Owned(format!("$ {input}"))
+        } else {
+            input
+        };
+        self.sink.code(&input, lang)?;
+        self.sink.output(
+            text_of(m.get("output")).as_deref().unwrap_or_default(),
+            "text",
+        )?;
+        let mut status = Vec::new();
+        if let Some(code) = m.get("exitCode").filter(|c| !c.is_null()) {
+            status.push(format!("exit code {}", scalar_text(code)));
+        }
+        if m.get("cancelled") == Some(&Value::Bool(true)) {
+            status.push("cancelled".to_owned());
+        }
+        if m.get("truncated") == Some(&Value::Bool(true)) {
+            status.push("output truncated".to_owned());
+        }
+        if status.is_empty() {
+            return Ok(());
+        }
+        self.sink.status(&status)
+    }
+
+    fn stop_reason(&mut self, m: &Object) -> io::Result<()> {
+        let reason = text_of(m.get("stopReason"));
+        let error = text_of(m.get("errorMessage"));
+        let normal = matches!(reason.as_deref(), None | Some("stop" | "toolUse"));
+        if normal && error.is_none() {
+            return Ok(());
+        }
+        self.sink.stopped(
+            &one_line(reason.as_deref().unwrap_or("?"), DETAIL_CHARS),
+            error.map(|e| one_line(&e, DETAIL_CHARS)).as_deref(),
+        )
+    }
+
+    fn file_mention(&mut self, m: &Object) -> io::Result<()> {
+        let files = m.get("files").map(Value::expanded);
+        let Some(Value::Array(files)) = files.as_deref() else {
+            return Ok(());
+        };
+        let mut listed = Vec::new();
+        for file in files.iter().map(Value::expanded) {
+            let Some(f) = file.as_object() else { continue };
+            let path = f.get("path").map(scalar_text).unwrap_or_default();
+            let lines = f.get("lineCount").and_then(Value::as_f64).map(|lines| {
+                let unit = if lines == 1.0 { "line" } else { "lines" };
+                format!("{} {unit}", json::format_js_number(lines))
+            });
+            listed.push((one_line(&path, usize::MAX), lines));
+        }
+        self.sink.files(&listed)
+    }
+}
+
+/// The detail a heading names after the role, if any.
+fn heading_detail(role: &str, m: &Object) -> Option<String> {
+    match role {
+        "assistant" => match (text_of(m.get("provider")), text_of(m.get("model"))) {
+            (Some(p), Some(model)) => Some(format!("{p}/{model}")),
+            (None, Some(model)) => Some(model.into_owned()),
+            (Some(p), None) => Some(p.into_owned()),
+            (None, None) => None,
+        },
+        "toolResult" => {
+            let name = m
+                .get("toolName")
+                .map(scalar_text)
+                .unwrap_or_else(|| "?".to_owned());
+            Some(if m.get("isError") == Some(&Value::Bool(true)) {
+                format!("{name}, error")
+            } else {
+                name
+            })
+        }
+        "custom" => m.get("customType").map(scalar_text),
+        _ => None,
+    }
+}
