@@ -67,7 +67,7 @@ pub fn run_on_terminal(args: &[&str], env: &[(&str, Option<&str>)]) -> Screen {
 /// A new pseudo-terminal: its master side to read, its slave side for the program.
 fn open_pty() -> (File, OwnedFd) {
     let (mut master, mut slave) = (-1, -1);
-    let size = libc::winsize {
+    let mut size = libc::winsize {
         ws_row: 40,
         ws_col: 120,
         ws_xpixel: 0,
@@ -80,8 +80,9 @@ fn open_pty() -> (File, OwnedFd) {
             &mut master,
             &mut slave,
             std::ptr::null_mut(),
-            std::ptr::null(),
-            &size,
+            // Mutable pointers: macOS declares them so, and Linux's const ones take them.
+            std::ptr::null_mut(),
+            &raw mut size,
         )
     };
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
