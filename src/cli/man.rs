@@ -33,11 +33,9 @@ fn write_pages(command: &clap::Command, dir: &Path, written: &mut usize) -> Resu
     let page = clap_mangen::Man::new(command.clone());
     let mut text = Vec::new();
     page.render(&mut text)?;
-    let path = dir.join(page.get_filename());
-    // Through a temp file and a rename: a reader never sees half a page.
-    let temp = dir.join(format!(".{}.tmp", page.get_filename()));
-    std::fs::write(&temp, &text).with_context(|| format!("{}: cannot write", temp.display()))?;
-    std::fs::rename(&temp, &path).with_context(|| format!("{}: cannot write", path.display()))?;
+    let name = page.get_filename();
+    super::output::write_replacing(dir, &name, &text, false)
+        .with_context(|| format!("{}: cannot write", dir.join(&name).display()))?;
     *written += 1;
     for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
         write_pages(sub, dir, written)?;

@@ -6,6 +6,7 @@ mod check;
 mod completions;
 mod context;
 mod entries;
+mod export;
 mod generate;
 mod history;
 mod ls;
@@ -102,7 +103,8 @@ enum Command {
     ///   sessions/<id>/entries/NNNNNN-<id>.json   each entry (also <id>.json)
     ///   sessions/<id>/entries/new        append point: each JSON line becomes an entry
     ///   sessions/<id>/leaf               the leaf; `echo ID > leaf` branches (kept in the file)
-    ///   sessions/<id>/context.json       the context at the leaf (context.md as Markdown)
+    ///   sessions/<id>/context.json       the context at the leaf (context.md as Markdown,
+    ///                                    context.html as a page)
     ///   sessions/<id>/tree.txt           the entry tree; usage.json: tokens and cost
     ///   sessions/<id>/labels/<label>     symlinks to labelled entries
     ///   sessions/<id>/errors             why the last writes failed
@@ -162,6 +164,17 @@ enum Command {
     ///   gjcfs search migration --since 2026-01-01 --json
     #[command(verbatim_doc_comment)]
     Search(search::SearchArgs),
+    /// Write sessions as files: self-contained HTML pages, Markdown, or the transcripts
+    ///
+    /// One file per session, named by its id (<id>.html, <id>.md, <id>.jsonl), written whole
+    /// and owner-only. An HTML page needs nothing beside it: its images are embedded, it
+    /// runs no script and loads nothing.
+    ///
+    /// Examples:
+    ///   gjcfs export 019b9267 --out ~/shared
+    ///   gjcfs export --all --format md --out backup/
+    #[command(verbatim_doc_comment)]
+    Export(export::Args),
     /// Unmount a `gjcfs mount` (its server then closes every session and exits).
     Umount(mount::UmountArgs),
     /// Check the store for damage, and with --repair repair what is safe to repair
@@ -214,6 +227,7 @@ pub fn run() -> ExitCode {
         Command::Mount(args) => mount::command(args),
         Command::Umount(args) => mount::umount_command(args),
         Command::Show(args) => show::run(args),
+        Command::Export(args) => export::run(args),
         Command::Usage(args) => usage::run(args),
         Command::Search(args) => search::run(args),
         Command::Completions(args) => completions::run(args),

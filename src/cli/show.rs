@@ -1,4 +1,4 @@
-//! `gjcfs show SESSION --format md|tree|usage`: a session rendered for reading.
+//! `gjcfs show SESSION --format md|html|tree|usage`: a session rendered for reading.
 
 use std::io::{BufWriter, Write};
 use std::sync::Arc;
@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use gjcfs_engine::blob::BlobStore;
 use gjcfs_engine::load_session;
 use gjcfs_engine::storage::FileStorage;
+use gjcfs_engine::views::html::{self, Images};
 use gjcfs_engine::views::{markdown, tree, usage};
 
 use super::output::warn_skipped;
@@ -18,7 +19,8 @@ pub struct ShowArgs {
     /// A session file (.jsonl), or a session id — or a unique prefix of one, or of the
     /// file's name — looked up in the store.
     session: std::path::PathBuf,
-    /// md: the context at the current leaf as Markdown; tree: every entry, one a line,
+    /// md: the context at the current leaf as Markdown; html: the same as one
+    /// self-contained HTML page (images embedded); tree: every entry, one a line,
     /// branches drawn, the leaf marked; usage: token and cost totals with a per-model
     /// breakdown, as JSON.
     #[arg(long, value_enum, default_value = "md")]
@@ -30,6 +32,7 @@ pub struct ShowArgs {
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {
     Md,
+    Html,
     Tree,
     Usage,
 }
@@ -55,6 +58,12 @@ pub fn run(args: ShowArgs) -> Result<()> {
             markdown::write_context_md_rehydrated(session, &prefix, blobs, &mut out)?;
         }
         (Format::Md, None) => markdown::write_context_md(session, "blobs/", &mut out)?,
+        (Format::Html, Some(blobs)) => {
+            html::write_context_html(session, Images::Embed(blobs), Some(blobs), &mut out)?
+        }
+        (Format::Html, None) => {
+            html::write_context_html(session, Images::Link("blobs/"), None, &mut out)?
+        }
         (Format::Tree, Some(blobs)) => tree::write_tree_rehydrated(session, blobs, &mut out)?,
         (Format::Tree, None) => tree::write_tree(session, &mut out)?,
         (Format::Usage, _) => out.write_all(&usage::session_usage_json(session))?,

@@ -66,7 +66,7 @@ pub struct Rendered {
     context: Option<Bytes>,
     context_len: Option<u64>,
     blob_refs: Option<Vec<String>>,
-    views: [Option<Bytes>; 3],
+    views: [Option<Bytes>; 4],
     labels: Option<BTreeMap<String, String>>,
 }
 
@@ -176,7 +176,7 @@ impl Rendered {
             context: None,
             context_len: None,
             blob_refs: None,
-            views: [None, None, None],
+            views: [None, None, None, None],
             labels: None,
         }
     }
@@ -287,6 +287,11 @@ impl Rendered {
         let blobs = manager.blobs();
         let bytes = Arc::new(manager.read(|session| match view {
             View::ContextMd => views::markdown::context_md_rehydrated(session, "blobs/", &blobs),
+            View::ContextHtml => views::html::context_html(
+                session,
+                views::html::Images::Link("blobs/"),
+                Some(&blobs),
+            ),
             View::Tree => views::tree::tree_txt_rehydrated(session, &blobs),
             View::Usage => views::usage::session_usage_json(session),
         }));

@@ -66,6 +66,8 @@ pub enum Node {
     SessionBlobsDir(String),
     /// `sessions/<id>/context.md`.
     ContextMd(String),
+    /// `sessions/<id>/context.html`.
+    ContextHtml(String),
     /// `sessions/<id>/tree.txt`.
     Tree(String),
     /// `sessions/<id>/usage.json`.
@@ -119,6 +121,7 @@ impl Node {
             | Node::Errors(s)
             | Node::SessionBlobsDir(s)
             | Node::ContextMd(s)
+            | Node::ContextHtml(s)
             | Node::Tree(s)
             | Node::Usage(s)
             | Node::LabelsDir(s)

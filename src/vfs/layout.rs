@@ -5,13 +5,14 @@ use super::NodeKind;
 use gjcfs_engine::legacy::encode_absolute;
 
 /// The names in a session's directory, in listing order.
-pub(super) const SESSION_FILES: [&str; 11] = [
+pub(super) const SESSION_FILES: [&str; 12] = [
     "header.json",
     "session.jsonl",
     "entries",
     "leaf",
     "context.json",
     "context.md",
+    "context.html",
     "tree.txt",
     "usage.json",
     "labels",
@@ -32,6 +33,7 @@ pub(super) fn session_child(sid: &str, name: &str) -> Option<Node> {
         "leaf" => Node::Leaf(s),
         "context.json" => Node::Context(s),
         "context.md" => Node::ContextMd(s),
+        "context.html" => Node::ContextHtml(s),
         "tree.txt" => Node::Tree(s),
         "usage.json" => Node::Usage(s),
         "labels" => Node::LabelsDir(s),
@@ -46,6 +48,8 @@ pub(super) fn session_child(sid: &str, name: &str) -> Option<Node> {
 pub enum View {
     /// `context.md`; its image links point into the session's `blobs/`.
     ContextMd,
+    /// `context.html`; its images are the session's `blobs/`.
+    ContextHtml,
     /// `tree.txt`.
     Tree,
     /// `usage.json`.
@@ -56,6 +60,7 @@ pub enum View {
 pub(super) fn view_of(node: &Node) -> Option<(&str, View)> {
     match node {
         Node::ContextMd(s) => Some((s, View::ContextMd)),
+        Node::ContextHtml(s) => Some((s, View::ContextHtml)),
         Node::Tree(s) => Some((s, View::Tree)),
         Node::Usage(s) => Some((s, View::Usage)),
         _ => None,
@@ -91,7 +96,7 @@ pub(super) fn is_probe_name(name: &str) -> bool {
 /// Whether a session id can name its directory: a usable name without control characters
 /// (a newline in a name breaks every tool that reads `ls`), and not starting with `-` (a
 /// tool would read it as an option).
-pub(super) fn safe_session_name(id: &str) -> bool {
+pub fn safe_session_name(id: &str) -> bool {
     usable_name(id) && !id.starts_with('-') && !id.chars().any(char::is_control)
 }
 

@@ -13,6 +13,7 @@
 //! /sessions/<session-id>/leaf               the current leaf id; writable
 //! /sessions/<session-id>/context.json       the context at the leaf, blobs resolved
 //! /sessions/<session-id>/context.md         the context at the leaf as Markdown
+//! /sessions/<session-id>/context.html       the same as one HTML page (no script)
 //! /sessions/<session-id>/tree.txt           the entry tree, one line per entry
 //! /sessions/<session-id>/usage.json         usage statistics, with a breakdown per model
 //! /sessions/<session-id>/labels/<label>     symlink to ../entries/NNNNNN-<id>.json
@@ -105,7 +106,7 @@ mod store_usage;
 
 pub use gjcfs_engine::io_cause::IoCause;
 pub use handles::{Part, LEAF_MAX, LINE_MAX, PENDING_MAX};
-pub use layout::label_file_name;
+pub use layout::{label_file_name, safe_session_name};
 
 pub use fs::{Caching, Invalidator, NamespaceChange, Opened, Summary, Vfs, VfsConfig};
 pub use inode::{Node, ROOT_INO};

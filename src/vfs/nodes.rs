@@ -429,7 +429,7 @@ impl Vfs {
                 let len = self.with_session(s, |l| Ok(l.rendered.context_len(&l.manager)))?;
                 file(len as usize, file_ms())
             }
-            Node::ContextMd(s) | Node::Tree(s) | Node::Usage(s) => {
+            Node::ContextMd(s) | Node::ContextHtml(s) | Node::Tree(s) | Node::Usage(s) => {
                 let bytes = self.session_content(s, node)?;
                 file(bytes.len(), file_ms())
             }
@@ -629,9 +629,11 @@ impl Vfs {
                     .entry_bytes(&loaded.manager, id)
                     .ok_or(VfsError::NotFound)
             }),
-            Node::Context(s) | Node::ContextMd(s) | Node::Tree(s) | Node::Usage(s) => {
-                self.session_content(s, node)
-            }
+            Node::Context(s)
+            | Node::ContextMd(s)
+            | Node::ContextHtml(s)
+            | Node::Tree(s)
+            | Node::Usage(s) => self.session_content(s, node),
             Node::Errors(s) => Ok(Arc::new(self.errors.text(s).into_bytes())),
             Node::StoreUsage => self.store_usage.bytes(),
             Node::CheckReport => self.check.bytes(),

@@ -180,6 +180,7 @@ impl Vfs {
             | Node::Errors(sid)
             | Node::SessionBlobsDir(sid)
             | Node::ContextMd(sid)
+            | Node::ContextHtml(sid)
             | Node::Tree(sid)
             | Node::Usage(sid)
             | Node::LabelsDir(sid) => {

@@ -26,6 +26,7 @@ mod full_disk;
 mod fuzz_regressions;
 mod history;
 mod history_cli;
+mod html;
 mod identity;
 mod inspect;
 mod legacy;

@@ -17,6 +17,7 @@ const COMMANDS: &[&str] = &[
     "generate",
     "mount",
     "show",
+    "export",
     "usage",
     "search",
     "umount",

@@ -122,6 +122,7 @@ fn layout_sizes_and_inodes_agree() {
             "leaf",
             "context.json",
             "context.md",
+            "context.html",
             "tree.txt",
             "usage.json",
             "labels",

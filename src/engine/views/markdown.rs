@@ -237,7 +237,9 @@ impl<W: Write + ?Sized> Sink for Markdown<'_, W> {
 
     fn image(&mut self, image: Image<'_>) -> io::Result<()> {
         match image {
-            Image::Blob(hash) => writeln!(self.out, "![image]({}{hash})\n", self.blobs_prefix),
+            Image::Blob { hash, .. } => {
+                writeln!(self.out, "![image]({}{hash})\n", self.blobs_prefix)
+            }
             Image::InvalidRef => writeln!(self.out, "*[image: invalid blob reference]*\n"),
             Image::Inline { mime, bytes } => writeln!(
                 self.out,

@@ -66,8 +66,12 @@ pub struct Heading {
 
 /// An image block.
 pub enum Image<'a> {
-    /// Stored in the blob store under this SHA-256 (hex).
-    Blob(&'a str),
+    /// Stored in the blob store under this SHA-256 (64 lowercase hex digits, checked), with
+    /// the block's `mimeType` as written (untrusted).
+    Blob {
+        hash: &'a str,
+        mime: Option<&'a str>,
+    },
     /// A `blob:` reference that names no valid hash.
     InvalidRef,
     /// Inline base64 data, not passed on: its MIME type and decoded size.
@@ -313,7 +317,10 @@ impl<S: Sink> Walker<'_, S> {
     fn image(&mut self, block: &Object) -> io::Result<()> {
         let image = match block.get_str("data") {
             Some(data) if data.starts_with(BLOB_REF_PREFIX) => match parse_blob_ref(data) {
-                Some(hash) => return self.sink.image(Image::Blob(hash)),
+                Some(hash) => {
+                    let mime = block.get_str("mimeType");
+                    return self.sink.image(Image::Blob { hash, mime });
+                }
                 None => Image::InvalidRef,
             },
             Some(data) => Image::Inline {

@@ -1,0 +1,150 @@
+//! `gjcfs export (SESSION… | --all) [--format html|md|jsonl] --out DIR`: sessions written
+//! as files to keep or share, one per session, named by session id.
+//!
+//! - `html`: `context.html`'s page with its images embedded (`data:` URLs read from the blob
+//!   store), so the file needs nothing beside it; `md`: `context.md` with images linked
+//!   into the blob store; `jsonl`: the transcript's own bytes.
+//! - Each file is written whole through a temp file and a rename (owner-only, 0600; the
+//!   directory is created 0700 when missing); a file of the same name is replaced. A session
+//!   whose id cannot name a file is skipped with a warning, and so is a file that cannot be
+//!   read as a session; the command then exits 1 after exporting the rest.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+use gjcfs_engine::blob::BlobStore;
+use gjcfs_engine::load_session;
+use gjcfs_engine::storage::{FileStorage, SessionStorage};
+use gjcfs_engine::views::html::{self, Images};
+use gjcfs_engine::views::markdown;
+
+use super::output::{warn, warn_skipped, write_replacing};
+use super::progress::Progress;
+use super::store::StoreArgs;
+
+/// Progress is shown for exports of at least this many sessions.
+const PROGRESS_FROM: usize = 50;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Session files (.jsonl) or session ids (or unique prefixes) of the store.
+    #[arg(value_name = "SESSION", required_unless_present = "all")]
+    sessions: Vec<PathBuf>,
+    /// Export every session of the store (its live copy, as `gjcfs ls --all` lists it).
+    #[arg(long, conflicts_with = "sessions")]
+    all: bool,
+    /// html: one self-contained page per session; md: the Markdown of `gjcfs show`;
+    /// jsonl: the transcript as it is stored.
+    #[arg(long, value_enum, default_value = "html")]
+    format: Format,
+    /// The directory to write into (created, owner-only, if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Html,
+    Md,
+    Jsonl,
+}
+
+impl Format {
+    fn extension(self) -> &'static str {
+        match self {
+            Format::Html => "html",
+            Format::Md => "md",
+            Format::Jsonl => "jsonl",
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let paths: Vec<PathBuf> = if args.all {
+        args.store.sessions()?.into_iter().map(|i| i.path).collect()
+    } else {
+        args.sessions
+            .iter()
+            .map(|s| args.store.resolve(s))
+            .collect::<Result<_>>()?
+    };
+    create_private_dir(&args.out)?;
+    let blobs = args
+        .store
+        .agent_dirs()
+        .ok()
+        .map(|dirs| BlobStore::new(dirs.blob_dir(), Arc::new(FileStorage)));
+    let bar = Progress::files("exporting sessions", paths.len(), PROGRESS_FROM);
+    let mut failed = 0usize;
+    for (done, path) in paths.iter().enumerate() {
+        if let Err(e) = export_one(path, args.format, blobs.as_ref(), &args.out) {
+            warn(format_args!("{}: not exported: {e:#}", path.display()));
+            failed += 1;
+        }
+        bar.set(done as u64 + 1);
+    }
+    bar.finish();
+    eprintln!(
+        "gjcfs: exported {} session(s) to {}",
+        paths.len() - failed,
+        args.out.display()
+    );
+    if failed > 0 {
+        bail!("{failed} session(s) could not be exported");
+    }
+    Ok(())
+}
+
+/// Writes the export of the session file `path` into `out`.
+fn export_one(path: &Path, format: Format, blobs: Option<&BlobStore>, out: &Path) -> Result<()> {
+    let mut loaded = load_session(path)?;
+    warn_skipped(path, &loaded.skipped);
+    let id = loaded.session.header().id().unwrap_or_default().to_owned();
+    if !gjcfs_vfs::safe_session_name(&id) || id.len() > 250 {
+        bail!("its session id {id:?} cannot name a file");
+    }
+    let bytes = match format {
+        Format::Jsonl => FileStorage.read(path)?,
+        Format::Html | Format::Md => {
+            // The context the agent sends: its load-time sanitizer applied, in memory only.
+            loaded.session.sanitize_openai_replay();
+            let session = &loaded.session;
+            match (format, blobs) {
+                (Format::Html, Some(blobs)) => {
+                    html::context_html(session, Images::Embed(blobs), Some(blobs))
+                }
+                (Format::Html, None) => html::context_html(session, Images::Link("blobs/"), None),
+                (_, Some(blobs)) => {
+                    let prefix = format!("{}/", blobs.dir().display());
+                    markdown::context_md_rehydrated(session, &prefix, blobs)
+                }
+                (_, None) => markdown::context_md(session, "blobs/"),
+            }
+        }
+    };
+    let name = format!("{id}.{}", format.extension());
+    write_replacing(out, &name, &bytes, true)
+        .with_context(|| format!("{}: cannot write", out.join(&name).display()))
+}
+
+/// Creates `dir` (and its parents) when missing, the last one owner-only.
+fn create_private_dir(dir: &Path) -> Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder
+        .create(dir)
+        .with_context(|| format!("{}: cannot create the directory", dir.display()))?;
+    if !dir.is_dir() {
+        bail!("{}: not a directory", dir.display());
+    }
+    Ok(())
+}

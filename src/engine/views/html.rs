@@ -1,0 +1,403 @@
+//! `context.html`: the context at the session's current leaf as one self-contained HTML
+//! page, from the same parts as `context.md` ([`super::transcript`]).
+//!
+//! Format (invariants):
+//! - One document: `<!DOCTYPE html>`, UTF-8, a Content-Security-Policy that forbids every
+//!   script, frame, form, base URL and remote load (`default-src 'none'`; inline style
+//!   only; images only from `file:` (the mount's `blobs/`) and `data:` (an export)), the
+//!   style inline, no script, no external font, nothing fetched from a network.
+//! - A `<header>` with the title, and the facts of `context.md` as a `<dl>` plus the usage
+//!   summed over the context's messages (tokens and cost).
+//! - One `<section class="message role-<role>" id="m<n>">` per context message, in context
+//!   order: an `<h2>` with the number (a link to its own anchor), the role, the detail, the
+//!   time (`<time>`), the entry id, the entry's label and the message's usage (tokens,
+//!   cost); then its parts. Prose and code keep their line breaks (`white-space:
+//!   pre-wrap`); thinking is folded (`<details>`); tool output longer than `context.md`
+//!   shows is folded whole, its size in the summary; a compaction or branch summary is
+//!   marked by its section's class and a line naming it.
+//! - Images stored as blobs are `<img>`s: linked as `<prefix><sha256>` ([`Images::Link`]),
+//!   or embedded as `data:` URLs read from the blob store ([`Images::Embed`]; a missing
+//!   blob is named instead). Only PNG, JPEG, GIF and WebP are embedded as such; any other
+//!   type is named. Inline base64 images are named with their type and size, as in
+//!   `context.md`.
+//! - Every string from the session is escaped for where it goes ([`text`], [`attr`]): `&`,
+//!   `<`, `>` everywhere and both quotes in attributes; control characters other than tab
+//!   and newline, and U+FFFD's sources (lone surrogates), become U+FFFD. No session text is
+//!   ever put in a URL, a style or a tag name: links point only to the page's own anchors
+//!   and to blob hashes the engine checked (64 hex digits), and classes are made of ASCII
+//!   letters taken from the role.
+
+use std::io::{self, Write};
+
+use super::super::blob::BlobStore;
+use super::super::session::Session;
+use super::super::usage::UsageTotals;
+use super::markdown::{cut_point, line_count};
+use super::thousands;
+use super::transcript::{self, Facts, Heading, Image, Sink};
+
+/// How a page shows images stored in the blob store.
+#[derive(Clone, Copy)]
+pub enum Images<'a> {
+    /// `<img src="<prefix><sha256>">`: the mount's `blobs/` beside the page.
+    Link(&'a str),
+    /// `<img src="data:…">` with the bytes read (and checked) from this store: a page that
+    /// needs nothing beside it.
+    Embed(&'a BlobStore),
+}
+
+/// The page's Content-Security-Policy.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; \
+     img-src file: data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const STYLE: &str = "\
+body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:1rem;color:#1d1d1f;background:#fff}\
+header{border-bottom:1px solid #ccc;margin-bottom:1rem}\
+h1{font-size:1.4rem;margin:.2rem 0}\
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:0 1rem;margin:.5rem 0}\
+dl.facts dt{color:#666}dl.facts dd{margin:0}\
+section.message{border:1px solid #ddd;border-radius:6px;margin:.8rem 0;padding:.2rem .9rem}\
+section.role-user{background:#f3f7ff}section.role-assistant{background:#fafafa}\
+section.role-toolResult,section.role-bashExecution,section.role-pythonExecution{background:#f7f7f2}\
+section.role-compactionSummary,section.role-branchSummary{background:#fff8e6;border-color:#e6c36a}\
+h2{font-size:1rem;margin:.4rem 0}h2 a{color:inherit;text-decoration:none}\
+h2 .detail,h2 time,h2 .entry,h2 .usage{color:#666;font-weight:normal;font-size:.85rem;margin-left:.5rem}\
+h2 .label{background:#e6f0d8;border-radius:3px;padding:0 .3rem;font-size:.85rem;margin-left:.5rem}\
+.text{white-space:pre-wrap;overflow-wrap:anywhere}\
+pre{background:#f0f0f0;padding:.5rem;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}\
+details>summary{cursor:pointer;color:#555}\
+.note,.status,.stopped{color:#666;font-style:italic}.error{color:#b00020;font-weight:bold}\
+.kind{font-weight:bold}img{max-width:100%}";
+
+/// Writes `context.html` for the context at the session's current leaf; with `cold`,
+/// cold-spilled content is read back from that blob store first.
+pub fn write_context_html<W: Write + ?Sized>(
+    session: &Session,
+    images: Images<'_>,
+    cold: Option<&BlobStore>,
+    out: &mut W,
+) -> io::Result<()> {
+    let mut page = Page { out, images };
+    transcript::walk(session, cold, &mut page)?;
+    page.out.write_all(b"</main>\n</body>\n</html>\n")
+}
+
+/// [`write_context_html`] as bytes.
+pub fn context_html(session: &Session, images: Images<'_>, cold: Option<&BlobStore>) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_context_html(session, images, cold, &mut out).expect("writing to a Vec cannot fail");
+    out
+}
+
+/// `s` as HTML text (an element's content).
+pub fn text(s: &str) -> String {
+    escape(s, false)
+}
+
+/// `s` as the value of a double-quoted attribute.
+pub fn attr(s: &str) -> String {
+    escape(s, true)
+}
+
+fn escape(s: &str, in_attribute: bool) -> String {
+    let mut out = String::with_capacity(s.len() + s.len() / 8);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' if in_attribute => out.push_str("&quot;"),
+            '\'' if in_attribute => out.push_str("&#39;"),
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The tokens (input, output and cache) and cost of a usage, for a reader.
+fn usage_line(u: &UsageTotals) -> String {
+    let tokens = u.input + u.output + u.cache_read + u.cache_write;
+    let tokens = if tokens.fract() == 0.0 && (0.0..9e15).contains(&tokens) {
+        thousands(tokens as u64)
+    } else {
+        format!("{tokens}")
+    };
+    format!("{tokens} tokens, ${:.4}", u.cost)
+}
+
+/// The class of a role: its ASCII letters.
+fn role_class(role: &str) -> String {
+    role.chars().filter(char::is_ascii_alphabetic).collect()
+}
+
+/// The image types embedded as such.
+fn embeddable(mime: &str) -> bool {
+    matches!(
+        mime,
+        "image/png" | "image/jpeg" | "image/gif" | "image/webp"
+    )
+}
+
+struct Page<'a, W: Write + ?Sized> {
+    out: &'a mut W,
+    images: Images<'a>,
+}
+
+impl<W: Write + ?Sized> Page<'_, W> {
+    fn pre(&mut self, class: &str, body: &str) -> io::Result<()> {
+        writeln!(self.out, "<pre class=\"{class}\">{}</pre>", text(body))
+    }
+
+    fn embed(&mut self, hash: &str, mime: Option<&str>, blobs: &BlobStore) -> io::Result<()> {
+        let mime = mime.unwrap_or_default();
+        match blobs.get(hash) {
+            Ok(Some(bytes)) if embeddable(mime) => writeln!(
+                self.out,
+                "<p><img alt=\"image\" src=\"data:{mime};base64,{}\"></p>",
+                data_encoding::BASE64.encode(&bytes)
+            ),
+            Ok(Some(bytes)) => writeln!(
+                self.out,
+                "<p class=\"note\">[image: {}, {} bytes, not shown]</p>",
+                text(mime),
+                thousands(bytes.len() as u64)
+            ),
+            Ok(None) | Err(_) => writeln!(
+                self.out,
+                "<p class=\"note\">[image: blob {hash} unavailable]</p>"
+            ),
+        }
+    }
+}
+
+impl<W: Write + ?Sized> Sink for Page<'_, W> {
+    fn facts(&mut self, f: &Facts) -> io::Result<()> {
+        write!(
+            self.out,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_SECURITY_POLICY}\">\n\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<header>\n\
+             <h1>{}</h1>\n<dl class=\"facts\">\n",
+            text(&f.title),
+            text(&f.title)
+        )?;
+        let mut fact =
+            |name: &str, value: &str| writeln!(self.out, "<dt>{name}</dt><dd>{value}</dd>");
+        fact("session", &format!("<code>{}</code>", text(&f.id)))?;
+        if let Some(cwd) = &f.cwd {
+            fact("cwd", &format!("<code>{}</code>", text(cwd)))?;
+        }
+        match &f.leaf {
+            Some(leaf) => fact("leaf", &format!("<code>{}</code>", text(leaf)))?,
+            None => fact("leaf", "none")?,
+        }
+        fact("messages", &f.messages.to_string())?;
+        fact("thinking level", &text(&f.thinking_level))?;
+        if let Some(model) = &f.model {
+            fact("model", &text(model))?;
+        }
+        fact("usage", &usage_line(&f.usage))?;
+        self.out.write_all(b"</dl>\n</header>\n<main>\n")
+    }
+
+    fn heading(&mut self, h: &Heading) -> io::Result<()> {
+        write!(
+            self.out,
+            "<section class=\"message role-{}\" id=\"m{n}\">\n<h2><a href=\"#m{n}\">{n}.</a> {}",
+            role_class(&h.role),
+            text(&h.role),
+            n = h.n
+        )?;
+        if let Some(detail) = &h.detail {
+            write!(self.out, "<span class=\"detail\">{}</span>", text(detail))?;
+        }
+        if let Some(time) = &h.time {
+            write!(self.out, "<time>{}</time>", text(time))?;
+        }
+        if let Some(id) = &h.entry_id {
+            write!(self.out, "<code class=\"entry\">{}</code>", text(id))?;
+        }
+        if let Some(label) = &h.label {
+            write!(self.out, "<span class=\"label\">{}</span>", text(label))?;
+        }
+        if let Some(usage) = &h.usage {
+            write!(
+                self.out,
+                "<span class=\"usage\">{}</span>",
+                usage_line(usage)
+            )?;
+        }
+        self.out.write_all(b"</h2>\n")
+    }
+
+    fn text(&mut self, body: &str) -> io::Result<()> {
+        writeln!(self.out, "<div class=\"text\">{}</div>", text(body))
+    }
+
+    fn thinking(&mut self, body: &str) -> io::Result<()> {
+        writeln!(
+            self.out,
+            "<details class=\"thinking\"><summary>thinking</summary><div class=\"text\">{}</div></details>",
+            text(body)
+        )
+    }
+
+    fn redacted_thinking(&mut self) -> io::Result<()> {
+        writeln!(self.out, "<p class=\"note\">(redacted thinking)</p>")
+    }
+
+    fn tool_call(
+        &mut self,
+        name: &str,
+        id: Option<&str>,
+        arguments: Option<&str>,
+    ) -> io::Result<()> {
+        write!(
+            self.out,
+            "<p><span class=\"kind\">Tool call</span> <code>{}</code>",
+            text(name)
+        )?;
+        if let Some(id) = id {
+            write!(self.out, " · <code>{}</code>", text(id))?;
+        }
+        self.out.write_all(b"</p>\n")?;
+        match arguments {
+            Some(args) => self.output(args, "json"),
+            None => Ok(()),
+        }
+    }
+
+    fn code(&mut self, body: &str, lang: &str) -> io::Result<()> {
+        self.pre(&format!("code {}", role_class(lang)), body)
+    }
+
+    fn output(&mut self, body: &str, lang: &str) -> io::Result<()> {
+        if body.is_empty() {
+            return writeln!(self.out, "<p class=\"note\">(no output)</p>");
+        }
+        let class = format!("output {}", role_class(lang));
+        if cut_point(body) == body.len() {
+            return self.pre(&class, body);
+        }
+        writeln!(
+            self.out,
+            "<details class=\"output\"><summary>output: {} bytes, {} lines</summary>",
+            thousands(body.len() as u64),
+            thousands(line_count(body) as u64)
+        )?;
+        self.pre(&class, body)?;
+        self.out.write_all(b"</details>\n")
+    }
+
+    fn image(&mut self, image: Image<'_>) -> io::Result<()> {
+        match (image, self.images) {
+            (Image::Blob { hash, .. }, Images::Link(prefix)) => writeln!(
+                self.out,
+                "<p><img alt=\"image\" src=\"{}{hash}\"></p>",
+                attr(prefix)
+            ),
+            (Image::Blob { hash, mime }, Images::Embed(blobs)) => self.embed(hash, mime, blobs),
+            (Image::InvalidRef, _) => {
+                writeln!(
+                    self.out,
+                    "<p class=\"note\">[image: invalid blob reference]</p>"
+                )
+            }
+            (Image::Inline { mime, bytes }, _) => writeln!(
+                self.out,
+                "<p class=\"note\">[image: {}, {} bytes inline, not shown]</p>",
+                text(&mime),
+                thousands(bytes as u64)
+            ),
+            (Image::Empty, _) => writeln!(self.out, "<p class=\"note\">[image]</p>"),
+        }
+    }
+
+    fn unknown_block(&mut self, block_type: &str) -> io::Result<()> {
+        writeln!(
+            self.out,
+            "<p class=\"note\">[{} block]</p>",
+            text(block_type)
+        )
+    }
+
+    fn error_result(&mut self) -> io::Result<()> {
+        writeln!(self.out, "<p class=\"error\">Error</p>")
+    }
+
+    fn stopped(&mut self, reason: &str, error: Option<&str>) -> io::Result<()> {
+        let error = error.map(|e| format!(" — {}", text(e))).unwrap_or_default();
+        writeln!(
+            self.out,
+            "<p class=\"stopped\">Stopped: {}{error}</p>",
+            text(reason)
+        )
+    }
+
+    fn compaction(&mut self, tokens_before: &str) -> io::Result<()> {
+        writeln!(
+            self.out,
+            "<p><span class=\"kind\">Compaction summary</span> ({} tokens before compaction)</p>",
+            text(tokens_before)
+        )
+    }
+
+    fn branch_summary(&mut self, from: &str) -> io::Result<()> {
+        writeln!(
+            self.out,
+            "<p><span class=\"kind\">Branch summary</span> (branched from <code>{}</code>)</p>",
+            text(from)
+        )
+    }
+
+    fn status(&mut self, status: &[String]) -> io::Result<()> {
+        writeln!(
+            self.out,
+            "<p class=\"status\">{}</p>",
+            text(&status.join(", "))
+        )
+    }
+
+    fn files(&mut self, files: &[(String, Option<String>)]) -> io::Result<()> {
+        self.out.write_all(b"<ul class=\"files\">\n")?;
+        for (path, lines) in files {
+            write!(self.out, "<li><code>{}</code>", text(path))?;
+            if let Some(lines) = lines {
+                write!(self.out, " ({})", text(lines))?;
+            }
+            self.out.write_all(b"</li>\n")?;
+        }
+        self.out.write_all(b"</ul>\n")
+    }
+
+    fn end_message(&mut self) -> io::Result<()> {
+        self.out.write_all(b"</section>\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_quotes_and_controls() {
+        assert_eq!(
+            text("<script>a&b</script>\"'"),
+            "&lt;script&gt;a&amp;b&lt;/script&gt;\"'"
+        );
+        assert_eq!(attr("x\" onload='y'"), "x&quot; onload=&#39;y&#39;");
+        assert_eq!(
+            text("a\0b\u{1b}[31mc\td\ne\r"),
+            "a\u{fffd}b\u{fffd}[31mc\td\ne\u{fffd}"
+        );
+    }
+
+    #[test]
+    fn classes_keep_only_ascii_letters() {
+        assert_eq!(role_class("toolResult"), "toolResult");
+        assert_eq!(role_class("x\" onclick=\"y"), "xonclicky");
+    }
+}

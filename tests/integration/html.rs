@@ -1,0 +1,332 @@
+//! The HTML page of a session (`gjcfs show --format html`, `gjcfs export`, the mount's
+//! `context.html`) against hostile session text: the page's structure is checked tag by tag,
+//! so no session text can add an element, an attribute, a link or a resource.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use gjcfs::engine::blob::BlobStore;
+use gjcfs::engine::json::{self, Value};
+use gjcfs::engine::storage::FileStorage;
+
+use crate::common::gjcfs_stdout;
+use crate::common::mount::{ok, p, Mount};
+
+/// What a script in the page would set if one ever ran.
+const MARKER: &str = "gjcfsPwned";
+
+/// Hostile strings: markup, script, event handlers, URLs, CSS, controls.
+fn hostile() -> Vec<String> {
+    vec![
+        format!("<script>window.{MARKER}=1</script>"),
+        format!("</details></pre></div></section><script>window.{MARKER}=2</script>"),
+        format!("<img src=x onerror=\"window.{MARKER}=3\">"),
+        format!("<svg onload=\"window.{MARKER}=4\"><circle r=5/></svg>"),
+        "<a href=\"javascript:alert(1)\">click</a> javascript:alert(1)".to_owned(),
+        "</style><style>body{background:url(http://example.invalid/x.png)}</style>".to_owned(),
+        "\" onmouseover=\"alert(1)\" x=\"' onfocus='alert(2)'".to_owned(),
+        "<!-- comment --><![CDATA[ x ]]><?php echo 1 ?>".to_owned(),
+        "nul\u{0}bell\u{7}esc\u{1b}[31mred del\u{7f}".to_owned(),
+        "<meta http-equiv=\"refresh\" content=\"0;url=http://example.invalid\">".to_owned(),
+        "<base href=\"http://example.invalid/\"><link rel=stylesheet href=http://example.invalid>"
+            .to_owned(),
+    ]
+}
+
+fn string(s: &str) -> String {
+    json::to_compact(&Value::string(s))
+}
+
+/// An agent directory with one session full of hostile text, and an image of each kind.
+fn hostile_store() -> (tempfile::TempDir, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let scope = agent.join("sessions/--w--");
+    fs::create_dir_all(&scope).unwrap();
+    let blobs = BlobStore::new(agent.join("blobs"), Arc::new(FileStorage));
+    let png = blobs.put(b"\x89PNG\r\n\x1a\nnot really").unwrap();
+    let html_blob = blobs.put(b"<script>alert(1)</script>").unwrap();
+    let bad = hostile();
+    let all = bad.join(" ");
+    let mut lines = vec![format!(
+        r#"{{"type":"session","version":5,"id":"hostile","timestamp":"2026-01-01T00:00:00.000Z","cwd":{},"title":{}}}"#,
+        string(&all),
+        string(&bad[0])
+    )];
+    let mut parent = "null".to_owned();
+    let mut n = 0;
+    let mut push = |lines: &mut Vec<String>, body: String| {
+        n += 1;
+        let id = format!("e{n:07}");
+        lines.push(format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:{:02}.000Z","message":{body}}}"#,
+            n % 60
+        ));
+        parent = format!("\"{id}\"");
+    };
+    for text in &bad {
+        push(
+            &mut lines,
+            format!(
+                r#"{{"role":"user","content":{},"timestamp":1}}"#,
+                string(text)
+            ),
+        );
+        push(
+            &mut lines,
+            format!(
+                r#"{{"role":"assistant","content":[{{"type":"thinking","thinking":{t}}},{{"type":"text","text":{t}}},{{"type":"toolCall","id":{t},"name":{t},"arguments":{{"k":{t}}}}},{{"type":{t}}}],"provider":{t},"model":{t},"usage":{{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"cost":{{"total":0.5}}}},"stopReason":{t},"errorMessage":{t},"timestamp":1}}"#,
+                t = string(text)
+            ),
+        );
+        push(
+            &mut lines,
+            format!(
+                r#"{{"role":"toolResult","toolCallId":"c","toolName":{t},"content":[{{"type":"text","text":{t}}}],"isError":true,"timestamp":1}}"#,
+                t = string(text)
+            ),
+        );
+    }
+    // A role nobody knows, a lone surrogate, a 10 MB line, images of every kind.
+    push(
+        &mut lines,
+        format!(
+            r#"{{"role":{},"content":"lone \ud800 surrogate","timestamp":1}}"#,
+            string(&bad[2])
+        ),
+    );
+    let long = format!("{}{}", bad[0], "x".repeat(10 << 20));
+    push(
+        &mut lines,
+        format!(
+            r#"{{"role":"bashExecution","command":{},"output":{},"exitCode":{},"timestamp":1}}"#,
+            string(&bad[1]),
+            string(&long),
+            string(&bad[3])
+        ),
+    );
+    push(
+        &mut lines,
+        format!(
+            r#"{{"role":"user","content":[{{"type":"image","data":"blob:sha256:{png}","mimeType":"image/png"}},{{"type":"image","data":"blob:sha256:{html_blob}","mimeType":"text/html"}},{{"type":"image","data":"blob:sha256:{png}","mimeType":{}}},{{"type":"image","data":"blob:sha256:../../etc/passwd","mimeType":"image/png"}},{{"type":"image","data":"aGVsbG8=","mimeType":{}}}],"timestamp":1}}"#,
+            string(&bad[5]),
+            string(&bad[6])
+        ),
+    );
+    lines.push(format!(
+        r#"{{"type":"label","id":"l1","parentId":{parent},"timestamp":"2026-01-01T00:01:00.000Z","targetId":"e0000001","label":{}}}"#,
+        string(&bad[0])
+    ));
+    let mut text = lines.join("\n");
+    text.push('\n');
+    fs::write(scope.join("2026-01-01T00-00-00-000Z_hostile.jsonl"), text).unwrap();
+    let agent = agent.to_str().unwrap().to_owned();
+    (tmp, agent)
+}
+
+/// The elements and attributes a page may have, and what its links and sources may be.
+const TAGS: [&str; 27] = [
+    "!DOCTYPE", "html", "head", "meta", "title", "style", "body", "header", "h1", "dl", "dt", "dd",
+    "code", "main", "section", "h2", "a", "span", "time", "div", "details", "summary", "pre", "p",
+    "img", "ul", "li",
+];
+const ATTRIBUTES: [&str; 10] = [
+    "lang",
+    "charset",
+    "http-equiv",
+    "content",
+    "name",
+    "class",
+    "id",
+    "href",
+    "src",
+    "alt",
+];
+
+/// Checks every tag of `page` against the allowed structure; panics naming the first one
+/// that is not allowed. Returns how many message sections it has.
+fn check_structure(page: &str) -> usize {
+    let mut sections = 0;
+    let mut rest = page;
+    while let Some(at) = rest.find('<') {
+        rest = &rest[at + 1..];
+        let end = rest.find('>').expect("every tag is closed");
+        let tag = &rest[..end];
+        rest = &rest[end + 1..];
+        let tag = tag.strip_prefix('/').unwrap_or(tag);
+        let (name, attrs) = tag.split_once(' ').unwrap_or((tag, ""));
+        assert!(TAGS.contains(&name), "element {name:?} in <{tag}>");
+        if name == "!DOCTYPE" {
+            continue;
+        }
+        // Attributes: name="value", the value free of quotes (they are escaped).
+        let mut attrs = attrs.trim();
+        while !attrs.is_empty() {
+            let (attr, after) = attrs.split_once("=\"").unwrap_or_else(|| panic!("<{tag}>"));
+            let (value, after) = after.split_once('"').unwrap_or_else(|| panic!("<{tag}>"));
+            assert!(ATTRIBUTES.contains(&attr), "attribute {attr:?} in <{tag}>");
+            match attr {
+                "href" => assert!(value.starts_with("#m"), "href {value:?}"),
+                "src" => assert!(
+                    value.starts_with("blobs/") && value.len() == 6 + 64
+                        || value.starts_with("data:image/png;base64,"),
+                    "src {value:?}"
+                ),
+                "http-equiv" => assert_eq!(value, "Content-Security-Policy"),
+                _ => {}
+            }
+            if name == "section" && attr == "class" {
+                sections += 1;
+            }
+            attrs = after.trim_start();
+        }
+    }
+    // No style but the page's own, and it comes first.
+    assert_eq!(page.matches("<style>").count(), 1);
+    assert!(page.find("<style>") < page.find("<body>"));
+    sections
+}
+
+fn context_messages(agent: &str, session: &str) -> usize {
+    let context = json::parse(&gjcfs_stdout(&["context", session, "--agent-dir", agent])).unwrap();
+    match context.as_object().unwrap().get("messages").unwrap() {
+        Value::Array(messages) => messages.len(),
+        _ => panic!("messages"),
+    }
+}
+
+fn assert_safe(page: &str, agent: &str) {
+    assert!(
+        page.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';")
+    );
+    assert!(
+        !page.to_ascii_lowercase().contains("<script"),
+        "a script tag"
+    );
+    assert!(
+        !page.contains('\u{0}') && !page.contains('\u{1b}'),
+        "a control character"
+    );
+    assert!(page.contains("&lt;script&gt;window.gjcfsPwned=1&lt;/script&gt;"));
+    let sections = check_structure(page);
+    assert_eq!(sections, context_messages(agent, "hostile"));
+    // The 10 MB output is there, folded.
+    assert!(page.contains("<details class=\"output\"><summary>output: 10,485,"));
+}
+
+#[test]
+fn a_page_of_hostile_text_has_only_its_own_structure() {
+    let (_tmp, agent) = hostile_store();
+    let page = gjcfs_stdout(&["show", "hostile", "--format", "html", "--agent-dir", &agent]);
+    assert_safe(&page, &agent);
+    // Images: the PNG embedded, the others named, the bad reference refused.
+    assert_eq!(
+        page.matches("src=\"data:image/png;base64,").count(),
+        1,
+        "only the PNG"
+    );
+    assert!(page.contains("[image: text/html, 25 bytes, not shown]"));
+    assert!(page.contains("[image: invalid blob reference]"));
+    assert!(page.contains("bytes inline, not shown]"));
+}
+
+#[test]
+fn export_writes_a_page_per_session_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let (tmp, agent) = hostile_store();
+    let out = tmp.path().join("export");
+    let said = std::process::Command::new(crate::common::gjcfs_bin())
+        .args(["export", "--all", "--out", p(&out), "--agent-dir", &agent])
+        .output()
+        .unwrap();
+    assert!(said.status.success(), "{said:?}");
+    let page = fs::read_to_string(out.join("hostile.html")).unwrap();
+    assert_safe(&page, &agent);
+    assert_eq!(
+        page,
+        gjcfs_stdout(&["show", "hostile", "--format", "html", "--agent-dir", &agent])
+    );
+    let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&out), 0o700);
+    assert_eq!(mode(&out.join("hostile.html")), 0o600);
+    // Markdown and the transcript itself; nothing else is left in the directory.
+    for (format, check) in [("md", "# <script>"), ("jsonl", "{\"type\":\"session\"")] {
+        let said = std::process::Command::new(crate::common::gjcfs_bin())
+            .args(["export", "hostile", "--format", format, "--out", p(&out)])
+            .args(["--agent-dir", &agent])
+            .output()
+            .unwrap();
+        assert!(said.status.success(), "{said:?}");
+        let text = fs::read_to_string(out.join(format!("hostile.{format}"))).unwrap();
+        assert!(text.starts_with(check), "{format}");
+    }
+    let jsonl = fs::read(out.join("hostile.jsonl")).unwrap();
+    let original = tmp
+        .path()
+        .join("agent/sessions/--w--/2026-01-01T00-00-00-000Z_hostile.jsonl");
+    assert_eq!(
+        jsonl,
+        fs::read(original).unwrap(),
+        "the transcript's own bytes"
+    );
+    let mut names: Vec<String> = fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["hostile.html", "hostile.jsonl", "hostile.md"]);
+
+    // A session that is not there: exit 1, nothing written for it.
+    let missing = std::process::Command::new(crate::common::gjcfs_bin())
+        .args(["export", "nope", "--out", p(&out), "--agent-dir", &agent])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+}
+
+#[test]
+fn the_mount_serves_context_html_and_it_follows_appends() {
+    require_fuse!();
+    let s = crate::common::mount::store();
+    let agent = s.agent_dir();
+    let mount = Mount::start(&["--agent-dir", &agent]);
+    let page_path = mount.session_dir(&s.sid).join("context.html");
+    let page = ok("cat", &[p(&page_path)]);
+    let sections = check_structure(&page);
+    assert_eq!(sections, context_messages(&agent, &s.sid));
+    assert!(page.contains("question MOUNTTOKEN"));
+
+    // Hostile text appended through the mount shows on the next read, escaped.
+    let new = mount.session_dir(&s.sid).join("entries/new");
+    let line = format!(
+        "{{\"role\":\"user\",\"content\":{}}}\n",
+        string(&hostile().join(" "))
+    );
+    let mut file = fs::OpenOptions::new().append(true).open(&new).unwrap();
+    std::io::Write::write_all(&mut file, line.as_bytes()).unwrap();
+    drop(file);
+    let page = ok("cat", &[p(&page_path)]);
+    assert_eq!(check_structure(&page), sections + 1);
+    assert!(!page.to_ascii_lowercase().contains("<script"));
+    assert!(page.contains("&lt;script&gt;window.gjcfsPwned=1&lt;/script&gt;"));
+    drop(mount);
+
+    // The hostile store's page, and its images linked into the session's own blobs/.
+    let (_tmp, agent) = hostile_store();
+    let mount = Mount::start(&["--agent-dir", &agent, "--read-only"]);
+    let page = ok(
+        "cat",
+        &[p(&mount.session_dir("hostile").join("context.html"))],
+    );
+    assert_eq!(check_structure(&page), context_messages(&agent, "hostile"));
+    let links: Vec<&str> = page
+        .split("src=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .collect();
+    assert_eq!(links.len(), 3, "the three valid references");
+    for link in links {
+        assert!(mount.session_dir("hostile").join(link).is_file(), "{link}");
+    }
+}
