@@ -34,6 +34,13 @@ fn hostile() -> Vec<String> {
     ]
 }
 
+/// A PNG of one pixel.
+fn one_pixel_png() -> Vec<u8> {
+    data_encoding::BASE64
+        .decode(b"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+        .unwrap()
+}
+
 fn string(s: &str) -> String {
     json::to_compact(&Value::string(s))
 }
@@ -45,7 +52,7 @@ fn hostile_store() -> (tempfile::TempDir, String) {
     let scope = agent.join("sessions/--w--");
     fs::create_dir_all(&scope).unwrap();
     let blobs = BlobStore::new(agent.join("blobs"), Arc::new(FileStorage));
-    let png = blobs.put(b"\x89PNG\r\n\x1a\nnot really").unwrap();
+    let png = blobs.put(&one_pixel_png()).unwrap();
     let html_blob = blobs.put(b"<script>alert(1)</script>").unwrap();
     let bad = hostile();
     let all = bad.join(" ");
@@ -188,6 +195,17 @@ fn check_structure(page: &str) -> usize {
     sections
 }
 
+/// `gjcfs export --all` of the store into `<tmp>/export`.
+fn export_all(tmp: &tempfile::TempDir, agent: &str) -> std::path::PathBuf {
+    let out = tmp.path().join("export");
+    let said = std::process::Command::new(crate::common::gjcfs_bin())
+        .args(["export", "--all", "--out", p(&out), "--agent-dir", agent])
+        .output()
+        .unwrap();
+    assert!(said.status.success(), "{said:?}");
+    out
+}
+
 fn context_messages(agent: &str, session: &str) -> usize {
     let context = json::parse(&gjcfs_stdout(&["context", session, "--agent-dir", agent])).unwrap();
     match context.as_object().unwrap().get("messages").unwrap() {
@@ -235,12 +253,7 @@ fn a_page_of_hostile_text_has_only_its_own_structure() {
 fn export_writes_a_page_per_session_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let (tmp, agent) = hostile_store();
-    let out = tmp.path().join("export");
-    let said = std::process::Command::new(crate::common::gjcfs_bin())
-        .args(["export", "--all", "--out", p(&out), "--agent-dir", &agent])
-        .output()
-        .unwrap();
-    assert!(said.status.success(), "{said:?}");
+    let out = export_all(&tmp, &agent);
     let page = fs::read_to_string(out.join("hostile.html")).unwrap();
     assert_safe(&page, &agent);
     assert_eq!(
@@ -329,4 +342,128 @@ fn the_mount_serves_context_html_and_it_follows_appends() {
     for link in links {
         assert!(mount.session_dir("hostile").join(link).is_file(), "{link}");
     }
+}
+
+/// Opens `page` in the browser and checks what a reader gets: no console error, nothing
+/// requested but local files and data, no script run, and `messages` rendered messages.
+fn check_in_browser(
+    browser: &mut crate::common::browser::Browser,
+    page: &Path,
+    messages: usize,
+    shot: &str,
+) -> crate::common::browser::Page {
+    let loaded = browser.open(page);
+    assert!(
+        loaded.errors.is_empty(),
+        "{}: {:?}",
+        page.display(),
+        loaded.errors
+    );
+    assert!(!loaded.requests.is_empty(), "the page itself is a request");
+    for url in &loaded.requests {
+        assert!(
+            url.starts_with("file://") || url.starts_with("data:"),
+            "{}: requested {url}",
+            page.display()
+        );
+    }
+    let rendered = browser.eval(
+        &loaded,
+        "document.querySelectorAll('section.message').length",
+    );
+    assert_eq!(
+        rendered.as_f64(),
+        Some(messages as f64),
+        "{}",
+        page.display()
+    );
+    let marker = browser.eval(&loaded, &format!("typeof window.{MARKER}"));
+    assert_eq!(
+        marker.as_str(),
+        Some("undefined"),
+        "a script ran in {}",
+        page.display()
+    );
+    let scripts = browser.eval(&loaded, "document.scripts.length");
+    assert_eq!(scripts.as_f64(), Some(0.0));
+    browser.screenshot(&loaded, shot);
+    loaded
+}
+
+#[test]
+fn exported_pages_load_in_a_browser_with_no_error_request_or_script() {
+    require_browser!();
+    let (tmp, agent) = hostile_store();
+    // Beside the hostile session: a generated one and the two real transcripts.
+    let ws = tmp.path().join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    crate::common::generate_managed(Path::new(&agent), &ws, 400);
+    let real = Path::new(&agent).join("sessions/--real--");
+    fs::create_dir_all(&real).unwrap();
+    for fixture in fs::read_dir(crate::common::fixture("real")).unwrap() {
+        let path = fixture.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            fs::copy(&path, real.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let out = export_all(&tmp, &agent);
+    let mut browser = crate::common::browser::Browser::start();
+    let mut pages = 0;
+    for page in fs::read_dir(&out).unwrap() {
+        let page = page.unwrap().path();
+        let id = page.file_stem().unwrap().to_str().unwrap().to_owned();
+        let shot = if id == "hostile" {
+            "export-hostile"
+        } else {
+            "export-session"
+        };
+        let loaded = check_in_browser(&mut browser, &page, context_messages(&agent, &id), shot);
+        if id == "hostile" {
+            // The one embedded image decoded; nothing else is an image.
+            let widths = browser.eval(
+                &loaded,
+                "Array.from(document.images).map(i => i.naturalWidth).join(',')",
+            );
+            assert_eq!(widths.as_str(), Some("1"));
+        }
+        pages += 1;
+    }
+    assert_eq!(pages, 4, "hostile, generated and the two real transcripts");
+}
+
+#[test]
+fn the_mounts_pages_load_in_a_browser_with_their_images() {
+    require_fuse!();
+    require_browser!();
+    let (_tmp, agent) = hostile_store();
+    let mount = Mount::start(&["--agent-dir", &agent, "--read-only"]);
+    let page = mount.session_dir("hostile").join("context.html");
+    let mut browser = crate::common::browser::Browser::start();
+    let loaded = check_in_browser(
+        &mut browser,
+        &page,
+        context_messages(&agent, "hostile"),
+        "mount-context",
+    );
+    // The images come from the session's blobs/ in the mount: the PNG decodes (twice, under
+    // its own type and a hostile one); the HTML blob is no image.
+    let blobs = format!(
+        "file://{}/",
+        mount.session_dir("hostile").join("blobs").display()
+    );
+    assert_eq!(
+        loaded
+            .requests
+            .iter()
+            .filter(|u| u.starts_with(&blobs))
+            .count(),
+        2,
+        "{:?}",
+        loaded.requests
+    );
+    let widths = browser.eval(
+        &loaded,
+        "Array.from(document.images).map(i => i.naturalWidth).join(',')",
+    );
+    assert_eq!(widths.as_str(), Some("1,0,1"));
 }

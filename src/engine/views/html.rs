@@ -21,8 +21,9 @@
 //!   type is named. Inline base64 images are named with their type and size, as in
 //!   `context.md`.
 //! - Every string from the session is escaped for where it goes ([`text`], [`attr`]): `&`,
-//!   `<`, `>` everywhere and both quotes in attributes; control characters other than tab
-//!   and newline, and U+FFFD's sources (lone surrogates), become U+FFFD. No session text is
+//!   `<`, `>` everywhere and both quotes in attributes; terminal escape sequences (CSI) are
+//!   dropped, other control characters but tab and newline become U+FFFD (as lone
+//!   surrogates already are). No session text is
 //!   ever put in a URL, a style or a tag name: links point only to the page's own anchors
 //!   and to blob hashes the engine checked (64 hex digits), and classes are made of ASCII
 //!   letters taken from the role.
@@ -48,7 +49,7 @@ pub enum Images<'a> {
 
 /// The page's Content-Security-Policy.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; \
-     img-src file: data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+     img-src file: data:; base-uri 'none'; form-action 'none'";
 
 const STYLE: &str = "\
 body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:1rem;color:#1d1d1f;background:#fff}\
@@ -101,8 +102,19 @@ pub fn attr(s: &str) -> String {
 
 fn escape(s: &str, in_attribute: bool) -> String {
     let mut out = String::with_capacity(s.len() + s.len() / 8);
-    for c in s.chars() {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
+            // A terminal's colour and cursor sequences (CSI: ESC [ … final byte) are dropped
+            // whole, as a terminal would not print them.
+            '\u{1b}' if chars.peek() == Some(&'[') => {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -390,8 +402,13 @@ mod tests {
         );
         assert_eq!(attr("x\" onload='y'"), "x&quot; onload=&#39;y&#39;");
         assert_eq!(
-            text("a\0b\u{1b}[31mc\td\ne\r"),
-            "a\u{fffd}b\u{fffd}[31mc\td\ne\u{fffd}"
+            text("a\0b\u{1b}[1;31mc\td\ne\r\u{1b}x"),
+            "a\u{fffd}bc\td\ne\u{fffd}\u{fffd}x"
+        );
+        assert_eq!(
+            text("cut \u{1b}[31"),
+            "cut ",
+            "an unfinished sequence ends the text"
         );
     }
 

@@ -11,6 +11,17 @@ macro_rules! require_fuse {
     };
 }
 
+/// Returns from a test that needs a browser where none is installed: a visible skip, and a
+/// failure under CI.
+macro_rules! require_browser {
+    () => {
+        if !$crate::common::browser::browser_ready() {
+            return;
+        }
+    };
+}
+
+pub mod browser;
 pub mod mount;
 pub mod pty;
 #[cfg(target_os = "linux")]
