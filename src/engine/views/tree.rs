@@ -64,11 +64,27 @@ pub fn tree_txt_rehydrated(session: &Session, blobs: &BlobStore) -> Vec<u8> {
     out
 }
 
-fn write_lines<W: Write + ?Sized>(
-    session: &Session,
-    cold: Option<&BlobStore>,
-    out: &mut W,
-) -> io::Result<()> {
+/// One line of the tree: an entry, where it is drawn and what it says.
+pub struct TreeRow {
+    /// The entry's record index.
+    pub index: usize,
+    /// How many side branches it is nested in (the gutter's width, in columns of three).
+    pub depth: usize,
+    /// Whether it opens a side branch (`├─ `) rather than continuing its parent's column.
+    pub side: bool,
+    /// The row of its parent in the tree; `None` for a root.
+    pub parent: Option<usize>,
+    /// Whether it has no children: the end of a branch, a place a context can be built at.
+    pub is_branch_end: bool,
+    /// Whether it is the current leaf (for a leaf marker, the entry it stands for).
+    pub is_leaf: bool,
+    /// `<id> [<label>] <kind>: <preview>`, without the leaf mark.
+    pub text: String,
+}
+
+/// The tree's rows in drawing order (see the module invariants); `cold` rehydrates the
+/// previews.
+pub fn tree_rows(session: &Session, cold: Option<&BlobStore>) -> Vec<TreeRow> {
     let mut tree = session.tree();
     // Leaf markers are the leaf pointer on their parent, not entries: their children take
     // their places.
@@ -114,27 +130,51 @@ fn write_lines<W: Write + ?Sized>(
     };
     leaf_last(&mut tree.roots);
 
-    let mut gutter = String::new();
+    let mut rows = Vec::new();
     let mut line = String::new();
-    // (record index, gutter length before it, opens a side branch)
-    let mut stack: Vec<(usize, usize, bool)> = Vec::new();
-    push_children(&mut stack, &tree.roots, 0);
-    while let Some((i, gutter_len, side)) = stack.pop() {
-        gutter.truncate(gutter_len);
+    // (record index, depth, opens a side branch, parent row)
+    let mut stack: Vec<(usize, usize, bool, Option<usize>)> = Vec::new();
+    push_children(&mut stack, &tree.roots, 0, None);
+    while let Some((i, depth, side, parent_row)) = stack.pop() {
         line.clear();
-        line.push_str(&gutter);
-        if side {
-            line.push_str(SIDE);
-        }
-        entry_line(session, i, leaf == Some(i), cold, &mut line);
-        line.push('\n');
-        out.write_all(line.as_bytes())?;
-        if side {
-            gutter.push_str(SIDE_CONTINUES);
-        }
+        entry_line(session, i, false, cold, &mut line);
         let children = &mut tree.children[i];
         leaf_last(children);
-        push_children(&mut stack, children, gutter.len());
+        let row = rows.len();
+        rows.push(TreeRow {
+            index: i,
+            depth,
+            side,
+            parent: parent_row,
+            is_branch_end: children.is_empty(),
+            is_leaf: leaf == Some(i),
+            text: line.clone(),
+        });
+        push_children(&mut stack, children, depth + usize::from(side), Some(row));
+    }
+    rows
+}
+
+fn write_lines<W: Write + ?Sized>(
+    session: &Session,
+    cold: Option<&BlobStore>,
+    out: &mut W,
+) -> io::Result<()> {
+    let mut line = String::new();
+    for row in tree_rows(session, cold) {
+        line.clear();
+        for _ in 0..row.depth {
+            line.push_str(SIDE_CONTINUES);
+        }
+        if row.side {
+            line.push_str(SIDE);
+        }
+        line.push_str(&row.text);
+        if row.is_leaf {
+            line.push_str(LEAF_MARK);
+        }
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
     }
     Ok(())
 }
@@ -148,9 +188,14 @@ pub fn tree_txt(session: &Session) -> Vec<u8> {
 
 /// Pushes `children` so that they pop in order: the last one continues the column, the
 /// others open side branches.
-fn push_children(stack: &mut Vec<(usize, usize, bool)>, children: &[usize], gutter_len: usize) {
+fn push_children(
+    stack: &mut Vec<(usize, usize, bool, Option<usize>)>,
+    children: &[usize],
+    depth: usize,
+    parent_row: Option<usize>,
+) {
     for (n, &c) in children.iter().enumerate().rev() {
-        stack.push((c, gutter_len, n + 1 < children.len()));
+        stack.push((c, depth, n + 1 < children.len(), parent_row));
     }
 }
 
