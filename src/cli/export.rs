@@ -2,8 +2,10 @@
 //! as files to keep or share, one per session, named by session id.
 //!
 //! - `html`: `context.html`'s page with its images embedded (`data:` URLs read from the blob
-//!   store), so the file needs nothing beside it; `md`: `context.md` with images linked
-//!   into the blob store; `jsonl`: the transcript's own bytes.
+//!   store), so the file needs nothing beside it, and the tree drawn in it; a session with
+//!   other branch ends than its leaf also gets `<id>.leaves/<entry id>.html`, the page at
+//!   each, which the drawing links to. `md`: `context.md` with images linked into the blob
+//!   store; `jsonl`: the transcript's own bytes.
 //! - Each file is written whole through a temp file and a rename (owner-only, 0600; the
 //!   directory is created 0700 when missing); a file of the same name is replaced. A session
 //!   whose id cannot name a file is skipped with a warning, and so is a file that cannot be
@@ -16,9 +18,11 @@ use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use gjcfs_engine::blob::BlobStore;
 use gjcfs_engine::load_session;
+use gjcfs_engine::session::Session;
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
-use gjcfs_engine::views::html::{self, Images};
+use gjcfs_engine::views::html::{self, Images, PageOptions};
 use gjcfs_engine::views::markdown;
+use gjcfs_engine::views::tree_svg::{branch_ends, leaf_page_name, percent_encoded, TreeLinks};
 
 use super::output::{warn, warn_skipped, write_replacing};
 use super::progress::Progress;
@@ -107,28 +111,82 @@ fn export_one(path: &Path, format: Format, blobs: Option<&BlobStore>, out: &Path
     if !gjcfs_vfs::safe_session_name(&id) || id.len() > 250 {
         bail!("its session id {id:?} cannot name a file");
     }
+    let name = format!("{id}.{}", format.extension());
     let bytes = match format {
         Format::Jsonl => FileStorage.read(path)?,
-        Format::Html | Format::Md => {
+        Format::Md => {
             // The context the agent sends: its load-time sanitizer applied, in memory only.
             loaded.session.sanitize_openai_replay();
-            let session = &loaded.session;
-            match (format, blobs) {
-                (Format::Html, Some(blobs)) => {
-                    html::context_html(session, Images::Embed(blobs), Some(blobs))
-                }
-                (Format::Html, None) => html::context_html(session, Images::Link("blobs/"), None),
-                (_, Some(blobs)) => {
+            match blobs {
+                Some(blobs) => {
                     let prefix = format!("{}/", blobs.dir().display());
-                    markdown::context_md_rehydrated(session, &prefix, blobs)
+                    markdown::context_md_rehydrated(&loaded.session, &prefix, blobs)
                 }
-                (_, None) => markdown::context_md(session, "blobs/"),
+                None => markdown::context_md(&loaded.session, "blobs/"),
             }
         }
+        Format::Html => {
+            loaded.session.sanitize_openai_replay();
+            write_leaf_pages(&loaded.session, &id, blobs, out)?
+        }
     };
-    let name = format!("{id}.{}", format.extension());
     write_replacing(out, &name, &bytes, true)
         .with_context(|| format!("{}: cannot write", out.join(&name).display()))
+}
+
+/// Writes `<id>.leaves/<entry>.html` for every branch end but the leaf (none for a session
+/// without other branches), and returns the session's own page, which links to them.
+fn write_leaf_pages(
+    session: &Session,
+    id: &str,
+    blobs: Option<&BlobStore>,
+    out: &Path,
+) -> Result<Vec<u8>> {
+    let leaf = gjcfs_engine::leaf_marker::shown_leaf(session).map(str::to_owned);
+    let others: Vec<String> = branch_ends(session)
+        .into_iter()
+        .filter(|end| Some(end) != leaf.as_ref())
+        .collect();
+    let images = blobs.map_or(Images::Link("blobs/"), Images::Embed);
+    let own_page = format!("{}.html", percent_encoded(id));
+    let leaves_dir = format!("{id}.leaves");
+    let leaves_prefix = format!("{}/", percent_encoded(&leaves_dir));
+    if !others.is_empty() {
+        let dir = out.join(&leaves_dir);
+        create_private_dir(&dir)?;
+        let back = format!("../{own_page}");
+        for end in &others {
+            let Some(name) = leaf_page_name(end) else {
+                continue;
+            };
+            let page = html::context_html(
+                session,
+                &PageOptions {
+                    images,
+                    cold: blobs,
+                    leaf: Some(end),
+                    tree: Some(TreeLinks {
+                        leaves: Some(""),
+                        current: Some(&back),
+                    }),
+                },
+            );
+            write_replacing(&dir, &name, &page, true)
+                .with_context(|| format!("{}: cannot write", dir.join(&name).display()))?;
+        }
+    }
+    Ok(html::context_html(
+        session,
+        &PageOptions {
+            images,
+            cold: blobs,
+            leaf: None,
+            tree: Some(TreeLinks {
+                leaves: (!others.is_empty()).then_some(leaves_prefix.as_str()),
+                current: Some(&own_page),
+            }),
+        },
+    ))
 }
 
 /// Creates `dir` (and its parents) when missing, the last one owner-only.

@@ -8,7 +8,8 @@ use clap::{Args, ValueEnum};
 use gjcfs_engine::blob::BlobStore;
 use gjcfs_engine::load_session;
 use gjcfs_engine::storage::FileStorage;
-use gjcfs_engine::views::html::{self, Images};
+use gjcfs_engine::views::html::{self, Images, PageOptions};
+use gjcfs_engine::views::tree_svg::TreeLinks;
 use gjcfs_engine::views::{markdown, tree, usage};
 
 use super::output::warn_skipped;
@@ -58,11 +59,18 @@ pub fn run(args: ShowArgs) -> Result<()> {
             markdown::write_context_md_rehydrated(session, &prefix, blobs, &mut out)?;
         }
         (Format::Md, None) => markdown::write_context_md(session, "blobs/", &mut out)?,
-        (Format::Html, Some(blobs)) => {
-            html::write_context_html(session, Images::Embed(blobs), Some(blobs), &mut out)?
-        }
-        (Format::Html, None) => {
-            html::write_context_html(session, Images::Link("blobs/"), None, &mut out)?
+        (Format::Html, blobs) => {
+            let options = PageOptions {
+                images: blobs.as_ref().map_or(Images::Link("blobs/"), Images::Embed),
+                cold: blobs.as_ref(),
+                leaf: None,
+                // A page on its own: the tree is drawn, with nothing to link to.
+                tree: Some(TreeLinks {
+                    leaves: None,
+                    current: None,
+                }),
+            };
+            html::write_context_html(session, &options, &mut out)?
         }
         (Format::Tree, Some(blobs)) => tree::write_tree_rehydrated(session, blobs, &mut out)?,
         (Format::Tree, None) => tree::write_tree(session, &mut out)?,

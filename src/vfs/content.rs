@@ -49,6 +49,15 @@ pub struct EntryFile {
     record_index: usize,
 }
 
+/// How many leaf pages a session keeps rendered (a `getattr` then a `read` of each).
+const LEAF_PAGES_KEPT: usize = 4;
+
+/// Where the links of a session directory's own pages point: `leaves/` beside them.
+const SESSION_PAGE_LINKS: views::tree_svg::TreeLinks<'static> = views::tree_svg::TreeLinks {
+    leaves: Some("leaves/"),
+    current: Some("context.html"),
+};
+
 /// What a session shows, rendered for one generation.
 #[derive(Debug)]
 pub struct Rendered {
@@ -66,8 +75,12 @@ pub struct Rendered {
     context: Option<Bytes>,
     context_len: Option<u64>,
     blob_refs: Option<Vec<String>>,
-    views: [Option<Bytes>; 4],
+    views: [Option<Bytes>; 5],
     labels: Option<BTreeMap<String, String>>,
+    /// The entries with a page in `leaves/`, in drawing order.
+    branch_ends: Option<Vec<String>>,
+    /// The leaf pages read last, at most [`LEAF_PAGES_KEPT`].
+    leaf_pages: Vec<(String, Bytes)>,
 }
 
 fn pretty_record(record: &Record) -> Vec<u8> {
@@ -176,8 +189,10 @@ impl Rendered {
             context: None,
             context_len: None,
             blob_refs: None,
-            views: [None, None, None, None],
+            views: [None, None, None, None, None],
             labels: None,
+            branch_ends: None,
+            leaf_pages: Vec::new(),
         }
     }
 
@@ -289,14 +304,56 @@ impl Rendered {
             View::ContextMd => views::markdown::context_md_rehydrated(session, "blobs/", &blobs),
             View::ContextHtml => views::html::context_html(
                 session,
-                views::html::Images::Link("blobs/"),
-                Some(&blobs),
+                &views::html::PageOptions {
+                    images: views::html::Images::Link("blobs/"),
+                    cold: Some(&blobs),
+                    leaf: None,
+                    tree: Some(SESSION_PAGE_LINKS),
+                },
             ),
+            View::TreeSvg => views::tree_svg::tree_svg(session, Some(&blobs), &SESSION_PAGE_LINKS),
             View::Tree => views::tree::tree_txt_rehydrated(session, &blobs),
             View::Usage => views::usage::session_usage_json(session),
         }));
         *slot = Some(bytes.clone());
         bytes
+    }
+
+    /// The entries with a page in `leaves/` (the branch ends whose ids name files).
+    pub fn branch_ends(&mut self, manager: &SessionManager) -> &[String] {
+        self.branch_ends
+            .get_or_insert_with(|| manager.read(views::tree_svg::branch_ends))
+    }
+
+    /// The page of the context at branch end `id` (`leaves/<id>.html`), if it is one.
+    pub fn leaf_page(&mut self, manager: &SessionManager, id: &str) -> Option<Bytes> {
+        if let Some((_, bytes)) = self.leaf_pages.iter().find(|(kept, _)| kept == id) {
+            return Some(bytes.clone());
+        }
+        if !self.branch_ends(manager).iter().any(|end| end == id) {
+            return None;
+        }
+        let blobs = manager.blobs();
+        let links = views::tree_svg::TreeLinks {
+            leaves: Some(""),
+            current: Some("../context.html"),
+        };
+        let bytes = Arc::new(manager.read(|session| {
+            views::html::context_html(
+                session,
+                &views::html::PageOptions {
+                    images: views::html::Images::Link("../blobs/"),
+                    cold: Some(&blobs),
+                    leaf: Some(id),
+                    tree: Some(links),
+                },
+            )
+        }));
+        if self.leaf_pages.len() == LEAF_PAGES_KEPT {
+            self.leaf_pages.remove(0);
+        }
+        self.leaf_pages.push((id.to_owned(), bytes.clone()));
+        Some(bytes)
     }
 
     /// Label file name ([`label_file_name`]) → labelled entry id.

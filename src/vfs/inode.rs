@@ -70,6 +70,12 @@ pub enum Node {
     ContextHtml(String),
     /// `sessions/<id>/tree.txt`.
     Tree(String),
+    /// `sessions/<id>/tree.svg`.
+    TreeSvg(String),
+    /// `sessions/<id>/leaves/`: a page per branch end.
+    LeavesDir(String),
+    /// `sessions/<id>/leaves/<entry id>.html`: session id, entry id.
+    LeafPage(String, String),
     /// `sessions/<id>/usage.json`.
     Usage(String),
     /// `sessions/<id>/labels/`.
@@ -123,8 +129,11 @@ impl Node {
             | Node::ContextMd(s)
             | Node::ContextHtml(s)
             | Node::Tree(s)
+            | Node::TreeSvg(s)
             | Node::Usage(s)
             | Node::LabelsDir(s)
+            | Node::LeavesDir(s)
+            | Node::LeafPage(s, _)
             | Node::Label(s, _) => Some(s),
         }
     }
@@ -148,6 +157,7 @@ impl Node {
                 | Node::SessionBlobsDir(_)
                 | Node::EntriesDir(_)
                 | Node::LabelsDir(_)
+                | Node::LeavesDir(_)
         )
     }
 }

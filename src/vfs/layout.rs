@@ -5,7 +5,7 @@ use super::NodeKind;
 use gjcfs_engine::legacy::encode_absolute;
 
 /// The names in a session's directory, in listing order.
-pub(super) const SESSION_FILES: [&str; 12] = [
+pub(super) const SESSION_FILES: [&str; 14] = [
     "header.json",
     "session.jsonl",
     "entries",
@@ -14,6 +14,8 @@ pub(super) const SESSION_FILES: [&str; 12] = [
     "context.md",
     "context.html",
     "tree.txt",
+    "tree.svg",
+    "leaves",
     "usage.json",
     "labels",
     "errors",
@@ -35,6 +37,8 @@ pub(super) fn session_child(sid: &str, name: &str) -> Option<Node> {
         "context.md" => Node::ContextMd(s),
         "context.html" => Node::ContextHtml(s),
         "tree.txt" => Node::Tree(s),
+        "tree.svg" => Node::TreeSvg(s),
+        "leaves" => Node::LeavesDir(s),
         "usage.json" => Node::Usage(s),
         "labels" => Node::LabelsDir(s),
         "errors" => Node::Errors(s),
@@ -52,6 +56,8 @@ pub enum View {
     ContextHtml,
     /// `tree.txt`.
     Tree,
+    /// `tree.svg`; its branch ends link into `leaves/`.
+    TreeSvg,
     /// `usage.json`.
     Usage,
 }
@@ -62,6 +68,7 @@ pub(super) fn view_of(node: &Node) -> Option<(&str, View)> {
         Node::ContextMd(s) => Some((s, View::ContextMd)),
         Node::ContextHtml(s) => Some((s, View::ContextHtml)),
         Node::Tree(s) => Some((s, View::Tree)),
+        Node::TreeSvg(s) => Some((s, View::TreeSvg)),
         Node::Usage(s) => Some((s, View::Usage)),
         _ => None,
     }

@@ -163,6 +163,20 @@ impl Vfs {
                 Node::SessionDir(name.to_owned())
             }
             Node::SessionDir(s) => session_child(s, name).ok_or(VfsError::NotFound)?,
+            Node::LeavesDir(s) => {
+                let id = name.strip_suffix(".html").ok_or(VfsError::NotFound)?;
+                let known = self.with_session(s, |loaded| {
+                    Ok(loaded
+                        .rendered
+                        .branch_ends(&loaded.manager)
+                        .iter()
+                        .any(|end| end == id))
+                })?;
+                if !known {
+                    return Err(VfsError::NotFound);
+                }
+                Node::LeafPage(s.clone(), id.to_owned())
+            }
             Node::LabelsDir(s) => {
                 let known = self.with_session(s, |loaded| {
                     Ok(loaded.rendered.labels(&loaded.manager).contains_key(name))
@@ -429,11 +443,16 @@ impl Vfs {
                 let len = self.with_session(s, |l| Ok(l.rendered.context_len(&l.manager)))?;
                 file(len as usize, file_ms())
             }
-            Node::ContextMd(s) | Node::ContextHtml(s) | Node::Tree(s) | Node::Usage(s) => {
+            Node::ContextMd(s)
+            | Node::ContextHtml(s)
+            | Node::Tree(s)
+            | Node::TreeSvg(s)
+            | Node::Usage(s)
+            | Node::LeafPage(s, _) => {
                 let bytes = self.session_content(s, node)?;
                 file(bytes.len(), file_ms())
             }
-            Node::LabelsDir(s) | Node::SessionBlobsDir(s) => {
+            Node::LabelsDir(s) | Node::LeavesDir(s) | Node::SessionBlobsDir(s) => {
                 self.with_session(s, |_| Ok(dir(file_ms())))?
             }
             Node::Label(s, label) => self.with_session(s, |loaded| {
@@ -448,12 +467,16 @@ impl Vfs {
         })
     }
 
-    /// The bytes of a session's rendered file (context and the views).
+    /// The bytes of a session's rendered file (context, the views and the leaf pages).
     fn session_content(&self, sid: &str, node: &Node) -> Result<Bytes, VfsError> {
         self.with_session(sid, |loaded| {
-            Ok(match view_of(node) {
-                Some((_, view)) => loaded.rendered.view_bytes(&loaded.manager, view),
-                None => loaded.rendered.context_bytes(&loaded.manager),
+            Ok(match (view_of(node), node) {
+                (Some((_, view)), _) => loaded.rendered.view_bytes(&loaded.manager, view),
+                (None, Node::LeafPage(_, id)) => loaded
+                    .rendered
+                    .leaf_page(&loaded.manager, id)
+                    .ok_or(VfsError::NotFound)?,
+                (None, _) => loaded.rendered.context_bytes(&loaded.manager),
             })
         })
     }
@@ -583,6 +606,14 @@ impl Vfs {
                     .filter_map(|name| Some((session_child(s, name)?, (*name).to_owned())))
                     .collect()
             }
+            Node::LeavesDir(s) => self.with_session(s, |loaded| {
+                Ok(loaded
+                    .rendered
+                    .branch_ends(&loaded.manager)
+                    .iter()
+                    .map(|id| (Node::LeafPage(s.clone(), id.clone()), format!("{id}.html")))
+                    .collect())
+            })?,
             Node::LabelsDir(s) => self.with_session(s, |loaded| {
                 Ok(loaded
                     .rendered
@@ -633,7 +664,9 @@ impl Vfs {
             | Node::ContextMd(s)
             | Node::ContextHtml(s)
             | Node::Tree(s)
-            | Node::Usage(s) => self.session_content(s, node),
+            | Node::TreeSvg(s)
+            | Node::Usage(s)
+            | Node::LeafPage(s, _) => self.session_content(s, node),
             Node::Errors(s) => Ok(Arc::new(self.errors.text(s).into_bytes())),
             Node::StoreUsage => self.store_usage.bytes(),
             Node::CheckReport => self.check.bytes(),
@@ -685,7 +718,8 @@ impl Vfs {
             | Node::SessionDir(_)
             | Node::SessionBlobsDir(_)
             | Node::EntriesDir(_)
-            | Node::LabelsDir(_) => Err(VfsError::IsADirectory),
+            | Node::LabelsDir(_)
+            | Node::LeavesDir(_) => Err(VfsError::IsADirectory),
         }
     }
 }

@@ -161,6 +161,7 @@ impl Vfs {
             Node::SessionDir(sid) => session(sid, &[]),
             Node::EntriesNew(sid) => session(sid, &["entries", "new"]),
             Node::Label(sid, label) => session(sid, &["labels", label]),
+            Node::LeafPage(sid, id) => session(sid, &["leaves", &format!("{id}.html")]),
             Node::Entry(sid, id) => {
                 let name = self.with_session(sid, |loaded| {
                     Ok(loaded
@@ -181,6 +182,8 @@ impl Vfs {
             | Node::SessionBlobsDir(sid)
             | Node::ContextMd(sid)
             | Node::ContextHtml(sid)
+            | Node::TreeSvg(sid)
+            | Node::LeavesDir(sid)
             | Node::Tree(sid)
             | Node::Usage(sid)
             | Node::LabelsDir(sid) => {

@@ -133,12 +133,12 @@ fn hostile_store() -> (tempfile::TempDir, String) {
 }
 
 /// The elements and attributes a page may have, and what its links and sources may be.
-const TAGS: [&str; 27] = [
+const TAGS: [&str; 31] = [
     "!DOCTYPE", "html", "head", "meta", "title", "style", "body", "header", "h1", "dl", "dt", "dd",
     "code", "main", "section", "h2", "a", "span", "time", "div", "details", "summary", "pre", "p",
-    "img", "ul", "li",
+    "img", "ul", "li", "svg", "path", "circle", "text",
 ];
-const ATTRIBUTES: [&str; 10] = [
+const ATTRIBUTES: [&str; 27] = [
     "lang",
     "charset",
     "http-equiv",
@@ -149,6 +149,23 @@ const ATTRIBUTES: [&str; 10] = [
     "href",
     "src",
     "alt",
+    "xmlns",
+    "version",
+    "width",
+    "height",
+    "viewBox",
+    "font-family",
+    "font-size",
+    "d",
+    "fill",
+    "stroke",
+    "cx",
+    "cy",
+    "r",
+    "x",
+    "y",
+    "font-weight",
+    "text-decoration",
 ];
 
 /// Checks every tag of `page` against the allowed structure; panics naming the first one
@@ -162,6 +179,8 @@ fn check_structure(page: &str) -> usize {
         let tag = &rest[..end];
         rest = &rest[end + 1..];
         let tag = tag.strip_prefix('/').unwrap_or(tag);
+        // A self-closing SVG element.
+        let tag = tag.strip_suffix('/').unwrap_or(tag);
         let (name, attrs) = tag.split_once(' ').unwrap_or((tag, ""));
         assert!(TAGS.contains(&name), "element {name:?} in <{tag}>");
         if name == "!DOCTYPE" {
@@ -174,7 +193,15 @@ fn check_structure(page: &str) -> usize {
             let (value, after) = after.split_once('"').unwrap_or_else(|| panic!("<{tag}>"));
             assert!(ATTRIBUTES.contains(&attr), "attribute {attr:?} in <{tag}>");
             match attr {
-                "href" => assert!(value.starts_with("#m"), "href {value:?}"),
+                // The page's own anchors and its sibling pages: never a scheme or a host.
+                "href" => assert!(
+                    value.starts_with("#m")
+                        || value.ends_with(".html")
+                            && !value.contains([':', '\\'])
+                            && !value.starts_with('/'),
+                    "href {value:?}"
+                ),
+                "xmlns" => assert_eq!(value, "http://www.w3.org/2000/svg"),
                 "src" => assert!(
                     value.starts_with("blobs/") && value.len() == 6 + 64
                         || value.starts_with("data:image/png;base64,"),
@@ -189,7 +216,8 @@ fn check_structure(page: &str) -> usize {
             attrs = after.trim_start();
         }
     }
-    // No style but the page's own, and it comes first.
+    // No style but the page's own, and it comes first; one drawing at most.
+    assert!(page.matches("<svg ").count() <= 1);
     assert_eq!(page.matches("<style>").count(), 1);
     assert!(page.find("<style>") < page.find("<body>"));
     sections
@@ -256,10 +284,11 @@ fn export_writes_a_page_per_session_owner_only() {
     let out = export_all(&tmp, &agent);
     let page = fs::read_to_string(out.join("hostile.html")).unwrap();
     assert_safe(&page, &agent);
-    assert_eq!(
-        page,
-        gjcfs_stdout(&["show", "hostile", "--format", "html", "--agent-dir", &agent])
-    );
+    // The messages are `show`'s; only the drawing's links differ (an export has pages to
+    // link to).
+    let shown = gjcfs_stdout(&["show", "hostile", "--format", "html", "--agent-dir", &agent]);
+    let main = |page: &str| page.split("<main>").nth(1).map(str::to_owned);
+    assert!(main(&page).is_some() && main(&page) == main(&shown));
     let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&out), 0o700);
     assert_eq!(mode(&out.join("hostile.html")), 0o600);
@@ -466,4 +495,170 @@ fn the_mounts_pages_load_in_a_browser_with_their_images() {
         "Array.from(document.images).map(i => i.naturalWidth).join(',')",
     );
     assert_eq!(widths.as_str(), Some("1,0,1"));
+}
+
+/// Every link target of the drawing in `page`, in drawing order.
+fn tree_links(page: &str) -> Vec<String> {
+    let Some(svg) = page.split("<svg ").nth(1) else {
+        return Vec::new();
+    };
+    let svg = svg.split("</svg>").next().unwrap();
+    svg.split("<a href=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn context_messages_at(agent: &str, session: &str, leaf: &str) -> usize {
+    let context = json::parse(&gjcfs_stdout(&[
+        "context",
+        session,
+        "--leaf",
+        leaf,
+        "--agent-dir",
+        agent,
+    ]))
+    .unwrap();
+    match context.as_object().unwrap().get("messages").unwrap() {
+        Value::Array(messages) => messages.len(),
+        _ => panic!("messages"),
+    }
+}
+
+/// A store with one session of three branches (ends c3, b2 and d2; the leaf is the last
+/// entry, d2); its id.
+fn branched_store() -> (tempfile::TempDir, String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let scope = agent.join("sessions/--w--");
+    fs::create_dir_all(&scope).unwrap();
+    let header = r#"{"type":"session","version":5,"id":"branched","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+    let text = crate::common::SessionText::with_header(header)
+        .message("a1", None, "user", "first question")
+        .message("a2", Some("a1"), "assistant", "first answer")
+        .message("c1", Some("a2"), "user", "on branch c")
+        .message("c2", Some("c1"), "assistant", "c answer")
+        .message("c3", Some("c2"), "user", "c goes on")
+        .message("b1", Some("a2"), "user", "on branch b")
+        .message("b2", Some("b1"), "assistant", "b answer")
+        .message("d1", Some("a1"), "assistant", "another first answer")
+        .message("d2", Some("d1"), "user", "on branch d")
+        .text();
+    fs::write(scope.join("2026-01-01T00-00-00-000Z_branched.jsonl"), text).unwrap();
+    (
+        tmp,
+        agent.to_str().unwrap().to_owned(),
+        "branched".to_owned(),
+    )
+}
+
+#[test]
+fn the_tree_is_drawn_and_every_branch_end_has_its_page_in_the_mount_and_an_export() {
+    require_fuse!();
+    let (tmp, agent, sid) = branched_store();
+    let mount = Mount::start(&["--agent-dir", &agent, "--read-only"]);
+    let dir = mount.session_dir(&sid);
+    let svg = ok("cat", &[p(&dir.join("tree.svg"))]);
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    let tree_lines = ok("cat", &[p(&dir.join("tree.txt"))]).lines().count();
+    assert_eq!(
+        svg.matches("<circle ").count(),
+        tree_lines,
+        "a dot per tree.txt line"
+    );
+    let mut leaves: Vec<String> = fs::read_dir(dir.join("leaves"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    leaves.sort();
+    assert_eq!(leaves, ["b2.html", "c3.html", "d2.html"]);
+    // The page's drawing links each branch end into leaves/ (the leaf: the page itself).
+    let page = ok("cat", &[p(&dir.join("context.html"))]);
+    check_structure(&page);
+    let links = tree_links(&page);
+    assert!(links.contains(&"context.html".to_owned()), "{links:?}");
+    let mut linked: Vec<String> = links
+        .iter()
+        .filter_map(|l| l.strip_prefix("leaves/"))
+        .map(str::to_owned)
+        .collect();
+    linked.sort();
+    assert!(
+        linked.iter().all(|l| leaves.contains(l)),
+        "{linked:?} {leaves:?}"
+    );
+    assert!(linked.len() + 1 >= leaves.len());
+    // Each leaf page is the context at that entry.
+    for name in &leaves {
+        let id = name.strip_suffix(".html").unwrap();
+        let leaf_page = ok("cat", &[p(&dir.join("leaves").join(name))]);
+        assert_eq!(
+            check_structure(&leaf_page),
+            context_messages_at(&agent, &sid, id),
+            "{name}"
+        );
+        assert!(leaf_page.contains(&format!("<dt>leaf</dt><dd><code>{id}</code>")));
+        assert!(tree_links(&leaf_page).contains(&"../context.html".to_owned()));
+    }
+    assert!(fs::read(dir.join("leaves/nope.html")).is_err());
+    drop(mount);
+
+    // The export: the page, and the pages of the other branch ends beside it.
+    let out = export_all(&tmp, &agent);
+    let page = fs::read_to_string(out.join(format!("{sid}.html"))).unwrap();
+    for link in tree_links(&page) {
+        let target = out.join(&link);
+        assert!(target.is_file(), "{link}");
+        if let Some(name) = link.split('/').nth(1) {
+            let id = name.strip_suffix(".html").unwrap();
+            let leaf_page = fs::read_to_string(&target).unwrap();
+            assert_eq!(
+                check_structure(&leaf_page),
+                context_messages_at(&agent, &sid, id)
+            );
+            for back in tree_links(&leaf_page) {
+                assert!(target.parent().unwrap().join(&back).is_file(), "{back}");
+            }
+        }
+    }
+    assert!(out.join(format!("{sid}.leaves")).is_dir());
+}
+
+#[test]
+fn tree_links_lead_a_browser_to_the_context_at_each_branch_end() {
+    require_fuse!();
+    require_browser!();
+    let (_tmp, agent, sid) = branched_store();
+    let mount = Mount::start(&["--agent-dir", &agent, "--read-only"]);
+    let dir = mount.session_dir(&sid);
+    let mut browser = crate::common::browser::Browser::start();
+    let page = dir.join("context.html");
+    let loaded = check_in_browser(&mut browser, &page, context_messages(&agent, &sid), "tree");
+    let hrefs = browser.eval(
+        &loaded,
+        "Array.from(document.querySelectorAll('svg a')).map(a => a.getAttribute('href')).join('\\n')",
+    );
+    let hrefs: Vec<String> = hrefs.as_str().unwrap().lines().map(str::to_owned).collect();
+    // The drawing on its own: it loads, requests nothing else, and runs nothing.
+    let drawing = browser.open(&dir.join("tree.svg"));
+    assert!(drawing.errors.is_empty(), "{:?}", drawing.errors);
+    assert_eq!(drawing.requests.len(), 1, "{:?}", drawing.requests);
+    let dots = browser.eval(&drawing, "document.querySelectorAll('circle').length");
+    assert_eq!(dots.as_f64(), Some(9.0), "a dot per entry");
+    browser.screenshot(&drawing, "tree-svg");
+    let leaves: Vec<&String> = hrefs.iter().filter(|h| h.starts_with("leaves/")).collect();
+    assert!(!leaves.is_empty(), "{hrefs:?}");
+    for href in leaves.iter().take(3) {
+        let id = href
+            .strip_prefix("leaves/")
+            .and_then(|h| h.strip_suffix(".html"))
+            .unwrap();
+        check_in_browser(
+            &mut browser,
+            &dir.join(href.as_str()),
+            context_messages_at(&agent, &sid, id),
+            "leaf",
+        );
+    }
 }

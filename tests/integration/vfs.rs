@@ -124,6 +124,8 @@ fn layout_sizes_and_inodes_agree() {
             "context.md",
             "context.html",
             "tree.txt",
+            "tree.svg",
+            "leaves",
             "usage.json",
             "labels",
             "errors",

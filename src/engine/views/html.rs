@@ -36,6 +36,7 @@ use super::super::usage::UsageTotals;
 use super::markdown::{cut_point, line_count};
 use super::thousands;
 use super::transcript::{self, Facts, Heading, Image, Sink};
+use super::tree_svg::{write_tree_svg, TreeLinks};
 
 /// How a page shows images stored in the blob store.
 #[derive(Clone, Copy)]
@@ -70,23 +71,39 @@ details>summary{cursor:pointer;color:#555}\
 .note,.status,.stopped{color:#666;font-style:italic}.error{color:#b00020;font-weight:bold}\
 .kind{font-weight:bold}img{max-width:100%}";
 
-/// Writes `context.html` for the context at the session's current leaf; with `cold`,
-/// cold-spilled content is read back from that blob store first.
+/// What a page shows and how it links.
+pub struct PageOptions<'a> {
+    pub images: Images<'a>,
+    /// Cold-spilled content is read back from this blob store first.
+    pub cold: Option<&'a BlobStore>,
+    /// The entry whose context the page shows; `None`: the current leaf.
+    pub leaf: Option<&'a str>,
+    /// The drawing of the tree, folded under the facts, with these links.
+    pub tree: Option<TreeLinks<'a>>,
+}
+
+/// Writes the page of the context (see the module invariants).
 pub fn write_context_html<W: Write + ?Sized>(
     session: &Session,
-    images: Images<'_>,
-    cold: Option<&BlobStore>,
+    options: &PageOptions<'_>,
     out: &mut W,
 ) -> io::Result<()> {
-    let mut page = Page { out, images };
-    transcript::walk(session, cold, &mut page)?;
+    let mut page = Page {
+        out,
+        images: options.images,
+        tree: options
+            .tree
+            .as_ref()
+            .map(|links| (session, options.cold, links)),
+    };
+    transcript::walk(session, options.leaf, options.cold, &mut page)?;
     page.out.write_all(b"</main>\n</body>\n</html>\n")
 }
 
 /// [`write_context_html`] as bytes.
-pub fn context_html(session: &Session, images: Images<'_>, cold: Option<&BlobStore>) -> Vec<u8> {
+pub fn context_html(session: &Session, options: &PageOptions<'_>) -> Vec<u8> {
     let mut out = Vec::new();
-    write_context_html(session, images, cold, &mut out).expect("writing to a Vec cannot fail");
+    write_context_html(session, options, &mut out).expect("writing to a Vec cannot fail");
     out
 }
 
@@ -152,9 +169,13 @@ fn embeddable(mime: &str) -> bool {
     )
 }
 
+/// The session, cold store and links of the drawing a page holds.
+type TreeOf<'a> = (&'a Session, Option<&'a BlobStore>, &'a TreeLinks<'a>);
+
 struct Page<'a, W: Write + ?Sized> {
     out: &'a mut W,
     images: Images<'a>,
+    tree: Option<TreeOf<'a>>,
 }
 
 impl<W: Write + ?Sized> Page<'_, W> {
@@ -212,7 +233,14 @@ impl<W: Write + ?Sized> Sink for Page<'_, W> {
             fact("model", &text(model))?;
         }
         fact("usage", &usage_line(&f.usage))?;
-        self.out.write_all(b"</dl>\n</header>\n<main>\n")
+        self.out.write_all(b"</dl>\n")?;
+        if let Some((session, cold, links)) = self.tree {
+            self.out
+                .write_all(b"<details class=\"tree\"><summary>tree</summary>\n")?;
+            write_tree_svg(session, cold, links, self.out)?;
+            self.out.write_all(b"</details>\n")?;
+        }
+        self.out.write_all(b"</header>\n<main>\n")
     }
 
     fn heading(&mut self, h: &Heading) -> io::Result<()> {

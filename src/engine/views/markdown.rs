@@ -59,7 +59,7 @@ pub fn write_context_md<W: Write + ?Sized>(
     blobs_prefix: &str,
     out: &mut W,
 ) -> io::Result<()> {
-    transcript::walk(session, None, &mut Markdown { out, blobs_prefix })
+    transcript::walk(session, None, None, &mut Markdown { out, blobs_prefix })
 }
 
 /// [`write_context_md`] with cold-spilled content read back from `blobs`
@@ -70,7 +70,12 @@ pub fn write_context_md_rehydrated<W: Write + ?Sized>(
     blobs: &BlobStore,
     out: &mut W,
 ) -> io::Result<()> {
-    transcript::walk(session, Some(blobs), &mut Markdown { out, blobs_prefix })
+    transcript::walk(
+        session,
+        None,
+        Some(blobs),
+        &mut Markdown { out, blobs_prefix },
+    )
 }
 
 /// [`write_context_md_rehydrated`] as bytes.

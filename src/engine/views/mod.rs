@@ -11,6 +11,7 @@ pub mod html;
 pub mod markdown;
 pub mod transcript;
 pub mod tree;
+pub mod tree_svg;
 pub mod usage;
 
 /// `text` on one line: runs of whitespace (newlines included) become one space, control

@@ -121,10 +121,19 @@ pub trait Sink {
     fn end_message(&mut self) -> io::Result<()>;
 }
 
-/// Walks the context at the session's current leaf into `sink`; with `cold`, cold-spilled
-/// content is read back from that blob store first (the only read from disk).
-pub fn walk(session: &Session, cold: Option<&BlobStore>, sink: &mut impl Sink) -> io::Result<()> {
-    let ctx = session.build_context();
+/// Walks the context at the session's current leaf (or at the entry `leaf`) into `sink`;
+/// with `cold`, cold-spilled content is read back from that blob store first (the only read
+/// from disk).
+pub fn walk(
+    session: &Session,
+    leaf: Option<&str>,
+    cold: Option<&BlobStore>,
+    sink: &mut impl Sink,
+) -> io::Result<()> {
+    let ctx = match leaf {
+        Some(id) => session.build_context_for(id),
+        None => session.build_context(),
+    };
     let ctx = match cold {
         Some(blobs) => ctx.with_cold_spill_rehydrated(blobs),
         None => ctx,
@@ -135,7 +144,11 @@ pub fn walk(session: &Session, cold: Option<&BlobStore>, sink: &mut impl Sink) -
         .into_iter()
         .map(|c| (c.index, c.amounts))
         .collect();
-    sink.facts(&facts(session, &ctx, &usage))?;
+    let mut facts = facts(session, &ctx, &usage);
+    if let Some(id) = leaf {
+        facts.leaf = Some(one_line(id, usize::MAX));
+    }
+    sink.facts(&facts)?;
     let mut walker = Walker { sink };
     for (n, (message, &source)) in ctx.messages.iter().zip(&ctx.sources).enumerate() {
         walker.message(n + 1, session, source, message, usage.get(&source))?;
