@@ -11,18 +11,23 @@
 //!   whose id cannot name a file is skipped with a warning, and so is a file that cannot be
 //!   read as a session; the command then exits 1 after exporting the rest.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use gjcfs_engine::blob::BlobStore;
+use gjcfs_engine::discovery::{shown_title, SessionInfo};
 use gjcfs_engine::load_session;
 use gjcfs_engine::session::Session;
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
+use gjcfs_engine::store_usage::{scan_sessions, StoreUsage};
 use gjcfs_engine::views::html::{self, Images, PageOptions};
 use gjcfs_engine::views::markdown;
+use gjcfs_engine::views::store_index::{index_html, IndexEntry};
 use gjcfs_engine::views::tree_svg::{branch_ends, leaf_page_name, percent_encoded, TreeLinks};
+use gjcfs_engine::views::usage_chart::usage_svg;
 
 use super::output::{warn, warn_skipped, write_replacing};
 use super::progress::Progress;
@@ -68,8 +73,13 @@ impl Format {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let paths: Vec<PathBuf> = if args.all {
-        args.store.sessions()?.into_iter().map(|i| i.path).collect()
+    let listed = if args.all {
+        Some(args.store.sessions()?)
+    } else {
+        None
+    };
+    let paths: Vec<PathBuf> = if let Some(listed) = &listed {
+        listed.iter().map(|i| i.path.clone()).collect()
     } else {
         args.sessions
             .iter()
@@ -92,6 +102,9 @@ pub fn run(args: Args) -> Result<()> {
         bar.set(done as u64 + 1);
     }
     bar.finish();
+    if let (Some(listed), Format::Html) = (&listed, args.format) {
+        write_store_pages(listed, &args.out)?;
+    }
     eprintln!(
         "gjcfs: exported {} session(s) to {}",
         paths.len() - failed,
@@ -99,6 +112,44 @@ pub fn run(args: Args) -> Result<()> {
     );
     if failed > 0 {
         bail!("{failed} session(s) could not be exported");
+    }
+    Ok(())
+}
+
+/// Writes `index.html` (every session by project and by day, linking to its page) and
+/// `usage.svg` (the store's cost and tokens per day) for an export of the whole store.
+fn write_store_pages(listed: &[SessionInfo], out: &Path) -> Result<()> {
+    let paths: Vec<PathBuf> = listed.iter().map(|i| i.path.clone()).collect();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    let scan = scan_sessions(&paths, threads, &|_| {});
+    let titles: HashMap<&Path, &SessionInfo> =
+        listed.iter().map(|i| (i.path.as_path(), i)).collect();
+    let entries: Vec<IndexEntry> = scan
+        .contributions
+        .iter()
+        .filter(|(_, c)| gjcfs_vfs::safe_session_name(&c.session_id))
+        .map(|(path, c)| {
+            let title = titles.get(path.as_path()).map_or("", |info| {
+                shown_title(info.title.as_deref(), info.first_prompt())
+            });
+            IndexEntry {
+                id: c.session_id.clone(),
+                title: title.to_owned(),
+                cwd: c.cwd.clone(),
+                created: c.created.clone(),
+                messages: c.messages,
+                usage: c.own_usage(),
+                href: format!("{}.html", percent_encoded(&c.session_id)),
+            }
+        })
+        .collect();
+    let usage = StoreUsage::combine(scan.contributions.iter().map(|(_, c)| c));
+    for (name, bytes) in [
+        ("index.html", index_html(&entries, &usage)),
+        ("usage.svg", usage_svg(&usage.by_day)),
+    ] {
+        write_replacing(out, name, &bytes, true)
+            .with_context(|| format!("{}: cannot write", out.join(name).display()))?;
     }
     Ok(())
 }

@@ -169,13 +169,11 @@ fn session_usage(paths: &[PathBuf]) -> Vec<Option<UsageSum>> {
     let bar = Progress::files("reading sessions", paths.len(), PROGRESS_FROM);
     let scan = scan_sessions(paths, threads, &|done| bar.set(done as u64));
     bar.finish();
-    let mut sums: HashMap<&Path, UsageSum> = HashMap::with_capacity(paths.len());
-    for (path, contribution) in &scan.contributions {
-        let sum = sums.entry(path.as_path()).or_default();
-        for record in &contribution.records {
-            sum.add(&record.amounts);
-        }
-    }
+    let sums: HashMap<&Path, UsageSum> = scan
+        .contributions
+        .iter()
+        .map(|(path, contribution)| (path.as_path(), contribution.own_usage()))
+        .collect();
     paths
         .iter()
         .map(|p| sums.get(p.as_path()).copied())

@@ -46,14 +46,7 @@ pub fn write_replacing(dir: &Path, name: &str, bytes: &[u8], private: bool) -> i
     renamed
 }
 
-/// A token count for a table: grouped digits when it is a whole number.
-pub fn token_count(n: f64) -> String {
-    if n.fract() == 0.0 && (0.0..9e15).contains(&n) {
-        gjcfs_engine::views::thousands(n as u64)
-    } else {
-        format!("{n}")
-    }
-}
+pub use gjcfs_engine::views::token_count;
 
 /// How many skipped lines are named one by one before the rest are only counted.
 const SKIPPED_SHOWN: usize = 5;

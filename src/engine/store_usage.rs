@@ -60,6 +60,8 @@ pub struct SessionUsageContribution {
     pub created: String,
     /// The header's `cwd`.
     pub cwd: String,
+    /// How many message entries the session holds (on every branch).
+    pub messages: usize,
     /// Whether entry ids come from the file (false for files older than v2).
     pub stable_ids: bool,
     pub records: Vec<ContributedUsage>,
@@ -110,10 +112,25 @@ impl SessionUsageContribution {
             parent: parent.map(str::to_owned),
             created: header.timestamp().unwrap_or_default().to_owned(),
             cwd: header.cwd().unwrap_or_default().to_owned(),
+            messages: session
+                .records()
+                .iter()
+                .filter(|r| r.record_type() == super::record::RecordType::Message)
+                .count(),
             stable_ids: !matches!(migration, Migration::Migrated { from } if from < 2.0),
             records,
             skipped: stats.skipped.len(),
         }
+    }
+
+    /// Every usage record of the session summed: what the session itself records, copies
+    /// of a parent's replies included (what `gjcfs ls` shows per session).
+    pub fn own_usage(&self) -> UsageSum {
+        let mut sum = UsageSum::default();
+        for record in &self.records {
+            sum.add(&record.amounts);
+        }
+        sum
     }
 
     pub fn from_loaded(loaded: &LoadedSession) -> Self {
@@ -466,6 +483,7 @@ mod tests {
             parent: parent.map(str::to_owned),
             created: format!("2026-01-01T00:00:00.000Z {id}"),
             cwd: format!("/work/{id}"),
+            messages: records.len(),
             stable_ids: true,
             records: records
                 .iter()

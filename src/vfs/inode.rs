@@ -5,6 +5,7 @@
 //! name under `search/` is a query, and holds nothing in memory once the kernel lets it
 //! go.
 
+use super::store_usage::StoreFile;
 use std::collections::HashMap;
 
 /// The root directory's inode number.
@@ -83,7 +84,8 @@ pub enum Node {
     /// `sessions/<id>/labels/<label>`: session id, label.
     Label(String, String),
     /// `usage.json` at the root: the whole store's usage.
-    StoreUsage,
+    /// `usage.json`, `usage.svg`, `index.html` at the root.
+    StorePage(StoreFile),
     /// `check` at the root: the report of a check of the store.
     CheckReport,
 }
@@ -113,7 +115,7 @@ impl Node {
             | Node::SearchResults(_)
             | Node::RecentDir
             | Node::RecentLink(_)
-            | Node::StoreUsage
+            | Node::StorePage(_)
             | Node::CheckReport => None,
             Node::ProjectLink(_, s) => Some(s),
             Node::SessionDir(s)

@@ -107,6 +107,7 @@ mod store_usage;
 pub use gjcfs_engine::io_cause::IoCause;
 pub use handles::{Part, LEAF_MAX, LINE_MAX, PENDING_MAX};
 pub use layout::{label_file_name, safe_session_name};
+pub use store_usage::StoreFile;
 
 pub use fs::{Caching, Invalidator, NamespaceChange, Opened, Summary, Vfs, VfsConfig};
 pub use inode::{Node, ROOT_INO};

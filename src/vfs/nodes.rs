@@ -1,5 +1,6 @@
 //! What each node is: its name in its directory, its attributes, its listing and its bytes.
 
+use super::store_usage::StoreFile;
 use std::sync::Arc;
 
 use super::content::Bytes;
@@ -111,7 +112,9 @@ impl Vfs {
                 "by-date" => Node::ByDateDir,
                 "recent" => Node::RecentDir,
                 "search" => Node::SearchRoot,
-                "usage.json" => Node::StoreUsage,
+                "usage.json" => Node::StorePage(StoreFile::UsageJson),
+                "usage.svg" => Node::StorePage(StoreFile::UsageSvg),
+                "index.html" => Node::StorePage(StoreFile::Index),
                 "check" => Node::CheckReport,
                 _ => return Err(VfsError::NotFound),
             },
@@ -462,9 +465,18 @@ impl Vfs {
                     .ok_or(VfsError::NotFound)?;
                 Ok(symlink(target.len(), file_ms()))
             })?,
-            Node::StoreUsage => file(self.store_usage.bytes()?.len(), self.source_mtime_ms()),
+            Node::StorePage(page) => file(self.store_page(*page)?.len(), self.source_mtime_ms()),
             Node::CheckReport => file(self.check.bytes()?.len(), self.source_mtime_ms()),
         })
+    }
+
+    /// The bytes of a store-wide file; the index titles sessions as the listing does.
+    fn store_page(&self, page: StoreFile) -> Result<Bytes, VfsError> {
+        if page == StoreFile::Index {
+            self.rescan();
+        }
+        self.store_usage
+            .bytes(page, &|id| self.listed(id).map(|l| l.title))
     }
 
     /// The bytes of a session's rendered file (context, the views and the leaf pages).
@@ -492,7 +504,12 @@ impl Vfs {
                 (Node::ByDateDir, "by-date".to_owned()),
                 (Node::RecentDir, "recent".to_owned()),
                 (Node::SearchRoot, "search".to_owned()),
-                (Node::StoreUsage, "usage.json".to_owned()),
+                (Node::StorePage(StoreFile::Index), "index.html".to_owned()),
+                (
+                    Node::StorePage(StoreFile::UsageJson),
+                    "usage.json".to_owned(),
+                ),
+                (Node::StorePage(StoreFile::UsageSvg), "usage.svg".to_owned()),
                 (Node::CheckReport, "check".to_owned()),
             ],
             Node::SearchRoot => self
@@ -668,7 +685,7 @@ impl Vfs {
             | Node::Usage(s)
             | Node::LeafPage(s, _) => self.session_content(s, node),
             Node::Errors(s) => Ok(Arc::new(self.errors.text(s).into_bytes())),
-            Node::StoreUsage => self.store_usage.bytes(),
+            Node::StorePage(page) => self.store_page(*page),
             Node::CheckReport => self.check.bytes(),
             Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
             Node::HistoryPrompts => self.history.prompts(),

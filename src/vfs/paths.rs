@@ -16,6 +16,7 @@
 use super::fs::Vfs;
 use super::inode::{Node, ROOT_INO};
 use super::layout::{session_child, SESSION_FILES};
+use super::store_usage::StoreFile;
 use super::{Attr, VfsError};
 
 /// Why a path did not resolve.
@@ -156,7 +157,9 @@ impl Vfs {
             Node::HistoryErrors => owned(&["history", "errors"]),
             Node::SearchDir => owned(&["history", "search"]),
             Node::Search(query) => owned(&["history", "search", query]),
-            Node::StoreUsage => owned(&["usage.json"]),
+            Node::StorePage(StoreFile::UsageJson) => owned(&["usage.json"]),
+            Node::StorePage(StoreFile::UsageSvg) => owned(&["usage.svg"]),
+            Node::StorePage(StoreFile::Index) => owned(&["index.html"]),
             Node::CheckReport => owned(&["check"]),
             Node::SessionDir(sid) => session(sid, &[]),
             Node::EntriesNew(sid) => session(sid, &["entries", "new"]),

@@ -1,6 +1,7 @@
-//! `usage.json` at the root: the usage of every session of the store, each reply counted
-//! once across fork lineages ([`StoreUsage`]), grouped by session, day, week, month, project
-//! and model.
+//! The root's store-wide files, from one combination of every session's usage
+//! ([`StoreUsage`], each reply counted once across fork lineages): `usage.json` (grouped by
+//! session, day, week, month, project and model), `usage.svg` (cost and tokens per day) and
+//! `index.html` (the sessions by project and by day, linking to their pages).
 //!
 //! Invariants:
 //! - The sessions are the transcript files of the source as they are now (a directory
@@ -29,6 +30,9 @@ use gjcfs_engine::discovery::{all_transcript_paths, keep_live_copies, transcript
 use gjcfs_engine::json;
 use gjcfs_engine::storage::FileStorage;
 use gjcfs_engine::store_usage::{scan_sessions, Grouping, SessionUsageContribution, StoreUsage};
+use gjcfs_engine::views::{self, store_index::IndexEntry};
+
+use super::layout::safe_session_name;
 
 /// Threads reading sessions whose contribution is not known yet.
 const SCAN_THREADS: usize = 2;
@@ -38,12 +42,38 @@ pub const RECHECK_AFTER: Duration = Duration::from_millis(500);
 /// Every transcript file with its stamp, in path order.
 type Stamps = Vec<(PathBuf, FileStamp)>;
 
+/// A store-wide file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StoreFile {
+    /// `usage.json`.
+    UsageJson,
+    /// `usage.svg`.
+    UsageSvg,
+    /// `index.html`; each session's title comes from the caller.
+    Index,
+}
+
+/// The files rendered from one combination.
+#[derive(Default)]
+struct Rendered {
+    usage_json: Option<Bytes>,
+    usage_svg: Option<Bytes>,
+    index: Option<Bytes>,
+}
+
+/// What the store's files are made of: the combination, and each live session's row of
+/// the index (its title aside).
+struct Combined {
+    usage: StoreUsage,
+    live: Vec<IndexEntry>,
+}
+
 #[derive(Default)]
 struct Cache {
     contributions: HashMap<PathBuf, (FileStamp, Option<SessionUsageContribution>)>,
-    /// The bytes, the (path, stamp) list they were combined from, and when that list was
-    /// last found unchanged.
-    rendered: Option<(Stamps, Bytes, Instant)>,
+    /// The combination, the (path, stamp) list it was made from, when that list was last
+    /// found unchanged, and the files rendered from it so far.
+    combined: Option<(Stamps, Arc<Combined>, Instant, Rendered)>,
 }
 
 pub struct StoreUsageView {
@@ -73,19 +103,49 @@ impl StoreUsageView {
             .collect())
     }
 
-    /// The bytes of `usage.json` now.
-    pub fn bytes(&self) -> Result<Bytes, VfsError> {
+    /// The bytes of `file` now; `title` names a session of the index by its id.
+    pub fn bytes(
+        &self,
+        file: StoreFile,
+        title: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Bytes, VfsError> {
         let mut cache = self.cache.lock();
-        if let Some((_, bytes, checked)) = &cache.rendered {
+        self.refresh(&mut cache)?;
+        let (_, combined, _, rendered) = cache.combined.as_mut().expect("just combined");
+        let slot = match file {
+            StoreFile::UsageJson => &mut rendered.usage_json,
+            StoreFile::UsageSvg => &mut rendered.usage_svg,
+            StoreFile::Index => &mut rendered.index,
+        };
+        if let Some(bytes) = slot {
+            return Ok(bytes.clone());
+        }
+        let bytes = Arc::new(match file {
+            StoreFile::UsageJson => {
+                let value = combined.usage.to_value_grouped(&Grouping::ALL);
+                let mut out = json::to_pretty(&value).into_bytes();
+                out.push(b'\n');
+                out
+            }
+            StoreFile::UsageSvg => views::usage_chart::usage_svg(&combined.usage.by_day),
+            StoreFile::Index => index_page(combined, title),
+        });
+        *slot = Some(bytes.clone());
+        Ok(bytes)
+    }
+
+    /// Brings the combination up to date with the store (see the module invariants).
+    fn refresh(&self, cache: &mut Cache) -> Result<(), VfsError> {
+        if let Some((_, _, checked, _)) = &cache.combined {
             if checked.elapsed() < RECHECK_AFTER {
-                return Ok(bytes.clone());
+                return Ok(());
             }
         }
         let stamped = self.stamped_paths()?;
-        if let Some((seen, bytes, checked)) = &mut cache.rendered {
+        if let Some((seen, _, checked, _)) = &mut cache.combined {
             if *seen == stamped {
                 *checked = Instant::now();
-                return Ok(bytes.clone());
+                return Ok(());
             }
         }
         let mut contributions = HashMap::with_capacity(stamped.len());
@@ -121,12 +181,50 @@ impl StoreUsageView {
         keep_live_copies(&mut live, |(path, stamp, c)| {
             (&c.session_id, stamp.millis(), path)
         });
-        let usage = StoreUsage::combine(live.iter().map(|(_, _, c)| *c));
-        let value = usage.to_value_grouped(&Grouping::ALL);
-        let mut out = json::to_pretty(&value).into_bytes();
-        out.push(b'\n');
-        let bytes = Arc::new(out);
-        cache.rendered = Some((stamped, bytes.clone(), Instant::now()));
-        Ok(bytes)
+        let combined = Combined {
+            usage: StoreUsage::combine(live.iter().map(|(_, _, c)| *c)),
+            live: live
+                .iter()
+                .filter(|(_, _, c)| safe_session_name(&c.session_id))
+                .map(|(_, _, c)| IndexEntry {
+                    id: c.session_id.clone(),
+                    title: String::new(),
+                    cwd: c.cwd.clone(),
+                    created: c.created.clone(),
+                    messages: c.messages,
+                    usage: c.own_usage(),
+                    href: format!(
+                        "sessions/{}/context.html",
+                        views::tree_svg::percent_encoded(&c.session_id)
+                    ),
+                })
+                .collect(),
+        };
+        cache.combined = Some((
+            stamped,
+            Arc::new(combined),
+            Instant::now(),
+            Rendered::default(),
+        ));
+        Ok(())
     }
+}
+
+/// `index.html`: every live session whose id names a directory of the mount, linking to its
+/// `sessions/<id>/context.html`, titled as the mount's listing titles it.
+fn index_page(combined: &Combined, title: &dyn Fn(&str) -> Option<String>) -> Vec<u8> {
+    let entries: Vec<IndexEntry> = combined
+        .live
+        .iter()
+        .map(|e| IndexEntry {
+            title: title(&e.id).unwrap_or_default(),
+            id: e.id.clone(),
+            cwd: e.cwd.clone(),
+            created: e.created.clone(),
+            messages: e.messages,
+            usage: e.usage,
+            href: e.href.clone(),
+        })
+        .collect();
+    views::store_index::index_html(&entries, &combined.usage)
 }

@@ -133,12 +133,13 @@ fn hostile_store() -> (tempfile::TempDir, String) {
 }
 
 /// The elements and attributes a page may have, and what its links and sources may be.
-const TAGS: [&str; 31] = [
+const TAGS: [&str; 39] = [
     "!DOCTYPE", "html", "head", "meta", "title", "style", "body", "header", "h1", "dl", "dt", "dd",
     "code", "main", "section", "h2", "a", "span", "time", "div", "details", "summary", "pre", "p",
-    "img", "ul", "li", "svg", "path", "circle", "text",
+    "img", "ul", "li", "svg", "path", "circle", "text", "h3", "table", "tr", "th", "td", "rect",
+    "title", "g",
 ];
-const ATTRIBUTES: [&str; 27] = [
+const ATTRIBUTES: [&str; 28] = [
     "lang",
     "charset",
     "http-equiv",
@@ -166,6 +167,7 @@ const ATTRIBUTES: [&str; 27] = [
     "y",
     "font-weight",
     "text-decoration",
+    "text-anchor",
 ];
 
 /// Checks every tag of `page` against the allowed structure; panics naming the first one
@@ -317,7 +319,16 @@ fn export_writes_a_page_per_session_owner_only() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["hostile.html", "hostile.jsonl", "hostile.md"]);
+    assert_eq!(
+        names,
+        [
+            "hostile.html",
+            "hostile.jsonl",
+            "hostile.md",
+            "index.html",
+            "usage.svg"
+        ]
+    );
 
     // A session that is not there: exit 1, nothing written for it.
     let missing = std::process::Command::new(crate::common::gjcfs_bin())
@@ -441,6 +452,10 @@ fn exported_pages_load_in_a_browser_with_no_error_request_or_script() {
     for page in fs::read_dir(&out).unwrap() {
         let page = page.unwrap().path();
         let id = page.file_stem().unwrap().to_str().unwrap().to_owned();
+        // The session pages: the index and the chart are checked on their own.
+        if id == "index" || page.extension().is_none_or(|e| e != "html") {
+            continue;
+        }
         let shot = if id == "hostile" {
             "export-hostile"
         } else {
@@ -661,4 +676,125 @@ fn tree_links_lead_a_browser_to_the_context_at_each_branch_end() {
             "leaf",
         );
     }
+}
+
+/// The rows of every table of an index: the link of its first cell, and its other cells.
+fn index_rows(page: &str) -> Vec<(String, Vec<String>)> {
+    page.split("<tr><td><a href=\"")
+        .skip(1)
+        .map(|row| {
+            let row = row.split("</tr>").next().unwrap();
+            let href = row.split('"').next().unwrap().to_owned();
+            let cells = row
+                .split("<td")
+                .skip(1)
+                .map(|c| {
+                    let c = c.split_once('>').unwrap().1;
+                    c.split("</td>").next().unwrap().to_owned()
+                })
+                .collect();
+            (href, cells)
+        })
+        .collect()
+}
+
+#[test]
+fn the_store_index_and_chart_list_every_session_in_an_export_and_the_mount() {
+    require_fuse!();
+    let (tmp, agent) = hostile_store();
+    let ws = tmp.path().join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    let generated = crate::common::generate_managed(Path::new(&agent), &ws, 300);
+    let generated_id = crate::common::session_id(&generated);
+    let out = export_all(&tmp, &agent);
+    let index = fs::read_to_string(out.join("index.html")).unwrap();
+    check_structure(&index);
+    let rows = index_rows(&index);
+    // Each session once by project and once by day, linked to its page.
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for (href, _) in &rows {
+        assert!(out.join(href).is_file(), "{href}");
+    }
+    // A row's cost is the session's own, as `gjcfs ls --json` gives it.
+    let listing = gjcfs_stdout(&["ls", "--all", "--json", "--agent-dir", &agent]);
+    for line in listing.lines() {
+        let row = json::parse(line).unwrap();
+        let row = row.as_object().unwrap();
+        let id = row.get_str("id").unwrap();
+        let cost = row.get("usage").unwrap().as_object().unwrap().get("cost");
+        let cost = format!("${:.4}", cost.unwrap().as_f64().unwrap());
+        let shown: Vec<&Vec<String>> = rows
+            .iter()
+            .filter(|(href, _)| href == &format!("{id}.html"))
+            .map(|(_, cells)| cells)
+            .collect();
+        assert_eq!(shown.len(), 2, "{id}");
+        assert!(
+            shown.iter().all(|cells| cells.last() == Some(&cost)),
+            "{id}: {cost}"
+        );
+    }
+    let svg = fs::read_to_string(out.join("usage.svg")).unwrap();
+    assert!(svg.starts_with("<svg ") && svg.contains("<rect "));
+    assert!(index.contains("<svg "), "the chart is in the index");
+
+    // The mount's index links into sessions/, and follows an append.
+    let mount = Mount::start(&["--agent-dir", &agent]);
+    let page = ok("cat", &[p(&mount.path().join("index.html"))]);
+    check_structure(&page);
+    let rows = index_rows(&page);
+    assert_eq!(rows.len(), 4);
+    for (href, _) in &rows {
+        assert!(mount.path().join(href).is_file(), "{href}");
+    }
+    // The session's row by project (the first): started, messages, tokens, cost.
+    let messages = |rows: &[(String, Vec<String>)]| -> String {
+        rows.iter()
+            .find(|(href, _)| href.contains(&generated_id))
+            .map(|(_, cells)| cells[1].clone())
+            .unwrap()
+    };
+    let before: usize = messages(&rows).parse().unwrap();
+    let new = mount.session_dir(&generated_id).join("entries/new");
+    let mut file = fs::OpenOptions::new().append(true).open(&new).unwrap();
+    std::io::Write::write_all(&mut file, b"{\"role\":\"user\",\"content\":\"one more\"}\n")
+        .unwrap();
+    drop(file);
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let page = ok("cat", &[p(&mount.path().join("index.html"))]);
+    let after: usize = messages(&index_rows(&page)).parse().unwrap();
+    assert_eq!(after, before + 1);
+    let svg = ok("cat", &[p(&mount.path().join("usage.svg"))]);
+    assert!(svg.starts_with("<svg "));
+    let names = ok("ls", &[p(mount.path())]);
+    assert!(
+        names.contains("index.html") && names.contains("usage.svg"),
+        "{names}"
+    );
+}
+
+#[test]
+fn the_store_index_loads_in_a_browser() {
+    require_fuse!();
+    require_browser!();
+    let (tmp, agent) = hostile_store();
+    let out = export_all(&tmp, &agent);
+    let mut browser = crate::common::browser::Browser::start();
+    let mount = Mount::start(&["--agent-dir", &agent, "--read-only"]);
+    for (index, shot) in [
+        (out.join("index.html"), "export-index"),
+        (mount.path().join("index.html"), "mount-index"),
+    ] {
+        let loaded = browser.open(&index);
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        assert!(loaded.requests.iter().all(|u| u.starts_with("file://")));
+        let links = browser.eval(&loaded, "document.querySelectorAll('td a').length");
+        assert_eq!(links.as_f64(), Some(2.0), "by project and by day");
+        let scripts = browser.eval(&loaded, "document.scripts.length");
+        assert_eq!(scripts.as_f64(), Some(0.0));
+        browser.screenshot(&loaded, shot);
+    }
+    let chart = browser.open(&out.join("usage.svg"));
+    assert!(chart.errors.is_empty(), "{:?}", chart.errors);
+    browser.screenshot(&chart, "usage-svg");
 }

@@ -376,7 +376,9 @@ fn blobs_are_listed_and_read_checked() {
             "by-date",
             "recent",
             "search",
+            "index.html",
             "usage.json",
+            "usage.svg",
             "check"
         ]
     );

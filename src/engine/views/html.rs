@@ -34,9 +34,9 @@ use super::super::blob::BlobStore;
 use super::super::session::Session;
 use super::super::usage::UsageTotals;
 use super::markdown::{cut_point, line_count};
-use super::thousands;
 use super::transcript::{self, Facts, Heading, Image, Sink};
 use super::tree_svg::{write_tree_svg, TreeLinks};
+use super::{thousands, token_count};
 
 /// How a page shows images stored in the blob store.
 #[derive(Clone, Copy)]
@@ -52,7 +52,8 @@ pub enum Images<'a> {
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; \
      img-src file: data:; base-uri 'none'; form-action 'none'";
 
-const STYLE: &str = "\
+/// The style every page shares.
+pub(super) const STYLE: &str = "\
 body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:1rem;color:#1d1d1f;background:#fff}\
 header{border-bottom:1px solid #ccc;margin-bottom:1rem}\
 h1{font-size:1.4rem;margin:.2rem 0}\
@@ -148,12 +149,7 @@ fn escape(s: &str, in_attribute: bool) -> String {
 /// The tokens (input, output and cache) and cost of a usage, for a reader.
 fn usage_line(u: &UsageTotals) -> String {
     let tokens = u.input + u.output + u.cache_read + u.cache_write;
-    let tokens = if tokens.fract() == 0.0 && (0.0..9e15).contains(&tokens) {
-        thousands(tokens as u64)
-    } else {
-        format!("{tokens}")
-    };
-    format!("{tokens} tokens, ${:.4}", u.cost)
+    format!("{} tokens, ${:.4}", token_count(tokens), u.cost)
 }
 
 /// The class of a role: its ASCII letters.

@@ -9,10 +9,12 @@
 
 pub mod html;
 pub mod markdown;
+pub mod store_index;
 pub mod transcript;
 pub mod tree;
 pub mod tree_svg;
 pub mod usage;
+pub mod usage_chart;
 
 /// `text` on one line: runs of whitespace (newlines included) become one space, control
 /// characters and ANSI escape sequences are dropped, and the ends are trimmed. Past `max`
@@ -112,6 +114,15 @@ pub fn thousands(n: u64) -> String {
         out.push(d);
     }
     out
+}
+
+/// A token count for a reader: grouped digits when it is a whole number, else as it is.
+pub fn token_count(n: f64) -> String {
+    if n.fract() == 0.0 && (0.0..9e15).contains(&n) {
+        thousands(n as u64)
+    } else {
+        format!("{n}")
+    }
 }
 
 #[cfg(test)]
