@@ -4,7 +4,9 @@
 //! - `html`: `context.html`'s page with its images embedded (`data:` URLs read from the blob
 //!   store), so the file needs nothing beside it, and the tree drawn in it; a session with
 //!   other branch ends than its leaf also gets `<id>.leaves/<entry id>.html`, the page at
-//!   each, which the drawing links to. `md`: `context.md` with images linked into the blob
+//!   each, which the drawing links to; a context of more than
+//!   [`PAGE_MESSAGES`](html::PAGE_MESSAGES) messages is paged, its earlier pages in
+//!   `<id>.pages/<n>.html`. `md`: `context.md` with images linked into the blob
 //!   store; `jsonl`: the transcript's own bytes.
 //! - Each file is written whole through a temp file and a rename (owner-only, 0600; the
 //!   directory is created 0700 when missing); a file of the same name is replaced. A session
@@ -23,7 +25,7 @@ use gjcfs_engine::load_session;
 use gjcfs_engine::session::Session;
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::store_usage::{scan_sessions, StoreUsage};
-use gjcfs_engine::views::html::{self, Images, PageOptions};
+use gjcfs_engine::views::html::{self, Images, PageLinks, PageOptions};
 use gjcfs_engine::views::markdown;
 use gjcfs_engine::views::store_index::{index_html, IndexEntry};
 use gjcfs_engine::views::tree_svg::{branch_ends, leaf_page_name, percent_encoded, TreeLinks};
@@ -185,8 +187,10 @@ fn export_one(path: &Path, format: Format, blobs: Option<&BlobStore>, out: &Path
         .with_context(|| format!("{}: cannot write", out.join(&name).display()))
 }
 
-/// Writes `<id>.leaves/<entry>.html` for every branch end but the leaf (none for a session
-/// without other branches), and returns the session's own page, which links to them.
+/// Writes the pages beside the session's own page, and returns that page (the last page of
+/// its context, with the tree): `<id>.leaves/<entry>.html` for every branch end but the
+/// leaf, and `<id>.pages/<n>.html` for every page of the context before the last (neither
+/// directory for a session without other branches or with one page).
 fn write_leaf_pages(
     session: &Session,
     id: &str,
@@ -200,44 +204,77 @@ fn write_leaf_pages(
         .collect();
     let images = blobs.map_or(Images::Link("blobs/"), Images::Embed);
     let own_page = format!("{}.html", percent_encoded(id));
+    let back = format!("../{own_page}");
     let leaves_dir = format!("{id}.leaves");
     let leaves_prefix = format!("{}/", percent_encoded(&leaves_dir));
-    if !others.is_empty() {
+    let leaves_from_a_page = format!("../{leaves_prefix}");
+    let pages_dir = format!("{id}.pages");
+    let pages_prefix = format!("{}/", percent_encoded(&pages_dir));
+    let have_leaves = !others.is_empty();
+    let page = |leaf: Option<&str>, page: Option<usize>, beside: bool| {
+        let (leaves, page_links) = match (leaf, beside) {
+            // A leaf page: its siblings; the newest messages at that entry.
+            (Some(_), _) => (Some(""), None),
+            // An earlier page of the context, in <id>.pages/.
+            (None, true) => (
+                have_leaves.then_some(leaves_from_a_page.as_str()),
+                Some(PageLinks {
+                    dir: "",
+                    last: &back,
+                }),
+            ),
+            // The session's own page.
+            (None, false) => (
+                have_leaves.then_some(leaves_prefix.as_str()),
+                Some(PageLinks {
+                    dir: &pages_prefix,
+                    last: &own_page,
+                }),
+            ),
+        };
+        let current = if leaf.is_some() || beside {
+            back.as_str()
+        } else {
+            own_page.as_str()
+        };
+        html::context_html(
+            session,
+            &PageOptions {
+                images,
+                cold: blobs,
+                leaf,
+                tree: Some(TreeLinks {
+                    leaves,
+                    current: Some(current),
+                }),
+                page,
+                page_links,
+            },
+        )
+    };
+    let write = |dir: &Path, name: &str, bytes: &[u8]| {
+        write_replacing(dir, name, bytes, true)
+            .with_context(|| format!("{}: cannot write", dir.join(name).display()))
+    };
+    if have_leaves {
         let dir = out.join(&leaves_dir);
         create_private_dir(&dir)?;
-        let back = format!("../{own_page}");
         for end in &others {
-            let Some(name) = leaf_page_name(end) else {
-                continue;
-            };
-            let page = html::context_html(
-                session,
-                &PageOptions {
-                    images,
-                    cold: blobs,
-                    leaf: Some(end),
-                    tree: Some(TreeLinks {
-                        leaves: Some(""),
-                        current: Some(&back),
-                    }),
-                },
-            );
-            write_replacing(&dir, &name, &page, true)
-                .with_context(|| format!("{}: cannot write", dir.join(&name).display()))?;
+            if let Some(name) = leaf_page_name(end) {
+                write(&dir, &name, &page(Some(end), None, true))?;
+            }
         }
     }
-    Ok(html::context_html(
-        session,
-        &PageOptions {
-            images,
-            cold: blobs,
-            leaf: None,
-            tree: Some(TreeLinks {
-                leaves: (!others.is_empty()).then_some(leaves_prefix.as_str()),
-                current: Some(&own_page),
-            }),
-        },
-    ))
+    let messages = session.build_context().messages.len();
+    let pages = messages.div_ceil(html::PAGE_MESSAGES).max(1);
+    if pages > 1 {
+        let dir = out.join(&pages_dir);
+        create_private_dir(&dir)?;
+        for n in 1..pages {
+            write(&dir, &format!("{n}.html"), &page(None, Some(n), true))?;
+        }
+    }
+    Ok(page(None, None, false))
 }
 
 /// Creates `dir` (and its parents) when missing, the last one owner-only.

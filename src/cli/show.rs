@@ -69,6 +69,9 @@ pub fn run(args: ShowArgs) -> Result<()> {
                     leaves: None,
                     current: None,
                 }),
+                // The newest messages; the page says which it leaves out.
+                page: None,
+                page_links: None,
             };
             html::write_context_html(session, &options, &mut out)?
         }

@@ -49,7 +49,8 @@ pub struct EntryFile {
     record_index: usize,
 }
 
-/// How many leaf pages a session keeps rendered (a `getattr` then a `read` of each).
+/// How many leaf pages (and earlier pages) a session keeps rendered (a `getattr` then a
+/// `read` of each).
 const LEAF_PAGES_KEPT: usize = 4;
 
 /// Where the links of a session directory's own pages point: `leaves/` beside them.
@@ -57,6 +58,52 @@ const SESSION_PAGE_LINKS: views::tree_svg::TreeLinks<'static> = views::tree_svg:
     leaves: Some("leaves/"),
     current: Some("context.html"),
 };
+
+/// A page in a directory beside `context.html` (`leaves/`, `pages/`): the context at
+/// `leaf` (else the current one), its page `page` of messages linking to the others by
+/// `page_links`, its images in `../blobs/`, its drawing's branch ends in `leaves`.
+fn page_beside(
+    manager: &SessionManager,
+    leaf: Option<&str>,
+    leaves: Option<&str>,
+    page: Option<usize>,
+    page_links: Option<views::html::PageLinks<'_>>,
+) -> Vec<u8> {
+    let blobs = manager.blobs();
+    manager.read(|session| {
+        views::html::context_html(
+            session,
+            &views::html::PageOptions {
+                images: views::html::Images::Link("../blobs/"),
+                cold: Some(&blobs),
+                leaf,
+                tree: Some(views::tree_svg::TreeLinks {
+                    leaves,
+                    current: Some("../context.html"),
+                }),
+                page,
+                page_links,
+            },
+        )
+    })
+}
+
+/// The page kept under `key`, else `render`'s, kept among the last [`LEAF_PAGES_KEPT`].
+fn kept_page<K: PartialEq>(
+    kept: &mut Vec<(K, Bytes)>,
+    key: K,
+    render: impl FnOnce() -> Vec<u8>,
+) -> Bytes {
+    if let Some((_, bytes)) = kept.iter().find(|(k, _)| *k == key) {
+        return bytes.clone();
+    }
+    let bytes = Arc::new(render());
+    if kept.len() == LEAF_PAGES_KEPT {
+        kept.remove(0);
+    }
+    kept.push((key, bytes.clone()));
+    bytes
+}
 
 /// What a session shows, rendered for one generation.
 #[derive(Debug)]
@@ -81,6 +128,10 @@ pub struct Rendered {
     branch_ends: Option<Vec<String>>,
     /// The leaf pages read last, at most [`LEAF_PAGES_KEPT`].
     leaf_pages: Vec<(String, Bytes)>,
+    /// How many pages the context at the leaf fills.
+    page_count: Option<usize>,
+    /// The earlier pages read last, at most [`LEAF_PAGES_KEPT`].
+    earlier_pages: Vec<(usize, Bytes)>,
 }
 
 fn pretty_record(record: &Record) -> Vec<u8> {
@@ -193,6 +244,8 @@ impl Rendered {
             labels: None,
             branch_ends: None,
             leaf_pages: Vec::new(),
+            page_count: None,
+            earlier_pages: Vec::new(),
         }
     }
 
@@ -309,6 +362,11 @@ impl Rendered {
                     cold: Some(&blobs),
                     leaf: None,
                     tree: Some(SESSION_PAGE_LINKS),
+                    page: None,
+                    page_links: Some(views::html::PageLinks {
+                        dir: "pages/",
+                        last: "context.html",
+                    }),
                 },
             ),
             View::TreeSvg => views::tree_svg::tree_svg(session, Some(&blobs), &SESSION_PAGE_LINKS),
@@ -325,35 +383,39 @@ impl Rendered {
             .get_or_insert_with(|| manager.read(views::tree_svg::branch_ends))
     }
 
-    /// The page of the context at branch end `id` (`leaves/<id>.html`), if it is one.
+    /// The page of the context at branch end `id` (`leaves/<id>.html`), if it is one: the
+    /// newest messages at that entry (the page names those it leaves out).
     pub fn leaf_page(&mut self, manager: &SessionManager, id: &str) -> Option<Bytes> {
-        if let Some((_, bytes)) = self.leaf_pages.iter().find(|(kept, _)| kept == id) {
-            return Some(bytes.clone());
-        }
         if !self.branch_ends(manager).iter().any(|end| end == id) {
             return None;
         }
-        let blobs = manager.blobs();
-        let links = views::tree_svg::TreeLinks {
-            leaves: Some(""),
-            current: Some("../context.html"),
-        };
-        let bytes = Arc::new(manager.read(|session| {
-            views::html::context_html(
-                session,
-                &views::html::PageOptions {
-                    images: views::html::Images::Link("../blobs/"),
-                    cold: Some(&blobs),
-                    leaf: Some(id),
-                    tree: Some(links),
-                },
-            )
-        }));
-        if self.leaf_pages.len() == LEAF_PAGES_KEPT {
-            self.leaf_pages.remove(0);
+        let key = id.to_owned();
+        Some(kept_page(&mut self.leaf_pages, key, || {
+            page_beside(manager, Some(id), Some(""), None, None)
+        }))
+    }
+
+    /// How many pages of [`views::html::PAGE_MESSAGES`] the context at the leaf fills.
+    pub fn page_count(&mut self, manager: &SessionManager) -> usize {
+        *self.page_count.get_or_insert_with(|| {
+            let messages = manager.read(|s| s.build_context().messages.len());
+            messages.div_ceil(views::html::PAGE_MESSAGES).max(1)
+        })
+    }
+
+    /// `pages/<n>.html`: page `n` of the context at the leaf, one of the pages before the
+    /// last (which is `context.html`).
+    pub fn earlier_page(&mut self, manager: &SessionManager, n: usize) -> Option<Bytes> {
+        if n == 0 || n >= self.page_count(manager) {
+            return None;
         }
-        self.leaf_pages.push((id.to_owned(), bytes.clone()));
-        Some(bytes)
+        let links = views::html::PageLinks {
+            dir: "",
+            last: "../context.html",
+        };
+        Some(kept_page(&mut self.earlier_pages, n, || {
+            page_beside(manager, None, Some("../leaves/"), Some(n), Some(links))
+        }))
     }
 
     /// Label file name ([`label_file_name`]) → labelled entry id.

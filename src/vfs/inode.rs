@@ -77,6 +77,10 @@ pub enum Node {
     LeavesDir(String),
     /// `sessions/<id>/leaves/<entry id>.html`: session id, entry id.
     LeafPage(String, String),
+    /// `sessions/<id>/pages/`: the earlier pages of a long context.
+    PagesDir(String),
+    /// `sessions/<id>/pages/<n>.html`: session id, page number (from 1).
+    PageFile(String, usize),
     /// `sessions/<id>/usage.json`.
     Usage(String),
     /// `sessions/<id>/labels/`.
@@ -136,6 +140,8 @@ impl Node {
             | Node::LabelsDir(s)
             | Node::LeavesDir(s)
             | Node::LeafPage(s, _)
+            | Node::PagesDir(s)
+            | Node::PageFile(s, _)
             | Node::Label(s, _) => Some(s),
         }
     }
@@ -160,6 +166,7 @@ impl Node {
                 | Node::EntriesDir(_)
                 | Node::LabelsDir(_)
                 | Node::LeavesDir(_)
+                | Node::PagesDir(_)
         )
     }
 }

@@ -5,7 +5,7 @@ use super::NodeKind;
 use gjcfs_engine::legacy::encode_absolute;
 
 /// The names in a session's directory, in listing order.
-pub(super) const SESSION_FILES: [&str; 14] = [
+pub(super) const SESSION_FILES: [&str; 15] = [
     "header.json",
     "session.jsonl",
     "entries",
@@ -13,6 +13,7 @@ pub(super) const SESSION_FILES: [&str; 14] = [
     "context.json",
     "context.md",
     "context.html",
+    "pages",
     "tree.txt",
     "tree.svg",
     "leaves",
@@ -39,6 +40,7 @@ pub(super) fn session_child(sid: &str, name: &str) -> Option<Node> {
         "tree.txt" => Node::Tree(s),
         "tree.svg" => Node::TreeSvg(s),
         "leaves" => Node::LeavesDir(s),
+        "pages" => Node::PagesDir(s),
         "usage.json" => Node::Usage(s),
         "labels" => Node::LabelsDir(s),
         "errors" => Node::Errors(s),

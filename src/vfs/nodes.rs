@@ -166,6 +166,18 @@ impl Vfs {
                 Node::SessionDir(name.to_owned())
             }
             Node::SessionDir(s) => session_child(s, name).ok_or(VfsError::NotFound)?,
+            Node::PagesDir(s) => {
+                let n: usize = name
+                    .strip_suffix(".html")
+                    .filter(|n| !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|n| n.parse().ok())
+                    .ok_or(VfsError::NotFound)?;
+                let pages = self.with_session(s, |l| Ok(l.rendered.page_count(&l.manager)))?;
+                if n == 0 || n >= pages {
+                    return Err(VfsError::NotFound);
+                }
+                Node::PageFile(s.clone(), n)
+            }
             Node::LeavesDir(s) => {
                 let id = name.strip_suffix(".html").ok_or(VfsError::NotFound)?;
                 let known = self.with_session(s, |loaded| {
@@ -451,13 +463,15 @@ impl Vfs {
             | Node::Tree(s)
             | Node::TreeSvg(s)
             | Node::Usage(s)
-            | Node::LeafPage(s, _) => {
+            | Node::LeafPage(s, _)
+            | Node::PageFile(s, _) => {
                 let bytes = self.session_content(s, node)?;
                 file(bytes.len(), file_ms())
             }
-            Node::LabelsDir(s) | Node::LeavesDir(s) | Node::SessionBlobsDir(s) => {
-                self.with_session(s, |_| Ok(dir(file_ms())))?
-            }
+            Node::LabelsDir(s)
+            | Node::LeavesDir(s)
+            | Node::PagesDir(s)
+            | Node::SessionBlobsDir(s) => self.with_session(s, |_| Ok(dir(file_ms())))?,
             Node::Label(s, label) => self.with_session(s, |loaded| {
                 let target = loaded
                     .rendered
@@ -487,6 +501,10 @@ impl Vfs {
                 (None, Node::LeafPage(_, id)) => loaded
                     .rendered
                     .leaf_page(&loaded.manager, id)
+                    .ok_or(VfsError::NotFound)?,
+                (None, Node::PageFile(_, n)) => loaded
+                    .rendered
+                    .earlier_page(&loaded.manager, *n)
                     .ok_or(VfsError::NotFound)?,
                 (None, _) => loaded.rendered.context_bytes(&loaded.manager),
             })
@@ -623,6 +641,12 @@ impl Vfs {
                     .filter_map(|name| Some((session_child(s, name)?, (*name).to_owned())))
                     .collect()
             }
+            Node::PagesDir(s) => self.with_session(s, |loaded| {
+                let pages = loaded.rendered.page_count(&loaded.manager);
+                Ok((1..pages)
+                    .map(|n| (Node::PageFile(s.clone(), n), format!("{n}.html")))
+                    .collect())
+            })?,
             Node::LeavesDir(s) => self.with_session(s, |loaded| {
                 Ok(loaded
                     .rendered
@@ -683,7 +707,8 @@ impl Vfs {
             | Node::Tree(s)
             | Node::TreeSvg(s)
             | Node::Usage(s)
-            | Node::LeafPage(s, _) => self.session_content(s, node),
+            | Node::LeafPage(s, _)
+            | Node::PageFile(s, _) => self.session_content(s, node),
             Node::Errors(s) => Ok(Arc::new(self.errors.text(s).into_bytes())),
             Node::StorePage(page) => self.store_page(*page),
             Node::CheckReport => self.check.bytes(),
@@ -736,7 +761,8 @@ impl Vfs {
             | Node::SessionBlobsDir(_)
             | Node::EntriesDir(_)
             | Node::LabelsDir(_)
-            | Node::LeavesDir(_) => Err(VfsError::IsADirectory),
+            | Node::LeavesDir(_)
+            | Node::PagesDir(_) => Err(VfsError::IsADirectory),
         }
     }
 }

@@ -165,6 +165,7 @@ impl Vfs {
             Node::EntriesNew(sid) => session(sid, &["entries", "new"]),
             Node::Label(sid, label) => session(sid, &["labels", label]),
             Node::LeafPage(sid, id) => session(sid, &["leaves", &format!("{id}.html")]),
+            Node::PageFile(sid, n) => session(sid, &["pages", &format!("{n}.html")]),
             Node::Entry(sid, id) => {
                 let name = self.with_session(sid, |loaded| {
                     Ok(loaded
@@ -187,6 +188,7 @@ impl Vfs {
             | Node::ContextHtml(sid)
             | Node::TreeSvg(sid)
             | Node::LeavesDir(sid)
+            | Node::PagesDir(sid)
             | Node::Tree(sid)
             | Node::Usage(sid)
             | Node::LabelsDir(sid) => {

@@ -133,11 +133,11 @@ fn hostile_store() -> (tempfile::TempDir, String) {
 }
 
 /// The elements and attributes a page may have, and what its links and sources may be.
-const TAGS: [&str; 39] = [
+const TAGS: [&str; 41] = [
     "!DOCTYPE", "html", "head", "meta", "title", "style", "body", "header", "h1", "dl", "dt", "dd",
     "code", "main", "section", "h2", "a", "span", "time", "div", "details", "summary", "pre", "p",
     "img", "ul", "li", "svg", "path", "circle", "text", "h3", "table", "tr", "th", "td", "rect",
-    "title", "g",
+    "title", "g", "nav", "b",
 ];
 const ATTRIBUTES: [&str; 28] = [
     "lang",
@@ -797,4 +797,90 @@ fn the_store_index_loads_in_a_browser() {
     let chart = browser.open(&out.join("usage.svg"));
     assert!(chart.errors.is_empty(), "{:?}", chart.errors);
     browser.screenshot(&chart, "usage-svg");
+}
+
+/// A store with one linear session of `n` messages; its id is `long`.
+fn long_store(n: usize) -> (tempfile::TempDir, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let scope = agent.join("sessions/--w--");
+    fs::create_dir_all(&scope).unwrap();
+    let header = r#"{"type":"session","version":5,"id":"long","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+    let mut text = crate::common::SessionText::with_header(header);
+    let mut parent: Option<String> = None;
+    for i in 0..n {
+        let id = format!("m{i:07}");
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        text = text.message(&id, parent.as_deref(), role, &format!("message number {i}"));
+        parent = Some(id);
+    }
+    fs::write(
+        scope.join("2026-01-01T00-00-00-000Z_long.jsonl"),
+        text.text(),
+    )
+    .unwrap();
+    (tmp, agent.to_str().unwrap().to_owned())
+}
+
+/// The number of the first message section of a page.
+fn first_message(page: &str) -> usize {
+    page.split("<section class=\"message")
+        .nth(1)
+        .and_then(|s| s.split("id=\"m").nth(1))
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_long_context_is_paged_in_the_mount_and_the_export() {
+    require_fuse!();
+    let (tmp, agent) = long_store(2_500);
+    assert_eq!(context_messages(&agent, "long"), 2_500);
+    let mount = Mount::start(&["--agent-dir", &agent, "--read-only"]);
+    let dir = mount.session_dir("long");
+    // context.html is the last page: the newest messages, 2,001 to 2,500.
+    let last = ok("cat", &[p(&dir.join("context.html"))]);
+    assert_eq!(check_structure(&last), 500);
+    assert_eq!(first_message(&last), 2001);
+    assert!(last.contains("Messages 2,001–2,500 of 2,500, page 3 of 3:"));
+    assert!(last.contains("<a href=\"pages/1.html\">1</a> <a href=\"pages/2.html\">2</a> <b>3</b>"));
+    assert_eq!(ok("ls", &[p(&dir.join("pages"))]), "1.html\n2.html\n");
+    for (n, first) in [(1, 1), (2, 1001)] {
+        let page = ok("cat", &[p(&dir.join(format!("pages/{n}.html")))]);
+        assert_eq!(check_structure(&page), 1000);
+        assert_eq!(first_message(&page), first);
+        assert!(page.contains("<a href=\"../context.html\">3</a>"));
+    }
+    assert!(
+        fs::read(dir.join("pages/3.html")).is_err(),
+        "the last page is context.html"
+    );
+    assert!(fs::read(dir.join("pages/0.html")).is_err());
+    assert!(fs::read(dir.join("pages/01.html")).is_err());
+    drop(mount);
+
+    let out = export_all(&tmp, &agent);
+    let own = fs::read_to_string(out.join("long.html")).unwrap();
+    assert_eq!(first_message(&own), 2001);
+    for n in [1, 2] {
+        let page = fs::read_to_string(out.join(format!("long.pages/{n}.html"))).unwrap();
+        assert_eq!(check_structure(&page), 1000);
+        let nav = page
+            .split("<nav")
+            .nth(1)
+            .unwrap()
+            .split("</nav>")
+            .next()
+            .unwrap();
+        for link in nav.split("href=\"").skip(1) {
+            let href = link.split('"').next().unwrap();
+            assert!(out.join("long.pages").join(href).is_file(), "{href}");
+        }
+    }
+    // A page on its own (`gjcfs show`) says which messages it leaves out.
+    let shown = gjcfs_stdout(&["show", "long", "--format", "html", "--agent-dir", &agent]);
+    assert_eq!(check_structure(&shown), 500);
+    assert!(shown.contains("page 3 of 3 (the newest 1,000; the earlier ones are in context.md"));
 }

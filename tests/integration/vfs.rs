@@ -123,6 +123,7 @@ fn layout_sizes_and_inodes_agree() {
             "context.json",
             "context.md",
             "context.html",
+            "pages",
             "tree.txt",
             "tree.svg",
             "leaves",

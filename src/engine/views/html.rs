@@ -34,7 +34,7 @@ use super::super::blob::BlobStore;
 use super::super::session::Session;
 use super::super::usage::UsageTotals;
 use super::markdown::{cut_point, line_count};
-use super::transcript::{self, Facts, Heading, Image, Sink};
+use super::transcript::{self, Facts, Heading, Image, PageOf, Sink, Window};
 use super::tree_svg::{write_tree_svg, TreeLinks};
 use super::{thousands, token_count};
 
@@ -81,6 +81,22 @@ pub struct PageOptions<'a> {
     pub leaf: Option<&'a str>,
     /// The drawing of the tree, folded under the facts, with these links.
     pub tree: Option<TreeLinks<'a>>,
+    /// Which page of [`PAGE_MESSAGES`] messages (from 1; `None`: the last, the newest).
+    pub page: Option<usize>,
+    /// Where the other pages are; `None`: a page on its own, which names the messages it
+    /// leaves out.
+    pub page_links: Option<PageLinks<'a>>,
+}
+
+/// How many messages a page holds: a context longer than this is paged, so that a browser
+/// opens any page in about a second.
+pub const PAGE_MESSAGES: usize = 1_000;
+
+/// Where the pages of a context are: page `n` at `<dir><n>.html`, the last one at `last`.
+#[derive(Clone, Copy)]
+pub struct PageLinks<'a> {
+    pub dir: &'a str,
+    pub last: &'a str,
 }
 
 /// Writes the page of the context (see the module invariants).
@@ -96,8 +112,13 @@ pub fn write_context_html<W: Write + ?Sized>(
             .tree
             .as_ref()
             .map(|links| (session, options.cold, links)),
+        page_links: options.page_links,
     };
-    transcript::walk(session, options.leaf, options.cold, &mut page)?;
+    let window = Window {
+        size: PAGE_MESSAGES,
+        page: options.page,
+    };
+    transcript::walk(session, options.leaf, options.cold, Some(window), &mut page)?;
     page.out.write_all(b"</main>\n</body>\n</html>\n")
 }
 
@@ -172,9 +193,49 @@ struct Page<'a, W: Write + ?Sized> {
     out: &'a mut W,
     images: Images<'a>,
     tree: Option<TreeOf<'a>>,
+    page_links: Option<PageLinks<'a>>,
 }
 
 impl<W: Write + ?Sized> Page<'_, W> {
+    /// Which messages the page holds, and links to the other pages, when there are more.
+    fn pages(&mut self, page: &PageOf, messages: usize) -> io::Result<()> {
+        if page.pages == 1 {
+            return Ok(());
+        }
+        write!(
+            self.out,
+            "<nav class=\"pages\">Messages {}–{} of {}, page {} of {}",
+            thousands(page.first as u64),
+            thousands(page.end as u64 - 1),
+            thousands(messages as u64),
+            page.page,
+            page.pages
+        )?;
+        match self.page_links {
+            Some(links) => {
+                self.out.write_all(b":")?;
+                for n in 1..=page.pages {
+                    let href = if n == page.pages {
+                        links.last.to_owned()
+                    } else {
+                        format!("{}{n}.html", links.dir)
+                    };
+                    if n == page.page {
+                        write!(self.out, " <b>{n}</b>")?;
+                    } else {
+                        write!(self.out, " <a href=\"{}\">{n}</a>", attr(&href))?;
+                    }
+                }
+            }
+            None => write!(
+                self.out,
+                " (the newest {}; the earlier ones are in context.md and context.json)",
+                thousands(PAGE_MESSAGES as u64)
+            )?,
+        }
+        self.out.write_all(b"</nav>\n")
+    }
+
     fn pre(&mut self, class: &str, body: &str) -> io::Result<()> {
         writeln!(self.out, "<pre class=\"{class}\">{}</pre>", text(body))
     }
@@ -236,6 +297,7 @@ impl<W: Write + ?Sized> Sink for Page<'_, W> {
             write_tree_svg(session, cold, links, self.out)?;
             self.out.write_all(b"</details>\n")?;
         }
+        self.pages(&f.page, f.messages)?;
         self.out.write_all(b"</header>\n<main>\n")
     }
 

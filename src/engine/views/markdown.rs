@@ -59,7 +59,13 @@ pub fn write_context_md<W: Write + ?Sized>(
     blobs_prefix: &str,
     out: &mut W,
 ) -> io::Result<()> {
-    transcript::walk(session, None, None, &mut Markdown { out, blobs_prefix })
+    transcript::walk(
+        session,
+        None,
+        None,
+        None,
+        &mut Markdown { out, blobs_prefix },
+    )
 }
 
 /// [`write_context_md`] with cold-spilled content read back from `blobs`
@@ -74,6 +80,7 @@ pub fn write_context_md_rehydrated<W: Write + ?Sized>(
         session,
         None,
         Some(blobs),
+        None,
         &mut Markdown { out, blobs_prefix },
     )
 }

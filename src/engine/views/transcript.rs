@@ -43,6 +43,54 @@ pub struct Facts {
     pub model: Option<String>,
     /// The usage of every message of the context that has one, summed.
     pub usage: UsageTotals,
+    /// The page of the messages walked (all of them in one page without a [`Window`]).
+    pub page: PageOf,
+}
+
+/// A window onto the context's messages: pages of `size` messages counted from the first
+/// message, so the last page holds the newest and may be short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub size: usize,
+    /// From 1; `None` (or past the end): the last page.
+    pub page: Option<usize>,
+}
+
+/// Which page of how many the walk gives, and the message numbers on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageOf {
+    /// From 1.
+    pub page: usize,
+    pub pages: usize,
+    /// The numbers (from 1) of the first message on the page and of the one after the last.
+    pub first: usize,
+    pub end: usize,
+}
+
+impl PageOf {
+    /// The page of `window` in a context of `messages` messages.
+    pub fn of(messages: usize, window: Option<Window>) -> PageOf {
+        let Some(window) = window.filter(|w| w.size > 0) else {
+            return PageOf {
+                page: 1,
+                pages: 1,
+                first: 1,
+                end: messages + 1,
+            };
+        };
+        let pages = messages.div_ceil(window.size).max(1);
+        let page = window
+            .page
+            .filter(|&p| (1..=pages).contains(&p))
+            .unwrap_or(pages);
+        let first = (page - 1) * window.size + 1;
+        PageOf {
+            page,
+            pages,
+            first,
+            end: (first + window.size).min(messages + 1),
+        }
+    }
 }
 
 /// The line that opens a message.
@@ -121,13 +169,14 @@ pub trait Sink {
     fn end_message(&mut self) -> io::Result<()>;
 }
 
-/// Walks the context at the session's current leaf (or at the entry `leaf`) into `sink`;
-/// with `cold`, cold-spilled content is read back from that blob store first (the only read
-/// from disk).
+/// Walks the context at the session's current leaf (or at the entry `leaf`) into `sink`,
+/// the messages of one page of `window` only (all without one); with `cold`, cold-spilled
+/// content is read back from that blob store first (the only read from disk).
 pub fn walk(
     session: &Session,
     leaf: Option<&str>,
     cold: Option<&BlobStore>,
+    window: Option<Window>,
     sink: &mut impl Sink,
 ) -> io::Result<()> {
     let ctx = match leaf {
@@ -148,9 +197,18 @@ pub fn walk(
     if let Some(id) = leaf {
         facts.leaf = Some(one_line(id, usize::MAX));
     }
+    facts.page = PageOf::of(ctx.messages.len(), window);
+    let page = facts.page;
     sink.facts(&facts)?;
     let mut walker = Walker { sink };
-    for (n, (message, &source)) in ctx.messages.iter().zip(&ctx.sources).enumerate() {
+    let on_page = ctx
+        .messages
+        .iter()
+        .zip(&ctx.sources)
+        .enumerate()
+        .skip(page.first - 1)
+        .take(page.end - page.first);
+    for (n, (message, &source)) in on_page {
         walker.message(n + 1, session, source, message, usage.get(&source))?;
     }
     Ok(())
@@ -185,6 +243,7 @@ fn facts(
             .get("default")
             .map(|m| one_line(&scalar_text(m), DETAIL_CHARS)),
         usage: total,
+        page: PageOf::of(ctx.messages.len(), None),
         id,
     }
 }
@@ -463,5 +522,56 @@ fn heading_detail(role: &str, m: &Object) -> Option<String> {
         }
         "custom" => m.get("customType").map(scalar_text),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_count_from_the_first_message_and_the_last_is_the_default() {
+        let window = |page| Some(Window { size: 1000, page });
+        assert_eq!(
+            PageOf::of(2500, window(None)),
+            PageOf {
+                page: 3,
+                pages: 3,
+                first: 2001,
+                end: 2501
+            }
+        );
+        assert_eq!(
+            PageOf::of(2500, window(Some(1))),
+            PageOf {
+                page: 1,
+                pages: 3,
+                first: 1,
+                end: 1001
+            }
+        );
+        assert_eq!(
+            PageOf::of(2500, window(Some(9))).page,
+            3,
+            "past the end: the last"
+        );
+        assert_eq!(
+            PageOf::of(0, window(None)),
+            PageOf {
+                page: 1,
+                pages: 1,
+                first: 1,
+                end: 1
+            }
+        );
+        assert_eq!(
+            PageOf::of(7, None),
+            PageOf {
+                page: 1,
+                pages: 1,
+                first: 1,
+                end: 8
+            }
+        );
     }
 }

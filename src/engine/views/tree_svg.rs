@@ -17,7 +17,7 @@ use std::io::{self, Write};
 use super::super::blob::BlobStore;
 use super::super::session::Session;
 use super::html::{attr, text};
-use super::tree::tree_rows;
+use super::tree::{tree_rows, TreeRow};
 
 /// The height of a row, in pixels.
 pub const ROW_HEIGHT: usize = 20;
@@ -25,6 +25,8 @@ pub const ROW_HEIGHT: usize = 20;
 pub const COLUMN_WIDTH: usize = 16;
 /// How many characters of a row's text are drawn.
 const TEXT_CHARS: usize = 100;
+/// A tree of more rows than this is drawn with its straight runs folded.
+pub const MAX_ROWS: usize = 2_000;
 
 /// Where the links of the drawing point (`None`: that kind of entry is not linked).
 #[derive(Clone, Copy)]
@@ -79,7 +81,7 @@ pub fn write_tree_svg<W: Write + ?Sized>(
     links: &TreeLinks<'_>,
     out: &mut W,
 ) -> io::Result<()> {
-    let rows = tree_rows(session, cold);
+    let rows = fold_runs(tree_rows(session, cold));
     let column = |row: &super::tree::TreeRow| row.depth + usize::from(row.side);
     let columns = rows.iter().map(column).max().unwrap_or(0) + 1;
     let width = columns * COLUMN_WIDTH + TEXT_CHARS * 7 + 20;
@@ -143,6 +145,62 @@ pub fn write_tree_svg<W: Write + ?Sized>(
     writeln!(out, "</svg>")
 }
 
+/// The rows to draw: all of them up to [`MAX_ROWS`]; past that, only the rows where the tree
+/// does something — its roots, the entries with more than one child and their children, the
+/// branch ends and the leaf — each joined to its nearest drawn ancestor, with the number of
+/// entries folded between them written before its text.
+fn fold_runs(rows: Vec<TreeRow>) -> Vec<TreeRow> {
+    if rows.len() <= MAX_ROWS {
+        return rows;
+    }
+    let mut children = vec![0usize; rows.len()];
+    for row in &rows {
+        if let Some(p) = row.parent {
+            children[p] += 1;
+        }
+    }
+    let kept: Vec<bool> = rows
+        .iter()
+        .enumerate()
+        .map(|(r, row)| {
+            row.parent.is_none_or(|p| children[p] > 1) || children[r] != 1 || row.is_leaf
+        })
+        .collect();
+    let mut new_index = vec![usize::MAX; rows.len()];
+    let mut folded = Vec::new();
+    for (r, row) in rows.iter().enumerate() {
+        if !kept[r] {
+            continue;
+        }
+        // Up to the nearest drawn ancestor, counting the entries folded on the way.
+        let (mut at, mut hidden) = (row.parent, 0usize);
+        while let Some(p) = at.filter(|&p| !kept[p]) {
+            hidden += 1;
+            at = rows[p].parent;
+        }
+        new_index[r] = folded.len();
+        let text = if hidden > 0 {
+            format!(
+                "(… {} entries) {}",
+                super::thousands(hidden as u64),
+                row.text
+            )
+        } else {
+            row.text.clone()
+        };
+        folded.push(TreeRow {
+            index: row.index,
+            depth: row.depth,
+            side: row.side,
+            parent: at.map(|p| new_index[p]),
+            is_branch_end: row.is_branch_end,
+            is_leaf: row.is_leaf,
+            text,
+        });
+    }
+    folded
+}
+
 /// The drawing as bytes.
 pub fn tree_svg(session: &Session, cold: Option<&BlobStore>, links: &TreeLinks<'_>) -> Vec<u8> {
     let mut out = Vec::new();
@@ -153,6 +211,38 @@ pub fn tree_svg(session: &Session, cold: Option<&BlobStore>, links: &TreeLinks<'
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(parent: Option<usize>, is_leaf: bool) -> TreeRow {
+        TreeRow {
+            index: 0,
+            depth: 0,
+            side: false,
+            parent,
+            is_branch_end: false,
+            is_leaf,
+            text: "t".to_owned(),
+        }
+    }
+
+    #[test]
+    fn straight_runs_of_a_large_tree_are_folded() {
+        // A root, a run of 3,000 entries, a fork into two branch ends.
+        let mut rows = vec![row(None, false)];
+        for r in 0..3000 {
+            rows.push(row(Some(r), false));
+        }
+        let fork = rows.len() - 1;
+        rows.push(row(Some(fork), false));
+        rows.push(row(Some(fork), true));
+        let folded = fold_runs(rows);
+        let texts: Vec<&str> = folded.iter().map(|r| r.text.as_str()).collect();
+        assert_eq!(texts, ["t", "(… 2,999 entries) t", "t", "t"]);
+        let parents: Vec<Option<usize>> = folded.iter().map(|r| r.parent).collect();
+        assert_eq!(parents, [None, Some(0), Some(1), Some(1)]);
+        // Small trees are drawn whole.
+        let small = vec![row(None, false), row(Some(0), false), row(Some(1), true)];
+        assert_eq!(fold_runs(small).len(), 3);
+    }
 
     #[test]
     fn ids_are_percent_encoded_and_unusable_ones_have_no_page() {
