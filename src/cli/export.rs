@@ -76,7 +76,15 @@ impl Format {
 
 pub fn run(args: Args) -> Result<()> {
     let listed = if args.all {
-        Some(args.store.sessions()?)
+        let mut listed = args.store.sessions()?;
+        // The index titles a session by its first prompt when it has no title; a long
+        // system prompt can push that past the first 4 KiB, where the listing looked.
+        for info in &mut listed {
+            if info.message_count > 0 && info.first_prompt().is_none() {
+                info.find_first_prompt(&FileStorage);
+            }
+        }
+        Some(listed)
     } else {
         None
     };

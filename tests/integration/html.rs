@@ -456,12 +456,8 @@ fn exported_pages_load_in_a_browser_with_no_error_request_or_script() {
         if id == "index" || page.extension().is_none_or(|e| e != "html") {
             continue;
         }
-        let shot = if id == "hostile" {
-            "export-hostile"
-        } else {
-            "export-session"
-        };
-        let loaded = check_in_browser(&mut browser, &page, context_messages(&agent, &id), shot);
+        let shot = format!("export-{id}");
+        let loaded = check_in_browser(&mut browser, &page, context_messages(&agent, &id), &shot);
         if id == "hostile" {
             // The one embedded image decoded; nothing else is an image.
             let widths = browser.eval(
@@ -473,6 +469,19 @@ fn exported_pages_load_in_a_browser_with_no_error_request_or_script() {
         pages += 1;
     }
     assert_eq!(pages, 4, "hostile, generated and the two real transcripts");
+    // The store's index and chart of the four.
+    let index = browser.open(&out.join("index.html"));
+    assert!(index.errors.is_empty(), "{:?}", index.errors);
+    let links = browser.eval(&index, "document.querySelectorAll('td a').length");
+    assert_eq!(
+        links.as_f64(),
+        Some(8.0),
+        "four sessions by project and by day"
+    );
+    browser.screenshot(&index, "export-index-of-four");
+    let chart = browser.open(&out.join("usage.svg"));
+    assert!(chart.errors.is_empty(), "{:?}", chart.errors);
+    browser.screenshot(&chart, "export-usage-of-four");
 }
 
 #[test]
