@@ -430,11 +430,11 @@ fn check_in_browser(
     loaded
 }
 
-#[test]
-fn exported_pages_load_in_a_browser_with_no_error_request_or_script() {
-    require_browser!();
+/// The hostile store with a generated session, the branched one and the two real
+/// transcripts beside it.
+fn mixed_store() -> (tempfile::TempDir, String) {
     let (tmp, agent) = hostile_store();
-    // Beside the hostile session: a generated one and the two real transcripts.
+    write_branched(Path::new(&agent));
     let ws = tmp.path().join("ws");
     fs::create_dir_all(&ws).unwrap();
     crate::common::generate_managed(Path::new(&agent), &ws, 400);
@@ -446,6 +446,48 @@ fn exported_pages_load_in_a_browser_with_no_error_request_or_script() {
             fs::copy(&path, real.join(path.file_name().unwrap())).unwrap();
         }
     }
+    (tmp, agent)
+}
+
+#[test]
+fn every_page_of_the_mount_loads_in_a_browser() {
+    require_fuse!();
+    require_browser!();
+    let (_tmp, agent) = mixed_store();
+    let mount = Mount::start(&["--agent-dir", &agent, "--read-only"]);
+    let mut browser = crate::common::browser::Browser::start();
+    let mut sessions = 0;
+    for dir in fs::read_dir(mount.path().join("sessions")).unwrap() {
+        let dir = dir.unwrap().path();
+        let id = dir.file_name().unwrap().to_str().unwrap().to_owned();
+        let messages = context_messages(&agent, &id);
+        check_in_browser(
+            &mut browser,
+            &dir.join("context.html"),
+            messages,
+            "mount-session",
+        );
+        let drawing = browser.open(&dir.join("tree.svg"));
+        assert!(drawing.errors.is_empty(), "{id}: {:?}", drawing.errors);
+        for leaf in fs::read_dir(dir.join("leaves")).unwrap() {
+            let leaf = leaf.unwrap().path();
+            let entry = leaf.file_stem().unwrap().to_str().unwrap().to_owned();
+            let at = context_messages_at(&agent, &id, &entry).min(1000);
+            check_in_browser(&mut browser, &leaf, at, "mount-leaf");
+        }
+        sessions += 1;
+    }
+    assert_eq!(sessions, 5);
+    let index = browser.open(&mount.path().join("index.html"));
+    assert!(index.errors.is_empty(), "{:?}", index.errors);
+    let chart = browser.open(&mount.path().join("usage.svg"));
+    assert!(chart.errors.is_empty(), "{:?}", chart.errors);
+}
+
+#[test]
+fn exported_pages_load_in_a_browser_with_no_error_request_or_script() {
+    require_browser!();
+    let (tmp, agent) = mixed_store();
     let out = export_all(&tmp, &agent);
     let mut browser = crate::common::browser::Browser::start();
     let mut pages = 0;
@@ -468,20 +510,45 @@ fn exported_pages_load_in_a_browser_with_no_error_request_or_script() {
         }
         pages += 1;
     }
-    assert_eq!(pages, 4, "hostile, generated and the two real transcripts");
-    // The store's index and chart of the four.
+    assert_eq!(
+        pages, 5,
+        "hostile, generated, branched and the two real transcripts"
+    );
+    // The pages beside them: each branch end's, in <id>.leaves/.
+    let mut beside = 0;
+    for dir in fs::read_dir(&out).unwrap() {
+        let dir = dir.unwrap().path();
+        let Some(id) = dir.to_str().unwrap().strip_suffix(".leaves") else {
+            continue;
+        };
+        let id = Path::new(id)
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        for leaf in fs::read_dir(&dir).unwrap() {
+            let leaf = leaf.unwrap().path();
+            let entry = leaf.file_stem().unwrap().to_str().unwrap().to_owned();
+            let at = context_messages_at(&agent, &id, &entry).min(1000);
+            check_in_browser(&mut browser, &leaf, at, "export-leaf");
+            beside += 1;
+        }
+    }
+    assert_eq!(beside, 2, "the branched session's ends but its leaf");
+    // The store's index and chart of the five.
     let index = browser.open(&out.join("index.html"));
     assert!(index.errors.is_empty(), "{:?}", index.errors);
     let links = browser.eval(&index, "document.querySelectorAll('td a').length");
     assert_eq!(
         links.as_f64(),
-        Some(8.0),
-        "four sessions by project and by day"
+        Some(10.0),
+        "five sessions by project and by day"
     );
-    browser.screenshot(&index, "export-index-of-four");
+    browser.screenshot(&index, "export-index-of-five");
     let chart = browser.open(&out.join("usage.svg"));
     assert!(chart.errors.is_empty(), "{:?}", chart.errors);
-    browser.screenshot(&chart, "export-usage-of-four");
+    browser.screenshot(&chart, "export-usage-of-five");
 }
 
 #[test]
@@ -555,7 +622,17 @@ fn context_messages_at(agent: &str, session: &str, leaf: &str) -> usize {
 fn branched_store() -> (tempfile::TempDir, String, String) {
     let tmp = tempfile::tempdir().unwrap();
     let agent = tmp.path().join("agent");
-    let scope = agent.join("sessions/--w--");
+    write_branched(&agent);
+    (
+        tmp,
+        agent.to_str().unwrap().to_owned(),
+        "branched".to_owned(),
+    )
+}
+
+/// Writes the session of [`branched_store`] into the agent directory `agent`.
+fn write_branched(agent: &Path) {
+    let scope = agent.join("sessions/--branched--");
     fs::create_dir_all(&scope).unwrap();
     let header = r#"{"type":"session","version":5,"id":"branched","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
     let text = crate::common::SessionText::with_header(header)
@@ -570,11 +647,6 @@ fn branched_store() -> (tempfile::TempDir, String, String) {
         .message("d2", Some("d1"), "user", "on branch d")
         .text();
     fs::write(scope.join("2026-01-01T00-00-00-000Z_branched.jsonl"), text).unwrap();
-    (
-        tmp,
-        agent.to_str().unwrap().to_owned(),
-        "branched".to_owned(),
-    )
 }
 
 #[test]
