@@ -27,6 +27,7 @@ mod fuzz_regressions;
 mod history;
 mod history_cli;
 mod html;
+mod html_browser;
 mod identity;
 mod inspect;
 mod legacy;

@@ -60,8 +60,19 @@ pub struct Page {
 fn pipe() -> (RawFd, RawFd) {
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into `fds`.
+    #[cfg(target_os = "linux")]
     let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    assert_eq!(rc, 0, "pipe2: {}", std::io::Error::last_os_error());
+    // Elsewhere (macOS has no pipe2) the flag is set right after.
+    // SAFETY: pipe writes two descriptors into `fds`; fcntl only sets their flags.
+    #[cfg(not(target_os = "linux"))]
+    let rc = unsafe {
+        let rc = libc::pipe(fds.as_mut_ptr());
+        for fd in fds {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+        rc
+    };
+    assert_eq!(rc, 0, "pipe: {}", std::io::Error::last_os_error());
     (fds[0], fds[1])
 }
 

@@ -23,6 +23,7 @@ macro_rules! require_browser {
 
 pub mod browser;
 pub mod mount;
+pub mod pages;
 pub mod pty;
 #[cfg(target_os = "linux")]
 pub mod tmpfs;
