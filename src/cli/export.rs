@@ -28,12 +28,23 @@ use gjcfs_engine::store_usage::{scan_sessions, StoreUsage};
 use gjcfs_engine::views::html::{self, Images, PageLinks, PageOptions};
 use gjcfs_engine::views::markdown;
 use gjcfs_engine::views::store_index::{index_html, IndexEntry};
-use gjcfs_engine::views::tree_svg::{branch_ends, leaf_page_name, percent_encoded, TreeLinks};
+use gjcfs_engine::views::tree_svg::{
+    branch_ends, leaf_page_name, percent_encoded, portable_stem, TreeLinks,
+};
 use gjcfs_engine::views::usage_chart::usage_svg;
 
 use super::output::{warn, warn_skipped, write_replacing};
 use super::progress::Progress;
 use super::store::StoreArgs;
+
+/// The stems of the store's own files in an export of `--all` (`index.html`, `usage.svg`),
+/// which no session's page may take.
+const RESERVED_STEMS: [&str; 2] = ["index", "usage"];
+
+/// Whether a session id is the stem of one of the store's own files.
+fn reserved(id: &str) -> bool {
+    RESERVED_STEMS.contains(&id.to_ascii_lowercase().as_str())
+}
 
 /// Progress is shown for exports of at least this many sessions.
 const PROGRESS_FROM: usize = 50;
@@ -137,7 +148,7 @@ fn write_store_pages(listed: &[SessionInfo], out: &Path) -> Result<()> {
     let entries: Vec<IndexEntry> = scan
         .contributions
         .iter()
-        .filter(|(_, c)| gjcfs_vfs::safe_session_name(&c.session_id))
+        .filter(|(_, c)| portable_stem(&c.session_id) && !reserved(&c.session_id))
         .map(|(path, c)| {
             let title = titles.get(path.as_path()).map_or("", |info| {
                 shown_title(info.title.as_deref(), info.first_prompt())
@@ -169,8 +180,11 @@ fn export_one(path: &Path, format: Format, blobs: Option<&BlobStore>, out: &Path
     let mut loaded = load_session(path)?;
     warn_skipped(path, &loaded.skipped);
     let id = loaded.session.header().id().unwrap_or_default().to_owned();
-    if !gjcfs_vfs::safe_session_name(&id) || id.len() > 250 {
-        bail!("its session id {id:?} cannot name a file");
+    if !portable_stem(&id) {
+        bail!("its session id {id:?} cannot name a file on every system");
+    }
+    if format == Format::Html && reserved(&id) {
+        bail!("its session id {id:?} names the store's own page");
     }
     let name = format!("{id}.{}", format.extension());
     let bytes = match format {
@@ -285,7 +299,9 @@ fn write_leaf_pages(
     Ok(page(None, None, false))
 }
 
-/// Creates `dir` (and its parents) when missing, the last one owner-only.
+/// Creates `dir` (and its parents) when missing, the last one owner-only. An existing `dir`
+/// must be a directory itself, not a symlink to one: pages are never written through a
+/// link someone else put there.
 fn create_private_dir(dir: &Path) -> Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
@@ -297,8 +313,13 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     builder
         .create(dir)
         .with_context(|| format!("{}: cannot create the directory", dir.display()))?;
-    if !dir.is_dir() {
-        bail!("{}: not a directory", dir.display());
+    let meta = std::fs::symlink_metadata(dir)
+        .with_context(|| format!("{}: cannot read", dir.display()))?;
+    if !meta.is_dir() {
+        bail!(
+            "{}: not a directory (a symlink is not followed)",
+            dir.display()
+        );
     }
     Ok(())
 }

@@ -384,3 +384,72 @@ fn a_long_context_is_paged_in_the_mount_and_the_export() {
     assert_eq!(check_structure(&shown), 500);
     assert!(shown.contains("page 3 of 3 (the newest 1,000; the earlier ones are in context.md"));
 }
+
+#[test]
+fn export_names_only_portable_files_and_follows_no_planted_symlink() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let scope = agent.join("sessions/--w--");
+    fs::create_dir_all(&scope).unwrap();
+    // Ids that would climb out on Windows, name a drive or a device, or take the index's name.
+    for (n, id) in ["..\\\\..\\\\evil", "C:evil", "CON", "index", "ok-1"]
+        .iter()
+        .enumerate()
+    {
+        let text = crate::common::SessionText::with_header(&format!(
+            r#"{{"type":"session","version":5,"id":{},"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}}"#,
+            json::to_compact(&json::Value::string(*id))
+        ))
+        .message("a1", None, "user", "hello")
+        .text();
+        fs::write(
+            scope.join(format!("2026-01-01T00-00-0{n}-000Z_s{n}.jsonl")),
+            text,
+        )
+        .unwrap();
+    }
+    let a = agent.to_str().unwrap();
+    let out = tmp.path().join("out");
+    let said = std::process::Command::new(crate::common::gjcfs_bin())
+        .args(["export", "--all", "--out", p(&out), "--agent-dir", a])
+        .output()
+        .unwrap();
+    assert_eq!(said.status.code(), Some(1), "{said:?}");
+    let stderr = String::from_utf8_lossy(&said.stderr);
+    assert!(
+        stderr.contains("cannot name a file on every system"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("names the store's own page"), "{stderr}");
+    assert!(
+        stderr.contains("4 session(s) could not be exported"),
+        "{stderr}"
+    );
+    let mut names: Vec<String> = fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["index.html", "ok-1.html", "usage.svg"]);
+    let index = fs::read_to_string(out.join("index.html")).unwrap();
+    assert_eq!(
+        index.matches("<tr><td><a href=").count(),
+        2,
+        "ok-1 by project and by day"
+    );
+
+    // A directory for leaf pages planted as a symlink is refused, not written through.
+    let (tmp, agent, sid) = branched_store();
+    let out = tmp.path().join("out");
+    let elsewhere = tmp.path().join("elsewhere");
+    fs::create_dir_all(&out).unwrap();
+    fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join(format!("{sid}.leaves"))).unwrap();
+    let said = std::process::Command::new(crate::common::gjcfs_bin())
+        .args(["export", &sid, "--out", p(&out), "--agent-dir", &agent])
+        .output()
+        .unwrap();
+    assert_eq!(said.status.code(), Some(1), "{said:?}");
+    assert!(String::from_utf8_lossy(&said.stderr).contains("a symlink is not followed"));
+    assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+}

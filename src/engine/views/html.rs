@@ -16,14 +16,15 @@
 //!   shows is folded whole, its size in the summary; a compaction or branch summary is
 //!   marked by its section's class and a line naming it.
 //! - Images stored as blobs are `<img>`s: linked as `<prefix><sha256>` ([`Images::Link`]),
-//!   or embedded as `data:` URLs read from the blob store ([`Images::Embed`]; a missing
+//!   or embedded as `data:` URLs read from the blob store and checked against their hash
+//!   ([`Images::Embed`]; a missing
 //!   blob is named instead). Only PNG, JPEG, GIF and WebP are embedded as such; any other
 //!   type is named. Inline base64 images are named with their type and size, as in
 //!   `context.md`.
 //! - Every string from the session is escaped for where it goes ([`text`], [`attr`]): `&`,
 //!   `<`, `>` everywhere and both quotes in attributes; terminal escape sequences (CSI) are
-//!   dropped, other control characters but tab and newline become U+FFFD (as lone
-//!   surrogates already are). No session text is
+//!   dropped, other control characters but tab and newline, and the bidirectional
+//!   controls, become U+FFFD (as lone surrogates already are). No session text is
 //!   ever put in a URL, a style or a tag name: links point only to the page's own anchors
 //!   and to blob hashes the engine checked (64 hex digits), and classes are made of ASCII
 //!   letters taken from the role.
@@ -144,16 +145,27 @@ fn escape(s: &str, in_attribute: bool) -> String {
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            // A terminal's colour and cursor sequences (CSI: ESC [ … final byte) are dropped
-            // whole, as a terminal would not print them.
+            // A terminal's colour and cursor sequences (CSI: ESC [, parameter and
+            // intermediate bytes, a final byte) are dropped whole, as a terminal would not
+            // print them; anything else after ESC [ stays text.
             '\u{1b}' if chars.peek() == Some(&'[') => {
                 chars.next();
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
+                while chars
+                    .peek()
+                    .is_some_and(|c| ('\u{20}'..='\u{3f}').contains(c))
+                {
+                    chars.next();
+                }
+                if chars.peek().is_some_and(|c| ('@'..='~').contains(c)) {
+                    chars.next();
                 }
             }
+            // Bidirectional controls would reorder what follows them on the page.
+            '\u{61c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}' => out.push('\u{fffd}'),
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -242,7 +254,7 @@ impl<W: Write + ?Sized> Page<'_, W> {
 
     fn embed(&mut self, hash: &str, mime: Option<&str>, blobs: &BlobStore) -> io::Result<()> {
         let mime = mime.unwrap_or_default();
-        match blobs.get(hash) {
+        match blobs.get_checked(hash) {
             Ok(Some(bytes)) if embeddable(mime) => writeln!(
                 self.out,
                 "<p><img alt=\"image\" src=\"data:{mime};base64,{}\"></p>",
@@ -496,6 +508,10 @@ mod tests {
             "cut ",
             "an unfinished sequence ends the text"
         );
+        // Only the sequence's own bytes go: text after a broken one stays.
+        assert_eq!(text("\u{1b}[隠す"), "隠す");
+        assert_eq!(text("\u{1b}[12;3隠"), "隠");
+        assert_eq!(text("a\u{202e}b\u{2066}c"), "a\u{fffd}b\u{fffd}c");
     }
 
     #[test]

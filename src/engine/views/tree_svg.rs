@@ -37,18 +37,35 @@ pub struct TreeLinks<'a> {
     pub current: Option<&'a str>,
 }
 
-/// Whether an entry id can name a page file (`<id>.html`): what the mount lists in
-/// `leaves/` and an export writes.
+/// Whether an id can be the stem of a page file (`<id>.html`, `<id>.leaves/`) on every
+/// system the pages are written on: 1 to 200 ASCII letters, digits, `-`, `_` and `.`, not
+/// starting with `.` or `-`, and not a name Windows reserves for a device (`CON`, `NUL`,
+/// `COM1`, …, with any extension). Session ids (UUIDs) and entry ids (hex) always are;
+/// anything else is never made a file name.
+pub fn portable_stem(id: &str) -> bool {
+    const DEVICES: [&str; 4] = ["CON", "PRN", "AUX", "NUL"];
+    let base = id
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_uppercase();
+    let numbered = ["COM", "LPT"].iter().any(|d| {
+        base.strip_prefix(d)
+            .is_some_and(|n| n.len() == 1 && n.as_bytes()[0].is_ascii_digit())
+    });
+    (1..=200).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && !id.starts_with(['.', '-'])
+        && !DEVICES.contains(&base.as_str())
+        && !numbered
+}
+
+/// The page file of the context at entry `id` (`<id>.html`), if its id can name one
+/// ([`portable_stem`]): what the mount lists in `leaves/` and an export writes.
 pub fn leaf_page_name(id: &str) -> Option<String> {
-    let usable = !id.is_empty()
-        && id.len() <= 200
-        && id != "."
-        && id != ".."
-        && !id.starts_with('-')
-        && !id.starts_with('.')
-        && !id.contains(['/', '\\'])
-        && !id.chars().any(char::is_control);
-    usable.then(|| format!("{id}.html"))
+    portable_stem(id).then(|| format!("{id}.html"))
 }
 
 /// `s` percent-encoded for a URL path segment (only ASCII letters, digits and `-._~` stay).
@@ -249,8 +266,27 @@ mod tests {
         assert_eq!(percent_encoded("a1b2-c.d"), "a1b2-c.d");
         assert_eq!(percent_encoded("x\"><y é"), "x%22%3E%3Cy%20%C3%A9");
         assert_eq!(leaf_page_name("5f3a9c01").as_deref(), Some("5f3a9c01.html"));
-        for bad in ["", ".", "..", "a/b", "-x", ".hidden", "a\nb", "a\\b"] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "-x",
+            ".hidden",
+            "a\nb",
+            "a\\b",
+            "C:x",
+            "a:b",
+            "CON",
+            "nul.txt",
+            "com1",
+            "LPT9.html",
+            "é",
+        ] {
             assert_eq!(leaf_page_name(bad), None, "{bad:?}");
         }
+        assert!(portable_stem("019b9267-1bf8-79e5-aa13-1591931e315b"));
+        assert!(portable_stem("console") && portable_stem("com10") && portable_stem("a.b"));
+        assert!(!portable_stem(&"a".repeat(201)));
     }
 }

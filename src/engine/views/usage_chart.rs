@@ -86,7 +86,12 @@ pub fn write_usage_svg<W: Write + ?Sized>(
         ("tokens", "#15803d", 80.0 + CHART_HEIGHT, tokens),
     ];
     for (name, colour, top, value) in charts {
-        let max = days.iter().map(|(_, s)| value(s)).fold(0.0, f64::max);
+        // A sum that overflowed draws nothing rather than NaN.
+        let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
+        let max = days
+            .iter()
+            .map(|(_, s)| finite(value(s)))
+            .fold(0.0, f64::max);
         let bottom = top + CHART_HEIGHT;
         let max_text = if name == "cost" {
             format!("${max:.2}")
@@ -103,7 +108,7 @@ pub fn write_usage_svg<W: Write + ?Sized>(
             WIDTH as f64 - RIGHT
         )?;
         for &(day, sum) in &days {
-            let v = value(sum);
+            let v = finite(value(sum));
             let h = if max > 0.0 {
                 v / max * CHART_HEIGHT
             } else {
