@@ -199,6 +199,36 @@ fn the_tree_is_drawn_and_every_branch_end_has_its_page_in_the_mount_and_an_expor
         );
         assert!(leaf_page.contains(&format!("<dt>leaf</dt><dd><code>{id}</code>")));
         assert!(tree_links(&leaf_page).contains(&"../context.html".to_owned()));
+        // The same messages as `gjcfs context --leaf`, in its order.
+        let context = json::parse(&gjcfs_stdout(&[
+            "context",
+            &sid,
+            "--leaf",
+            id,
+            "--agent-dir",
+            &agent,
+        ]))
+        .unwrap();
+        let json::Value::Array(messages) = context.as_object().unwrap().get("messages").unwrap()
+        else {
+            panic!("messages")
+        };
+        let expected: Vec<String> = messages
+            .iter()
+            .map(|m| {
+                m.as_object()
+                    .unwrap()
+                    .get_str("content")
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        let shown: Vec<String> = leaf_page
+            .split("<div class=\"text\">")
+            .skip(1)
+            .map(|t| t.split("</div>").next().unwrap().to_owned())
+            .collect();
+        assert_eq!(shown, expected, "{name}");
     }
     assert!(fs::read(dir.join("leaves/nope.html")).is_err());
     drop(mount);
