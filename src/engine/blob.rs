@@ -47,9 +47,15 @@ pub fn blob_ref(hash: &str) -> String {
     format!("{BLOB_REF_PREFIX}{hash}")
 }
 
+/// `bytes` as lower-case hex: the one hex encoding of the engine (hashes, ids, digests in
+/// names).
+pub fn hex(bytes: &[u8]) -> String {
+    data_encoding::HEXLOWER.encode(bytes)
+}
+
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    data_encoding::HEXLOWER.encode(&Sha256::digest(bytes))
+    hex(&Sha256::digest(bytes))
 }
 
 /// A blob store directory.

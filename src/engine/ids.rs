@@ -66,7 +66,7 @@ pub fn derived_entry_id(
             hasher.update(part.as_bytes());
             hasher.update([0]);
         }
-        let hex = data_encoding::HEXLOWER.encode(&hasher.finalize());
+        let hex = crate::blob::hex(&hasher.finalize());
         for window in 0..8 {
             let id = &hex[window * 8..window * 8 + 8];
             if !in_use(id) {

@@ -20,8 +20,6 @@ use std::path::{Path, PathBuf};
 
 use crate::storage::{EntryKind, EntryStat, FileStorage, ReadFile, SessionStorage};
 
-use sha2::{Digest, Sha256};
-
 use super::context::chain_normalizes;
 use super::json::Value;
 use super::lines::{read_lines, Lines};
@@ -159,17 +157,13 @@ pub fn inspect_strict_in(
         size: stat.size,
         mtime_ns: stat.mtime_ns,
         ctime_ns: stat.ctime_ns,
-        sha256: hex(&Sha256::digest(&bytes)),
+        sha256: super::blob::sha256_hex(&bytes),
     };
     Ok(Inspection {
         session,
         fingerprint,
         tail,
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn io_failure(storage: &dyn SessionStorage, path: &Path, e: io::Error) -> InspectFailure {

@@ -164,7 +164,7 @@ pub fn label_file_name(label: &str) -> String {
         cut -= 1;
     }
     let digest = Sha256::digest(label.as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = gjcfs_engine::blob::hex(&digest[..8]);
     format!("{}%~{hex}", &name[..cut])
 }
 

@@ -248,7 +248,7 @@ pub(super) fn hash_file(
     if total != expected.size {
         return Err(why_changed(path, changed));
     }
-    Ok(data_encoding::HEXLOWER.encode(&hasher.finalize()))
+    Ok(crate::blob::hex(&hasher.finalize()))
 }
 
 /// Copies one planned file to a new owner-only file, checking it is still the listed bytes.
@@ -277,7 +277,7 @@ pub(super) fn copy_file(
         hasher.update(chunk);
         output.write_all(chunk).map_err(io_err(dst))
     })?;
-    let sha = data_encoding::HEXLOWER.encode(&hasher.finalize());
+    let sha = crate::blob::hex(&hasher.finalize());
     if total != planned.stat.size || planned.sha256.as_deref() != Some(sha.as_str()) {
         return Err(why_changed(src, "the artifact changed while it was copied"));
     }

@@ -5,7 +5,8 @@ use std::path::Path;
 
 use crate::storage::{EntryKind, EntryStat, FileId, ReadFile, SessionStorage};
 
-use super::{sha256_hex, LegacyError};
+use super::LegacyError;
+use crate::blob::sha256_hex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Stat {

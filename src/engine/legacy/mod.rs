@@ -275,11 +275,7 @@ fn operation_name(path: &Path, id: &FileIdentity) -> String {
         hasher.update([0u8]);
         hasher.update(part.as_bytes());
     }
-    data_encoding::HEXLOWER.encode(&hasher.finalize())
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    data_encoding::HEXLOWER.encode(&Sha256::digest(bytes))
+    crate::blob::hex(&hasher.finalize())
 }
 
 /// A transcript that was skipped because it cannot be attributed.

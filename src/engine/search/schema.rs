@@ -102,7 +102,7 @@ pub fn default_index_dir(store: &Path) -> Option<PathBuf> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::blob::hex(&digest[..8]);
     Some(
         cache
             .join("gjcfs")
