@@ -46,6 +46,8 @@
 //! Every change the model announces (an append, a leaf move, a change made outside) names
 //! the changed nodes; their paths ([`Adapter::changed_paths`]) are given to Dokan's change
 //! notification, so Explorer and directory watchers see them.
+// A library never prints: it returns errors and emits events; the programs decide.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod adapter;
 pub mod names;

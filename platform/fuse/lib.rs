@@ -3,6 +3,8 @@
 //! the model, every error code from [`to_errno`], and a panic in a handler becomes `EIO`.
 //!
 //! FUSE exists only on Unix: elsewhere (Windows) this crate is empty.
+// A library never prints: it returns errors and emits events; the programs decide.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 #![cfg(unix)]
 
 pub mod lifecycle;

@@ -10,6 +10,8 @@
 //! The log goes to standard error, or appended to a file (`--log-file`), which is created
 //! owner-only (0600) and never followed through a symlink; a file that exists and is not a
 //! regular file is refused.
+// A library never prints: it returns errors and emits events; the programs decide.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 use std::fs::File;
 use std::io;

@@ -33,6 +33,8 @@
 //! Size limits ([`Limit::Bytes`]): while the file is being written, large payloads are
 //! capped at half of the bytes still missing, so the file ends within about one small entry
 //! (at most a couple of kilobytes) past the target.
+// A library never prints: it returns errors and emits events; the programs decide.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod generator;
 mod tables;

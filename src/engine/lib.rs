@@ -13,6 +13,8 @@
 //!
 //! Beside sessions: [`agent_dir`] says where the agent keeps its files, and [`history`] is
 //! the agent's SQLite prompt history.
+// A library never prints: it returns errors and emits events; the programs decide.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 // `clippy.toml` forbids direct file I/O outside the storage seam (`storage`).
 pub mod agent_dir;

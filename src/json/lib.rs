@@ -8,6 +8,8 @@
 //! - strings may hold lone UTF-16 surrogates and are escaped exactly as JavaScript does;
 //! - containers the engine does not need to look into stay as their validated source text
 //!   ([`Value::Raw`]), which keeps large payloads cheap to load and exact to write back.
+// A library never prints: it returns errors and emits events; the programs decide.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod lazy;
 mod number;

@@ -84,6 +84,8 @@
 //! - The model never prints; callers log.
 //!
 //! [`SessionManager`]: gjcfs_engine::manager::SessionManager
+// A library never prints: it returns errors and emits events; the programs decide.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 use std::path::PathBuf;
 

@@ -68,6 +68,7 @@ fn missing_non_regular_and_fifo_fail_closed() {
     assert_eq!(reason(dir.path()), "read-failed");
     let fifo = dir.path().join("fifo.jsonl");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     assert_eq!(reason(&fifo), "read-failed");
     let dangling = dir.path().join("dangling.jsonl");

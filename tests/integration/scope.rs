@@ -214,6 +214,7 @@ fn drifted_group_and_other_bits_are_resecured_but_foreign_owners_are_refused() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         let c = std::ffi::CString::new(binding.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path.
         assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
         let err = verify_owner_only(&FileStorage, &binding, false).unwrap_err();
         assert!(err.to_string().contains("owned by uid 65534"), "{err}");

@@ -61,8 +61,9 @@ const DIR_TIMES_TELL_ENTRIES: [i64; 8] = [
 /// The `statfs` `f_type` of the filesystem holding `path`.
 fn fs_type(path: &Path) -> io::Result<i64> {
     let c = c_path(path)?;
-    // SAFETY: `c` is a valid NUL-terminated path and `buf` a properly sized out-parameter.
+    // SAFETY: `statfs` is plain data, for which all zeroes is a valid value.
     let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `buf` a properly sized out-parameter.
     let rc = unsafe { libc::statfs(c.as_ptr(), &mut buf) };
     if rc != 0 {
         return Err(io::Error::last_os_error());

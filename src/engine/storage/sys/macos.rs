@@ -170,8 +170,9 @@ mod native {
     /// The `statfs` of the filesystem holding `path`.
     fn statfs(path: &Path) -> io::Result<libc::statfs> {
         let c = c_path(path)?;
-        // SAFETY: `c` is a valid NUL-terminated path and `buf` a properly sized out-parameter.
+        // SAFETY: `statfs` is plain data, for which all zeroes is a valid value.
         let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `c` is a valid NUL-terminated path and `buf` a properly sized out-parameter.
         if unsafe { libc::statfs(c.as_ptr(), &mut buf) } != 0 {
             return Err(io::Error::last_os_error());
         }

@@ -177,16 +177,18 @@ fn create_file(
 
 /// The information `GetFileInformationByHandle` gives about the open `file`.
 fn handle_info(file: &File) -> io::Result<BY_HANDLE_FILE_INFORMATION> {
-    // SAFETY: a plain-data out-parameter and a valid handle.
+    // SAFETY: plain data, for which all zeroes is a valid value.
     let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: a plain-data out-parameter and a valid handle.
     check(unsafe { GetFileInformationByHandle(file.as_raw_handle(), &mut info) })?;
     Ok(info)
 }
 
 /// The times of `FileBasicInfo` (last write, change) of the open `file`.
 fn basic_info(file: &File) -> io::Result<FILE_BASIC_INFO> {
-    // SAFETY: a plain-data out-parameter of the size passed, and a valid handle.
+    // SAFETY: plain data, for which all zeroes is a valid value.
     let mut info: FILE_BASIC_INFO = unsafe { std::mem::zeroed() };
+    // SAFETY: a plain-data out-parameter of the size passed, and a valid handle.
     check(unsafe {
         GetFileInformationByHandleEx(
             file.as_raw_handle(),
@@ -830,8 +832,9 @@ fn dacl_is_owner_only(dacl: *const ACL, user: &[u8]) -> io::Result<bool> {
     if dacl.is_null() {
         return Ok(false);
     }
-    // SAFETY: a plain-data out-parameter of the size passed.
+    // SAFETY: plain data, for which all zeroes is a valid value.
     let mut size: ACL_SIZE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: a plain-data out-parameter of the size passed.
     check(unsafe {
         GetAclInformation(
             dacl,
@@ -849,9 +852,11 @@ fn dacl_is_owner_only(dacl: *const ACL, user: &[u8]) -> io::Result<bool> {
         match header.AceType as u32 {
             ACCESS_DENIED_ACE_TYPE => {}
             ACCESS_ALLOWED_ACE_TYPE => {
-                // SAFETY: an allow entry is an ACCESS_ALLOWED_ACE whose SID starts at SidStart.
+                // An allow entry is an ACCESS_ALLOWED_ACE whose SID starts at SidStart.
                 let entry = ace.cast::<ACCESS_ALLOWED_ACE>();
+                // SAFETY: `entry` points at a whole ACCESS_ALLOWED_ACE (above).
                 let sid = unsafe { std::ptr::addr_of_mut!((*entry).SidStart) } as PSID;
+                // SAFETY: as above.
                 let mask = unsafe { (*entry).Mask };
                 let sid = sid_bytes(sid);
                 let trusted = sid == user || sid == SID_SYSTEM || sid == SID_ADMINISTRATORS;
