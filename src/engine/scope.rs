@@ -36,7 +36,8 @@ use sha2::{Digest, Sha256};
 
 use super::io_cause::{io_cause, IoCause};
 use super::storage::{
-    check_owner_only, write_new_durable, EntryKind, FileStorage, PrivacyError, SessionStorage,
+    check_owner_only, write_new_durable, EntryKind, Exposure, FileStorage, PrivacyError,
+    SessionStorage,
 };
 
 /// The file that binds a scope directory to its workspace.
@@ -60,6 +61,9 @@ pub enum ScopeError {
     BindingConflict { path: PathBuf, bound: String },
     #[error("{path}: unsafe: {why}")]
     Unsafe { path: PathBuf, why: String },
+    /// A path that must be private is not ([`check_owner_only`]).
+    #[error("{path}: unsafe: {exposure}")]
+    Exposed { path: PathBuf, exposure: Exposure },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
 }
@@ -285,7 +289,10 @@ pub fn verify_owner_only(
 ) -> Result<(), ScopeError> {
     check_owner_only(storage, path, dir).map_err(|e| match e {
         PrivacyError::Io(source) => io_err(path)(source),
-        PrivacyError::Exposed(why) => unsafe_path(path, why),
+        PrivacyError::Exposed(exposure) => ScopeError::Exposed {
+            path: path.to_owned(),
+            exposure,
+        },
     })
 }
 
@@ -298,7 +305,10 @@ fn ensure_owner_only_dir(storage: &dyn SessionStorage, dir: &Path) -> Result<(),
         Err(e) => return Err(io_err(dir)(e)),
     }
     match verify_owner_only(storage, dir, true) {
-        Err(ScopeError::Unsafe { why, .. }) if why.starts_with("mode ") => {
+        Err(ScopeError::Exposed {
+            exposure: Exposure::Mode { .. },
+            ..
+        }) => {
             if storage.lstat(dir).map_err(io_err(dir))?.kind == EntryKind::Dir {
                 storage.set_mode(dir, 0o700).map_err(io_err(dir))?;
             }

@@ -44,7 +44,8 @@ fn from_scope(error: &ScopeError, reason: String) -> VfsError {
         | ScopeError::NetworkUnsupported { .. }
         | ScopeError::BindingInvalid { .. }
         | ScopeError::BindingConflict { .. }
-        | ScopeError::Unsafe { .. } => VfsError::Refused(reason),
+        | ScopeError::Unsafe { .. }
+        | ScopeError::Exposed { .. } => VfsError::Refused(reason),
     }
 }
 

@@ -144,7 +144,7 @@ fn symlinked_roots_and_scopes_are_refused() {
     std::os::unix::fs::symlink(&elsewhere, &root).unwrap();
     assert!(matches!(
         prepare_scope(&root, &id),
-        Err(ScopeError::Unsafe { .. })
+        Err(ScopeError::Exposed { .. })
     ));
 
     let real_root = tmp.path().join("real-sessions");
@@ -153,7 +153,7 @@ fn symlinked_roots_and_scopes_are_refused() {
     std::os::unix::fs::symlink(&elsewhere, real_root.join(scope_dir_name(&id))).unwrap();
     assert!(matches!(
         prepare_scope(&real_root, &id),
-        Err(ScopeError::Unsafe { .. })
+        Err(ScopeError::Exposed { .. })
     ));
 }
 
@@ -206,7 +206,13 @@ fn drifted_group_and_other_bits_are_resecured_but_foreign_owners_are_refused() {
     fs::set_permissions(&binding, fs::Permissions::from_mode(0o644)).unwrap();
     assert!(matches!(
         verify_owner_only(&FileStorage, &binding, false),
-        Err(ScopeError::Unsafe { .. })
+        Err(ScopeError::Exposed {
+            exposure: gjcfs::engine::storage::Exposure::Mode {
+                mode: 0o644,
+                want: 0o600
+            },
+            ..
+        })
     ));
     fs::set_permissions(&binding, fs::Permissions::from_mode(0o600)).unwrap();
     verify_owner_only(&FileStorage, &binding, false).unwrap();

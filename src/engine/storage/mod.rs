@@ -252,7 +252,25 @@ pub enum PrivacyError {
     Io(#[from] io::Error),
     /// It is not private: the reason.
     #[error("{0}")]
-    Exposed(String),
+    Exposed(Exposure),
+}
+
+/// Why a path that must be private is not.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Exposure {
+    #[error("is a symlink")]
+    Symlink,
+    #[error("has the wrong file type")]
+    WrongType,
+    #[error("owned by uid {0}")]
+    Owner(u32),
+    /// Its permission bits; the only exposure that setting the mode repairs.
+    #[error("mode {mode:o}, expected {want:o}")]
+    Mode { mode: u32, want: u32 },
+    #[error("has more than one hard link")]
+    HardLinks,
+    #[error("has {}", if cfg!(target_os = "macos") { "an extended ACL" } else { "a POSIX ACL" })]
+    Acl,
 }
 
 /// Checks that `path` is a real directory (`dir`) or regular file, not a symlink, owned by
@@ -264,32 +282,30 @@ pub fn check_owner_only(
     dir: bool,
 ) -> Result<(), PrivacyError> {
     let stat = storage.lstat(path)?;
-    let exposed = |why: String| Err(PrivacyError::Exposed(why));
+    let exposed = |why: Exposure| Err(PrivacyError::Exposed(why));
     let want_kind = if dir { EntryKind::Dir } else { EntryKind::File };
     if stat.kind != want_kind {
         return exposed(if stat.kind == EntryKind::Symlink {
-            "is a symlink".into()
+            Exposure::Symlink
         } else {
-            "has the wrong file type".into()
+            Exposure::WrongType
         });
     }
     if stat.owner != storage.user() {
-        return exposed(format!("owned by uid {}", stat.owner));
+        return exposed(Exposure::Owner(stat.owner));
     }
     let want = if dir { 0o700 } else { 0o600 };
     if stat.mode != want {
-        return exposed(format!("mode {:o}, expected {want:o}", stat.mode));
+        return exposed(Exposure::Mode {
+            mode: stat.mode,
+            want,
+        });
     }
     if !dir && stat.links > 1 {
-        return exposed("has more than one hard link".into());
+        return exposed(Exposure::HardLinks);
     }
     if storage.has_acl(path)? {
-        let kind = if cfg!(target_os = "macos") {
-            "an extended ACL"
-        } else {
-            "a POSIX ACL"
-        };
-        return exposed(format!("has {kind}"));
+        return exposed(Exposure::Acl);
     }
     Ok(())
 }
