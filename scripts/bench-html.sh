@@ -73,7 +73,7 @@ printf 'sections: generated %s, linear %s; tree dots: generated %s, linear %s\n'
 PROFILE=$(mktemp -d)
 trap 'rm -rf "$PROFILE"; unmount' EXIT
 shot() { # the browser command that opens $1 and writes a screenshot
-	echo "chromium --headless --no-sandbox --disable-gpu --user-data-dir=$PROFILE --window-size=1200,1600 --screenshot=$OUT/shot.png $1"
+	echo "env TMPDIR=$PROFILE chromium --headless --no-sandbox --disable-gpu --user-data-dir=$PROFILE --window-size=1200,1600 --screenshot=$OUT/shot.png $1"
 }
 hyperfine -w "$WARMUP" -r "$RUNS" --export-csv "$OUT/browser.csv" \
 	-n "about:blank" "$(shot about:blank)" \
