@@ -44,7 +44,7 @@ pub struct Browser {
     next_id: u64,
     /// Events not yet looked at, in arrival order.
     events: Vec<Value>,
-    _profile: tempfile::TempDir,
+    profile: tempfile::TempDir,
 }
 
 /// A page loaded in its own tab, with what happened while it loaded.
@@ -116,6 +116,8 @@ impl Browser {
             .arg("about:blank")
             // Its own temporary files go with the profile: a killed browser leaves none.
             .env("TMPDIR", profile.path())
+            // A group of its own, so that its helper processes are killed with it.
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -156,7 +158,7 @@ impl Browser {
             from_browser: rx,
             next_id: 0,
             events: Vec::new(),
-            _profile: profile,
+            profile,
         }
     }
 
@@ -330,8 +332,21 @@ impl Browser {
 }
 
 impl Drop for Browser {
+    /// Kills the browser and its helper processes, then removes its profile (retrying
+    /// while a dying helper may still write into it).
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: signals the process group the browser leads (made at spawn).
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
         let _ = self.child.wait();
+        for _ in 0..50 {
+            match std::fs::remove_dir_all(self.profile.path()) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                _ => break,
+            }
+        }
     }
 }
