@@ -9,7 +9,7 @@ use std::path::Path;
 use gjcfs::engine::json;
 
 use crate::common::gjcfs_stdout;
-use crate::common::mount::{ok, p, Mount};
+use crate::common::mount::{ok, p, within, Mount};
 use crate::common::pages::*;
 
 fn assert_safe(page: &str, agent: &str) {
@@ -316,10 +316,17 @@ fn the_store_index_and_chart_list_every_session_in_an_export_and_the_mount() {
     std::io::Write::write_all(&mut file, b"{\"role\":\"user\",\"content\":\"one more\"}\n")
         .unwrap();
     drop(file);
-    std::thread::sleep(std::time::Duration::from_millis(600));
-    let page = ok("cat", &[p(&mount.path().join("index.html"))]);
-    let after: usize = messages(&index_rows(&page)).parse().unwrap();
-    assert_eq!(after, before + 1);
+    // The index follows within the store usage's recheck window (0.5 s).
+    let counted = || {
+        let page = ok("cat", &[p(&mount.path().join("index.html"))]);
+        messages(&index_rows(&page)).parse::<usize>().unwrap()
+    };
+    assert!(
+        within(std::time::Duration::from_secs(5), || counted()
+            == before + 1),
+        "{} messages, {before} before",
+        counted()
+    );
     let svg = ok("cat", &[p(&mount.path().join("usage.svg"))]);
     assert!(svg.starts_with("<svg "));
     let names = ok("ls", &[p(mount.path())]);
