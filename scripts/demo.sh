@@ -46,5 +46,6 @@ gjcfs demo: mounting $demo/agent at $mountpoint (Ctrl-C unmounts). In another te
   tail -f $mountpoint/sessions/$generated/session.jsonl
   grep -l compaction $mountpoint/sessions/*/session.jsonl
   cat $mountpoint/usage.json | head -30; cat $mountpoint/history/prompts.jsonl
+  a browser at file://$mountpoint/index.html (every session's page, its tree, the usage chart)
 EOM
 exec target/release/gjcfs mount "$mountpoint" --agent-dir "$demo/agent"
