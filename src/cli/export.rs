@@ -21,10 +21,9 @@ use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use gjcfs_engine::blob::BlobStore;
 use gjcfs_engine::discovery::{shown_title, SessionInfo};
-use gjcfs_engine::load_session;
 use gjcfs_engine::session::Session;
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
-use gjcfs_engine::store_usage::{scan_sessions, StoreUsage};
+use gjcfs_engine::store_usage::{SessionUsageContribution, StoreUsage};
 use gjcfs_engine::views::html::{self, Images, PageLinks, PageOptions};
 use gjcfs_engine::views::markdown;
 use gjcfs_engine::views::store_index::{index_html, IndexEntry};
@@ -32,6 +31,7 @@ use gjcfs_engine::views::tree_svg::{
     branch_ends, leaf_page_name, percent_encoded, portable_stem, TreeLinks,
 };
 use gjcfs_engine::views::usage_chart::usage_svg;
+use gjcfs_engine::{load_session, LoadedSession};
 
 use super::output::{warn, warn_skipped, write_replacing};
 use super::progress::Progress;
@@ -107,24 +107,40 @@ pub fn run(args: Args) -> Result<()> {
             .map(|s| args.store.resolve(s))
             .collect::<Result<_>>()?
     };
-    create_private_dir(&args.out)?;
+    // The directory named is the user's: it may be a symlink to one.
+    create_private_dir(&args.out, true)?;
     let blobs = args
         .store
         .agent_dirs()
         .ok()
         .map(|dirs| BlobStore::new(dirs.blob_dir(), Arc::new(FileStorage)));
     let bar = Progress::files("exporting sessions", paths.len(), PROGRESS_FROM);
+    let store_pages = listed.is_some() && args.format == Format::Html;
+    // Each session's usage, taken from the load its export makes, and whether it was
+    // exported: for the store's pages.
+    let mut usage: Vec<(PathBuf, SessionUsageContribution, bool)> = Vec::new();
     let mut failed = 0usize;
     for (done, path) in paths.iter().enumerate() {
-        if let Err(e) = export_one(path, args.format, blobs.as_ref(), &args.out) {
+        let exported = load_session(path)
+            .map_err(anyhow::Error::from)
+            .and_then(|loaded| {
+                let contribution =
+                    store_pages.then(|| SessionUsageContribution::from_loaded(&loaded));
+                let exported = export_one(path, loaded, args.format, blobs.as_ref(), &args.out);
+                if let Some(c) = contribution {
+                    usage.push((path.clone(), c, exported.is_ok()));
+                }
+                exported
+            });
+        if let Err(e) = exported {
             warn(format_args!("{}: not exported: {e:#}", path.display()));
             failed += 1;
         }
         bar.set(done as u64 + 1);
     }
     bar.finish();
-    if let (Some(listed), Format::Html) = (&listed, args.format) {
-        write_store_pages(listed, &args.out)?;
+    if let (Some(listed), true) = (&listed, store_pages) {
+        write_store_pages(listed, &usage, &args.out)?;
     }
     eprintln!(
         "gjcfs: exported {} session(s) to {}",
@@ -137,19 +153,20 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Writes `index.html` (every session by project and by day, linking to its page) and
-/// `usage.svg` (the store's cost and tokens per day) for an export of the whole store.
-fn write_store_pages(listed: &[SessionInfo], out: &Path) -> Result<()> {
-    let paths: Vec<PathBuf> = listed.iter().map(|i| i.path.clone()).collect();
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-    let scan = scan_sessions(&paths, threads, &|_| {});
+/// Writes `index.html` (every exported session by project and by day, linking to its page)
+/// and `usage.svg` (the store's cost and tokens per day, every session that loaded counted)
+/// for an export of the whole store.
+fn write_store_pages(
+    listed: &[SessionInfo],
+    usage: &[(PathBuf, SessionUsageContribution, bool)],
+    out: &Path,
+) -> Result<()> {
     let titles: HashMap<&Path, &SessionInfo> =
         listed.iter().map(|i| (i.path.as_path(), i)).collect();
-    let entries: Vec<IndexEntry> = scan
-        .contributions
+    let entries: Vec<IndexEntry> = usage
         .iter()
-        .filter(|(_, c)| portable_stem(&c.session_id) && !reserved(&c.session_id))
-        .map(|(path, c)| {
+        .filter(|(_, _, exported)| *exported)
+        .map(|(path, c, _)| {
             let title = titles.get(path.as_path()).map_or("", |info| {
                 shown_title(info.title.as_deref(), info.first_prompt())
             });
@@ -164,7 +181,7 @@ fn write_store_pages(listed: &[SessionInfo], out: &Path) -> Result<()> {
             }
         })
         .collect();
-    let usage = StoreUsage::combine(scan.contributions.iter().map(|(_, c)| c));
+    let usage = StoreUsage::combine(usage.iter().map(|(_, c, _)| c));
     for (name, bytes) in [
         ("index.html", index_html(&entries, &usage)),
         ("usage.svg", usage_svg(&usage.by_day)),
@@ -175,9 +192,14 @@ fn write_store_pages(listed: &[SessionInfo], out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes the export of the session file `path` into `out`.
-fn export_one(path: &Path, format: Format, blobs: Option<&BlobStore>, out: &Path) -> Result<()> {
-    let mut loaded = load_session(path)?;
+/// Writes the export of the session file `path`, loaded, into `out`.
+fn export_one(
+    path: &Path,
+    mut loaded: LoadedSession,
+    format: Format,
+    blobs: Option<&BlobStore>,
+    out: &Path,
+) -> Result<()> {
     warn_skipped(path, &loaded.skipped);
     let id = loaded.session.header().id().unwrap_or_default().to_owned();
     if !portable_stem(&id) {
@@ -280,7 +302,7 @@ fn write_leaf_pages(
     };
     if have_leaves {
         let dir = out.join(&leaves_dir);
-        create_private_dir(&dir)?;
+        create_private_dir(&dir, false)?;
         for end in &others {
             if let Some(name) = leaf_page_name(end) {
                 write(&dir, &name, &page(Some(end), None, true))?;
@@ -291,7 +313,7 @@ fn write_leaf_pages(
     let pages = messages.div_ceil(html::PAGE_MESSAGES).max(1);
     if pages > 1 {
         let dir = out.join(&pages_dir);
-        create_private_dir(&dir)?;
+        create_private_dir(&dir, false)?;
         for n in 1..pages {
             write(&dir, &format!("{n}.html"), &page(None, Some(n), true))?;
         }
@@ -300,9 +322,9 @@ fn write_leaf_pages(
 }
 
 /// Creates `dir` (and its parents) when missing, the last one owner-only. An existing `dir`
-/// must be a directory itself, not a symlink to one: pages are never written through a
-/// link someone else put there.
-fn create_private_dir(dir: &Path) -> Result<()> {
+/// must be a directory, and unless `may_link` a directory itself, not a symlink to one:
+/// pages are never written through a link someone else put inside the export.
+fn create_private_dir(dir: &Path, may_link: bool) -> Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -313,8 +335,12 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     builder
         .create(dir)
         .with_context(|| format!("{}: cannot create the directory", dir.display()))?;
-    let meta = std::fs::symlink_metadata(dir)
-        .with_context(|| format!("{}: cannot read", dir.display()))?;
+    let meta = if may_link {
+        std::fs::metadata(dir)
+    } else {
+        std::fs::symlink_metadata(dir)
+    }
+    .with_context(|| format!("{}: cannot read", dir.display()))?;
     if !meta.is_dir() {
         bail!(
             "{}: not a directory (a symlink is not followed)",

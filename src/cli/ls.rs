@@ -165,7 +165,7 @@ pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> 
 /// copies from a parent included), or `None` for a file that cannot be loaded; read on
 /// every core, with progress on a terminal.
 fn session_usage(paths: &[PathBuf]) -> Vec<Option<UsageSum>> {
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    let threads = super::store::reading_threads();
     let bar = Progress::files("reading sessions", paths.len(), PROGRESS_FROM);
     let scan = scan_sessions(paths, threads, &|done| bar.set(done as u64));
     bar.finish();

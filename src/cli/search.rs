@@ -103,7 +103,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
     // The store is checked first: a mistyped one leaves no index behind.
     let dirs = store_dirs(&args.store)?;
     let mut index = open_index(&args)?;
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    let threads = super::store::reading_threads();
     // The bar appears with the first report, which says how much there is to index.
     let bar: OnceLock<progress::Progress> = OnceLock::new();
     let progress = |p: Progress| {

@@ -39,6 +39,11 @@ pub struct StoreArgs {
     pub allow_empty: bool,
 }
 
+/// How many threads read the sessions of a store at once: every core, two to eight.
+pub fn reading_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
+}
+
 impl StoreArgs {
     pub fn agent_dirs(&self) -> Result<AgentDirs> {
         super::agent::agent_dirs(self.agent_dir.as_deref())

@@ -62,7 +62,7 @@ pub fn run(args: UsageArgs) -> Result<()> {
     });
     let range = args.range.range()?;
     let paths = args.store.transcripts()?;
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    let threads = super::store::reading_threads();
     let bar = Progress::files("reading sessions", paths.len(), PROGRESS_FROM);
     let scan = scan_sessions(&paths, threads, &|done| bar.set(done as u64));
     bar.finish();

@@ -51,7 +51,7 @@ pub struct EntryFile {
 
 /// How many leaf pages (and earlier pages) a session keeps rendered (a `getattr` then a
 /// `read` of each).
-const LEAF_PAGES_KEPT: usize = 4;
+const PAGES_KEPT: usize = 4;
 
 /// Where the links of a session directory's own pages point: `leaves/` beside them.
 const SESSION_PAGE_LINKS: views::tree_svg::TreeLinks<'static> = views::tree_svg::TreeLinks {
@@ -88,7 +88,7 @@ fn page_beside(
     })
 }
 
-/// The page kept under `key`, else `render`'s, kept among the last [`LEAF_PAGES_KEPT`].
+/// The page kept under `key`, else `render`'s, kept among the last [`PAGES_KEPT`].
 fn kept_page<K: PartialEq>(
     kept: &mut Vec<(K, Bytes)>,
     key: K,
@@ -98,7 +98,7 @@ fn kept_page<K: PartialEq>(
         return bytes.clone();
     }
     let bytes = Arc::new(render());
-    if kept.len() == LEAF_PAGES_KEPT {
+    if kept.len() == PAGES_KEPT {
         kept.remove(0);
     }
     kept.push((key, bytes.clone()));
@@ -126,11 +126,11 @@ pub struct Rendered {
     labels: Option<BTreeMap<String, String>>,
     /// The entries with a page in `leaves/`, in drawing order.
     branch_ends: Option<Vec<String>>,
-    /// The leaf pages read last, at most [`LEAF_PAGES_KEPT`].
+    /// The leaf pages read last, at most [`PAGES_KEPT`].
     leaf_pages: Vec<(String, Bytes)>,
     /// How many pages the context at the leaf fills.
     page_count: Option<usize>,
-    /// The earlier pages read last, at most [`LEAF_PAGES_KEPT`].
+    /// The earlier pages read last, at most [`PAGES_KEPT`].
     earlier_pages: Vec<(usize, Bytes)>,
 }
 

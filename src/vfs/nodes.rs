@@ -486,11 +486,15 @@ impl Vfs {
 
     /// The bytes of a store-wide file; the index titles sessions as the listing does.
     fn store_page(&self, page: StoreFile) -> Result<Bytes, VfsError> {
-        if page == StoreFile::Index {
-            self.rescan();
-        }
-        self.store_usage
-            .bytes(page, &|id| self.listed(id).map(|l| l.title))
+        // The titles are asked for only when the index is rendered anew (the store changed):
+        // the listing is brought up to date then, once, not on every read.
+        let listed_now = std::cell::Cell::new(false);
+        self.store_usage.bytes(page, &|id| {
+            if !listed_now.replace(true) {
+                self.rescan();
+            }
+            self.listed(id).map(|l| l.title)
+        })
     }
 
     /// The bytes of a session's rendered file (context, the views and the leaf pages).

@@ -489,4 +489,13 @@ fn export_names_only_portable_files_and_follows_no_planted_symlink() {
     assert_eq!(said.status.code(), Some(1), "{said:?}");
     assert!(String::from_utf8_lossy(&said.stderr).contains("a symlink is not followed"));
     assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // The directory the user names may itself be a link to one.
+    let named = tmp.path().join("named");
+    std::os::unix::fs::symlink(&elsewhere, &named).unwrap();
+    let said = std::process::Command::new(crate::common::gjcfs_bin())
+        .args(["export", &sid, "--out", p(&named), "--agent-dir", &agent])
+        .output()
+        .unwrap();
+    assert!(said.status.success(), "{said:?}");
+    assert!(elsewhere.join(format!("{sid}.html")).is_file());
 }

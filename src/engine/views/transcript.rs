@@ -193,11 +193,7 @@ pub fn walk(
         .into_iter()
         .map(|c| (c.index, c.amounts))
         .collect();
-    let mut facts = facts(session, &ctx, &usage);
-    if let Some(id) = leaf {
-        facts.leaf = Some(one_line(id, usize::MAX));
-    }
-    facts.page = PageOf::of(ctx.messages.len(), window);
+    let facts = facts(session, &ctx, &usage, leaf, window);
     let page = facts.page;
     sink.facts(&facts)?;
     let mut walker = Walker { sink };
@@ -214,10 +210,14 @@ pub fn walk(
     Ok(())
 }
 
+/// The facts of the context `ctx`, built at the entry `leaf` (else the current leaf) and
+/// shown through `window`.
 fn facts(
     session: &Session,
     ctx: &super::super::SessionContext<'_>,
     usage: &HashMap<usize, UsageTotals>,
+    leaf: Option<&str>,
+    window: Option<Window>,
 ) -> Facts {
     let header = session.header();
     let id = one_line(header.id().unwrap_or_default(), usize::MAX);
@@ -235,7 +235,9 @@ fn facts(
     Facts {
         title,
         cwd: header.cwd().map(|cwd| one_line(cwd, usize::MAX)),
-        leaf: crate::leaf_marker::shown_leaf(session).map(|leaf| one_line(leaf, usize::MAX)),
+        leaf: leaf
+            .or_else(|| crate::leaf_marker::shown_leaf(session))
+            .map(|leaf| one_line(leaf, usize::MAX)),
         messages: ctx.messages.len(),
         thinking_level: one_line(&scalar_text(&ctx.thinking_level), DETAIL_CHARS),
         model: ctx
@@ -243,7 +245,7 @@ fn facts(
             .get("default")
             .map(|m| one_line(&scalar_text(m), DETAIL_CHARS)),
         usage: total,
-        page: PageOf::of(ctx.messages.len(), None),
+        page: PageOf::of(ctx.messages.len(), window),
         id,
     }
 }
