@@ -44,7 +44,10 @@ timed() {
 }
 
 touched() { # the file a one-line change of the mount model touches in each layout
-	if [ -f "$out/$1/src/vfs/lib.rs" ]; then echo src/vfs/lib.rs; else echo src/vfs/mod.rs; fi
+	for f in crates/vfs/src/lib.rs src/vfs/lib.rs; do
+		if [ -f "$out/$1/$f" ]; then echo "$f"; return; fi
+	done
+	echo src/vfs/mod.rs
 }
 
 echo "before: $(git -C "$out/before" log -1 --format='%h %s')"
