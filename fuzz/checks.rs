@@ -11,10 +11,10 @@ use gjcfs::engine::inspect::parse_strict;
 use gjcfs::engine::load::{entries_from_records, LoadStatus};
 use gjcfs::engine::migrate::migrate;
 use gjcfs::engine::replay::{parse_session_entries, parse_session_reader};
-use gjcfs::engine::search::snippet::contains_folded;
-use gjcfs::engine::search::substring::pieces;
-use gjcfs::engine::search::words::{index_text, words};
 use gjcfs::engine::{json, Record, Session};
+use gjcfs::search::snippet::contains_folded;
+use gjcfs::search::substring::pieces;
+use gjcfs::search::words::{index_text, words};
 
 /// Any text: `parse`, `validate` and `parse_shallow` agree on whether it is JSON; when it is,
 /// the compact and pretty writers produce JSON that parses back to an equal value, and a

@@ -3,7 +3,7 @@
 # x86_64-pc-windows-gnu build, cross-compiled with mingw-w64, and its tests run under wine.
 #
 #   scripts/windows-check.sh          cargo check and cargo clippy -D warnings, every target
-#   scripts/windows-check.sh --test   also builds the tests of gjcfs-json, gjcfs-engine,
+#   scripts/windows-check.sh --test   also builds the tests of gjcfs-json, gjcfs-engine, gjcfs-search,
 #                                     gjcfs-vfs and gjcfs-dokan and runs them under wine, then
 #                                     runs gjcfs.exe under wine (a managed session made,
 #                                     appended to, listed and searched; mount without Dokan
@@ -118,7 +118,7 @@ if [ ! -f "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" ]; then
 	fi
 fi
 
-crates=(-p gjcfs-json -p gjcfs-engine -p gjcfs-vfs -p gjcfs-dokan)
+crates=(-p gjcfs-json -p gjcfs-engine -p gjcfs-search -p gjcfs-vfs -p gjcfs-dokan)
 step "cargo test --target $target ${crates[*]} --no-run"
 if ! cargo test --target "$target" "${crates[@]}" --no-run >"$out/test-build.log" 2>&1; then
 	tail -30 "$out/test-build.log"
@@ -141,10 +141,10 @@ rc=$?
 grep -E '^test .* FAILED$|^failures:$' "$out/test.log" | grep -v '^failures:$' | head -40
 totals=$(grep -E '^test result' "$out/test.log" | awk '{p+=$4; f+=$6; i+=$8} END {printf "%d passed, %d failed, %d ignored", p, f, i}')
 if [ "$rc" = 0 ]; then
-	note "tests under wine (json, engine, vfs, dokan): ok, $totals"
+	note "tests under wine (json, engine, search, vfs, dokan): ok, $totals"
 else
 	status=1
-	note "tests under wine (json, engine, vfs, dokan): FAILED, $totals (log $out/test.log)"
+	note "tests under wine (json, engine, search, vfs, dokan): FAILED, $totals (log $out/test.log)"
 fi
 
 # The command itself under wine: a managed session made, appended to and found again, and

@@ -6,4 +6,5 @@ pub use gjcfs_corpus as corpus;
 pub use gjcfs_engine as engine;
 #[cfg(unix)]
 pub use gjcfs_fuse as fuse;
+pub use gjcfs_search as search;
 pub use gjcfs_vfs as vfs;

@@ -170,9 +170,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         // SAFETY: getuid cannot fail.
         owner_uid: Some(unsafe { libc::getuid() }),
         // The index `gjcfs search` keeps for the same store, so both share it.
-        search_index: gjcfs_engine::search::default_index_dir(
-            session_dir.unwrap_or(dirs.agent_dir()),
-        ),
+        search_index: gjcfs_search::default_index_dir(session_dir.unwrap_or(dirs.agent_dir())),
     }));
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };

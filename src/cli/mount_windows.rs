@@ -68,7 +68,7 @@ pub fn command(args: Args) -> Result<()> {
     args.store.check()?;
     let session_dir = args.store.session_dir.as_deref();
     let served_dir = session_dir.unwrap_or(dirs.agent_dir());
-    let search_index = gjcfs_engine::search::default_index_dir(served_dir);
+    let search_index = gjcfs_search::default_index_dir(served_dir);
     let (sessions_root, blob_dir, history_db) =
         (dirs.sessions_root(), dirs.blob_dir(), dirs.history_db());
     run_server(serve_args(&Serve {

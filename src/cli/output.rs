@@ -152,9 +152,7 @@ impl std::error::Error for BadQuery {}
 /// Whether `err` is a bad query (exit status 2).
 pub fn is_bad_query(err: &anyhow::Error) -> bool {
     err.downcast_ref::<BadQuery>().is_some()
-        || err
-            .downcast_ref::<gjcfs_engine::search::QueryError>()
-            .is_some()
+        || err.downcast_ref::<gjcfs_search::QueryError>().is_some()
 }
 
 /// Nothing was found where the command looked (exit status 1, as `grep`'s): the text says

@@ -1,5 +1,5 @@
 //! `gjcfs search QUERY`: full-text search over every session of the store, through the
-//! search index (`gjcfs_engine::search`), which is brought up to date first.
+//! search index (`gjcfs_search`), which is brought up to date first.
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -8,11 +8,11 @@ use std::sync::OnceLock;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use gjcfs_engine::json;
-use gjcfs_engine::search::{
-    default_index_dir, Filters, Hit, Progress, Query, Role, SearchError, SearchIndex,
-};
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::time::format_iso_millis;
+use gjcfs_search::{
+    default_index_dir, Filters, Hit, Progress, Query, Role, SearchError, SearchIndex,
+};
 
 use super::output::{title_cell, warn, NothingFound};
 use super::progress;
@@ -156,11 +156,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
     let color = !args.json && style::stdout_colored();
     for hit in &hits {
         if args.json {
-            writeln!(
-                out,
-                "{}",
-                json::to_compact(&gjcfs_engine::search::hit_json(hit))
-            )?;
+            writeln!(out, "{}", json::to_compact(&gjcfs_search::hit_json(hit)))?;
         } else {
             writeln!(out, "{}", hit_line(hit, color))?;
         }
@@ -233,7 +229,7 @@ fn open_index(args: &SearchArgs) -> Result<SearchIndex> {
         Err(err @ (SearchError::CreateDir { .. } | SearchError::Sqlite { .. })) => {
             // What a full filesystem let the open write is given back.
             if err.is_disk_full() {
-                let _ = gjcfs_engine::search::remove_index(&dir);
+                let _ = gjcfs_search::remove_index(&dir);
             }
             warn(format_args!("{err}; {IN_MEMORY}"));
             Ok(SearchIndex::open_in_memory()?.with_blobs(blobs))

@@ -11,13 +11,13 @@ use std::process::Command;
 use crate::common::{gjcfs_bin, set_mtime};
 use gjcfs::corpus::{generate_file, Format, Limit, Options};
 use gjcfs::engine::load::{load_entries_from_file, load_session, LoadStatus};
-use gjcfs::engine::search::snippet::contains_folded;
-use gjcfs::engine::search::text::record_text;
-use gjcfs::engine::search::words::word_list;
-use gjcfs::engine::search::{
+use gjcfs::engine::storage::DirLookup;
+use gjcfs::search::snippet::contains_folded;
+use gjcfs::search::text::record_text;
+use gjcfs::search::words::word_list;
+use gjcfs::search::{
     Change, Filters, Query, QueryError, SearchIndex, UpdateReport, FORMAT, INDEX_FILE,
 };
-use gjcfs::engine::storage::DirLookup;
 
 /// (session id, entry id or "title", on the leaf path).
 type Found = BTreeSet<(String, String, bool)>;
@@ -501,7 +501,7 @@ fn no_listing_is_recorded_from_stamps_another_connection_changed_meanwhile() {
     // Meanwhile another connection drops s2 and s3 from the index.
     let b = SearchIndex::open(&store.index_dir).unwrap();
     let done = std::cell::Cell::new(false);
-    let meanwhile = |_: gjcfs::engine::search::Progress| {
+    let meanwhile = |_: gjcfs::search::Progress| {
         if !done.replace(true) {
             let report = b.update(std::slice::from_ref(&s1), 1, &|_| {}).unwrap();
             assert_eq!(
@@ -686,8 +686,8 @@ fn substrings_phrases_and_filters() {
         ..Filters::default()
     };
     let q = || Query::parse("zyxresult").unwrap();
-    assert_eq!(all(q(), role(gjcfs::engine::search::Role::Tool)).len(), 1);
-    assert!(all(q(), role(gjcfs::engine::search::Role::User)).is_empty());
+    assert_eq!(all(q(), role(gjcfs::search::Role::Tool)).len(), 1);
+    assert!(all(q(), role(gjcfs::search::Role::User)).is_empty());
     let since = |ms| Filters {
         since_ms: Some(ms),
         ..Filters::default()

@@ -42,7 +42,6 @@ pub mod replay;
 pub mod resume;
 pub mod sanitize;
 pub mod scope;
-pub mod search;
 pub mod session;
 pub mod storage;
 pub mod store_usage;

@@ -1,5 +1,5 @@
 //! `search/`: full-text search over every session of the store, through the engine's index
-//! ([`gjcfs_engine::search`]).
+//! ([`gjcfs_search`]).
 //!
 //! ```text
 //! search/<query>/NNN-<session-id>-<entry-id>.json   symlink to ../../sessions/<id>/entries/<entry-id>.json
@@ -31,7 +31,7 @@ use parking_lot::Mutex;
 
 use super::VfsError;
 use gjcfs_engine::json;
-use gjcfs_engine::search::{hit_json, Filters, Hit, Query, SearchIndex};
+use gjcfs_search::{hit_json, Filters, Hit, Query, SearchIndex};
 
 /// How long an answer is served again without searching anew.
 pub const ANSWER_TTL: Duration = Duration::from_secs(1);
@@ -107,7 +107,7 @@ impl SearchView {
         let opened = match &self.index_dir {
             Some(dir) => SearchIndex::open(dir).or_else(|e| {
                 if e.is_disk_full() {
-                    let _ = gjcfs_engine::search::remove_index(dir);
+                    let _ = gjcfs_search::remove_index(dir);
                 }
                 SearchIndex::open_in_memory()
             }),
@@ -126,7 +126,7 @@ impl SearchView {
         let in_memory = Arc::new(in_memory);
         *self.index.lock() = Some(in_memory.clone());
         if let Some(dir) = &self.index_dir {
-            let _ = gjcfs_engine::search::remove_index(dir);
+            let _ = gjcfs_search::remove_index(dir);
         }
         Ok(in_memory)
     }

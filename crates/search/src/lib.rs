@@ -59,6 +59,9 @@
 //!   after it, never half indexed. Several processes may share one index (WAL mode, a busy
 //!   timeout); within a process a [`SearchIndex`] is `Sync`, one lock serialising its calls.
 
+// A library never prints: it returns errors and reports progress; the programs decide.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 mod ahead;
 mod instances;
 mod json;
@@ -88,7 +91,7 @@ pub use query::{Query, QueryError};
 pub use schema::{default_index_dir, APPLICATION_ID, FORMAT, INDEX_FILE};
 pub use snippet::Snippet;
 
-use super::load::{LoadError, ReadMark};
+use gjcfs_engine::load::{LoadError, ReadMark};
 
 /// Why the index could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -117,7 +120,7 @@ impl SearchError {
     /// user's quota is): the index is then better given up ([`SearchIndex::discard`]) than
     /// kept half written.
     pub fn is_disk_full(&self) -> bool {
-        use crate::io_cause::{io_cause, IoCause};
+        use gjcfs_engine::io_cause::{io_cause, IoCause};
         match self {
             SearchError::CreateDir { source, .. } | SearchError::Replace { source, .. } => {
                 matches!(io_cause(source), IoCause::NoSpace | IoCause::QuotaExceeded)
@@ -200,7 +203,7 @@ pub struct Hit {
     pub session_id: String,
     pub title: Option<String>,
     /// The session's first user prompt, the title it is shown under without a title of its
-    /// own ([`crate::discovery::shown_title`]).
+    /// own ([`gjcfs_engine::discovery::shown_title`]).
     pub first_prompt: Option<String>,
     pub cwd: String,
     /// `None` for a session's title.
@@ -332,7 +335,7 @@ struct Inner {
     conn: Connection,
     /// The store's blob store: the text a compaction moved into it is read back and indexed
     /// as its entry's ([`SearchIndex::with_blobs`]).
-    blobs: Option<crate::blob::BlobStore>,
+    blobs: Option<gjcfs_engine::blob::BlobStore>,
     /// The stamps of the `files` table, as of `data_version`, with this connection's
     /// changes since.
     files: Stamps,
@@ -400,9 +403,9 @@ impl SearchIndex {
     /// indexed as the text of the entry it belongs to (a missing or damaged blob leaves the
     /// notice the file holds).
     pub fn with_blobs(self, dir: impl Into<PathBuf>) -> Self {
-        let storage: std::sync::Arc<dyn crate::storage::SessionStorage> =
-            std::sync::Arc::new(crate::storage::FileStorage);
-        self.inner.lock().blobs = Some(crate::blob::BlobStore::new(dir, storage));
+        let storage: std::sync::Arc<dyn gjcfs_engine::storage::SessionStorage> =
+            std::sync::Arc::new(gjcfs_engine::storage::FileStorage);
+        self.inner.lock().blobs = Some(gjcfs_engine::blob::BlobStore::new(dir, storage));
         self
     }
 
@@ -460,8 +463,8 @@ impl SearchIndex {
     /// call that finds nothing changed costs a `stat` per file, and a listing of each
     /// directory whose version changed since the last update.
     ///
-    /// [`is_transcript_name`]: crate::discovery::is_transcript_name
-    /// [`transcript_paths`]: crate::discovery::transcript_paths
+    /// [`is_transcript_name`]: gjcfs_engine::discovery::is_transcript_name
+    /// [`transcript_paths`]: gjcfs_engine::discovery::transcript_paths
     pub fn update_dirs(
         &self,
         dirs: &[PathBuf],

@@ -19,8 +19,8 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use super::super::storage::{path_from_bytes, path_to_bytes};
 use super::prepare::Stat;
+use gjcfs_engine::storage::{path_from_bytes, path_to_bytes};
 
 const MAGIC: &[u8; 4] = b"gjcL";
 /// The encoding's version.

@@ -6,7 +6,7 @@
 //! ([`Listing`]) still holds the files listed then, since creating, removing or renaming an
 //! entry sets a directory's modification time; any other directory is listed (the regular
 //! files with a transcript name, [`is_transcript_name`], as
-//! [`crate::discovery::transcript_paths`] lists them). Every file found is then stat'ed by
+//! [`gjcfs_engine::discovery::transcript_paths`] lists them). Every file found is then stat'ed by
 //! name in its open directory, on several threads for a large store: on 10,000 files the
 //! stats are most of the cost of an update that finds nothing changed.
 
@@ -15,12 +15,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::super::discovery::is_transcript_name;
-use super::super::storage::{list_regular_files, path_from_bytes, path_to_bytes, DirLookup};
-use super::super::time::now_millis;
 use super::listing::{Encoder, Listing};
 use super::prepare::Stat;
 use super::Stamps;
+use gjcfs_engine::discovery::is_transcript_name;
+use gjcfs_engine::storage::{list_regular_files, path_from_bytes, path_to_bytes, DirLookup};
+use gjcfs_engine::time::now_millis;
 
 /// Below this many files, stats run on the calling thread.
 const PARALLEL_FROM: usize = 2048;

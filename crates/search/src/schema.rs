@@ -9,10 +9,6 @@ use rusqlite::{
     TransactionBehavior,
 };
 
-use super::super::load::ReadMark;
-use super::super::storage::{
-    path_from_bytes, path_to_bytes, FileId, FileStorage, OpenMode, SessionStorage,
-};
 use super::instances;
 use super::listing::{stat_bytes, Listing};
 use super::query::{words_match, Query};
@@ -21,6 +17,10 @@ use super::scan::Look;
 use super::snippet::Snippet;
 use super::substring::{self, Candidates};
 use super::{FileState, Filters, Hit, SearchError, Stamp, Stamps, Stat};
+use gjcfs_engine::load::ReadMark;
+use gjcfs_engine::storage::{
+    path_from_bytes, path_to_bytes, FileId, FileStorage, OpenMode, SessionStorage,
+};
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
 pub const FORMAT: i64 = 8;
@@ -102,7 +102,7 @@ pub fn default_index_dir(store: &Path) -> Option<PathBuf> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let hex = crate::blob::hex(&digest[..8]);
+    let hex = gjcfs_engine::blob::hex(&digest[..8]);
     Some(
         cache
             .join("gjcfs")

@@ -64,8 +64,8 @@ pub fn scores(window: &[Counts]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::occurrences::for_each_occurrence;
-    use crate::search::query::Query;
+    use crate::occurrences::for_each_occurrence;
+    use crate::query::Query;
     use std::ops::ControlFlow;
 
     /// The counts of a word query in `text` as its occurrences give them.

@@ -19,7 +19,7 @@
 //!   duplicate ids, or with a missing parent: [`super::prepare::Prepared::incremental`])
 //!   are read again whole instead.
 //!
-//! [`SessionManager::refresh_from_file`]: crate::manager::SessionManager::refresh_from_file
+//! [`SessionManager::refresh_from_file`]: gjcfs_engine::manager::SessionManager::refresh_from_file
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -28,12 +28,6 @@ use std::sync::mpsc;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use super::super::json::{Object, Value};
-use super::super::lines::{last_newline, read_exact_at, read_lines};
-use super::super::load::{LoadError, ReadMark};
-use super::super::record::{Record, RecordType};
-use super::super::replay::{entry_patch, header_patch, reshape};
-use super::super::storage::{FileStorage, SessionStorage};
 use super::ahead::{Ahead, Closer, AHEAD_BYTES};
 use super::prepare::{
     distinct_words, prepare, row_of, title_row, Batch, Prepared, Row, SessionFacts, Stat,
@@ -41,6 +35,12 @@ use super::prepare::{
 use super::schema::{load_state, path_bytes, set_cache, CacheFor};
 use super::substring::{add_terms, Known};
 use super::{Change, FileState, Inner, Progress, SessionChange, UpdateReport};
+use gjcfs_engine::json::{Object, Value};
+use gjcfs_engine::lines::{last_newline, read_exact_at, read_lines};
+use gjcfs_engine::load::{LoadError, ReadMark};
+use gjcfs_engine::record::{Record, RecordType};
+use gjcfs_engine::replay::{entry_patch, header_patch, reshape};
+use gjcfs_engine::storage::{FileStorage, SessionStorage};
 
 /// Text written in one transaction before it is committed, in bytes.
 const COMMIT_BYTES: u64 = 64 << 20;
@@ -233,7 +233,7 @@ const BATCHES_AHEAD: usize = 4;
 fn read_and_send(
     k: usize,
     path: &Path,
-    blobs: Option<&crate::blob::BlobStore>,
+    blobs: Option<&gjcfs_engine::blob::BlobStore>,
     to_writer: &mpsc::Sender<(usize, Read)>,
 ) -> bool {
     let (prepared, rows) = match prepare(path, blobs) {
@@ -461,7 +461,7 @@ fn append(
     path: &Path,
     old: &FileState,
     stat: Stat,
-    blobs: Option<&crate::blob::BlobStore>,
+    blobs: Option<&gjcfs_engine::blob::BlobStore>,
 ) -> rusqlite::Result<Appended> {
     let Some(mark) = old.mark.as_ref().filter(|_| old.incremental) else {
         return Ok(Appended::Whole);
@@ -472,7 +472,7 @@ fn append(
     let Ok(file) = FileStorage.open_read_at(path) else {
         return Ok(Appended::Whole);
     };
-    let read = || -> io::Result<Option<(ReadMark, Option<crate::lines::Lines>)>> {
+    let read = || -> io::Result<Option<(ReadMark, Option<gjcfs_engine::lines::Lines>)>> {
         if file.id() != mark.id {
             return Ok(None);
         }
@@ -648,7 +648,7 @@ fn append(
 /// Appended records being replayed on top of a file's indexed ones.
 struct Replay<'t> {
     tx: &'t Transaction<'t>,
-    blobs: Option<&'t crate::blob::BlobStore>,
+    blobs: Option<&'t gjcfs_engine::blob::BlobStore>,
     file: i64,
     patches_apply: bool,
     facts: SessionFacts,
@@ -695,7 +695,7 @@ impl Replay<'_> {
                 let seq = first_seq + self.records.len() as i64;
                 self.rows.push(row_of(seq, &record, self.blobs));
                 if self.facts.first_prompt.is_none() {
-                    self.facts.first_prompt = crate::discovery::user_text(&record);
+                    self.facts.first_prompt = gjcfs_engine::discovery::user_text(&record);
                 }
                 self.records.push(record);
             }

@@ -8,18 +8,18 @@
 //! session's first rows while the rest are made. Reading is pure: nothing is written, so
 //! files are prepared on several threads.
 
-use crate::blob::BlobStore;
+use gjcfs_engine::blob::BlobStore;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::super::load::{build_session, load_entries_from_file, LoadError, LoadStatus, ReadMark};
-use super::super::migrate::Migration;
-use super::super::record::Record;
-use super::super::session::Session;
-use super::super::storage::{file_version, FileVersion};
-use super::super::time::parse_iso_millis;
 use super::text::{record_kind, record_text, TITLE_KIND};
 use super::words::index_text;
+use gjcfs_engine::load::{build_session, load_entries_from_file, LoadError, LoadStatus, ReadMark};
+use gjcfs_engine::migrate::Migration;
+use gjcfs_engine::record::Record;
+use gjcfs_engine::session::Session;
+use gjcfs_engine::storage::{file_version, FileVersion};
+use gjcfs_engine::time::parse_iso_millis;
 
 /// What tells whether a file changed since it was indexed, without reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,10 +102,10 @@ pub fn record_time(record: &Record) -> Option<i64> {
 }
 
 /// The row of record `seq`, `on_leaf` left to the caller; with `blobs`, its cold-spilled
-/// text read back ([`crate::cold_spill`]).
+/// text read back ([`gjcfs_engine::cold_spill`]).
 pub fn row_of(seq: i64, record: &Record, blobs: Option<&BlobStore>) -> Row {
     let record = match blobs {
-        Some(blobs) => crate::cold_spill::rehydrate_record(record, blobs),
+        Some(blobs) => gjcfs_engine::cold_spill::rehydrate_record(record, blobs),
         None => std::borrow::Cow::Borrowed(record),
     };
     let record = record.as_ref();
@@ -232,7 +232,9 @@ pub fn prepare(path: &Path, blobs: Option<&BlobStore>) -> Result<(Prepared, RowM
         cwd: header.cwd().unwrap_or_default().to_owned(),
         title: header.title().map(str::to_owned),
         created: header.timestamp().unwrap_or_default().to_owned(),
-        first_prompt: session.entries().find_map(crate::discovery::user_text),
+        first_prompt: session
+            .entries()
+            .find_map(gjcfs_engine::discovery::user_text),
     };
     let mut on_leaf = vec![false; session.records().len()];
     if let Some(leaf) = session.leaf() {

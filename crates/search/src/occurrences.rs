@@ -83,8 +83,8 @@ pub fn for_each_occurrence(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::query::Query;
-    use crate::search::words::words;
+    use crate::query::Query;
+    use crate::words::words;
     use proptest::prelude::*;
 
     fn terms(q: &str) -> Vec<Term> {
