@@ -973,7 +973,7 @@ impl Vfs {
         &self,
         query: &str,
     ) -> Result<Arc<super::search::Answer>, VfsError> {
-        self.search.answer(query, &self.transcript_paths())
+        self.search.answer(query, &|| self.transcript_paths())
     }
 
     /// Where the hit `name` of `query` leads.

@@ -131,17 +131,24 @@ impl SearchView {
         Ok(in_memory)
     }
 
-    /// The answer to the query `name` over the files `paths` (the store's transcripts).
-    pub fn answer(&self, name: &str, paths: &[PathBuf]) -> Result<Arc<Answer>, VfsError> {
+    /// The answer to the query `name` over the files `paths` lists (the store's
+    /// transcripts). The store is listed only when the answer is not served from the cache:
+    /// listing a query's directory looks up each of its hits, and each lookup asks again.
+    pub fn answer(
+        &self,
+        name: &str,
+        paths: &dyn Fn() -> Vec<PathBuf>,
+    ) -> Result<Arc<Answer>, VfsError> {
         if let Some((at, answer)) = self.answers.lock().get(name) {
             if at.elapsed() < ANSWER_TTL {
                 return Ok(answer.clone());
             }
         }
         let query = parse_query(name)?;
+        let paths = paths();
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
         let mut index = self.index()?;
-        if let Err(e) = index.update(paths, threads, &|_| {}) {
+        if let Err(e) = index.update(&paths, threads, &|_| {}) {
             if !(e.is_disk_full() && index.path().is_some()) {
                 return Err(VfsError::Unreadable(format!("the search index: {e}")));
             }
@@ -149,7 +156,7 @@ impl SearchView {
             // searches an index in memory from now on.
             index = self.keep_in_memory()?;
             index
-                .update(paths, threads, &|_| {})
+                .update(&paths, threads, &|_| {})
                 .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
         }
         let filters = Filters {
@@ -220,5 +227,33 @@ impl SearchView {
                 let _ = index.update_session(&path);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    #[test]
+    fn a_cached_answer_does_not_list_the_store_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let view = SearchView::new(None, &dir.path().join("blobs"));
+        let listed = Cell::new(0);
+        let paths = || {
+            listed.set(listed.get() + 1);
+            Vec::new()
+        };
+        let first = view.answer("parser", &paths).unwrap();
+        // The lookups of a listed directory's hits ask for the same answer again.
+        for _ in 0..100 {
+            let again = view.answer("parser", &paths).unwrap();
+            assert!(Arc::ptr_eq(&first, &again));
+        }
+        assert_eq!(listed.get(), 1);
+        // A query that cannot be searched is refused before the store is listed.
+        assert!(view.answer("substring:ab", &paths).is_err());
+        assert_eq!(listed.get(), 1);
     }
 }
