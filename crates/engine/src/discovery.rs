@@ -8,13 +8,14 @@
 //! message, the first prompt is taken from its raw text (a prompt longer than the prefix
 //! shows its first part).
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use super::json::Value;
 use super::record::{Record, RecordType};
 use super::replay::{header_patch, parse_session_entries};
-use super::storage::SessionStorage;
+use super::storage::{FileId, SessionStorage};
 
 /// How much of a file's start is read for its metadata.
 pub const PREFIX_BYTES: usize = 4096;
@@ -382,25 +383,70 @@ pub fn list_dir_with(
     dir: &Path,
     progress: &dyn Fn(usize, usize),
 ) -> io::Result<Vec<SessionInfo>> {
-    let mut infos = list_paths(storage, &transcript_paths(storage, dir)?, progress);
+    list_dir_cached(storage, dir, &mut ListingCache::default(), progress)
+}
+
+/// [`list_dir_with`], reading only the files that changed since `cache` last listed them.
+pub fn list_dir_cached(
+    storage: &dyn SessionStorage,
+    dir: &Path,
+    cache: &mut ListingCache,
+    progress: &dyn Fn(usize, usize),
+) -> io::Result<Vec<SessionInfo>> {
+    let mut infos = cache.list(storage, &transcript_paths(storage, dir)?, progress);
     sort_newest_first(&mut infos);
     Ok(infos)
 }
 
-/// The [`SessionInfo`] of every path that is a session, in the order given.
-fn list_paths(
-    storage: &dyn SessionStorage,
-    paths: &[PathBuf],
-    progress: &dyn Fn(usize, usize),
-) -> Vec<SessionInfo> {
-    let mut infos = Vec::with_capacity(paths.len());
-    for (done, path) in paths.iter().enumerate() {
-        if let Ok(Some(info)) = session_info(storage, path) {
-            infos.push(info);
+/// What a listing read of each file, so that the next listing of the same store reads only
+/// the files that changed. A file is not read again while its identity (device and inode),
+/// length and modification time are what they were: an append changes the length, a
+/// rewrite (a rename over the file) the identity. Only the files of the last listing are
+/// kept.
+#[derive(Debug, Default)]
+pub struct ListingCache {
+    known: HashMap<PathBuf, Known>,
+}
+
+/// One file as a listing saw it: its stamp and what it held (`None`: not a session).
+#[derive(Debug)]
+struct Known {
+    stamp: (FileId, u64, i64),
+    info: Option<SessionInfo>,
+}
+
+impl ListingCache {
+    /// The [`SessionInfo`] of every path that is a session, in the order given, reading
+    /// only the files that changed since the last call.
+    fn list(
+        &mut self,
+        storage: &dyn SessionStorage,
+        paths: &[PathBuf],
+        progress: &dyn Fn(usize, usize),
+    ) -> Vec<SessionInfo> {
+        let mut previous = std::mem::take(&mut self.known);
+        let mut infos = Vec::with_capacity(paths.len());
+        for (done, path) in paths.iter().enumerate() {
+            // The stamp is taken before the file is read: a change made while it is read
+            // makes the next listing read it again.
+            if let Ok(stat) = storage.stat(path) {
+                let stamp = (stat.id, stat.len, stat.mtime_ms);
+                let known = match previous.remove(path) {
+                    Some(known) if known.stamp == stamp => Some(known),
+                    _ => match session_info(storage, path) {
+                        Ok(info) => Some(Known { stamp, info }),
+                        Err(_) => None,
+                    },
+                };
+                if let Some(known) = known {
+                    infos.extend(known.info.clone());
+                    self.known.insert(path.clone(), known);
+                }
+            }
+            progress(done + 1, paths.len());
         }
-        progress(done + 1, paths.len());
+        infos
     }
-    infos
 }
 
 fn sort_newest_first(infos: &mut [SessionInfo]) {
@@ -489,11 +535,23 @@ pub fn list_all_with(
     sessions_root: &Path,
     progress: &dyn Fn(usize, usize),
 ) -> io::Result<Vec<SessionInfo>> {
-    let mut infos = list_paths(
+    list_all_cached(
         storage,
-        &all_transcript_paths(storage, sessions_root)?,
+        sessions_root,
+        &mut ListingCache::default(),
         progress,
-    );
+    )
+}
+
+/// [`list_all_with`], reading only the files that changed since `cache` last listed them.
+pub fn list_all_cached(
+    storage: &dyn SessionStorage,
+    sessions_root: &Path,
+    cache: &mut ListingCache,
+    progress: &dyn Fn(usize, usize),
+) -> io::Result<Vec<SessionInfo>> {
+    let paths = all_transcript_paths(storage, sessions_root)?;
+    let mut infos = cache.list(storage, &paths, progress);
     sort_newest_first(&mut infos);
     keep_live_copies(&mut infos, |info| (&info.id, info.modified_ms, &info.path));
     Ok(infos)
@@ -578,6 +636,48 @@ mod tests {
         let path = dir.join("s.jsonl");
         storage.put_file(&path, text.as_bytes());
         assert_eq!(count_message_lines(&storage, &path).unwrap(), 5000);
+    }
+
+    #[test]
+    fn a_cached_listing_reads_only_the_files_that_changed() {
+        let storage = MemoryStorage::new();
+        let dir = Path::new("/s");
+        storage.ensure_dir(dir).unwrap();
+        let user = r#"{"type":"message","id":"m","parentId":null,"timestamp":"t","message":{"role":"user","content":"hello"}}"#;
+        let session = |id: &str| format!("{}\n{user}\n", header(id, 5, ""));
+        storage.put_file(&dir.join("a.jsonl"), session("a").as_bytes());
+        storage.put_file(&dir.join("b.jsonl"), session("b").as_bytes());
+        storage.put_file(&dir.join("notes.jsonl"), b"not a session\n");
+        let opens = |storage: &MemoryStorage| {
+            storage
+                .op_log()
+                .iter()
+                .filter(|op| op.starts_with("open"))
+                .count()
+        };
+        let ids = |infos: Vec<SessionInfo>| {
+            let mut ids: Vec<String> = infos.into_iter().map(|i| i.id).collect();
+            ids.sort();
+            ids
+        };
+        let mut cache = ListingCache::default();
+        let first = list_dir_cached(&storage, dir, &mut cache, &|_, _| {}).unwrap();
+        assert_eq!(ids(first.clone()), ["a", "b"]);
+        let read_once = opens(&storage);
+        assert!(read_once >= 3, "each file is read the first time");
+        // Nothing changed: every file is only looked at, the file that is no session too.
+        let again = list_dir_cached(&storage, dir, &mut cache, &|_, _| {}).unwrap();
+        assert_eq!(again, first);
+        assert_eq!(opens(&storage), read_once);
+        // An append changes the file's length and time: that file alone is read again.
+        let longer = format!("{}{}\n", session("b"), user.replace("hello", "more"));
+        storage.put_file(&dir.join("b.jsonl"), longer.as_bytes());
+        storage.unlink(&dir.join("a.jsonl")).unwrap();
+        let after = list_dir_cached(&storage, dir, &mut cache, &|_, _| {}).unwrap();
+        assert_eq!(opens(&storage), read_once + 1);
+        assert_eq!(ids(after.clone()), ["b"]);
+        assert_eq!(after[0].message_count, 2);
+        assert_eq!(after, list_dir(&storage, dir).unwrap());
     }
 
     #[test]

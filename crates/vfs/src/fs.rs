@@ -16,7 +16,7 @@ use super::sessions::{Listed, SlotCache};
 use super::snapshots::Compared;
 use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, OpenMode, SessionSource, VfsError};
-use gjcfs_engine::discovery::{list_all_with, list_dir_with, SessionInfo};
+use gjcfs_engine::discovery::{list_all_cached, list_dir_cached, ListingCache, SessionInfo};
 use gjcfs_engine::json::{self, Object, Value};
 use gjcfs_engine::leaf_marker::persist_leaf;
 use gjcfs_engine::storage::{FileStorage, ReadFile, SessionStorage};
@@ -68,8 +68,9 @@ pub struct Vfs {
     pub(super) config: VfsConfig,
     pub(super) inodes: Mutex<InodeTable>,
     pub(super) listing: Mutex<HashMap<String, Listed>>,
-    /// Held while the store is scanned, so that one scan serves everyone waiting.
-    rescan: Mutex<()>,
+    /// Held while the store is scanned, so that one scan serves everyone waiting; it holds
+    /// what the last scan read, so that a scan reads only the files that changed.
+    rescan: Mutex<ListingCache>,
     pub(super) cache: Mutex<SlotCache>,
     pub(super) handles: Handles,
     pub(super) errors: ErrorLog,
@@ -219,7 +220,7 @@ impl Vfs {
             config,
             inodes: Mutex::new(InodeTable::default()),
             listing: Mutex::new(HashMap::new()),
-            rescan: Mutex::new(()),
+            rescan: Mutex::new(ListingCache::default()),
             cache: Mutex::new(SlotCache::default()),
             handles: Handles::default(),
             errors: ErrorLog::default(),
@@ -331,14 +332,18 @@ impl Vfs {
 
     /// [`Vfs::rescan`], calling `progress(done, total)` after each transcript file read.
     fn rescan_with(&self, progress: &dyn Fn(usize, usize)) {
-        let _one_scan = self.rescan.lock();
+        // One scan at a time; the files a scan read are what the next one need not read.
+        let mut cache = self.rescan.lock();
         let storage = FileStorage;
         let infos: Vec<SessionInfo> = match &self.config.source {
             SessionSource::SessionsRoot(root) => {
-                list_all_with(&storage, root, progress).unwrap_or_default()
+                list_all_cached(&storage, root, &mut cache, progress).unwrap_or_default()
             }
-            SessionSource::Dir(dir) => list_dir_with(&storage, dir, progress).unwrap_or_default(),
+            SessionSource::Dir(dir) => {
+                list_dir_cached(&storage, dir, &mut cache, progress).unwrap_or_default()
+            }
         };
+        drop(cache);
         let (usable, unsafe_ids): (Vec<SessionInfo>, Vec<SessionInfo>) = infos
             .into_iter()
             .partition(|info| safe_session_name(&info.id));
