@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use super::json::Value;
 use super::record::{Record, RecordType};
 use super::replay::{header_patch, parse_session_entries};
-use super::storage::{FileId, SessionStorage};
+use super::storage::{FileStat, SessionStorage};
 
 /// How much of a file's start is read for its metadata.
 pub const PREFIX_BYTES: usize = 4096;
@@ -408,10 +408,10 @@ pub struct ListingCache {
     known: HashMap<PathBuf, Known>,
 }
 
-/// One file as a listing saw it: its stamp and what it held (`None`: not a session).
+/// One file as a listing saw it: its stat and what it held (`None`: not a session).
 #[derive(Debug)]
 struct Known {
-    stamp: (FileId, u64, i64),
+    stat: FileStat,
     info: Option<SessionInfo>,
 }
 
@@ -427,14 +427,13 @@ impl ListingCache {
         let mut previous = std::mem::take(&mut self.known);
         let mut infos = Vec::with_capacity(paths.len());
         for (done, path) in paths.iter().enumerate() {
-            // The stamp is taken before the file is read: a change made while it is read
+            // The stat is taken before the file is read: a change made while it is read
             // makes the next listing read it again.
             if let Ok(stat) = storage.stat(path) {
-                let stamp = (stat.id, stat.len, stat.mtime_ms);
                 let known = match previous.remove(path) {
-                    Some(known) if known.stamp == stamp => Some(known),
+                    Some(known) if known.stat == stat => Some(known),
                     _ => match session_info(storage, path) {
-                        Ok(info) => Some(Known { stamp, info }),
+                        Ok(info) => Some(Known { stat, info }),
                         Err(_) => None,
                     },
                 };

@@ -332,7 +332,8 @@ impl Vfs {
 
     /// [`Vfs::rescan`], calling `progress(done, total)` after each transcript file read.
     fn rescan_with(&self, progress: &dyn Fn(usize, usize)) {
-        // One scan at a time; the files a scan read are what the next one need not read.
+        // One scan at a time, until its listing is in place (a slower scan never puts an
+        // older listing over a newer one); what a scan read, the next one need not read.
         let mut cache = self.rescan.lock();
         let storage = FileStorage;
         let infos: Vec<SessionInfo> = match &self.config.source {
@@ -343,7 +344,6 @@ impl Vfs {
                 list_dir_cached(&storage, dir, &mut cache, progress).unwrap_or_default()
             }
         };
-        drop(cache);
         let (usable, unsafe_ids): (Vec<SessionInfo>, Vec<SessionInfo>) = infos
             .into_iter()
             .partition(|info| safe_session_name(&info.id));
