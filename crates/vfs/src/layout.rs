@@ -1,52 +1,135 @@
 //! The fixed layout: which names a directory holds and which node each name is.
 
 use super::inode::Node;
+use super::store_usage::StoreFile;
 use super::NodeKind;
 use gjcfs_engine::legacy::encode_absolute;
-
-/// The names in a session's directory, in listing order.
-pub(super) const SESSION_FILES: [&str; 15] = [
-    "header.json",
-    "session.jsonl",
-    "entries",
-    "leaf",
-    "context.json",
-    "context.md",
-    "context.html",
-    "pages",
-    "tree.txt",
-    "tree.svg",
-    "leaves",
-    "usage.json",
-    "labels",
-    "errors",
-    "blobs",
-];
 
 /// The longest name a directory entry may have on the filesystems the mount serves to.
 const NAME_MAX: usize = 255;
 
-/// The node `name` names in session `sid`'s directory.
-pub(super) fn session_child(sid: &str, name: &str) -> Option<Node> {
-    let s = sid.to_owned();
-    Some(match name {
-        "header.json" => Node::Header(s),
-        "session.jsonl" => Node::Transcript(s),
-        "entries" => Node::EntriesDir(s),
-        "leaf" => Node::Leaf(s),
-        "context.json" => Node::Context(s),
-        "context.md" => Node::ContextMd(s),
-        "context.html" => Node::ContextHtml(s),
-        "tree.txt" => Node::Tree(s),
-        "tree.svg" => Node::TreeSvg(s),
-        "leaves" => Node::LeavesDir(s),
-        "pages" => Node::PagesDir(s),
-        "usage.json" => Node::Usage(s),
-        "labels" => Node::LabelsDir(s),
-        "errors" => Node::Errors(s),
-        "blobs" => Node::SessionBlobsDir(s),
-        _ => return None,
-    })
+/// A directory whose names are fixed: the names it holds do not depend on the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FixedDir {
+    /// The mount's root.
+    Root,
+    /// `history/`.
+    History,
+    /// `sessions/<id>/`.
+    Session,
+}
+
+/// One name of a fixed directory and the node it is, made from the session id (empty
+/// outside a session's directory).
+struct FixedName {
+    dir: FixedDir,
+    name: &'static str,
+    node: fn(&str) -> Node,
+}
+
+const fn fixed(dir: FixedDir, name: &'static str, node: fn(&str) -> Node) -> FixedName {
+    FixedName { dir, name, node }
+}
+
+/// The fixed layout, in listing order: lookups, listings and paths all read this table.
+const FIXED: [FixedName; 30] = [
+    fixed(FixedDir::Root, "sessions", |_| Node::SessionsDir),
+    fixed(FixedDir::Root, "blobs", |_| Node::BlobsDir),
+    fixed(FixedDir::Root, "history", |_| Node::HistoryDir),
+    fixed(FixedDir::Root, "projects", |_| Node::ProjectsDir),
+    fixed(FixedDir::Root, "by-date", |_| Node::ByDateDir),
+    fixed(FixedDir::Root, "recent", |_| Node::RecentDir),
+    fixed(FixedDir::Root, "search", |_| Node::SearchRoot),
+    fixed(FixedDir::Root, "index.html", |_| {
+        Node::StorePage(StoreFile::Index)
+    }),
+    fixed(FixedDir::Root, "usage.json", |_| {
+        Node::StorePage(StoreFile::UsageJson)
+    }),
+    fixed(FixedDir::Root, "usage.svg", |_| {
+        Node::StorePage(StoreFile::UsageSvg)
+    }),
+    fixed(FixedDir::Root, "check", |_| Node::CheckReport),
+    fixed(FixedDir::History, "README", |_| Node::HistoryReadme),
+    fixed(FixedDir::History, "errors", |_| Node::HistoryErrors),
+    fixed(FixedDir::History, "prompts.jsonl", |_| Node::HistoryPrompts),
+    fixed(FixedDir::History, "search", |_| Node::SearchDir),
+    fixed(FixedDir::Session, "header.json", |s| Node::Header(s.into())),
+    fixed(FixedDir::Session, "session.jsonl", |s| {
+        Node::Transcript(s.into())
+    }),
+    fixed(FixedDir::Session, "entries", |s| Node::EntriesDir(s.into())),
+    fixed(FixedDir::Session, "leaf", |s| Node::Leaf(s.into())),
+    fixed(FixedDir::Session, "context.json", |s| {
+        Node::Context(s.into())
+    }),
+    fixed(FixedDir::Session, "context.md", |s| {
+        Node::ContextMd(s.into())
+    }),
+    fixed(FixedDir::Session, "context.html", |s| {
+        Node::ContextHtml(s.into())
+    }),
+    fixed(FixedDir::Session, "pages", |s| Node::PagesDir(s.into())),
+    fixed(FixedDir::Session, "tree.txt", |s| Node::Tree(s.into())),
+    fixed(FixedDir::Session, "tree.svg", |s| Node::TreeSvg(s.into())),
+    fixed(FixedDir::Session, "leaves", |s| Node::LeavesDir(s.into())),
+    fixed(FixedDir::Session, "usage.json", |s| Node::Usage(s.into())),
+    fixed(FixedDir::Session, "labels", |s| Node::LabelsDir(s.into())),
+    fixed(FixedDir::Session, "errors", |s| Node::Errors(s.into())),
+    fixed(FixedDir::Session, "blobs", |s| {
+        Node::SessionBlobsDir(s.into())
+    }),
+];
+
+/// Which fixed directory `dir` is, with its session id (empty outside a session).
+fn fixed_dir(dir: &Node) -> Option<(FixedDir, &str)> {
+    match dir {
+        Node::Root => Some((FixedDir::Root, "")),
+        Node::HistoryDir => Some((FixedDir::History, "")),
+        Node::SessionDir(sid) => Some((FixedDir::Session, sid)),
+        _ => None,
+    }
+}
+
+/// Whether `dir` holds fixed names only (the root, `history/`, a session's directory).
+pub(super) fn is_fixed_dir(dir: &Node) -> bool {
+    fixed_dir(dir).is_some()
+}
+
+/// The node `name` names in fixed directory `dir`; `None` when `dir` is not one or holds
+/// no such name.
+pub(super) fn fixed_child(dir: &Node, name: &str) -> Option<Node> {
+    let (kind, sid) = fixed_dir(dir)?;
+    FIXED
+        .iter()
+        .find(|f| f.dir == kind && f.name == name)
+        .map(|f| (f.node)(sid))
+}
+
+/// The nodes of fixed directory `dir` with their names, in listing order (empty when
+/// `dir` is not one).
+pub(super) fn fixed_children(dir: &Node) -> Vec<(Node, String)> {
+    let Some((kind, sid)) = fixed_dir(dir) else {
+        return Vec::new();
+    };
+    FIXED
+        .iter()
+        .filter(|f| f.dir == kind)
+        .map(|f| ((f.node)(sid), f.name.to_owned()))
+        .collect()
+}
+
+/// The path from the root of a node with a fixed name: `None` for any other node.
+pub(super) fn fixed_path(node: &Node) -> Option<Vec<String>> {
+    let sid = node.session().unwrap_or("");
+    let f = FIXED.iter().find(|f| (f.node)(sid) == *node)?;
+    let mut path = match f.dir {
+        FixedDir::Root => Vec::new(),
+        FixedDir::History => vec!["history".to_owned()],
+        FixedDir::Session => vec!["sessions".to_owned(), sid.to_owned()],
+    };
+    path.push(f.name.to_owned());
+    Some(path)
 }
 
 /// A rendering of the session for people ([`gjcfs_engine::views`]).

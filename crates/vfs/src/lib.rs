@@ -98,11 +98,14 @@ mod handles;
 mod history;
 mod inode;
 mod layout;
+mod listing;
+mod lookup;
 mod navigation;
 mod nodes;
 mod paths;
 mod search;
 mod sessions;
+mod shapes;
 mod snapshots;
 mod store_usage;
 

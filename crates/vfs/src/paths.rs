@@ -15,8 +15,7 @@
 
 use super::fs::Vfs;
 use super::inode::{Node, ROOT_INO};
-use super::layout::{session_child, SESSION_FILES};
-use super::store_usage::StoreFile;
+use super::layout::fixed_path;
 use super::{Attr, VfsError};
 
 /// Why a path did not resolve.
@@ -134,34 +133,22 @@ impl Vfs {
             names.extend(rest.iter().map(|n| (*n).to_owned()));
             names
         };
+        if let Some(path) = fixed_path(&node) {
+            return Ok(path);
+        }
         Ok(match &node {
             Node::Root => Vec::new(),
-            Node::SessionsDir => owned(&["sessions"]),
-            Node::BlobsDir => owned(&["blobs"]),
+            Node::SessionDir(sid) => session(sid, &[]),
             Node::Blob(hash) => owned(&["blobs", hash]),
-            Node::ProjectsDir => owned(&["projects"]),
             Node::ProjectDir(project) => owned(&["projects", project]),
             Node::ProjectLink(project, sid) => owned(&["projects", project, sid]),
-            Node::ByDateDir => owned(&["by-date"]),
             Node::DateDir(day) => owned(&["by-date", day]),
             Node::DateLink(day, name) => owned(&["by-date", day, name]),
-            Node::RecentDir => owned(&["recent"]),
             Node::RecentLink(name) => owned(&["recent", name]),
-            Node::SearchRoot => owned(&["search"]),
             Node::SearchQuery(query) => owned(&["search", query]),
             Node::SearchHit(query, name) => owned(&["search", query, name]),
             Node::SearchResults(query) => owned(&["search", query, "results.jsonl"]),
-            Node::HistoryDir => owned(&["history"]),
-            Node::HistoryPrompts => owned(&["history", "prompts.jsonl"]),
-            Node::HistoryReadme => owned(&["history", "README"]),
-            Node::HistoryErrors => owned(&["history", "errors"]),
-            Node::SearchDir => owned(&["history", "search"]),
             Node::Search(query) => owned(&["history", "search", query]),
-            Node::StorePage(StoreFile::UsageJson) => owned(&["usage.json"]),
-            Node::StorePage(StoreFile::UsageSvg) => owned(&["usage.svg"]),
-            Node::StorePage(StoreFile::Index) => owned(&["index.html"]),
-            Node::CheckReport => owned(&["check"]),
-            Node::SessionDir(sid) => session(sid, &[]),
             Node::EntriesNew(sid) => session(sid, &["entries", "new"]),
             Node::Label(sid, label) => session(sid, &["labels", label]),
             Node::LeafPage(sid, id) => session(sid, &["leaves", &format!("{id}.html")]),
@@ -177,27 +164,8 @@ impl Vfs {
                 })?;
                 session(sid, &["entries", &name.ok_or(VfsError::NotFound)?])
             }
-            Node::Header(sid)
-            | Node::Transcript(sid)
-            | Node::EntriesDir(sid)
-            | Node::Leaf(sid)
-            | Node::Context(sid)
-            | Node::Errors(sid)
-            | Node::SessionBlobsDir(sid)
-            | Node::ContextMd(sid)
-            | Node::ContextHtml(sid)
-            | Node::TreeSvg(sid)
-            | Node::LeavesDir(sid)
-            | Node::PagesDir(sid)
-            | Node::Tree(sid)
-            | Node::Usage(sid)
-            | Node::LabelsDir(sid) => {
-                let name = SESSION_FILES
-                    .iter()
-                    .find(|name| session_child(sid, name).as_ref() == Some(&node))
-                    .ok_or(VfsError::NotFound)?;
-                session(sid, &[name])
-            }
+            // Every fixed name is in the layout's table.
+            _ => return Err(VfsError::NotFound),
         })
     }
 }

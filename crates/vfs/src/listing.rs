@@ -1,0 +1,189 @@
+//! Listings: the nodes a directory holds, with their names, in listing order. Fixed
+//! directories list the layout's table; the store-wide directories rescan the store first;
+//! a session's directories list the loaded session; the query directories list the queries
+//! asked last.
+
+use super::disk;
+use super::fs::Vfs;
+use super::inode::Node;
+use super::layout::{fixed_children, is_fixed_dir, kind_of, project_name, usable_name};
+use super::{DirEntry, VfsError};
+
+impl Vfs {
+    /// The entries of directory `ino`, each with its number.
+    pub(super) fn list(&self, ino: u64) -> Result<Vec<DirEntry>, VfsError> {
+        let dir = self.node(ino)?;
+        let children = match &dir {
+            Node::SessionDir(s) if self.listed(s).is_none() => return Err(VfsError::NotFound),
+            _ if is_fixed_dir(&dir) => fixed_children(&dir),
+            Node::SearchRoot | Node::SearchQuery(_) | Node::SearchDir => self.queries(&dir)?,
+            Node::SessionsDir
+            | Node::ByDateDir
+            | Node::DateDir(_)
+            | Node::RecentDir
+            | Node::ProjectsDir
+            | Node::ProjectDir(_) => self.listed_children(&dir)?,
+            Node::PagesDir(_)
+            | Node::LeavesDir(_)
+            | Node::LabelsDir(_)
+            | Node::SessionBlobsDir(_)
+            | Node::EntriesDir(_) => self.session_part_children(&dir)?,
+            Node::BlobsDir => disk::blob_names(&self.config.blob_dir)?
+                .into_iter()
+                .map(|h| (Node::Blob(h.clone()), h))
+                .collect(),
+            _ => return Err(VfsError::NotADirectory),
+        };
+        let mut inodes = self.inodes.lock();
+        Ok(children
+            .into_iter()
+            .map(|(node, name)| DirEntry {
+                ino: inodes.ino(&node),
+                kind: kind_of(&node),
+                name,
+            })
+            .collect())
+    }
+
+    /// `search/` and `history/search/` list the last queries asked; a query's directory
+    /// lists its hits and `results.jsonl` (and so counts as asked).
+    fn queries(&self, dir: &Node) -> Result<Vec<(Node, String)>, VfsError> {
+        Ok(match dir {
+            Node::SearchRoot => self
+                .search
+                .recent_queries()
+                .into_iter()
+                .filter(|q| usable_name(q))
+                .map(|q| (Node::SearchQuery(q.clone()), q))
+                .collect(),
+            Node::SearchQuery(query) => {
+                let answer = self.search_answer(query)?;
+                self.search.note_query(query);
+                let mut out: Vec<(Node, String)> = answer
+                    .links
+                    .iter()
+                    .map(|(file, _)| (Node::SearchHit(query.clone(), file.clone()), file.clone()))
+                    .collect();
+                out.push((
+                    Node::SearchResults(query.clone()),
+                    "results.jsonl".to_owned(),
+                ));
+                out
+            }
+            // Any name is a query; the last ones asked are listed.
+            Node::SearchDir => self
+                .history
+                .recent_queries()
+                .into_iter()
+                .filter(|q| usable_name(q))
+                .map(|q| (Node::Search(q.clone()), q))
+                .collect(),
+            _ => return Err(VfsError::NotADirectory),
+        })
+    }
+
+    /// The directories made from the store's listing. The top ones rescan the store; a
+    /// day's and a project's directory list from the scan of their parent's listing.
+    fn listed_children(&self, dir: &Node) -> Result<Vec<(Node, String)>, VfsError> {
+        if matches!(
+            dir,
+            Node::SessionsDir | Node::ByDateDir | Node::RecentDir | Node::ProjectsDir
+        ) {
+            self.rescan();
+        }
+        if let Node::ProjectsDir = dir {
+            return Ok(self
+                .project_names()
+                .into_iter()
+                .map(|n| (Node::ProjectDir(n.clone()), n))
+                .collect());
+        }
+        let listing = self.listing.lock();
+        Ok(match dir {
+            Node::SessionsDir => {
+                let mut ids: Vec<&String> = listing.keys().collect();
+                ids.sort();
+                ids.into_iter()
+                    .map(|id| (Node::SessionDir(id.clone()), id.clone()))
+                    .collect()
+            }
+            Node::ByDateDir => super::navigation::by_date(listing.iter())
+                .into_keys()
+                .map(|day| (Node::DateDir(day.clone()), day))
+                .collect(),
+            Node::DateDir(day) => super::navigation::by_date(listing.iter())
+                .remove(day)
+                .ok_or(VfsError::NotFound)?
+                .into_keys()
+                .map(|name| (Node::DateLink(day.clone(), name.clone()), name))
+                .collect(),
+            Node::RecentDir => super::navigation::recent(listing.iter())
+                .into_keys()
+                .map(|name| (Node::RecentLink(name.clone()), name))
+                .collect(),
+            Node::ProjectDir(project) => {
+                let mut ids: Vec<&String> = listing
+                    .iter()
+                    .filter(|(_, l)| project_name(&l.cwd) == *project)
+                    .map(|(id, _)| id)
+                    .collect();
+                ids.sort();
+                ids.into_iter()
+                    .map(|id| (Node::ProjectLink(project.clone(), id.clone()), id.clone()))
+                    .collect()
+            }
+            _ => return Err(VfsError::NotADirectory),
+        })
+    }
+
+    /// A session's directories, listed from the loaded session.
+    fn session_part_children(&self, dir: &Node) -> Result<Vec<(Node, String)>, VfsError> {
+        match dir {
+            Node::SessionBlobsDir(s) => {
+                let refs = self.with_session(s, |loaded| {
+                    Ok(loaded.rendered.blob_refs(&loaded.manager).to_vec())
+                })?;
+                // Referenced blobs missing from the store are not listed.
+                Ok(refs
+                    .into_iter()
+                    .filter(|h| disk::has_blob(&self.config.blob_dir, h))
+                    .map(|h| (Node::Blob(h.clone()), h))
+                    .collect())
+            }
+            Node::PagesDir(s) => self.with_session(s, |loaded| {
+                let pages = loaded.rendered.page_count(&loaded.manager);
+                Ok((1..pages)
+                    .map(|n| (Node::PageFile(s.clone(), n), format!("{n}.html")))
+                    .collect())
+            }),
+            Node::LeavesDir(s) => self.with_session(s, |loaded| {
+                Ok(loaded
+                    .rendered
+                    .branch_ends(&loaded.manager)
+                    .iter()
+                    .map(|id| (Node::LeafPage(s.clone(), id.clone()), format!("{id}.html")))
+                    .collect())
+            }),
+            Node::LabelsDir(s) => self.with_session(s, |loaded| {
+                Ok(loaded
+                    .rendered
+                    .labels(&loaded.manager)
+                    .keys()
+                    .map(|label| (Node::Label(s.clone(), label.clone()), label.clone()))
+                    .collect())
+            }),
+            Node::EntriesDir(s) => self.with_session(s, |loaded| {
+                let mut out: Vec<(Node, String)> = loaded
+                    .rendered
+                    .entries(&loaded.manager)
+                    .iter()
+                    .filter(|e| usable_name(&e.id))
+                    .map(|e| (Node::Entry(s.clone(), e.id.clone()), e.name.clone()))
+                    .collect();
+                out.push((Node::EntriesNew(s.clone()), "new".to_owned()));
+                Ok(out)
+            }),
+            _ => Err(VfsError::NotADirectory),
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Lookups: the node a name names in a directory, if it exists. Fixed names come from the
+//! layout's table; the store-wide directories look in the listing (rescanning once when a
+//! name is not there yet), a session's directories in the loaded session, the query
+//! directories ask the search.
+
+use super::fs::Vfs;
+use super::inode::Node;
+use super::layout::{fixed_child, is_fixed_dir, is_probe_name, project_name};
+use super::VfsError;
+use gjcfs_engine::blob::is_valid_hash;
+
+impl Vfs {
+    /// The node `name` names in directory `dir`, if it exists.
+    pub(super) fn child(&self, dir: &Node, name: &str) -> Result<Node, VfsError> {
+        if is_fixed_dir(dir) {
+            return fixed_child(dir, name).ok_or(VfsError::NotFound);
+        }
+        match dir {
+            Node::SearchRoot | Node::SearchQuery(_) | Node::SearchDir => {
+                self.query_child(dir, name)
+            }
+            Node::SessionsDir
+            | Node::ByDateDir
+            | Node::DateDir(_)
+            | Node::RecentDir
+            | Node::ProjectsDir
+            | Node::ProjectDir(_) => self.listed_child(dir, name),
+            Node::PagesDir(_)
+            | Node::LeavesDir(_)
+            | Node::LabelsDir(_)
+            | Node::SessionBlobsDir(_)
+            | Node::EntriesDir(_) => self.session_part_child(dir, name),
+            Node::BlobsDir if is_valid_hash(name) => Ok(Node::Blob(name.to_owned())),
+            Node::BlobsDir => Err(VfsError::NotFound),
+            _ => Err(VfsError::NotADirectory),
+        }
+    }
+
+    /// A name in `search/`, a query's directory or `history/search/`: any name but a probe
+    /// is a query.
+    fn query_child(&self, dir: &Node, name: &str) -> Result<Node, VfsError> {
+        Ok(match dir {
+            Node::SearchRoot | Node::SearchDir if is_probe_name(name) => {
+                return Err(VfsError::NotFound)
+            }
+            Node::SearchRoot => {
+                self.search.check(name)?;
+                Node::SearchQuery(name.to_owned())
+            }
+            Node::SearchQuery(query) if name == "results.jsonl" => {
+                Node::SearchResults(query.clone())
+            }
+            Node::SearchQuery(query) => {
+                self.search_link(query, name)?;
+                Node::SearchHit(query.clone(), name.to_owned())
+            }
+            Node::SearchDir => Node::Search(name.to_owned()),
+            _ => return Err(VfsError::NotADirectory),
+        })
+    }
+
+    /// A name in a directory made from the store's listing: `sessions/`, `by-date/` and its
+    /// days, `recent/`, `projects/` and its projects. A name not listed yet is looked for
+    /// again after one rescan (a session the agent just started).
+    fn listed_child(&self, dir: &Node, name: &str) -> Result<Node, VfsError> {
+        let found = |v: &Vfs| -> Option<Node> {
+            Some(match dir {
+                Node::SessionsDir => {
+                    v.listed(name)?;
+                    Node::SessionDir(name.to_owned())
+                }
+                Node::ByDateDir => {
+                    let listing = v.listing.lock();
+                    if !super::navigation::by_date(listing.iter()).contains_key(name) {
+                        return None;
+                    }
+                    Node::DateDir(name.to_owned())
+                }
+                Node::DateDir(day) => {
+                    v.date_link(day, name)?;
+                    Node::DateLink(day.clone(), name.to_owned())
+                }
+                Node::RecentDir => {
+                    v.recent_link(name)?;
+                    Node::RecentLink(name.to_owned())
+                }
+                Node::ProjectsDir => {
+                    if !v.project_names().contains(name) {
+                        return None;
+                    }
+                    Node::ProjectDir(name.to_owned())
+                }
+                Node::ProjectDir(project) => match v.listed(name) {
+                    Some(l) if project_name(&l.cwd) == *project => {
+                        Node::ProjectLink(project.clone(), name.to_owned())
+                    }
+                    _ => return None,
+                },
+                _ => return None,
+            })
+        };
+        // A day's and a project's links come from the listing of their directory's lookup.
+        let rescans = !matches!(dir, Node::DateDir(_) | Node::ProjectDir(_));
+        if let Some(node) = found(self) {
+            return Ok(node);
+        }
+        if rescans {
+            self.rescan();
+            if let Some(node) = found(self) {
+                return Ok(node);
+            }
+        }
+        Err(VfsError::NotFound)
+    }
+
+    /// A name in one of a session's directories, looked for in the loaded session.
+    fn session_part_child(&self, dir: &Node, name: &str) -> Result<Node, VfsError> {
+        Ok(match dir {
+            Node::PagesDir(s) => {
+                let n: usize = name
+                    .strip_suffix(".html")
+                    .filter(|n| !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|n| n.parse().ok())
+                    .ok_or(VfsError::NotFound)?;
+                let pages = self.with_session(s, |l| Ok(l.rendered.page_count(&l.manager)))?;
+                if n == 0 || n >= pages {
+                    return Err(VfsError::NotFound);
+                }
+                Node::PageFile(s.clone(), n)
+            }
+            Node::LeavesDir(s) => {
+                let id = name.strip_suffix(".html").ok_or(VfsError::NotFound)?;
+                let known = self.with_session(s, |loaded| {
+                    Ok(loaded
+                        .rendered
+                        .branch_ends(&loaded.manager)
+                        .iter()
+                        .any(|end| end == id))
+                })?;
+                if !known {
+                    return Err(VfsError::NotFound);
+                }
+                Node::LeafPage(s.clone(), id.to_owned())
+            }
+            Node::LabelsDir(s) => {
+                let known = self.with_session(s, |loaded| {
+                    Ok(loaded.rendered.labels(&loaded.manager).contains_key(name))
+                })?;
+                if !known {
+                    return Err(VfsError::NotFound);
+                }
+                Node::Label(s.clone(), name.to_owned())
+            }
+            Node::SessionBlobsDir(s) => {
+                let referenced = self.with_session(s, |loaded| {
+                    Ok(loaded
+                        .rendered
+                        .blob_refs(&loaded.manager)
+                        .iter()
+                        .any(|h| h == name))
+                })?;
+                if !referenced {
+                    return Err(VfsError::NotFound);
+                }
+                Node::Blob(name.to_owned())
+            }
+            Node::EntriesDir(s) if name == "new" => Node::EntriesNew(s.clone()),
+            Node::EntriesDir(s) => {
+                let id = self.with_session(s, |loaded| {
+                    Ok(loaded
+                        .rendered
+                        .find_entry(&loaded.manager, name)
+                        .map(|e| e.id.clone()))
+                })?;
+                Node::Entry(s.clone(), id.ok_or(VfsError::NotFound)?)
+            }
+            _ => return Err(VfsError::NotADirectory),
+        })
+    }
+}
