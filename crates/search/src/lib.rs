@@ -63,6 +63,7 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod ahead;
+mod append;
 mod instances;
 mod json;
 mod listing;
