@@ -169,9 +169,9 @@ pub fn decode(blob: &[u8], phrases: usize) -> Option<Vec<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index_file::open_memory;
     use crate::occurrences::for_each_occurrence;
     use crate::query::{words_match, Query};
-    use crate::schema::open_memory;
     use crate::words::index_text;
     use proptest::prelude::*;
     use std::ops::ControlFlow;

@@ -64,13 +64,19 @@
 
 mod ahead;
 mod append;
+mod by_bm25;
+mod file_rows;
+mod in_window;
+mod index_file;
 mod instances;
 mod json;
 mod listing;
+mod matches;
 mod occurrences;
 mod prepare;
 pub mod query;
 pub mod rank;
+mod saved_listing;
 mod scan;
 mod schema;
 pub mod snippet;
@@ -86,10 +92,11 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 
+pub use index_file::{default_index_dir, INDEX_FILE};
 pub use json::hit_json;
 pub use prepare::Stat;
 pub use query::{Query, QueryError};
-pub use schema::{default_index_dir, APPLICATION_ID, FORMAT, INDEX_FILE};
+pub use schema::{APPLICATION_ID, FORMAT};
 pub use snippet::Snippet;
 
 use gjcfs_engine::load::{LoadError, ReadMark};
@@ -138,7 +145,7 @@ impl SearchError {
 /// Removes the index in `dir` ([`INDEX_FILE`] with its `-wal` and `-shm` files), as
 /// [`SearchIndex::discard`] does, for an index that could not even be opened.
 pub fn remove_index(dir: &Path) -> std::io::Result<()> {
-    schema::remove_index_files(&dir.join(INDEX_FILE))
+    index_file::remove_index_files(&dir.join(INDEX_FILE))
 }
 
 /// Each path once (in byte order).
@@ -365,13 +372,13 @@ impl SearchIndex {
     /// missing, and replacing an index of another format, application or a damaged one.
     pub fn open(dir: &Path) -> Result<Self, SearchError> {
         let path = dir.join(INDEX_FILE);
-        let conn = schema::open_file(dir, &path)?;
+        let conn = index_file::open_file(dir, &path)?;
         Self::with_connection(conn, Some(path))
     }
 
     /// A new empty index in memory.
     pub fn open_in_memory() -> Result<Self, SearchError> {
-        let conn = schema::open_memory()?;
+        let conn = index_file::open_memory()?;
         Self::with_connection(conn, None)
     }
 
@@ -397,7 +404,7 @@ impl SearchIndex {
             return Ok(());
         };
         drop(self);
-        schema::remove_index_files(&path)
+        index_file::remove_index_files(&path)
     }
 
     /// Reads the text a compaction moved into the blob store at `dir` back, so that it is
@@ -433,7 +440,7 @@ impl SearchIndex {
             .query_row("PRAGMA data_version", [], |r| r.get(0))
             .map_err(|e| self.sql_error(e))?;
         if version != inner.data_version {
-            inner.files = schema::read_stamps(&inner.conn).map_err(|e| self.sql_error(e))?;
+            inner.files = file_rows::read_stamps(&inner.conn).map_err(|e| self.sql_error(e))?;
             inner.data_version = version;
         }
         Ok(())
@@ -486,7 +493,7 @@ impl SearchIndex {
         query: &Query,
         filters: &Filters,
     ) -> Result<(UpdateReport, Vec<Hit>), SearchError> {
-        let run = |conn: &Connection| schema::run_search(conn, query, filters);
+        let run = |conn: &Connection| matches::run_search(conn, query, filters);
         let (report, early) = self.update_dirs_while(dirs, threads, progress, &run)?;
         let hits = self.recovering(|| self.search_once(query, filters, early.clone()))?;
         Ok((report, hits))
@@ -505,7 +512,7 @@ impl SearchIndex {
         let dirs = distinct(dirs);
         self.recovering(|| {
             let mut inner = self.inner.lock();
-            let last = schema::read_listing(&inner.conn).map_err(|e| self.sql_error(e))?;
+            let last = saved_listing::read_listing(&inner.conn).map_err(|e| self.sql_error(e))?;
             let (look, answer) =
                 scan::look_while(&dirs, last.as_ref(), threads, || during(&inner.conn));
             let answer = answer.map_err(|e| self.sql_error(e))?;
@@ -514,7 +521,10 @@ impl SearchIndex {
                     if look.versions_differ(last) {
                         // Only whether a directory's version is trusted changed. Recording it
                         // is for the next check's speed: a failure loses nothing.
-                        let _ = schema::replace_listing(&inner.conn, &look.listing_of_same(last));
+                        let _ = saved_listing::replace_listing(
+                            &inner.conn,
+                            &look.listing_of_same(last),
+                        );
                     }
                     let report = UpdateReport {
                         unchanged: look.len(),
@@ -526,7 +536,7 @@ impl SearchIndex {
             let report = self.update_found(&mut inner, &look.found(), threads, progress)?;
             if report.failed.is_empty() {
                 // For the next check's speed, as above.
-                let _ = schema::write_listing(
+                let _ = saved_listing::write_listing(
                     &inner.conn,
                     &look,
                     last.as_ref(),
@@ -542,14 +552,14 @@ impl SearchIndex {
     /// runs `op` again on it.
     fn recovering<T>(&self, op: impl Fn() -> Result<T, SearchError>) -> Result<T, SearchError> {
         match op() {
-            Err(SearchError::Sqlite { source, .. }) if schema::is_corrupt(&source) => {
+            Err(SearchError::Sqlite { source, .. }) if index_file::is_corrupt(&source) => {
                 let Some(path) = &self.path else {
                     return Err(self.sql_error(source));
                 };
                 let mut inner = self.inner.lock();
                 // The old connection must be closed before its files are removed.
                 inner.conn = Connection::open_in_memory().map_err(|e| self.sql_error(e))?;
-                inner.conn = schema::recreate(path)?;
+                inner.conn = index_file::recreate(path)?;
                 inner.files.clear();
                 inner.data_version = -1;
                 drop(inner);
@@ -733,7 +743,7 @@ impl SearchIndex {
         loop {
             let hits = match first.take() {
                 Some(hits) => hits,
-                None => schema::run_search(&inner.conn, query, filters)
+                None => matches::run_search(&inner.conn, query, filters)
                     .map_err(|e| self.sql_error(e))?,
             };
             let mut stale = Vec::new();
@@ -812,7 +822,7 @@ mod tests {
             index.update_dirs(&dirs, 1, &|_| {}).unwrap().changes.len(),
             3
         );
-        let before = schema::read_listing(&index.inner.lock().conn)
+        let before = saved_listing::read_listing(&index.inner.lock().conn)
             .unwrap()
             .unwrap();
 
@@ -830,10 +840,10 @@ mod tests {
         assert_eq!(report.changes.len(), 1);
 
         let inner = index.inner.lock();
-        let after = schema::read_listing(&inner.conn)
+        let after = saved_listing::read_listing(&inner.conn)
             .unwrap()
             .expect("the listing agrees with the index after the update");
-        let stamps = schema::read_stamps(&inner.conn).unwrap();
+        let stamps = file_rows::read_stamps(&inner.conn).unwrap();
         let (now, ()) = scan::look_while(&dirs, None, 1, || ());
         let writes = now.patches(&before, &stamps).unwrap();
         assert_eq!(writes.len(), 1, "one stat changed: {writes:?}");

@@ -23,7 +23,7 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
 /// What the ranking needs of one document.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Counts {
     /// Occurrences of each term (a substring query has one).
     pub tf: Vec<u32>,

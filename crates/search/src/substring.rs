@@ -285,7 +285,7 @@ impl Hasher for Digest {
 
 #[cfg(test)]
 mod tests {
-    use super::super::schema::open_memory;
+    use super::super::index_file::open_memory;
     use super::*;
 
     #[test]
@@ -389,7 +389,7 @@ mod tests {
 
 #[cfg(test)]
 mod properties {
-    use super::super::schema::open_memory;
+    use super::super::index_file::open_memory;
     use super::super::snippet::contains_folded;
     use super::super::words::index_text;
     use super::*;

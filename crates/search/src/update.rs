@@ -9,8 +9,9 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::ahead::{Ahead, Closer, AHEAD_BYTES};
 use super::append::{append, Appended};
+use super::file_rows::{load_state, path_bytes};
 use super::prepare::{prepare, Batch, Prepared, Row, SessionFacts, Stat};
-use super::schema::{load_state, path_bytes, set_cache, CacheFor};
+use super::schema::{set_cache, CacheFor};
 use super::substring::{add_terms, Known};
 use super::{Change, FileState, Inner, Progress, SessionChange, UpdateReport};
 use gjcfs_engine::load::{LoadError, ReadMark};

@@ -1,0 +1,87 @@
+//! The `files` table's rows: the state of each indexed file and the stamps of all.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, Row};
+
+use super::{FileState, Stamp, Stamps, Stat};
+use gjcfs_engine::load::ReadMark;
+use gjcfs_engine::storage::{path_from_bytes, path_to_bytes, FileId};
+
+pub fn path_of(bytes: &[u8]) -> PathBuf {
+    path_from_bytes(bytes).into_owned()
+}
+
+pub fn path_bytes(path: &Path) -> &[u8] {
+    path_to_bytes(path)
+}
+
+/// Columns of `files` read into a [`FileState`], in this order.
+pub const FILE_COLUMNS: &str = "id, dev, ino, len, mtime_ns, mark_end, mark_newlines, mark_tail, \
+     patches_apply, incremental, next_seq, leaf_seq, leaf_id";
+
+pub fn file_state(row: &Row, at: usize) -> rusqlite::Result<FileState> {
+    let stat = Stat {
+        dev: row.get::<_, i64>(at + 1)? as u64,
+        ino: row.get::<_, i64>(at + 2)? as u64,
+        len: row.get::<_, i64>(at + 3)? as u64,
+        mtime_ns: row.get(at + 4)?,
+    };
+    let mark = match row.get::<_, Option<i64>>(at + 5)? {
+        Some(end) => Some(ReadMark {
+            id: FileId {
+                dev: stat.dev,
+                ino: stat.ino,
+            },
+            end: end as u64,
+            newlines: row.get::<_, i64>(at + 6)? as usize,
+            tail: row.get(at + 7)?,
+            patches_apply: row.get(at + 8)?,
+        }),
+        None => None,
+    };
+    let leaf = match (row.get::<_, Option<i64>>(at + 11)?, row.get(at + 12)?) {
+        (Some(seq), Some(id)) => Some((seq, id)),
+        _ => None,
+    };
+    Ok(FileState {
+        id: row.get(at)?,
+        stat,
+        mark,
+        incremental: row.get(at + 9)?,
+        next_seq: row.get(at + 10)?,
+        leaf,
+    })
+}
+
+/// The state of file `id`.
+pub fn load_state(conn: &Connection, id: i64) -> rusqlite::Result<FileState> {
+    conn.prepare_cached(&format!("SELECT {FILE_COLUMNS} FROM files WHERE id = ?1"))?
+        .query_row([id], |r| file_state(r, 0))
+}
+
+/// The stamp of every indexed file, read from the `files_stamp` index alone.
+pub fn read_stamps(conn: &Connection) -> rusqlite::Result<Stamps> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT path, id, dev, ino, len, mtime_ns FROM files INDEXED BY files_stamp",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut stamps = Stamps::default();
+    while let Some(row) = rows.next()? {
+        let stat = Stat {
+            dev: row.get::<_, i64>(2)? as u64,
+            ino: row.get::<_, i64>(3)? as u64,
+            len: row.get::<_, i64>(4)? as u64,
+            mtime_ns: row.get(5)?,
+        };
+        let path = path_from_bytes(row.get_ref(0)?.as_blob()?);
+        stamps.insert(
+            &path,
+            Stamp {
+                id: row.get(1)?,
+                stat,
+            },
+        );
+    }
+    Ok(stamps)
+}

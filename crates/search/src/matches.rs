@@ -1,0 +1,164 @@
+//! Running a query: where its matches come from, the SQL that selects them under the
+//! filters, and the two rankers that pick the best ([`super::by_bm25`], [`super::in_window`]).
+
+use rusqlite::{types::Value as Sql, Connection, Row};
+
+use super::by_bm25::ranked_by_bm25;
+use super::file_rows::path_of;
+use super::in_window::ranked_in_window;
+use super::query::{words_match, Query};
+use super::rank::COMMON_FROM;
+use super::snippet::Snippet;
+use super::substring::{self, Candidates};
+use super::{Filters, Hit, Stat};
+
+/// The hits of a query, best first, with their snippets, each with the stat its file was
+/// indexed at.
+///
+/// A query with at most [`COMMON_FROM`] matches (or the limit, if larger) is ranked by
+/// FTS5's bm25 over all of them ([`ranked_by_bm25`]); one with more, over the window of
+/// its newest matches ([`super::rank`]). The newest matches are read first, which costs
+/// no scoring: whether there are more than the window tells which.
+pub fn run_search(
+    conn: &Connection,
+    query: &Query,
+    filters: &Filters,
+) -> rusqlite::Result<Vec<(Hit, Stat)>> {
+    let source = match query {
+        Query::Terms(terms) => Source::Words(words_match(terms)),
+        Query::Substring(needle) => match substring::candidates(conn, needle)? {
+            Candidates::Matching(expr) => Source::Words(expr),
+            Candidates::Every => Source::Every,
+            Candidates::None => return Ok(Vec::new()),
+        },
+    };
+    let matches = Matches::of(&source, filters);
+    let window = COMMON_FROM.max(filters.limit);
+    match ranked_in_window(conn, query, filters, window, &matches)? {
+        Some(hits) => Ok(hits),
+        None => ranked_by_bm25(conn, query, filters, &matches),
+    }
+}
+
+/// Where a query's matches come from.
+enum Source {
+    /// The documents matching this FTS5 expression over the word index.
+    Words(String),
+    /// Every document with text (a substring that names no words to narrow by).
+    Every,
+}
+
+/// A query's matches as SQL: documents `d` of files `f` under the filters.
+pub(super) struct Matches {
+    /// `FROM … WHERE …`.
+    pub(super) from: String,
+    pub(super) params: Vec<Sql>,
+    /// The column that numbers matches in the order they were indexed.
+    pub(super) order: &'static str,
+    /// The relevance of a match (lower is better).
+    pub(super) score: &'static str,
+}
+
+impl Matches {
+    fn of(source: &Source, filters: &Filters) -> Matches {
+        let (mut from, mut params, order, score) = match source {
+            Source::Words(expr) => (
+                "FROM words JOIN docs d ON d.id = words.rowid JOIN files f ON f.id = d.file \
+                 WHERE words MATCH ?"
+                    .to_owned(),
+                vec![Sql::Text(expr.clone())],
+                "words.rowid",
+                "bm25(words)",
+            ),
+            Source::Every => (
+                "FROM docs d JOIN files f ON f.id = d.file WHERE d.text IS NOT NULL".to_owned(),
+                Vec::new(),
+                "d.id",
+                "0.0",
+            ),
+        };
+        if let Some(cwd) = &filters.cwd {
+            from.push_str(" AND f.cwd = ?");
+            params.push(Sql::Text(cwd.clone()));
+        }
+        if let Some(since) = filters.since_ms {
+            from.push_str(" AND d.time_ms >= ?");
+            params.push(Sql::Integer(since));
+        }
+        if let Some(until) = filters.until_ms {
+            from.push_str(" AND d.time_ms < ?");
+            params.push(Sql::Integer(until));
+        }
+        if let Some(role) = filters.role {
+            let kinds = role.kinds();
+            from.push_str(&format!(
+                " AND d.kind IN ({})",
+                vec!["?"; kinds.len()].join(",")
+            ));
+            params.extend(kinds.iter().map(|k| Sql::Text((*k).to_owned())));
+        }
+        // Only the live copy of a session that is in several files (a legacy session and
+        // its managed copy): the newest by mtime (in ms), then the first by path (as bytes), as
+        // `discovery::keep_live_copies` keeps it.
+        from.push_str(
+            " AND NOT EXISTS (SELECT 1 FROM files g WHERE g.session_id = f.session_id \
+             AND g.id != f.id AND (g.mtime_ns / 1000000 > f.mtime_ns / 1000000 \
+             OR (g.mtime_ns / 1000000 = f.mtime_ns / 1000000 AND g.path < f.path)))",
+        );
+        if let Some(prefix) = &filters.session {
+            from.push_str(" AND substr(f.session_id, 1, ?) = ?");
+            params.push(Sql::Integer(prefix.chars().count() as i64));
+            params.push(Sql::Text(prefix.clone()));
+        }
+        Matches {
+            from,
+            params,
+            order,
+            score,
+        }
+    }
+}
+
+pub(super) fn sql_count(n: usize) -> i64 {
+    n.min(i64::MAX as usize) as i64
+}
+
+/// The columns of a hit, after its id and score.
+pub(super) const HIT_COLUMNS: &str =
+    "f.path, f.session_id, f.title, f.cwd, d.entry_id, d.entry_type, \
+     d.kind, d.time_ms, d.on_leaf, d.text, f.dev, f.ino, f.len, f.mtime_ns, f.first_prompt";
+
+/// Where a word query's window has each row's [`instances::FUNCTION`]: after the document's
+/// id and the 15 [`HIT_COLUMNS`].
+pub(super) const COUNTS_AT: usize = 16;
+
+/// A hit from a row holding [`HIT_COLUMNS`] from column `at` on, and the stat its file was
+/// indexed at.
+pub(super) fn hit_of(
+    row: &Row,
+    at: usize,
+    score: f64,
+    snippet: Snippet,
+) -> rusqlite::Result<(Hit, Stat)> {
+    let stat = Stat {
+        dev: row.get::<_, i64>(at + 10)? as u64,
+        ino: row.get::<_, i64>(at + 11)? as u64,
+        len: row.get::<_, i64>(at + 12)? as u64,
+        mtime_ns: row.get(at + 13)?,
+    };
+    let hit = Hit {
+        path: path_of(&row.get::<_, Vec<u8>>(at)?),
+        session_id: row.get(at + 1)?,
+        title: row.get(at + 2)?,
+        cwd: row.get(at + 3)?,
+        entry_id: row.get(at + 4)?,
+        entry_type: row.get(at + 5)?,
+        kind: row.get(at + 6)?,
+        time_ms: row.get(at + 7)?,
+        on_leaf_path: row.get(at + 8)?,
+        first_prompt: row.get(at + 14)?,
+        score,
+        snippet,
+    };
+    Ok((hit, stat))
+}
