@@ -1,22 +1,18 @@
-//! `gjcfs mount MOUNTPOINT`: serves the session store through FUSE in the foreground until
-//! Ctrl-C, SIGTERM or SIGHUP (or an outside unmount), then unmounts and closes every session.
-//!
-//! On a signal, writes are refused at once, the mount is detached (lazily if files are
-//! open) and the server waits a moment for the open files to close; then every session is
-//! flushed and closed and the process exits, which ends the connection of a detached mount
-//! that some process still holds a file of.
+//! `gjcfs mount MOUNTPOINT`: checks the store and the mountpoint, mounts, shows the first
+//! listing's progress and serves the session store through FUSE in the foreground until
+//! Ctrl-C, SIGTERM or SIGHUP (or an outside unmount); how a served mount stops is
+//! `gjcfs_fuse::serve`'s.
 //!
 //! Unix only; Windows mounts through Dokan (`mount_windows.rs`).
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::{mpsc, OnceLock};
-use std::time::Duration;
-use std::time::Instant;
+use std::sync::OnceLock;
 
 use anyhow::Context;
 use anyhow::{bail, Result};
+use gjcfs_engine::agent_dir::AgentDirs;
 use gjcfs_fuse::lifecycle;
 use gjcfs_vfs::{SessionSource, Vfs, VfsConfig};
 
@@ -85,11 +81,6 @@ const LISTING_PROGRESS_FROM: usize = 2000;
 const MAX_LOADED: usize = 64;
 /// Threads serving kernel requests (Linux; one elsewhere).
 const SERVER_THREADS: usize = if cfg!(target_os = "linux") { 4 } else { 1 };
-/// How often loaded sessions are checked for changes made outside the mount.
-const POLL_EVERY: Duration = Duration::from_millis(500);
-/// How long a stopping server waits for the files still open on its detached mount to be
-/// closed before it ends the connection.
-const CLOSE_PATIENCE: Duration = Duration::from_secs(2);
 
 pub struct Options<'a> {
     pub agent_dir: Option<&'a Path>,
@@ -107,7 +98,6 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         allow_other,
         allow_empty,
     } = options;
-    let mut say = |message: String| tracing::info!("{message}");
     let dirs = super::agent::agent_dirs(agent_dir)?;
     let source = match session_dir {
         Some(dir) => SessionSource::Dir(dir.to_owned()),
@@ -117,49 +107,11 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
     lifecycle::check_fuse_installed()?;
     super::agent::check_store(&dirs, session_dir, allow_empty)?;
-    let mut store = vec![
-        ("the agent directory", dirs.agent_dir().to_owned()),
-        ("the sessions directory", dirs.sessions_root()),
-        ("the blob store", dirs.blob_dir()),
-    ];
-    if let Some(dir) = dirs.history_db().parent() {
-        store.push(("the prompt history's directory", dir.to_owned()));
-    }
-    if let Some(dir) = session_dir {
-        store.push(("the session directory", dir.to_owned()));
-    }
-    lifecycle::refuse_overlap(&mountpoint, &store)?;
-    lifecycle::clear_stale_mount(&mountpoint, &mut say)?;
-    if !mountpoint.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&mountpoint)
-            .with_context(|| format!("{}: cannot create the mountpoint", mountpoint.display()))?;
-    }
-    if !mountpoint.is_dir() {
-        bail!("{}: not a directory", mountpoint.display());
-    }
-    let occupied = std::fs::read_dir(&mountpoint)
-        .with_context(|| format!("{}: cannot read the mountpoint", mountpoint.display()))?
-        .next()
-        .is_some();
-    if occupied {
-        bail!(
-            "{}: not empty (a mount would hide what it holds); choose an empty directory",
-            mountpoint.display()
-        );
-    }
+    prepare_mountpoint(&mountpoint, &dirs, session_dir)?;
 
     // Signals are taken by one thread with sigwait; blocked before any other thread starts
     // so every thread inherits the mask.
     let signals = lifecycle::block_termination_signals()?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        if let Some(name) = lifecycle::wait_for_signal(&signals) {
-            let _ = tx.send(name);
-        }
-    });
 
     let vfs = Arc::new(Vfs::new(VfsConfig {
         source,
@@ -204,69 +156,64 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         if read_only { " (read-only)" } else { "" }
     );
 
-    let mut polled = Instant::now();
-    let signalled = loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(name) => break Some(name),
-            Err(mpsc::RecvTimeoutError::Timeout) if !session.is_finished() => {
-                if polled.elapsed() >= POLL_EVERY {
-                    vfs.poll_outside_changes();
-                    polled = Instant::now();
-                }
-                for notice in vfs.take_notices() {
-                    tracing::warn!("{notice}");
-                }
-            }
-            Err(_) => break None,
-        }
-    };
-    let served = match signalled {
-        Some(name) => {
-            // Nothing written from now on reaches a session.
-            vfs.stop_writes();
-            tracing::info!("{name}: writes refused from now on; unmounting");
-            // Unmount ourselves (on Linux, fuser's own unmount only closes the auto_unmount
-            // socket and relies on a fusermount3 watcher being alive); the session thread then
-            // ends, once the last file open on a detached mount is closed.
-            lifecycle::unmount(&mountpoint, &mut say);
-            let started = Instant::now();
-            while !session.is_finished() && started.elapsed() < CLOSE_PATIENCE {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if session.is_finished() {
-                Some(ended_after_unmount(session.join()))
-            } else {
-                // The exit closes the device, which ends the connection: the files still
-                // open fail from then on (ENOTCONN).
-                tracing::warn!("files are still open on the detached mount; ending its connection");
-                None
-            }
-        }
-        None => Some(session.join()),
-    };
-    let failures = vfs.close_all();
-    for (sid, reason) in &failures {
+    let ended = gjcfs_fuse::serve(&vfs, &mountpoint, session, signals);
+    for (sid, reason) in &ended.unclosed {
         tracing::error!("session {}: {reason}", terminal_safe(sid));
     }
-    if let Some(served) = served {
-        served.context("the filesystem session failed")?;
+    if let Some(failure) = ended.failure {
+        return Err(failure).context("the filesystem session failed");
     }
-    if !failures.is_empty() {
-        bail!("{} session(s) could not be closed cleanly", failures.len());
+    if !ended.unclosed.is_empty() {
+        bail!(
+            "{} session(s) could not be closed cleanly",
+            ended.unclosed.len()
+        );
     }
     tracing::info!("unmounted {}", mountpoint.display());
     Ok(())
 }
 
-/// The end of a session this server unmounted itself: the kernel may end the connection by
-/// aborting it once the last open file is closed, which the session reports as
-/// "connection aborted" — that is the end asked for, not a failure (every line written
-/// before the close was applied when the file was released).
-fn ended_after_unmount(ended: std::io::Result<()>) -> std::io::Result<()> {
-    match ended {
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => Ok(()),
-        other => other,
+/// Makes `mountpoint` ready to be mounted on: outside the store and not around it, no
+/// dead mount left on it, created (0700) when missing, an empty directory.
+fn prepare_mountpoint(
+    mountpoint: &Path,
+    dirs: &AgentDirs,
+    session_dir: Option<&Path>,
+) -> Result<()> {
+    let mut store = vec![
+        ("the agent directory", dirs.agent_dir().to_owned()),
+        ("the sessions directory", dirs.sessions_root()),
+        ("the blob store", dirs.blob_dir()),
+    ];
+    if let Some(dir) = dirs.history_db().parent() {
+        store.push(("the prompt history's directory", dir.to_owned()));
     }
+    if let Some(dir) = session_dir {
+        store.push(("the session directory", dir.to_owned()));
+    }
+    lifecycle::refuse_overlap(mountpoint, &store)?;
+    lifecycle::clear_stale_mount(mountpoint, &mut |message| tracing::info!("{message}"))?;
+    if !mountpoint.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(mountpoint)
+            .with_context(|| format!("{}: cannot create the mountpoint", mountpoint.display()))?;
+    }
+    if !mountpoint.is_dir() {
+        bail!("{}: not a directory", mountpoint.display());
+    }
+    let occupied = std::fs::read_dir(mountpoint)
+        .with_context(|| format!("{}: cannot read the mountpoint", mountpoint.display()))?
+        .next()
+        .is_some();
+    if occupied {
+        bail!(
+            "{}: not empty (a mount would hide what it holds); choose an empty directory",
+            mountpoint.display()
+        );
+    }
+    Ok(())
 }
 
 /// `gjcfs umount MOUNTPOINT`: unmounts (Linux: `fusermount3 -u`; macOS: `unmount(2)`); the
@@ -275,18 +222,4 @@ pub fn umount(mountpoint: &Path) -> Result<()> {
     let mountpoint = std::path::absolute(mountpoint)
         .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
     Ok(lifecycle::umount(&mountpoint)?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::{Error, ErrorKind};
-
-    #[test]
-    fn an_aborted_connection_after_our_unmount_is_the_end_asked_for() {
-        assert!(ended_after_unmount(Ok(())).is_ok());
-        assert!(ended_after_unmount(Err(Error::from(ErrorKind::ConnectionAborted))).is_ok());
-        let other = ended_after_unmount(Err(Error::from(ErrorKind::InvalidData)));
-        assert_eq!(other.unwrap_err().kind(), ErrorKind::InvalidData);
-    }
 }

@@ -8,6 +8,7 @@
 #![cfg(unix)]
 
 pub mod lifecycle;
+mod serve;
 
 use std::ffi::OsStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -21,6 +22,8 @@ use fuser::{
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, SessionACL,
     TimeOrNow, WriteFlags,
 };
+pub use serve::{serve, Ended, CLOSE_PATIENCE, POLL_EVERY};
+
 use gjcfs_vfs::{
     Attr, Caching, DirEntry, Invalidator, IoCause, NamespaceChange, NodeKind, OpenMode, Part, Vfs,
     VfsError,
