@@ -7,7 +7,8 @@ use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 use gjcfs::vfs::{
-    NamespaceChange, NodeKind, OpenMode, SessionSource, Vfs, VfsConfig, VfsError, ROOT_INO,
+    AttrChange, NamespaceChange, NodeKind, OpenMode, SessionSource, Vfs, VfsConfig, VfsError,
+    ROOT_INO,
 };
 
 fn message(role: &str, text: &str) -> Value {
@@ -15,6 +16,22 @@ fn message(role: &str, text: &str) -> Value {
         r#"{{"role":"{role}","content":"{text}","provider":"p","model":"m","timestamp":1}}"#
     ))
     .unwrap()
+}
+
+/// A truncation to `size`.
+fn size(size: u64) -> AttrChange {
+    AttrChange {
+        size: Some(size),
+        others: false,
+    }
+}
+
+/// A change of mode, owner or times.
+fn others() -> AttrChange {
+    AttrChange {
+        size: None,
+        others: true,
+    }
 }
 
 /// A managed session with q → a → q2, and its ids.
@@ -291,10 +308,28 @@ fn everything_else_is_refused() {
     assert_eq!(v.open(header, write), Err(VfsError::AccessDenied));
     assert_eq!(v.open(sdir, write), Err(VfsError::IsADirectory));
     assert_eq!(
-        v.set_size(header, None, 0, None),
+        v.set_attr(header, None, size(0), None),
         Err(VfsError::AccessDenied)
     );
-    assert_eq!(v.set_other_attr(header), Err(VfsError::NotPermitted));
+    assert_eq!(
+        v.set_attr(header, None, others(), None),
+        Err(VfsError::NotPermitted)
+    );
+    // Nothing asked changes nothing: the attributes as they are.
+    assert_eq!(
+        v.set_attr(header, None, AttrChange::default(), None),
+        v.getattr(header)
+    );
+    // A size with anything else is refused as a whole, even where the size alone is taken.
+    let leaf = v.lookup(sdir, "leaf").unwrap().ino;
+    let both = AttrChange {
+        size: Some(0),
+        others: true,
+    };
+    assert_eq!(
+        v.set_attr(leaf, None, both, None),
+        Err(VfsError::NotPermitted)
+    );
     assert_eq!(
         v.change_namespace(sdir, NamespaceChange::Remove),
         VfsError::NotPermitted
@@ -312,7 +347,10 @@ fn everything_else_is_refused() {
     let sdir = session_ino(&ro, &sid);
     let leaf = ro.lookup(sdir, "leaf").unwrap().ino;
     assert_eq!(ro.open(leaf, write), Err(VfsError::ReadOnly));
-    assert_eq!(ro.set_size(leaf, None, 0, None), Err(VfsError::ReadOnly));
+    assert_eq!(
+        ro.set_attr(leaf, None, size(0), None),
+        Err(VfsError::ReadOnly)
+    );
     assert_eq!(
         ro.change_namespace(sdir, NamespaceChange::Rename),
         VfsError::ReadOnly
@@ -914,7 +952,7 @@ fn only_the_owner_and_root_may_write() {
     };
     assert_eq!(v.open(leaf, as_user(1001)), Err(VfsError::AccessDenied));
     assert_eq!(
-        v.set_size(leaf, None, 0, Some(1001)),
+        v.set_attr(leaf, None, size(0), Some(1001)),
         Err(VfsError::AccessDenied)
     );
     for uid in [1000, 0] {

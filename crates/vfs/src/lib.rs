@@ -103,16 +103,19 @@ mod lookup;
 mod navigation;
 mod nodes;
 mod paths;
+mod reads;
 mod search;
 mod sessions;
 mod shapes;
 mod snapshots;
 mod store_usage;
+mod writes;
 
 pub use gjcfs_engine::io_cause::IoCause;
 pub use handles::{Part, LEAF_MAX, LINE_MAX, PENDING_MAX};
 pub use layout::{label_file_name, safe_session_name};
 pub use store_usage::StoreFile;
+pub use writes::AttrChange;
 
 pub use fs::{Caching, Invalidator, NamespaceChange, Opened, Summary, Vfs, VfsConfig};
 pub use inode::{Node, ROOT_INO};

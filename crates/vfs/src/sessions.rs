@@ -392,7 +392,7 @@ impl Vfs {
     /// views follow the agent's writes even when nobody asks the model.
     pub fn poll_outside_changes(&self) {
         self.search.reindex_changed();
-        self.apply_pending_resets(super::fs::RESET_GRACE);
+        self.apply_pending_resets(super::writes::RESET_GRACE);
         let slots: Vec<(String, Arc<Slot>)> = {
             let cache = self.cache.lock();
             cache

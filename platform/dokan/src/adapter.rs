@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gjcfs_vfs::{Attr, NamespaceChange, NodeKind, OpenMode, Vfs, VfsError, LEAF_MAX};
+use gjcfs_vfs::{Attr, AttrChange, NamespaceChange, NodeKind, OpenMode, Vfs, VfsError, LEAF_MAX};
 use parking_lot::Mutex;
 
 use crate::names;
@@ -341,8 +341,12 @@ impl Adapter {
             Content::Dir => return Err(STATUS_FILE_IS_A_DIRECTORY),
             Content::Link(_) => return Err(STATUS_ACCESS_DENIED),
         };
+        let change = AttrChange {
+            size: Some(size),
+            others: false,
+        };
         self.vfs
-            .set_size(handle.ino, fh, size, None)
+            .set_attr(handle.ino, fh, change, None)
             .map(drop)
             .map_err(|e| to_ntstatus(&e))
     }
@@ -359,11 +363,12 @@ impl Adapter {
     /// A change of attributes, times or security: nothing to do when nothing changes, else
     /// the model's refusal.
     pub fn set_other(&self, handle: &Handle, changes: bool) -> Result<(), NtStatus> {
-        if !changes {
-            return Ok(());
-        }
+        let change = AttrChange {
+            size: None,
+            others: changes,
+        };
         self.vfs
-            .set_other_attr(handle.ino)
+            .set_attr(handle.ino, None, change, None)
             .map(drop)
             .map_err(|e| to_ntstatus(&e))
     }

@@ -25,8 +25,8 @@ use fuser::{
 pub use serve::{serve, Ended, CLOSE_PATIENCE, POLL_EVERY};
 
 use gjcfs_vfs::{
-    Attr, Caching, DirEntry, Invalidator, IoCause, NamespaceChange, NodeKind, OpenMode, Part, Vfs,
-    VfsError,
+    Attr, AttrChange, Caching, DirEntry, Invalidator, IoCause, NamespaceChange, NodeKind, OpenMode,
+    Part, Vfs, VfsError,
 };
 
 /// How long the kernel keeps the attributes and name of a node that changes (leaf,
@@ -425,17 +425,17 @@ impl Filesystem for FuseAdapter {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let other = mode.is_some() || uid.is_some() || gid.is_some();
-        let times = atime.is_some() || mtime.is_some();
-        let result = call("setattr", ino.0, || match size {
-            _ if other => self.vfs.set_other_attr(ino.0),
-            Some(size) => self
-                .vfs
-                .set_size(ino.0, fh.map(|f| f.0), size, Some(req.uid())),
-            // Times alone (touch on an open file, the kernel's own updates) change
-            // nothing in the model; the data's times stay authoritative.
-            None if times => self.vfs.set_other_attr(ino.0),
-            None => self.vfs.getattr(ino.0),
+        let change = AttrChange {
+            size,
+            others: mode.is_some()
+                || uid.is_some()
+                || gid.is_some()
+                || atime.is_some()
+                || mtime.is_some(),
+        };
+        let result = call("setattr", ino.0, || {
+            self.vfs
+                .set_attr(ino.0, fh.map(|f| f.0), change, Some(req.uid()))
         });
         match result {
             Ok(a) => reply.attr(self.ttl(&a), &self.attr(&a)),
