@@ -32,7 +32,7 @@ pub(super) fn check_blobs(
         Err(e) => return Err(e),
     };
     if !entries.is_empty() || storage.exists(dir) {
-        super::store::privacy_of(storage, dir, true, report);
+        super::privacy::privacy_of(storage, dir, true, report);
     }
     let mut present = std::collections::BTreeSet::new();
     for (path, kind) in entries {
@@ -85,7 +85,7 @@ fn check_blob(
     referenced: &BTreeMap<String, PathBuf>,
     report: &mut Report,
 ) {
-    super::store::privacy_of(storage, path, false, report);
+    super::privacy::privacy_of(storage, path, false, report);
     match storage.read(path) {
         Ok(bytes) => {
             let actual = sha256_hex(&bytes);

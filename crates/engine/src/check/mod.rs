@@ -25,6 +25,7 @@
 //! person, and the report says what to do.
 
 mod blobs;
+mod privacy;
 mod repair;
 mod report;
 mod store;

@@ -6,14 +6,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::privacy::privacy_of;
 use super::{blobs, CheckProgress, CheckTarget, Repair, Report, Severity};
 use crate::blob::{is_valid_hash, BLOB_REF_PREFIX};
 use crate::discovery::is_transcript_name;
 use crate::legacy::{lock_state, LockState};
-use crate::load::{build_session, load_entries_from_storage, LoadError, LoadStatus};
+use crate::load::{build_session, load_entries_from_storage, LoadError, LoadStatus, LoadedEntries};
 use crate::manager::temp_file_unused;
 use crate::manager::{backup_primary, find_torn_tail, is_legacy_dir_name, temp_file_primary};
 use crate::scope::{check_scope_binding, read_binding, BINDING_FILE, INTERNAL_DIR};
+use crate::session::Session;
 use crate::storage::{EntryKind, SessionStorage};
 
 /// What kind of directory a transcript lives in.
@@ -272,85 +274,6 @@ fn check_internal(storage: &dyn SessionStorage, internal: &Path, report: &mut Re
     }
 }
 
-/// Owner-only checks of a managed file or directory: a wrong mode is restored by a repair
-/// (the file is ours and of the right kind), everything else is left.
-pub(super) fn privacy_of(
-    storage: &dyn SessionStorage,
-    path: &Path,
-    dir: bool,
-    report: &mut Report,
-) {
-    let stat = match storage.lstat(path) {
-        Ok(stat) => stat,
-        Err(e) => {
-            report.add(
-                Severity::Error,
-                "unreadable",
-                path,
-                format!("cannot look at it: {e}"),
-                None,
-            );
-            return;
-        }
-    };
-    let refused = "the agent and gjcfs refuse it until it is put right";
-    let want_kind = if dir { EntryKind::Dir } else { EntryKind::File };
-    if stat.kind != want_kind {
-        let what = format!(
-            "not a {}: {refused}",
-            if dir { "directory" } else { "regular file" }
-        );
-        report.add(Severity::Error, "unsafe_file", path, what, None);
-        return;
-    }
-    if stat.owner != storage.user() {
-        let what = format!("owned by uid {}, not by this user: {refused}", stat.owner);
-        report.add(Severity::Error, "foreign_owner", path, what, None);
-        return;
-    }
-    let want = if dir { 0o700 } else { 0o600 };
-    if stat.mode != want {
-        let what = format!(
-            "mode {:o}, not {want:o}: {}",
-            stat.mode,
-            if stat.mode & 0o077 != 0 {
-                "other users may read it, and the agent and gjcfs refuse it"
-            } else {
-                "the agent and gjcfs refuse it"
-            }
-        );
-        let repair = Repair::RestoreMode {
-            from: stat.mode,
-            to: want,
-        };
-        report.add(Severity::Warning, "wide_mode", path, what, Some(repair));
-    }
-    if !dir && stat.links > 1 {
-        let what = format!(
-            "{} hard links: another name shares its bytes; {refused}",
-            stat.links
-        );
-        report.add(Severity::Error, "unsafe_file", path, what, None);
-    }
-    match storage.has_acl(path) {
-        Ok(false) => {}
-        Ok(true) => report.add(
-            Severity::Error,
-            "unsafe_file",
-            path,
-            format!("it carries an ACL that may let others in: {refused}"),
-            None,
-        ),
-        Err(e) => report.add(
-            Severity::Warning,
-            "unreadable",
-            path,
-            format!("its ACL cannot be read ({e}): the agent and gjcfs refuse it"),
-            None,
-        ),
-    }
-}
-
 /// One transcript: privacy (managed), whether it loads, its lines, its tree, its blobs.
 fn check_transcript(
     storage: &dyn SessionStorage,
@@ -362,6 +285,33 @@ fn check_transcript(
     if place == Place::Managed {
         privacy_of(storage, path, false, report);
     }
+    let Some(loaded) = loaded_session(storage, path, report) else {
+        return;
+    };
+    seen.loadable.insert(path.to_owned());
+    report_damaged_lines(storage, path, place, &loaded, report);
+    let built = build_session(loaded.records, loaded.summaries);
+    let session = built.session;
+    report_orphans(&session, path, report);
+    let id = session.header().id().unwrap_or_default().to_owned();
+    match place {
+        Place::Managed => {
+            seen.managed_ids.insert(id, path.to_owned());
+        }
+        Place::Legacy => seen.legacy.push((path.to_owned(), id)),
+        Place::Plain => {}
+    }
+    if let Err(e) = scan_blob_refs(storage, path, &mut seen.blob_refs) {
+        report.add(Severity::Error, "unreadable", path, e.to_string(), None);
+    }
+}
+
+/// The session's entries, when it loads as a session; else what stops it is reported.
+fn loaded_session(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    report: &mut Report,
+) -> Option<LoadedEntries> {
     let loaded = match load_entries_from_storage(storage, path) {
         Ok(loaded) => loaded,
         Err(LoadError::UnsupportedVersion { version, .. }) => {
@@ -372,16 +322,16 @@ fn check_transcript(
                 format!("written by a newer agent (version {version}): gjcfs reads none of it"),
                 None,
             );
-            return;
+            return None;
         }
         Err(e) => {
             report.add(Severity::Error, "unreadable", path, e.to_string(), None);
-            return;
+            return None;
         }
     };
     match loaded.status {
-        LoadStatus::Loaded => {}
-        LoadStatus::Missing => return,
+        LoadStatus::Loaded => Some(loaded),
+        LoadStatus::Missing => None,
         LoadStatus::NotASession => {
             report.add(
                 Severity::Error,
@@ -392,10 +342,19 @@ fn check_transcript(
                     .into(),
                 None,
             );
-            return;
+            None
         }
     }
-    seen.loadable.insert(path.to_owned());
+}
+
+/// Reports lines that are not records, and a torn last line.
+fn report_damaged_lines(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    place: Place,
+    loaded: &LoadedEntries,
+    report: &mut Report,
+) {
     let ends_torn = loaded.mark.as_ref().is_some_and(|m| m.torn());
     let last_line = loaded.mark.as_ref().map_or(0, |m| m.newlines + 1);
     let mut malformed: Vec<usize> = Vec::new();
@@ -424,8 +383,10 @@ fn check_transcript(
             None,
         );
     }
-    let built = build_session(loaded.records, loaded.summaries);
-    let session = built.session;
+}
+
+/// Reports entries whose parent the session does not hold.
+fn report_orphans(session: &Session, path: &Path, report: &mut Report) {
     let mut orphans = session.entries().filter(|entry| {
         entry
             .parent_id()
@@ -450,17 +411,6 @@ fn check_transcript(
             ),
             None,
         );
-    }
-    let id = session.header().id().unwrap_or_default().to_owned();
-    match place {
-        Place::Managed => {
-            seen.managed_ids.insert(id, path.to_owned());
-        }
-        Place::Legacy => seen.legacy.push((path.to_owned(), id)),
-        Place::Plain => {}
-    }
-    if let Err(e) = scan_blob_refs(storage, path, &mut seen.blob_refs) {
-        report.add(Severity::Error, "unreadable", path, e.to_string(), None);
     }
 }
 

@@ -10,9 +10,9 @@ use crate::scope::{prepare_scope_in, verify_owner_only, INTERNAL_DIR};
 use crate::storage::{write_new_durable, EntryKind, FileId, SessionStorage};
 
 use super::artifacts::{
-    copy_artifacts, manifest, manifest_json, unpublish_dir, walk_tree, TreeEntry,
+    copy_artifacts, manifest, manifest_json, unpublish_dir, walk_tree, ManifestEntry, TreeEntry,
 };
-use super::capture::{capture, sync_dir, Stat};
+use super::capture::{capture, sync_dir, Snapshot, Stat};
 use super::listing::{inspect, revalidate, verify_existing_scope, Inspection};
 use super::lock::MigrationLock;
 use super::records::{identity_json, object, path_text, put_record, string, ScopeRecords};
@@ -214,6 +214,210 @@ struct Published {
     transcript: Option<FileId>,
 }
 
+/// Where one candidate's migration goes: its scope, its copy and its receipt.
+struct Target<'a> {
+    storage: &'a dyn SessionStorage,
+    candidate: &'a Candidate,
+    /// The scope's digest, as receipts name it.
+    scope: String,
+    scope_dir: PathBuf,
+    internal: PathBuf,
+    /// The operation's name: the receipt's and the lock's file name.
+    op: String,
+    receipt: PathBuf,
+    destination: PathBuf,
+    source_artifacts: PathBuf,
+    dest_artifacts: PathBuf,
+}
+
+/// Which parts an attempt still has to publish (an interrupted one may have published some).
+struct ToPublish {
+    transcript: bool,
+    artifacts: bool,
+}
+
+impl<'a> Target<'a> {
+    /// Prepares the scope of `ws` in `root` and names the paths of `candidate`'s copy.
+    fn prepare(
+        storage: &'a dyn SessionStorage,
+        root: &Path,
+        ws: &Workspace,
+        candidate: &'a Candidate,
+    ) -> Result<Self, LegacyError> {
+        let scope_dir = prepare_scope_in(storage, root, &ws.identity)?;
+        let internal = scope_dir.join(INTERNAL_DIR);
+        let op = candidate.operation_name();
+        let Some(file_name) = candidate.path.file_name() else {
+            return Err(why(&candidate.path, invalid_candidate, "no file name"));
+        };
+        let destination = scope_dir.join(file_name);
+        Ok(Target {
+            storage,
+            candidate,
+            scope: ws.digest(),
+            receipt: internal.join(RECEIPTS).join(format!("{op}.json")),
+            source_artifacts: artifacts_dir(&candidate.path),
+            dest_artifacts: artifacts_dir(&destination),
+            destination,
+            scope_dir,
+            internal,
+            op,
+        })
+    }
+
+    /// Whether a committed receipt already names a live copy of the candidate.
+    fn has_live_copy(&self, records: &ScopeRecords, ws: &Workspace) -> bool {
+        let Some(done) = records.committed_receipt(self.candidate) else {
+            return false;
+        };
+        done.path == self.destination
+            && match inspect(
+                self.storage,
+                &self.destination,
+                Provenance::V2,
+                &ws.identity,
+            ) {
+                Inspection::Owned(found) => {
+                    found.0.session_id == done.session_id && !records.retires(&found.0)
+                }
+                _ => false,
+            }
+    }
+
+    /// Makes the receipt's directory durable and ends the migration.
+    fn finish(
+        self,
+        lock: MigrationLock<'_>,
+        already_migrated: bool,
+    ) -> Result<MigrationOutcome, LegacyError> {
+        sync_dir(
+            self.storage,
+            self.receipt.parent().unwrap_or(&self.internal),
+        )?;
+        lock.release()?;
+        Ok(MigrationOutcome {
+            destination: self.destination,
+            receipt: self.receipt,
+            already_migrated,
+        })
+    }
+
+    /// The source's artifacts to copy, walked under the lock; none without artifacts.
+    fn artifact_plan(
+        &self,
+        lock: &mut MigrationLock,
+    ) -> Result<Option<Vec<TreeEntry>>, LegacyError> {
+        match self.storage.lstat(&self.source_artifacts) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err(&self.source_artifacts)(e)),
+            Ok(_) => Ok(Some(walk_tree(
+                self.storage,
+                &self.source_artifacts,
+                true,
+                &mut || lock.heartbeat(),
+            )?)),
+        }
+    }
+
+    /// Publishes what is missing, checks the copy and puts the committed receipt in place;
+    /// what it published is recorded in `published`.
+    fn commit(
+        &self,
+        source: &Snapshot,
+        plan: Option<&[TreeEntry]>,
+        to_publish: ToPublish,
+        lock: &mut MigrationLock,
+        published: &mut Published,
+    ) -> Result<(), LegacyError> {
+        let storage = self.storage;
+        if let (true, Some(plan)) = (to_publish.artifacts, plan) {
+            lock.assert_owned()?;
+            published.artifacts = Some(copy_artifacts(
+                storage,
+                &self.source_artifacts,
+                plan,
+                &self.scope_dir,
+                &self.dest_artifacts,
+                &self.op,
+                lock,
+            )?);
+        }
+        if to_publish.transcript {
+            lock.assert_owned()?;
+            published.transcript = Some(publish_file(
+                storage,
+                &self.scope_dir,
+                &self.destination,
+                &source.bytes,
+            )?);
+        }
+        let copy = self.checked_copy(&source.sha256)?;
+        let entries = plan.map(manifest).unwrap_or_default();
+        let value = self.receipt_json(&lock.record.attempt_id, &copy, &entries);
+        lock.assert_owned()?;
+        put_record(storage, &self.receipt, &value)
+    }
+
+    /// The published copy's identity, once it reads back as the source's bytes and is
+    /// owner-only.
+    fn checked_copy(&self, source_sha256: &str) -> Result<FileIdentity, LegacyError> {
+        let failed = |why: &str| LegacyError::DurabilityFailed {
+            path: self.destination.clone(),
+            why: why.into(),
+        };
+        let copied = capture(self.storage, &self.destination)
+            .map_err(|_| failed("the published copy cannot be read back"))?;
+        if copied.sha256 != source_sha256 {
+            return Err(failed("the published copy differs from the source"));
+        }
+        verify_owner_only(self.storage, &self.destination, false)?;
+        Ok(FileIdentity {
+            dev: copied.stat.dev,
+            ino: copied.stat.ino,
+            size: copied.stat.size,
+            mtime_ns: copied.stat.mtime_ns,
+            sha256: copied.sha256,
+        })
+    }
+
+    /// The committed receipt of this migration.
+    fn receipt_json(
+        &self,
+        attempt_id: &str,
+        copy: &FileIdentity,
+        entries: &[ManifestEntry],
+    ) -> Value {
+        let c = self.candidate;
+        object(vec![
+            ("schemaVersion", Value::number(2.0)),
+            ("state", string("committed")),
+            ("policy", string("copy-retain")),
+            ("attemptId", string(attempt_id)),
+            ("scope", string(self.scope.clone())),
+            (
+                "source",
+                file_json(&c.path, &c.session_id, &c.cwd, &c.identity),
+            ),
+            (
+                "destination",
+                file_json(&self.destination, &c.session_id, &c.cwd, copy),
+            ),
+            ("artifactManifest", manifest_json(entries)),
+        ])
+    }
+
+    /// Removes what a failed attempt published.
+    fn take_back(&self, published: &Published) {
+        if let Some(id) = published.transcript {
+            unpublish_file(self.storage, &self.scope_dir, &self.destination, id);
+        }
+        if let Some(stat) = &published.artifacts {
+            unpublish_dir(self.storage, &self.dest_artifacts, stat);
+            let _ = self.storage.sync_dir(&self.scope_dir);
+        }
+    }
+}
+
 impl LegacyStore<'_> {
     /// [`migrate_candidate`] in this store.
     pub fn migrate_candidate(
@@ -233,153 +437,48 @@ impl LegacyStore<'_> {
         let ws = Workspace::resolve_in(storage, cwd)?;
         let root = absolute(sessions_root)?;
         check_legacy_location(&root, &candidate.path)?;
-        let scope_dir = prepare_scope_in(storage, &root, &ws.identity)?;
-        let internal = scope_dir.join(INTERNAL_DIR);
-        let op = candidate.operation_name();
-        let receipt = internal.join(RECEIPTS).join(format!("{op}.json"));
-        let Some(file_name) = candidate.path.file_name() else {
-            return Err(why(&candidate.path, invalid_candidate, "no file name"));
-        };
-        let destination = scope_dir.join(file_name);
+        let target = Target::prepare(storage, &root, &ws, candidate)?;
         let mut lock = MigrationLock::acquire(
             storage,
-            &internal.join(LOCKS),
-            &op,
+            &target.internal.join(LOCKS),
+            &target.op,
             &candidate.path,
             self.lock_wait,
         )?;
-        let records = ScopeRecords::load(storage, &scope_dir, &ws.digest());
+        let records = ScopeRecords::load(storage, &target.scope_dir, &target.scope);
         if records.retires(candidate) {
             return Err(LegacyError::MigrationRetired {
                 path: candidate.path.clone(),
             });
         }
-        if let Some(done) = records.committed_receipt(candidate) {
-            let live = done.path == destination
-                && match inspect(storage, &destination, Provenance::V2, &ws.identity) {
-                    Inspection::Owned(found) => {
-                        found.0.session_id == done.session_id && !records.retires(&found.0)
-                    }
-                    _ => false,
-                };
-            if live {
-                // An earlier attempt may have failed to make the receipt durable.
-                sync_dir(storage, receipt.parent().unwrap_or(&internal))?;
-                lock.release()?;
-                return Ok(MigrationOutcome {
-                    destination,
-                    receipt,
-                    already_migrated: true,
-                });
-            }
+        if target.has_live_copy(&records, &ws) {
+            // An earlier attempt may have failed to make the receipt durable.
+            return target.finish(lock, true);
         }
         let source = revalidate(storage, candidate, &ws.identity)?;
-
-        let source_artifacts = artifacts_dir(&candidate.path);
-        let plan = match storage.lstat(&source_artifacts) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(io_err(&source_artifacts)(e)),
-            Ok(_) => Some(walk_tree(storage, &source_artifacts, true, &mut || {
-                lock.heartbeat()
-            })?),
+        let plan = target.artifact_plan(&mut lock)?;
+        let to_publish = ToPublish {
+            transcript: check_destination_transcript(storage, &target.destination, &source.sha256)?,
+            artifacts: check_destination_artifacts(
+                storage,
+                &target.dest_artifacts,
+                plan.as_deref(),
+            )?,
         };
-        let dest_artifacts = artifacts_dir(&destination);
-        let publish_transcript =
-            check_destination_transcript(storage, &destination, &source.sha256)?;
-        let publish_artifacts =
-            check_destination_artifacts(storage, &dest_artifacts, plan.as_deref())?;
-
         let mut published = Published::default();
-        let mut commit = || -> Result<(), LegacyError> {
-            if let (true, Some(plan)) = (publish_artifacts, plan.as_deref()) {
-                lock.assert_owned()?;
-                published.artifacts = Some(copy_artifacts(
-                    storage,
-                    &source_artifacts,
-                    plan,
-                    &scope_dir,
-                    &dest_artifacts,
-                    &op,
-                    &mut lock,
-                )?);
-            }
-            if publish_transcript {
-                lock.assert_owned()?;
-                published.transcript = Some(publish_file(
-                    storage,
-                    &scope_dir,
-                    &destination,
-                    &source.bytes,
-                )?);
-            }
-            let copied =
-                capture(storage, &destination).map_err(|_| LegacyError::DurabilityFailed {
-                    path: destination.clone(),
-                    why: "the published copy cannot be read back".into(),
-                })?;
-            if copied.sha256 != source.sha256 {
-                return Err(LegacyError::DurabilityFailed {
-                    path: destination.clone(),
-                    why: "the published copy differs from the source".into(),
-                });
-            }
-            verify_owner_only(storage, &destination, false)?;
-
-            let dest_identity = FileIdentity {
-                dev: copied.stat.dev,
-                ino: copied.stat.ino,
-                size: copied.stat.size,
-                mtime_ns: copied.stat.mtime_ns,
-                sha256: copied.sha256,
-            };
-            let entries = plan.as_deref().map(manifest).unwrap_or_default();
-            let value = object(vec![
-                ("schemaVersion", Value::number(2.0)),
-                ("state", string("committed")),
-                ("policy", string("copy-retain")),
-                ("attemptId", string(lock.record.attempt_id.clone())),
-                ("scope", string(ws.digest())),
-                (
-                    "source",
-                    file_json(
-                        &candidate.path,
-                        &candidate.session_id,
-                        &candidate.cwd,
-                        &candidate.identity,
-                    ),
-                ),
-                (
-                    "destination",
-                    file_json(
-                        &destination,
-                        &candidate.session_id,
-                        &candidate.cwd,
-                        &dest_identity,
-                    ),
-                ),
-                ("artifactManifest", manifest_json(&entries)),
-            ]);
-            lock.assert_owned()?;
-            put_record(storage, &receipt, &value)
-        };
-        if let Err(e) = commit() {
-            if let Some(id) = published.transcript {
-                unpublish_file(storage, &scope_dir, &destination, id);
-            }
-            if let Some(stat) = &published.artifacts {
-                unpublish_dir(storage, &dest_artifacts, stat);
-                let _ = storage.sync_dir(&scope_dir);
-            }
+        let committed = target.commit(
+            &source,
+            plan.as_deref(),
+            to_publish,
+            &mut lock,
+            &mut published,
+        );
+        if let Err(e) = committed {
+            target.take_back(&published);
             return Err(e);
         }
         // The receipt is in place: from here on the copy stands, whatever fails.
-        sync_dir(storage, receipt.parent().unwrap_or(&internal))?;
-        lock.release()?;
-        Ok(MigrationOutcome {
-            destination,
-            receipt,
-            already_migrated: false,
-        })
+        target.finish(lock, false)
     }
 
     /// [`path_for_writing`] in this store.

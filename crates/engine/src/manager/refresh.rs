@@ -27,7 +27,8 @@ use crate::inspect::schema_violation;
 use crate::lines::{last_newline, read_exact_at, read_lines};
 use crate::load::{LoadError, ReadMark};
 use crate::record::Record;
-use crate::replay::{resume_lines, BaseEdit, SkippedLine};
+use crate::replay::{resume_lines, BaseEdit, Resumed, SkippedLine};
+use crate::storage::ReadFile;
 
 /// What [`SessionManager::refresh_from_file`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +95,27 @@ impl SessionManager {
     }
 }
 
+/// Why the file no longer holds the bytes `mark` says memory reflects: another file, shorter,
+/// or other bytes just before the mark; none when it still holds them.
+fn changed_before_mark(
+    file: &dyn ReadFile,
+    mark: &ReadMark,
+    size: u64,
+) -> io::Result<Option<ReloadReason>> {
+    if file.id() != mark.id {
+        return Ok(Some(ReloadReason::Replaced));
+    }
+    if size < mark.end {
+        return Ok(Some(ReloadReason::Truncated));
+    }
+    let tail_at = mark.end - mark.tail.len() as u64;
+    Ok(match read_exact_at(file, tail_at, mark.tail.len())? {
+        None => Some(ReloadReason::Truncated),
+        Some(tail) if tail != mark.tail => Some(ReloadReason::Changed),
+        Some(_) => None,
+    })
+}
+
 impl State {
     pub(super) fn refresh(&mut self) -> SessionResult<Refresh> {
         use ReloadReason::*;
@@ -122,18 +144,9 @@ impl State {
             }
             Err(e) => return Err(io_error(e)),
         };
-        if file.id() != mark.id {
-            return Ok(Refresh::NeedsReload(Replaced));
-        }
         let size = file.size().map_err(io_error)?;
-        if size < mark.end {
-            return Ok(Refresh::NeedsReload(Truncated));
-        }
-        let tail_at = mark.end - mark.tail.len() as u64;
-        match read_exact_at(file.as_ref(), tail_at, mark.tail.len()).map_err(io_error)? {
-            None => return Ok(Refresh::NeedsReload(Truncated)),
-            Some(tail) if tail != mark.tail => return Ok(Refresh::NeedsReload(Changed)),
-            Some(_) => {}
+        if let Some(reason) = changed_before_mark(file.as_ref(), &mark, size).map_err(io_error)? {
+            return Ok(Refresh::NeedsReload(reason));
         }
         if size == mark.end {
             return Ok(Refresh::Unchanged);
@@ -175,6 +188,12 @@ impl State {
             }
         }
 
+        Ok(self.take_resumed(resumed, next))
+    }
+
+    /// Puts what the new lines gave into memory (edits, records, header's cwd), moves the
+    /// mark to `next` and sanitizes the records that changed, owing the patches.
+    fn take_resumed(&mut self, resumed: Resumed, next: ReadMark) -> Refresh {
         let mut candidates = Vec::new();
         for edit in resumed.edits {
             match edit {
@@ -204,11 +223,11 @@ impl State {
         candidates.extend(from..self.session.records().len());
         let patches = self.session.sanitize_entries(candidates);
         self.owed.extend(patches);
-        Ok(Refresh::Appended {
+        Refresh::Appended {
             records,
             skipped: resumed.skipped,
             edited,
-        })
+        }
     }
 
     /// Why records appended to a strictly opened session would fail the strict checks

@@ -1,0 +1,85 @@
+//! Owner-only checks of what the agent keeps private: kind, owner, mode, links, ACL.
+
+use std::path::Path;
+
+use super::{Repair, Report, Severity};
+use crate::storage::{EntryKind, SessionStorage};
+
+/// Owner-only checks of a managed file or directory: a wrong mode is restored by a repair
+/// (the file is ours and of the right kind), everything else is left.
+pub(super) fn privacy_of(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    dir: bool,
+    report: &mut Report,
+) {
+    let stat = match storage.lstat(path) {
+        Ok(stat) => stat,
+        Err(e) => {
+            report.add(
+                Severity::Error,
+                "unreadable",
+                path,
+                format!("cannot look at it: {e}"),
+                None,
+            );
+            return;
+        }
+    };
+    let refused = "the agent and gjcfs refuse it until it is put right";
+    let want_kind = if dir { EntryKind::Dir } else { EntryKind::File };
+    if stat.kind != want_kind {
+        let what = format!(
+            "not a {}: {refused}",
+            if dir { "directory" } else { "regular file" }
+        );
+        report.add(Severity::Error, "unsafe_file", path, what, None);
+        return;
+    }
+    if stat.owner != storage.user() {
+        let what = format!("owned by uid {}, not by this user: {refused}", stat.owner);
+        report.add(Severity::Error, "foreign_owner", path, what, None);
+        return;
+    }
+    let want = if dir { 0o700 } else { 0o600 };
+    if stat.mode != want {
+        let what = format!(
+            "mode {:o}, not {want:o}: {}",
+            stat.mode,
+            if stat.mode & 0o077 != 0 {
+                "other users may read it, and the agent and gjcfs refuse it"
+            } else {
+                "the agent and gjcfs refuse it"
+            }
+        );
+        let repair = Repair::RestoreMode {
+            from: stat.mode,
+            to: want,
+        };
+        report.add(Severity::Warning, "wide_mode", path, what, Some(repair));
+    }
+    if !dir && stat.links > 1 {
+        let what = format!(
+            "{} hard links: another name shares its bytes; {refused}",
+            stat.links
+        );
+        report.add(Severity::Error, "unsafe_file", path, what, None);
+    }
+    match storage.has_acl(path) {
+        Ok(false) => {}
+        Ok(true) => report.add(
+            Severity::Error,
+            "unsafe_file",
+            path,
+            format!("it carries an ACL that may let others in: {refused}"),
+            None,
+        ),
+        Err(e) => report.add(
+            Severity::Warning,
+            "unreadable",
+            path,
+            format!("its ACL cannot be read ({e}): the agent and gjcfs refuse it"),
+            None,
+        ),
+    }
+}

@@ -1,0 +1,127 @@
+use super::*;
+
+#[test]
+fn appending_to_a_file_that_must_exist_creates_nothing() {
+    let storage = MemoryStorage::new();
+    storage.ensure_dir(Path::new("/d")).unwrap();
+    let file = Path::new("/d/f");
+    let err = storage
+        .open_writer(file, OpenMode::AppendExisting)
+        .unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    assert_eq!(storage.file(file), None);
+    storage.put_file(file, b"a");
+    let mut w = storage.open_writer(file, OpenMode::AppendExisting).unwrap();
+    w.write_all(b"b").unwrap();
+    assert_eq!(storage.file(file).unwrap(), b"ab");
+}
+
+#[test]
+fn faults_fail_the_numbered_operation_and_short_writes_tear() {
+    let storage = MemoryStorage::new();
+    let dir = Path::new("/d");
+    storage.ensure_dir(dir).unwrap();
+    let file = dir.join("f");
+    let mut w = storage.open_writer(&file, OpenMode::Append).unwrap();
+    w.write_all(b"line\n").unwrap();
+    storage.set_fault(Some(Fault {
+        at: storage.op_count(),
+        kind: FaultKind::ShortWrite,
+    }));
+    let err = w.write_all(b"abcdef\n").unwrap_err();
+    let native = |errno| super::super::sys::os::errno_error(errno).raw_os_error();
+    assert_eq!(err.raw_os_error(), native(libc::ENOSPC));
+    assert_eq!(storage.file(&file).unwrap(), b"line\nabc");
+    storage.set_fault(Some(Fault {
+        at: storage.op_count(),
+        kind: FaultKind::Errno(libc::EIO),
+    }));
+    assert_eq!(
+        storage
+            .rename(&file, &dir.join("g"))
+            .unwrap_err()
+            .raw_os_error(),
+        native(libc::EIO)
+    );
+    assert!(storage.file(&file).is_some());
+    assert_eq!(
+        storage.op_log(),
+        ["ensure_dir", "open_writer", "write", "write", "rename"]
+    );
+}
+
+#[test]
+fn entries_are_private_until_a_test_says_otherwise_and_links_are_counted() {
+    use crate::storage::check_private_file;
+    let storage = MemoryStorage::new();
+    let dir = Path::new("/d");
+    storage.ensure_dir(dir).unwrap();
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    storage.put_file(&a, b"x");
+    check_private_file(&storage, &a).unwrap();
+    storage.hard_link(&a, &b).unwrap();
+    assert_eq!(storage.lstat(&a).unwrap().links, 2);
+    let err = check_private_file(&storage, &a).unwrap_err();
+    assert!(err.to_string().contains("more than one hard link"), "{err}");
+    assert_eq!(
+        storage.hard_link(&a, &b).unwrap_err().kind(),
+        io::ErrorKind::AlreadyExists
+    );
+    storage.unlink(&b).unwrap();
+    storage.set_owner(&a, 0);
+    assert!(check_private_file(&storage, &a).is_err());
+    storage.set_owner(&a, MEMORY_USER);
+    storage.set_mode(&a, 0o644).unwrap();
+    assert!(check_private_file(&storage, &a).is_err());
+}
+
+#[test]
+fn directories_move_whole_never_over_anything_and_leave_only_when_empty() {
+    let storage = MemoryStorage::new();
+    let (a, b) = (Path::new("/d/a"), Path::new("/d/b"));
+    storage.ensure_dir(&a.join("sub")).unwrap();
+    storage.put_file(&a.join("sub/f"), b"x");
+    storage.ensure_dir(Path::new("/d/c")).unwrap();
+    assert_eq!(
+        storage
+            .rename_no_replace(a, Path::new("/d/c"))
+            .unwrap_err()
+            .kind(),
+        io::ErrorKind::AlreadyExists
+    );
+    storage.rename_no_replace(a, b).unwrap();
+    assert!(!storage.exists(a));
+    assert_eq!(storage.file(&b.join("sub/f")).unwrap(), b"x");
+    assert_eq!(
+        storage.list_entries(b).unwrap(),
+        [(b.join("sub"), EntryKind::Dir)]
+    );
+    // The moved file's entry is as durable as it was before the move.
+    storage.crash();
+    assert_eq!(storage.file(&b.join("sub/f")).unwrap(), b"x");
+    assert_eq!(
+        storage
+            .remove_dir(&b.join("sub"))
+            .unwrap_err()
+            .raw_os_error(),
+        super::super::sys::os::errno_error(libc::ENOTEMPTY).raw_os_error()
+    );
+    crate::storage::remove_tree(&storage, b).unwrap();
+    assert!(!storage.exists(b) && storage.paths().is_empty());
+}
+
+#[test]
+fn positional_writes_overwrite_in_place() {
+    let storage = MemoryStorage::new();
+    storage.ensure_dir(Path::new("/d")).unwrap();
+    let file = Path::new("/d/f");
+    let mut w = storage.open_writer(file, OpenMode::CreateNew).unwrap();
+    w.write_all(b"abcdef").unwrap();
+    w.write_at(b"XY", 1).unwrap();
+    w.truncate(4).unwrap();
+    assert_eq!(storage.file(file).unwrap(), b"aXYd");
+    let stat = storage.lstat(file).unwrap();
+    assert_eq!(stat.len, 4);
+    let open = storage.open_read_at(file).unwrap();
+    assert_eq!(open.mtime_ns().unwrap(), stat.mtime_ns);
+}
