@@ -26,9 +26,9 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
+use super::doc_rows::{delete_text, insert_row, insert_text, write_file_row};
 use super::prepare::{distinct_words, row_of, title_row, Row, SessionFacts, Stat};
 use super::substring::{add_terms, Known};
-use super::update::{delete_text, insert_row, insert_text, write_file_row};
 use super::{Change, FileState};
 use gjcfs_engine::blob::BlobStore;
 use gjcfs_engine::json::{Object, Value};

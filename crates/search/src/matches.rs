@@ -1,47 +1,14 @@
-//! Running a query: where its matches come from, the SQL that selects them under the
-//! filters, and the two rankers that pick the best ([`super::by_bm25`], [`super::in_window`]).
+//! A query's matches: where they come from and the SQL that selects them under the filters,
+//! which both rankers ([`super::by_bm25`], [`super::in_window`]) read.
 
-use rusqlite::{types::Value as Sql, Connection, Row};
+use rusqlite::{types::Value as Sql, Row};
 
-use super::by_bm25::ranked_by_bm25;
 use super::file_rows::path_of;
-use super::in_window::ranked_in_window;
-use super::query::{words_match, Query};
-use super::rank::COMMON_FROM;
 use super::snippet::Snippet;
-use super::substring::{self, Candidates};
 use super::{Filters, Hit, Stat};
 
-/// The hits of a query, best first, with their snippets, each with the stat its file was
-/// indexed at.
-///
-/// A query with at most [`COMMON_FROM`] matches (or the limit, if larger) is ranked by
-/// FTS5's bm25 over all of them ([`ranked_by_bm25`]); one with more, over the window of
-/// its newest matches ([`super::rank`]). The newest matches are read first, which costs
-/// no scoring: whether there are more than the window tells which.
-pub fn run_search(
-    conn: &Connection,
-    query: &Query,
-    filters: &Filters,
-) -> rusqlite::Result<Vec<(Hit, Stat)>> {
-    let source = match query {
-        Query::Terms(terms) => Source::Words(words_match(terms)),
-        Query::Substring(needle) => match substring::candidates(conn, needle)? {
-            Candidates::Matching(expr) => Source::Words(expr),
-            Candidates::Every => Source::Every,
-            Candidates::None => return Ok(Vec::new()),
-        },
-    };
-    let matches = Matches::of(&source, filters);
-    let window = COMMON_FROM.max(filters.limit);
-    match ranked_in_window(conn, query, filters, window, &matches)? {
-        Some(hits) => Ok(hits),
-        None => ranked_by_bm25(conn, query, filters, &matches),
-    }
-}
-
 /// Where a query's matches come from.
-enum Source {
+pub(super) enum Source {
     /// The documents matching this FTS5 expression over the word index.
     Words(String),
     /// Every document with text (a substring that names no words to narrow by).
@@ -60,7 +27,7 @@ pub(super) struct Matches {
 }
 
 impl Matches {
-    fn of(source: &Source, filters: &Filters) -> Matches {
+    pub(super) fn of(source: &Source, filters: &Filters) -> Matches {
         let (mut from, mut params, order, score) = match source {
             Source::Words(expr) => (
                 "FROM words JOIN docs d ON d.id = words.rowid JOIN files f ON f.id = d.file \

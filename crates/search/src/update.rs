@@ -5,16 +5,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{Connection, OptionalExtension, Transaction};
 
 use super::ahead::{Ahead, Closer, AHEAD_BYTES};
 use super::append::{append, Appended};
+use super::doc_rows::{delete_text, insert_row, write_file_row};
 use super::file_rows::{load_state, path_bytes};
-use super::prepare::{prepare, Batch, Prepared, Row, SessionFacts, Stat};
+use super::prepare::{prepare, Batch, Prepared, Stat};
 use super::schema::{set_cache, CacheFor};
 use super::substring::{add_terms, Known};
 use super::{Change, FileState, Inner, Progress, SessionChange, UpdateReport};
-use gjcfs_engine::load::{LoadError, ReadMark};
+use gjcfs_engine::load::LoadError;
 
 /// Text written in one transaction before it is committed, in bytes.
 const COMMIT_BYTES: u64 = 64 << 20;
@@ -66,99 +67,6 @@ fn delete_file(conn: &Connection, id: i64) -> rusqlite::Result<()> {
     conn.prepare_cached("DELETE FROM files WHERE id = ?1")?
         .execute([id])?;
     Ok(())
-}
-
-pub(super) fn delete_text(conn: &Connection, doc: i64) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM words WHERE rowid = ?1")?
-        .execute([doc])?;
-    Ok(())
-}
-
-/// Indexes the words of document `doc` ([`Row::words`]); the caller adds them to the
-/// vocabulary ([`add_terms`]).
-pub(super) fn insert_text(conn: &Connection, doc: i64, row: &Row) -> rusqlite::Result<()> {
-    conn.prepare_cached("INSERT INTO words(rowid, text) VALUES (?1, ?2)")?
-        .execute(params![doc, row.words])?;
-    Ok(())
-}
-
-pub(super) fn insert_row(conn: &Connection, file: i64, row: &Row) -> rusqlite::Result<()> {
-    let text = (!row.text.is_empty()).then_some(row.text.as_str());
-    conn.prepare_cached(
-        "INSERT INTO docs(file, seq, entry_id, parent_id, entry_type, kind, time_ms, on_leaf, text) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        file,
-        row.seq,
-        row.entry_id,
-        row.parent_id,
-        row.entry_type,
-        row.kind,
-        row.time_ms,
-        row.on_leaf,
-        text
-    ])?;
-    if text.is_some() {
-        insert_text(conn, conn.last_insert_rowid(), row)?;
-    }
-    Ok(())
-}
-
-/// Writes the `files` row of `path` (inserted, or updated when `id` is given) and returns
-/// its state.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn write_file_row(
-    conn: &Connection,
-    id: Option<i64>,
-    path: &Path,
-    stat: Stat,
-    mark: Option<&ReadMark>,
-    incremental: bool,
-    next_seq: i64,
-    leaf: Option<&(i64, String)>,
-    facts: &SessionFacts,
-) -> rusqlite::Result<FileState> {
-    let values = params![
-        path_bytes(path),
-        stat.dev as i64,
-        stat.ino as i64,
-        stat.len as i64,
-        stat.mtime_ns,
-        mark.map(|m| m.end as i64),
-        mark.map(|m| m.newlines as i64),
-        mark.map(|m| m.tail.clone()),
-        mark.map(|m| m.patches_apply),
-        incremental,
-        next_seq,
-        leaf.map(|l| l.0),
-        leaf.map(|l| l.1.clone()),
-        facts.session_id,
-        facts.cwd,
-        facts.title,
-        facts.created,
-        id,
-        facts.first_prompt,
-    ];
-    conn.prepare_cached(
-        "INSERT INTO files(path, dev, ino, len, mtime_ns, mark_end, mark_newlines, mark_tail, \
-         patches_apply, incremental, next_seq, leaf_seq, leaf_id, session_id, cwd, title, created, id, \
-         first_prompt) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) \
-         ON CONFLICT(id) DO UPDATE SET dev=?2, ino=?3, len=?4, mtime_ns=?5, mark_end=?6, \
-         mark_newlines=?7, mark_tail=?8, patches_apply=?9, incremental=?10, next_seq=?11, \
-         leaf_seq=?12, leaf_id=?13, session_id=?14, cwd=?15, title=?16, created=?17, \
-         first_prompt=?19",
-    )?
-    .execute(values)?;
-    Ok(FileState {
-        id: id.unwrap_or_else(|| conn.last_insert_rowid()),
-        stat,
-        mark: mark.cloned(),
-        incremental,
-        next_seq,
-        leaf: leaf.cloned(),
-    })
 }
 
 /// Replaces what is indexed of a file by a whole read of it, its rows as they arrive in

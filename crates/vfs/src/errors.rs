@@ -15,6 +15,9 @@ use gjcfs_engine::manager::SessionError;
 use gjcfs_engine::scope::ScopeError;
 use gjcfs_engine::time;
 
+/// The error log key of `history/errors` (no session id is empty).
+pub(super) const HISTORY_LOG: &str = "";
+
 /// How many failure reasons a session's `errors` file keeps.
 const ERRORS_KEPT: usize = 32;
 

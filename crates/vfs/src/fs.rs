@@ -12,7 +12,7 @@ use super::handles::{Handle, Handles};
 use super::history::HistoryView;
 use super::inode::{InodeTable, Node, ROOT_INO};
 use super::layout::safe_session_name;
-use super::sessions::{Listed, SlotCache};
+use super::slots::{Listed, SlotCache};
 use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, SessionSource, VfsError};
 use gjcfs_engine::discovery::{list_all_cached, list_dir_cached, ListingCache, SessionInfo};
@@ -85,12 +85,15 @@ pub struct Vfs {
     /// When each session's leaf was last moved through the mount (ms): its views' mtime.
     pub(super) leaf_moves: Mutex<HashMap<String, i64>>,
     /// `leaf` files truncated by path (no open file), and when: the reset waits a moment
-    /// ([`super::writes::RESET_GRACE`]) for the write that usually follows (an editor saving), which then
+    /// ([`RESET_GRACE`]) for the write that usually follows (an editor saving), which then
     /// gives the one move; meanwhile `leaf` reads as empty.
     pub(super) pending_resets: Mutex<HashMap<String, std::time::Instant>>,
     /// The rendered files' bytes, while reads are served by node.
     pub(super) snapshots: super::snapshots::Snapshots,
 }
+
+/// How long a `leaf` truncated by path waits for a write before it resets the leaf.
+pub(super) const RESET_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a model serves ([`Vfs::summary`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,11 +5,21 @@
 //! name under `search/` is a query, and holds nothing in memory once the kernel lets it
 //! go.
 
-use super::store_usage::StoreFile;
 use std::collections::HashMap;
 
 /// The root directory's inode number.
 pub const ROOT_INO: u64 = 1;
+
+/// A store-wide file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StoreFile {
+    /// `usage.json`.
+    UsageJson,
+    /// `usage.svg`.
+    UsageSvg,
+    /// `index.html`; each session's title comes from the caller.
+    Index,
+}
 
 /// A node of the layout, identified by what it shows (not by where it was found).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -1,7 +1,7 @@
 //! The fixed layout: which names a directory holds and which node each name is.
 
 use super::inode::Node;
-use super::store_usage::StoreFile;
+use super::inode::StoreFile;
 use super::NodeKind;
 use gjcfs_engine::legacy::encode_absolute;
 

@@ -107,6 +107,7 @@ mod reads;
 mod search;
 mod sessions;
 mod shapes;
+mod slots;
 mod snapshots;
 mod store_usage;
 mod writes;
@@ -114,11 +115,10 @@ mod writes;
 pub use gjcfs_engine::io_cause::IoCause;
 pub use handles::{Part, LEAF_MAX, LINE_MAX, PENDING_MAX};
 pub use layout::{label_file_name, safe_session_name};
-pub use store_usage::StoreFile;
 pub use writes::AttrChange;
 
 pub use fs::{Caching, Invalidator, NamespaceChange, Opened, Summary, Vfs, VfsConfig};
-pub use inode::{Node, ROOT_INO};
+pub use inode::{Node, StoreFile, ROOT_INO};
 pub use paths::{same_ignoring_case, Unresolved};
 
 /// Why an operation failed, in filesystem terms.

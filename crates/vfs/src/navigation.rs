@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use super::sessions::Listed;
+use super::slots::Listed;
 
 /// How many sessions `recent/` shows.
 pub const RECENT_MAX: usize = 100;

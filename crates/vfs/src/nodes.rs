@@ -1,10 +1,11 @@
 //! What each node is: its name in its directory, its attributes, its listing and its bytes.
 
-use super::store_usage::StoreFile;
+use super::inode::StoreFile;
 use std::sync::Arc;
 
 use super::content::Bytes;
 use super::disk;
+use super::errors::HISTORY_LOG;
 use super::fs::Vfs;
 use super::inode::Node;
 use super::layout::view_of;
@@ -13,9 +14,6 @@ use super::snapshots::Compared;
 use super::{Attr, NodeKind, VfsError};
 use gjcfs_engine::blob::BlobStore;
 use gjcfs_engine::storage::FileStorage;
-
-/// The error log key of `history/errors` (no session id is empty).
-pub(super) const HISTORY_LOG: &str = "";
 
 fn attr_from(ino: u64, shape: &Shape) -> Attr {
     Attr {

@@ -12,109 +12,19 @@
 //! fails leaves the session readable and the next write opens it afresh, so a fault that
 //! went away (a full disk, a mode that was briefly wrong) does not stay latched.
 
-use std::collections::{HashMap, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 
 use super::content::{Generation, Rendered};
 use super::disk::FileStamp;
 use super::errors::from_session;
-use super::fs::{EntriesChanged, Vfs};
+use super::fs::{EntriesChanged, Vfs, RESET_GRACE};
+use super::slots::{Listed, Loaded, Slot, SlotState};
 use super::SessionSource;
 use super::VfsError;
 use gjcfs_engine::manager::{
     ReadRules, Refresh, SessionError, SessionManager, StorageConfig, WriteTarget,
 };
-
-/// A session as the listing found it.
-#[derive(Debug, Clone)]
-pub(super) struct Listed {
-    pub path: PathBuf,
-    pub cwd: String,
-    pub modified_ms: i64,
-    /// The file as the model last loaded it; a different file at the next load means the
-    /// kernel's cached entries of the session are stale.
-    pub seen: Option<FileStamp>,
-    /// The title, else the first user message (empty without either).
-    pub title: String,
-    /// The header's ISO timestamp.
-    pub created: String,
-}
-
-pub(super) struct Loaded {
-    pub manager: Arc<SessionManager>,
-    /// Whether `manager` was opened for writing.
-    writable: bool,
-    pub rendered: Rendered,
-    /// The session file as this model last saw it (after loading or its own writes); a
-    /// different file on disk means someone else wrote it.
-    synced: Option<FileStamp>,
-    /// The file `manager` reads.
-    path: PathBuf,
-}
-
-impl Loaded {
-    /// The transcript the session is read from.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Renders the session as it is now, keeping the entry names (see
-    /// [`Rendered::advance`]). `same_session`: the manager is the one rendered before,
-    /// `edited` its records a patch replaced.
-    fn rerender(&mut self, same_session: bool, edited: &[usize]) {
-        let rendered = &mut self.rendered;
-        self.manager
-            .read(|session| rendered.advance(session, same_session, edited));
-    }
-}
-
-#[derive(Default)]
-pub(super) struct SlotState {
-    loaded: Option<Loaded>,
-    /// The last failure to read the file's content, with the state of the file it was
-    /// made on: answered again while the file is unchanged (refusals by a safety check are
-    /// not kept: a mode put right must take effect at once).
-    failed: Option<(Option<FileStamp>, VfsError)>,
-    /// What was rendered of a session dropped to be loaded again: its entry names carry
-    /// over to the reload while the file holds those entries at the same places.
-    dropped: Option<Rendered>,
-}
-
-type Slot = Mutex<SlotState>;
-
-/// The slots, and which sessions were used last.
-#[derive(Default)]
-pub(super) struct SlotCache {
-    slots: HashMap<String, Arc<Slot>>,
-    /// Session ids, least recently used first.
-    lru: VecDeque<String>,
-}
-
-impl SlotCache {
-    /// The slot of `sid`, marked most recently used, and the slots pushed out to keep at
-    /// most `max` (to be closed outside every lock).
-    fn get(&mut self, sid: &str, max: usize) -> (Arc<Slot>, Vec<Arc<Slot>>) {
-        if let Some(pos) = self.lru.iter().position(|s| s == sid) {
-            if let Some(id) = self.lru.remove(pos) {
-                self.lru.push_back(id);
-            }
-        } else {
-            self.lru.push_back(sid.to_owned());
-        }
-        let slot = self.slots.entry(sid.to_owned()).or_default().clone();
-        let mut evicted = Vec::new();
-        while self.lru.len() > max.max(1) {
-            let Some(old) = self.lru.pop_front() else {
-                break;
-            };
-            evicted.extend(self.slots.remove(&old));
-        }
-        (slot, evicted)
-    }
-}
 
 impl Vfs {
     fn slot(&self, sid: &str) -> Arc<Slot> {
@@ -392,7 +302,7 @@ impl Vfs {
     /// views follow the agent's writes even when nobody asks the model.
     pub fn poll_outside_changes(&self) {
         self.search.reindex_changed();
-        self.apply_pending_resets(super::writes::RESET_GRACE);
+        self.apply_pending_resets(RESET_GRACE);
         let slots: Vec<(String, Arc<Slot>)> = {
             let cache = self.cache.lock();
             cache

@@ -1,10 +1,10 @@
 //! The attributes of each node before it has a number: its kind, size, mode and mtime.
 
 use super::disk;
+use super::errors::HISTORY_LOG;
 use super::fs::Vfs;
 use super::inode::Node;
 use super::layout::{link_target, project_name};
-use super::nodes::HISTORY_LOG;
 use super::{NodeKind, SessionSource, VfsError};
 
 /// A node's attributes before it has a number.

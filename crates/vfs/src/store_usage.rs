@@ -24,6 +24,7 @@ use parking_lot::Mutex;
 
 use super::content::Bytes;
 use super::disk::FileStamp;
+use super::inode::StoreFile;
 use super::SessionSource;
 use super::VfsError;
 use gjcfs_engine::discovery::{all_transcript_paths, keep_live_copies, transcript_paths};
@@ -41,17 +42,6 @@ pub const RECHECK_AFTER: Duration = Duration::from_millis(500);
 
 /// Every transcript file with its stamp, in path order.
 type Stamps = Vec<(PathBuf, FileStamp)>;
-
-/// A store-wide file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StoreFile {
-    /// `usage.json`.
-    UsageJson,
-    /// `usage.svg`.
-    UsageSvg,
-    /// `index.html`; each session's title comes from the caller.
-    Index,
-}
 
 /// The files rendered from one combination.
 #[derive(Default)]

@@ -395,9 +395,6 @@ impl Vfs {
     }
 }
 
-/// How long a `leaf` truncated by path waits for a write before it resets the leaf.
-pub(super) const RESET_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// What a `leaf` content names.
 enum Resolved {
     One(String),
@@ -407,7 +404,7 @@ enum Resolved {
 
 /// The entry `name` names in a loaded session: an entry id, an entry file name (with or
 /// without `.json`), a label's file name, or a unique prefix of an entry id.
-fn resolve_leaf(loaded: &mut super::sessions::Loaded, name: &str) -> Resolved {
+fn resolve_leaf(loaded: &mut super::slots::Loaded, name: &str) -> Resolved {
     let manager = loaded.manager.clone();
     if manager.read(|s| s.index_of(name).is_some()) {
         return Resolved::One(name.to_owned());

@@ -7,6 +7,7 @@
 //! from disk, and nothing is written but the output. Every module states its format as an
 //! invariant in its own documentation.
 
+pub mod escape;
 pub mod html;
 pub mod markdown;
 pub mod store_index;

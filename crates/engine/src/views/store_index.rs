@@ -20,7 +20,8 @@ use std::io::{self, Write};
 
 use super::super::store_usage::StoreUsage;
 use super::super::usage::UsageSum;
-use super::html::{attr, text, CONTENT_SECURITY_POLICY, STYLE};
+use super::escape::{attr, text};
+use super::html::{CONTENT_SECURITY_POLICY, STYLE};
 use super::usage_chart::{tokens, write_usage_svg};
 use super::{one_line, token_count};
 

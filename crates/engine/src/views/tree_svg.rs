@@ -16,7 +16,7 @@ use std::io::{self, Write};
 
 use super::super::blob::BlobStore;
 use super::super::session::Session;
-use super::html::{attr, text};
+use super::escape::{attr, text};
 use super::tree::{tree_rows, TreeRow};
 
 /// The height of a row, in pixels.

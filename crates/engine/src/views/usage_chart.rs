@@ -17,7 +17,7 @@ use std::io::{self, Write};
 
 use super::super::time::parse_iso_millis;
 use super::super::usage::UsageSum;
-use super::html::text;
+use super::escape::text;
 use super::{thousands, token_count as token_text};
 
 const DAY_MS: i64 = 86_400_000;

@@ -1,0 +1,51 @@
+//! Text as HTML and SVG take it: escaped for an element's content or a double-quoted
+//! attribute, with a terminal's control sequences dropped.
+
+/// `s` as HTML text (an element's content).
+pub fn text(s: &str) -> String {
+    escape(s, false)
+}
+
+/// `s` as the value of a double-quoted attribute.
+pub fn attr(s: &str) -> String {
+    escape(s, true)
+}
+
+fn escape(s: &str, in_attribute: bool) -> String {
+    let mut out = String::with_capacity(s.len() + s.len() / 8);
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            // A terminal's colour and cursor sequences (CSI: ESC [, parameter and
+            // intermediate bytes, a final byte) are dropped whole, as a terminal would not
+            // print them; anything else after ESC [ stays text.
+            '\u{1b}' if chars.peek() == Some(&'[') => {
+                chars.next();
+                while chars
+                    .peek()
+                    .is_some_and(|c| ('\u{20}'..='\u{3f}').contains(c))
+                {
+                    chars.next();
+                }
+                if chars.peek().is_some_and(|c| ('@'..='~').contains(c)) {
+                    chars.next();
+                }
+            }
+            // Bidirectional controls would reorder what follows them on the page.
+            '\u{61c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}' => out.push('\u{fffd}'),
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' if in_attribute => out.push_str("&quot;"),
+            '\'' if in_attribute => out.push_str("&#39;"),
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
