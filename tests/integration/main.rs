@@ -12,6 +12,7 @@ mod common;
 
 mod check;
 mod cli;
+mod code_shape;
 mod cold_spill;
 mod conformance;
 mod context;
