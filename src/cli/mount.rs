@@ -114,6 +114,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     let signals = lifecycle::block_termination_signals()?;
 
     let vfs = Arc::new(Vfs::new(VfsConfig {
+        storage: std::sync::Arc::new(gjcfs_engine::storage::FileStorage),
         source,
         blob_dir: dirs.blob_dir(),
         read_only,

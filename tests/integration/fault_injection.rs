@@ -11,19 +11,19 @@
 //! directory fsync), and so is a managed full rewrite.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use gjcfs::engine::blob::BlobStore;
 use gjcfs::engine::json::{self, Object, Value};
 use gjcfs::engine::legacy::{artifacts_dir, Candidate, LegacyRoots, LegacyStore, Provenance};
-use gjcfs::engine::manager::{SessionError, SessionManager, StorageConfig};
+use gjcfs::engine::manager::{SessionError, SessionManager};
 use gjcfs::engine::replay::parse_session_entries;
 use gjcfs::engine::scope::{
     binding_bytes, scope_dir_name, verify_owner_only, verify_transcript_scope, Identity,
     BINDING_FILE, INTERNAL_DIR,
 };
 use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage, SessionStorage};
+
+use crate::common::memory::{config, managed_transcript, SESSIONS_ROOT};
 
 /// How each operation is made to fail in turn.
 const KINDS: [FaultKind; 3] = [
@@ -70,32 +70,6 @@ enum Mode {
     Explicit,
     /// An existing managed transcript (appends fsynced with their directory).
     Managed,
-}
-
-fn config(storage: &MemoryStorage) -> StorageConfig {
-    let shared: Arc<dyn SessionStorage> = Arc::new(storage.clone());
-    StorageConfig {
-        blobs: BlobStore::new("/agent/blobs", shared.clone()),
-        storage: shared,
-    }
-}
-
-/// A managed transcript holding a question and its answer, in a bound scope.
-fn managed_transcript(storage: &MemoryStorage) -> PathBuf {
-    let identity = Identity {
-        platform: "posix",
-        canonical_path: "/w".into(),
-    };
-    let scope = Path::new("/agent/sessions").join(scope_dir_name(&identity));
-    storage.ensure_dir(&scope).unwrap();
-    storage.put_file(&scope.join(BINDING_FILE), &binding_bytes(&identity));
-    let path = scope.join("2026-01-01T00-00-00-000Z_s.jsonl");
-    let text = crate::common::SessionText::new()
-        .message("q0", None, "user", "q")
-        .message("a0", Some("q0"), "assistant", "a")
-        .text();
-    storage.put_file(&path, text.as_bytes());
-    path
 }
 
 /// A fresh storage and manager; the entries already on disk.
@@ -228,8 +202,6 @@ fn every_storage_failure_leaves_a_loadable_file_with_everything_acknowledged() {
 fn every_storage_failure_of_a_managed_session_keeps_everything_acknowledged_durable() {
     sweep(Mode::Managed);
 }
-
-const SESSIONS_ROOT: &str = "/agent/sessions";
 
 /// A storage holding the workspace `/w` and a sessions root whose mode lets the group in
 /// (`0750`), which preparing a scope re-secures.

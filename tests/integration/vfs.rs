@@ -11,6 +11,8 @@ use gjcfs::vfs::{
     ROOT_INO,
 };
 
+use crate::common::vfs_io::{read_file, write_file};
+
 fn message(role: &str, text: &str) -> Value {
     json::parse(&format!(
         r#"{{"role":"{role}","content":"{text}","provider":"p","model":"m","timestamp":1}}"#
@@ -55,6 +57,7 @@ fn setup(tmp: &Path) -> (String, Vec<String>) {
 
 fn vfs_config(tmp: &Path, read_only: bool) -> VfsConfig {
     VfsConfig {
+        storage: std::sync::Arc::new(gjcfs::vfs::FileStorage),
         source: SessionSource::SessionsRoot(tmp.join("agent/sessions")),
         blob_dir: tmp.join("agent/blobs"),
         read_only,
@@ -70,18 +73,7 @@ fn vfs(tmp: &Path, read_only: bool) -> Vfs {
 }
 
 fn read_all(v: &Vfs, ino: u64) -> Vec<u8> {
-    let o = v
-        .open(
-            ino,
-            OpenMode {
-                read: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    let bytes = v.read(o.fh, 0, 1 << 20).unwrap();
-    v.release(o.fh).unwrap();
-    bytes
+    read_file(v, ino).unwrap()
 }
 
 /// The names directory `ino` lists.
@@ -96,24 +88,6 @@ fn listed_names(v: &Vfs, ino: u64) -> Vec<String> {
 fn session_ino(v: &Vfs, sid: &str) -> u64 {
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
     v.lookup(sessions, sid).unwrap().ino
-}
-
-fn write_file(v: &Vfs, ino: u64, pieces: &[&[u8]]) -> Result<(), VfsError> {
-    let mode = OpenMode {
-        write: true,
-        truncate: true,
-        ..Default::default()
-    };
-    let o = v.open(ino, mode)?;
-    let mut offset = 0;
-    for piece in pieces {
-        if let Err(e) = v.write(o.fh, offset, piece) {
-            v.release(o.fh).ok();
-            return Err(e);
-        }
-        offset += piece.len() as u64;
-    }
-    v.release(o.fh)
 }
 
 #[test]
@@ -824,6 +798,7 @@ fn session_ids_that_cannot_name_a_directory_are_left_out_and_reported() {
         fs::write(dir.join(format!("s{n}.jsonl")), header + "\n").unwrap();
     }
     let v = Vfs::new(VfsConfig {
+        storage: std::sync::Arc::new(gjcfs::vfs::FileStorage),
         source: SessionSource::Dir(dir),
         blob_dir: tmp.path().join("agent/blobs"),
         read_only: false,
@@ -918,6 +893,7 @@ fn a_deeply_nested_message_renders_in_linear_size() {
     );
     fs::write(dir.join("deep.jsonl"), &text).unwrap();
     let v = Vfs::new(VfsConfig {
+        storage: std::sync::Arc::new(gjcfs::vfs::FileStorage),
         source: SessionSource::Dir(dir),
         blob_dir: tmp.path().join("blobs"),
         read_only: true,

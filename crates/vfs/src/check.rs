@@ -14,18 +14,23 @@ use super::content::Bytes;
 use super::SessionSource;
 use super::VfsError;
 use gjcfs_engine::check::{check_store, CheckTarget};
-use gjcfs_engine::storage::FileStorage;
+use gjcfs_engine::storage::SessionStorage;
 
 /// How long a report is served again before the store is checked anew.
 pub const REPORT_KEPT: Duration = Duration::from_secs(10);
 
 pub struct CheckView {
     target: CheckTarget,
+    storage: Arc<dyn SessionStorage>,
     report: Mutex<Option<(Instant, Bytes)>>,
 }
 
 impl CheckView {
-    pub fn new(source: &SessionSource, blob_dir: &std::path::Path) -> Self {
+    pub fn new(
+        source: &SessionSource,
+        blob_dir: &std::path::Path,
+        storage: Arc<dyn SessionStorage>,
+    ) -> Self {
         let (sessions_root, session_dir) = match source {
             SessionSource::SessionsRoot(root) => (Some(root.clone()), None),
             SessionSource::Dir(dir) => (None, Some(dir.clone())),
@@ -36,6 +41,7 @@ impl CheckView {
                 session_dir,
                 blob_dir: blob_dir.to_owned(),
             },
+            storage,
             report: Mutex::new(None),
         }
     }
@@ -48,7 +54,7 @@ impl CheckView {
                 return Ok(bytes.clone());
             }
         }
-        let report = check_store(&FileStorage, &self.target, &|_| {})
+        let report = check_store(self.storage.as_ref(), &self.target, &|_| {})
             .map_err(|e| super::errors::from_io(&e, format!("check: {e}")))?;
         let bytes = Arc::new(report.to_text(None).into_bytes());
         *kept = Some((Instant::now(), bytes.clone()));

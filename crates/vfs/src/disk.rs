@@ -1,13 +1,13 @@
 //! The few facts the model reads from the disk itself rather than through a session: file
 //! stamps, directory mtimes, the blob store's names — through the engine's storage seam,
-//! like everything else. Nothing here follows a symlink, and nothing opens a file (a FIFO
+//! the one the model is configured with ([`super::VfsConfig::storage`]), like everything else. Nothing here follows a symlink, and nothing opens a file (a FIFO
 //! cannot block a stat).
 
 use std::path::Path;
 
 use super::VfsError;
 use gjcfs_engine::blob::is_valid_hash;
-use gjcfs_engine::storage::{EntryKind, EntryStat, FileStorage, SessionStorage};
+use gjcfs_engine::storage::{EntryKind, EntryStat, SessionStorage};
 
 /// What tells one state of a file from another: size, mtime and inode (a rewrite replaces
 /// the file).
@@ -18,19 +18,14 @@ pub(super) struct FileStamp {
     ino: u64,
 }
 
-/// The entry at `path`, not following a symlink.
-fn lstat(path: &Path) -> std::io::Result<EntryStat> {
-    FileStorage.lstat(path)
-}
-
 fn millis(ns: i128) -> i64 {
     (ns / 1_000_000).try_into().unwrap_or(0)
 }
 
 impl FileStamp {
     /// The stamp of the file at `path` (not following a symlink), if there is one.
-    pub(super) fn of(path: &Path) -> Option<Self> {
-        let stat = lstat(path).ok()?;
+    pub(super) fn of(storage: &dyn SessionStorage, path: &Path) -> Option<Self> {
+        let stat = storage.lstat(path).ok()?;
         Some(FileStamp {
             len: stat.len,
             mtime_ns: stat.mtime_ns,
@@ -48,23 +43,23 @@ impl FileStamp {
 }
 
 /// The mtime of `path` in milliseconds (0 when it cannot be read).
-pub(super) fn mtime_ms(path: &Path) -> i64 {
-    lstat(path).map_or(0, |s| millis(s.mtime_ns))
+pub(super) fn mtime_ms(storage: &dyn SessionStorage, path: &Path) -> i64 {
+    storage.lstat(path).map_or(0, |s| millis(s.mtime_ns))
 }
 
 /// The newest mtime of `root` and of the real directories in it.
-pub(super) fn newest_dir_mtime_ms(root: &Path) -> i64 {
-    let inner = FileStorage
+pub(super) fn newest_dir_mtime_ms(storage: &dyn SessionStorage, root: &Path) -> i64 {
+    let inner = storage
         .list_dirs(root)
-        .map(|dirs| dirs.iter().map(|d| mtime_ms(d)).max().unwrap_or(0))
+        .map(|dirs| dirs.iter().map(|d| mtime_ms(storage, d)).max().unwrap_or(0))
         .unwrap_or(0);
-    inner.max(mtime_ms(root))
+    inner.max(mtime_ms(storage, root))
 }
 
 /// Whether the blob store directory is usable: missing (an empty store), or a real
 /// directory. A symlink in its place is refused, never followed.
-fn check_blob_dir(dir: &Path) -> Result<Option<EntryStat>, VfsError> {
-    match lstat(dir) {
+fn check_blob_dir(storage: &dyn SessionStorage, dir: &Path) -> Result<Option<EntryStat>, VfsError> {
+    match storage.lstat(dir) {
         Ok(stat) if stat.kind == EntryKind::Dir => Ok(Some(stat)),
         Ok(_) => Err(VfsError::Refused(format!(
             "{}: the blob store is not a real directory",
@@ -80,8 +75,12 @@ fn check_blob_dir(dir: &Path) -> Result<Option<EntryStat>, VfsError> {
 
 /// Size and mtime (ms) of the blob store directory (`hash` none) or of one blob in it. A
 /// blob is a regular file: a symlink, a FIFO or a directory by that name is no blob.
-pub(super) fn blob_meta(dir: &Path, hash: Option<&str>) -> Result<(u64, i64), VfsError> {
-    let Some(dir_meta) = check_blob_dir(dir)? else {
+pub(super) fn blob_meta(
+    storage: &dyn SessionStorage,
+    dir: &Path,
+    hash: Option<&str>,
+) -> Result<(u64, i64), VfsError> {
+    let Some(dir_meta) = check_blob_dir(storage, dir)? else {
         return match hash {
             None => Ok((0, 0)),
             Some(_) => Err(VfsError::NotFound),
@@ -90,7 +89,7 @@ pub(super) fn blob_meta(dir: &Path, hash: Option<&str>) -> Result<(u64, i64), Vf
     let Some(hash) = hash else {
         return Ok((0, millis(dir_meta.mtime_ns)));
     };
-    match lstat(&dir.join(hash)) {
+    match storage.lstat(&dir.join(hash)) {
         Ok(stat) if stat.kind == EntryKind::File => Ok((stat.len, millis(stat.mtime_ns))),
         Ok(_) => Err(VfsError::NotFound),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(VfsError::NotFound),
@@ -99,11 +98,14 @@ pub(super) fn blob_meta(dir: &Path, hash: Option<&str>) -> Result<(u64, i64), Vf
 }
 
 /// The names of the blobs in the store (regular files named by a valid hash), sorted.
-pub(super) fn blob_names(dir: &Path) -> Result<Vec<String>, VfsError> {
-    if check_blob_dir(dir)?.is_none() {
+pub(super) fn blob_names(
+    storage: &dyn SessionStorage,
+    dir: &Path,
+) -> Result<Vec<String>, VfsError> {
+    if check_blob_dir(storage, dir)?.is_none() {
         return Ok(Vec::new());
     }
-    let mut names: Vec<String> = FileStorage
+    let mut names: Vec<String> = storage
         .list_files(dir)
         .unwrap_or_default()
         .into_iter()
@@ -115,6 +117,6 @@ pub(super) fn blob_names(dir: &Path) -> Result<Vec<String>, VfsError> {
 }
 
 /// Whether the blob `hash` is a regular file in the store.
-pub(super) fn has_blob(dir: &Path, hash: &str) -> bool {
-    blob_meta(dir, Some(hash)).is_ok()
+pub(super) fn has_blob(storage: &dyn SessionStorage, dir: &Path, hash: &str) -> bool {
+    blob_meta(storage, dir, Some(hash)).is_ok()
 }

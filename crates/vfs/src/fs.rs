@@ -16,10 +16,14 @@ use super::slots::{Listed, SlotCache};
 use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, SessionSource, VfsError};
 use gjcfs_engine::discovery::{list_all_cached, list_dir_cached, ListingCache, SessionInfo};
-use gjcfs_engine::storage::FileStorage;
+use gjcfs_engine::storage::SessionStorage;
 
 #[derive(Debug, Clone)]
 pub struct VfsConfig {
+    /// Where every file of the store is read and written (the disk: `FileStorage`; tests
+    /// may give a `MemoryStorage`). The prompt history's database and the search index are
+    /// SQLite files, opened by SQLite itself.
+    pub storage: Arc<dyn SessionStorage>,
     pub source: SessionSource,
     /// The blob store managers resolve and write images through.
     pub blob_dir: PathBuf,
@@ -129,9 +133,13 @@ impl Vfs {
     /// `sessions/` or `projects/` is first looked into.
     pub fn new(config: VfsConfig) -> Self {
         Vfs {
-            history: HistoryView::new(&config.history_db),
-            store_usage: StoreUsageView::new(config.source.clone()),
-            check: super::check::CheckView::new(&config.source, &config.blob_dir),
+            history: HistoryView::new(&config.history_db, config.storage.clone()),
+            store_usage: StoreUsageView::new(config.source.clone(), config.storage.clone()),
+            check: super::check::CheckView::new(
+                &config.source,
+                &config.blob_dir,
+                config.storage.clone(),
+            ),
             search: super::search::SearchView::new(config.search_index.clone(), &config.blob_dir),
             config,
             inodes: Mutex::new(InodeTable::default()),
@@ -148,6 +156,11 @@ impl Vfs {
             pending_resets: Mutex::new(HashMap::new()),
             snapshots: Default::default(),
         }
+    }
+
+    /// The storage every file of the store goes through.
+    pub(super) fn storage(&self) -> &dyn SessionStorage {
+        self.config.storage.as_ref()
     }
 
     pub fn read_only(&self) -> bool {
@@ -200,13 +213,13 @@ impl Vfs {
         // One scan at a time, until its listing is in place (a slower scan never puts an
         // older listing over a newer one); what a scan read, the next one need not read.
         let mut cache = self.rescan.lock();
-        let storage = FileStorage;
+        let storage = self.storage();
         let infos: Vec<SessionInfo> = match &self.config.source {
             SessionSource::SessionsRoot(root) => {
-                list_all_cached(&storage, root, &mut cache, progress).unwrap_or_default()
+                list_all_cached(storage, root, &mut cache, progress).unwrap_or_default()
             }
             SessionSource::Dir(dir) => {
-                list_dir_cached(&storage, dir, &mut cache, progress).unwrap_or_default()
+                list_dir_cached(storage, dir, &mut cache, progress).unwrap_or_default()
             }
         };
         let (usable, unsafe_ids): (Vec<SessionInfo>, Vec<SessionInfo>) = infos
@@ -241,7 +254,7 @@ impl Vfs {
                     }
                     _ => {
                         if info.message_count > 0 {
-                            info.find_first_prompt(&storage);
+                            info.find_first_prompt(storage);
                         }
                         info.shown_title().to_owned()
                     }
@@ -409,13 +422,13 @@ impl Vfs {
 
     /// Every transcript file of the store, unread.
     pub(super) fn transcript_paths(&self) -> Vec<PathBuf> {
-        let storage = FileStorage;
+        let storage = self.storage();
         match &self.config.source {
             SessionSource::SessionsRoot(root) => {
-                gjcfs_engine::discovery::all_transcript_paths(&storage, root).unwrap_or_default()
+                gjcfs_engine::discovery::all_transcript_paths(storage, root).unwrap_or_default()
             }
             SessionSource::Dir(dir) => {
-                gjcfs_engine::discovery::transcript_paths(&storage, dir).unwrap_or_default()
+                gjcfs_engine::discovery::transcript_paths(storage, dir).unwrap_or_default()
             }
         }
     }

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use super::VfsError;
 use gjcfs_engine::history::{tokenize as crate_tokenize, HistoryEntry, HistoryStorage, MAX_LIMIT};
 use gjcfs_engine::json::{self, Object, Value};
-use gjcfs_engine::storage::{EntryKind, FileStorage, SessionStorage};
+use gjcfs_engine::storage::{EntryKind, SessionStorage};
 
 /// How many queries `ls history/search/` shows.
 const RECENT_QUERIES: usize = 20;
@@ -35,6 +35,8 @@ errors             why the last queries were refused
 
 pub struct HistoryView {
     path: PathBuf,
+    /// What the database's files are looked at through (SQLite opens them itself).
+    files: Arc<dyn SessionStorage>,
     /// The last queries asked, newest last.
     queries: Mutex<std::collections::VecDeque<String>>,
     storage: Mutex<Option<HistoryStorage>>,
@@ -47,8 +49,8 @@ pub struct HistoryView {
 type DbStamp = [(u64, i128); 2];
 
 /// Size and mtime (ns) of the file at `path` (zero when there is none).
-fn size_and_mtime(path: &Path) -> (u64, i128) {
-    FileStorage
+fn size_and_mtime(storage: &dyn SessionStorage, path: &Path) -> (u64, i128) {
+    storage
         .lstat(path)
         .map_or((0, 0), |stat| (stat.len, stat.mtime_ns))
 }
@@ -75,9 +77,10 @@ fn lines<'a>(entries: impl Iterator<Item = &'a HistoryEntry>) -> Vec<u8> {
 }
 
 impl HistoryView {
-    pub fn new(path: impl Into<PathBuf>) -> Self {
+    pub fn new(path: impl Into<PathBuf>, files: Arc<dyn SessionStorage>) -> Self {
         HistoryView {
             path: path.into(),
+            files,
             queries: Mutex::new(std::collections::VecDeque::new()),
             storage: Mutex::new(None),
             prompts: Mutex::new(None),
@@ -109,7 +112,10 @@ impl HistoryView {
     }
 
     fn stamp(&self) -> DbStamp {
-        [size_and_mtime(&self.path), size_and_mtime(&self.wal_path())]
+        [
+            size_and_mtime(self.files.as_ref(), &self.path),
+            size_and_mtime(self.files.as_ref(), &self.wal_path()),
+        ]
     }
 
     /// `prompts.jsonl`: every prompt, oldest first.
@@ -132,7 +138,7 @@ impl HistoryView {
 
     /// Whether the database exists.
     pub fn exists(&self) -> bool {
-        FileStorage
+        self.files
             .lstat(&self.path)
             .is_ok_and(|stat| stat.kind == EntryKind::File)
     }
@@ -169,9 +175,9 @@ impl HistoryView {
 
     /// The newest mtime of the database and its write-ahead log, ms since the epoch.
     pub fn mtime_ms(&self) -> i64 {
-        let newest = size_and_mtime(&self.path)
+        let newest = size_and_mtime(self.files.as_ref(), &self.path)
             .1
-            .max(size_and_mtime(&self.wal_path()).1);
+            .max(size_and_mtime(self.files.as_ref(), &self.wal_path()).1);
         (newest / 1_000_000).try_into().unwrap_or(0)
     }
 

@@ -113,6 +113,8 @@ mod store_usage;
 mod writes;
 
 pub use gjcfs_engine::io_cause::IoCause;
+/// The storages a model can be configured with ([`VfsConfig::storage`]).
+pub use gjcfs_engine::storage::{FileStorage, SessionStorage};
 pub use handles::{Part, LEAF_MAX, LINE_MAX, PENDING_MAX};
 pub use layout::{label_file_name, safe_session_name};
 pub use writes::AttrChange;

@@ -28,7 +28,7 @@ impl Vfs {
             | Node::LabelsDir(_)
             | Node::SessionBlobsDir(_)
             | Node::EntriesDir(_) => self.session_part_children(&dir)?,
-            Node::BlobsDir => disk::blob_names(&self.config.blob_dir)?
+            Node::BlobsDir => disk::blob_names(self.storage(), &self.config.blob_dir)?
                 .into_iter()
                 .map(|h| (Node::Blob(h.clone()), h))
                 .collect(),
@@ -146,7 +146,7 @@ impl Vfs {
                 // Referenced blobs missing from the store are not listed.
                 Ok(refs
                     .into_iter()
-                    .filter(|h| disk::has_blob(&self.config.blob_dir, h))
+                    .filter(|h| disk::has_blob(self.storage(), &self.config.blob_dir, h))
                     .map(|h| (Node::Blob(h.clone()), h))
                     .collect())
             }

@@ -13,7 +13,6 @@ use super::shapes::Shape;
 use super::snapshots::Compared;
 use super::{Attr, NodeKind, VfsError};
 use gjcfs_engine::blob::BlobStore;
-use gjcfs_engine::storage::FileStorage;
 
 fn attr_from(ino: u64, shape: &Shape) -> Attr {
     Attr {
@@ -175,8 +174,8 @@ impl Vfs {
             Node::Blob(hash) => {
                 // A blob is a regular file of a real blob directory: checked before the
                 // open (which does not follow a symlink either).
-                disk::blob_meta(&self.config.blob_dir, Some(hash))?;
-                let store = BlobStore::new(&self.config.blob_dir, Arc::new(FileStorage));
+                disk::blob_meta(self.storage(), &self.config.blob_dir, Some(hash))?;
+                let store = BlobStore::new(&self.config.blob_dir, self.config.storage.clone());
                 match store.get_checked(hash) {
                     Ok(Some(bytes)) => Ok(Arc::new(bytes)),
                     Ok(None) => Err(VfsError::NotFound),

@@ -209,6 +209,7 @@ mod tests {
             .expect("label");
         manager.close().expect("close");
         let vfs = Vfs::new(VfsConfig {
+            storage: std::sync::Arc::new(gjcfs_engine::storage::FileStorage),
             source: SessionSource::SessionsRoot(tmp.join("agent/sessions")),
             blob_dir: tmp.join("agent/blobs"),
             read_only: false,

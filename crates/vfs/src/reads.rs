@@ -10,7 +10,7 @@ use super::handles::{Handle, LeafBuffer, LineBuffer};
 use super::inode::Node;
 use super::snapshots::Compared;
 use super::{OpenMode, VfsError};
-use gjcfs_engine::storage::{FileStorage, ReadFile, SessionStorage};
+use gjcfs_engine::storage::ReadFile;
 
 impl Vfs {
     pub fn open(&self, ino: u64, mode: OpenMode) -> Result<Opened, VfsError> {
@@ -60,7 +60,8 @@ impl Vfs {
     /// Session `sid`'s transcript, opened for reading where it is.
     fn transcript(&self, sid: &str) -> Result<Arc<dyn ReadFile>, VfsError> {
         let path = self.with_session(sid, |loaded| Ok(loaded.path().to_owned()))?;
-        let file = FileStorage
+        let file = self
+            .storage()
             .open_read_at(&path)
             .map_err(|e| super::errors::from_io(&e, format!("session.jsonl: {e}")))?;
         Ok(Arc::from(file))

@@ -22,6 +22,7 @@ use super::fs::{EntriesChanged, Vfs, RESET_GRACE};
 use super::slots::{Listed, Loaded, Slot, SlotState};
 use super::SessionSource;
 use super::VfsError;
+use gjcfs_engine::blob::BlobStore;
 use gjcfs_engine::manager::{
     ReadRules, Refresh, SessionError, SessionManager, StorageConfig, WriteTarget,
 };
@@ -90,7 +91,7 @@ impl Vfs {
                 self.after_write(sid, loaded);
             } else {
                 // A failed write is rolled back in memory; the next write opens afresh.
-                loaded.synced = FileStamp::of(&loaded.path);
+                loaded.synced = FileStamp::of(self.storage(), &loaded.path);
                 self.note_stamp(sid, loaded.synced);
             }
             self.search.session_changed(&loaded.path);
@@ -111,7 +112,7 @@ impl Vfs {
     /// shown never changes.
     fn after_write(&self, sid: &str, loaded: &mut Loaded) {
         // Taken before reading: lines landing meanwhile show as a change next time.
-        let stamp = FileStamp::of(&loaded.path);
+        let stamp = FileStamp::of(self.storage(), &loaded.path);
         let mut edited = loaded.manager.take_caught_up_edits();
         match loaded.manager.refresh_from_file() {
             Ok(Refresh::Unchanged) => {}
@@ -152,7 +153,7 @@ impl Vfs {
         if loaded.writable && loaded.manager.persist_error().is_none() {
             return Ok(());
         }
-        let before = FileStamp::of(&loaded.path);
+        let before = FileStamp::of(self.storage(), &loaded.path);
         let writer = self.open_writer(&loaded.path)?;
         if let Some(cut) = writer.cut_torn_tail() {
             self.errors.push(
@@ -168,7 +169,7 @@ impl Vfs {
             before
         } else {
             // A legacy session now lives in its managed copy.
-            let stamp = FileStamp::of(&path);
+            let stamp = FileStamp::of(self.storage(), &path);
             if let Some(listed) = self.listing.lock().get_mut(sid) {
                 listed.path = path.clone();
             }
@@ -187,7 +188,7 @@ impl Vfs {
         let listed = self.listed(sid).ok_or(VfsError::NotFound)?;
         // The stamp is taken before the load: an append landing in between then shows as
         // a change on the next access. Taken after, it would hide that append for good.
-        let before = FileStamp::of(&listed.path);
+        let before = FileStamp::of(self.storage(), &listed.path);
         if let Some((stamp, error)) = &state.failed {
             if *stamp == before {
                 return Err(error.clone());
@@ -241,7 +242,10 @@ impl Vfs {
     }
 
     fn storage_config(&self) -> StorageConfig {
-        StorageConfig::files(&self.config.blob_dir)
+        StorageConfig {
+            storage: self.config.storage.clone(),
+            blobs: BlobStore::new(&self.config.blob_dir, self.config.storage.clone()),
+        }
     }
 
     /// A manager that only reads: lenient, migrated and sanitized in memory, never
@@ -271,7 +275,7 @@ impl Vfs {
             return;
         };
         // Taken before reading: lines landing during the refresh show as a change next time.
-        let now = FileStamp::of(&loaded.path);
+        let now = FileStamp::of(self.storage(), &loaded.path);
         if now == loaded.synced {
             return;
         }

@@ -60,8 +60,8 @@ impl Vfs {
     /// root answers at once however large the store.
     fn source_mtime_ms(&self) -> i64 {
         match &self.config.source {
-            SessionSource::Dir(dir) => disk::mtime_ms(dir),
-            SessionSource::SessionsRoot(root) => disk::newest_dir_mtime_ms(root),
+            SessionSource::Dir(dir) => disk::mtime_ms(self.storage(), dir),
+            SessionSource::SessionsRoot(root) => disk::newest_dir_mtime_ms(self.storage(), root),
         }
     }
 
@@ -136,7 +136,7 @@ impl Vfs {
                     self.file_ms(&sid).unwrap_or(0),
                 )
             }
-            Node::BlobsDir => dir(disk::blob_meta(&self.config.blob_dir, None)?.1),
+            Node::BlobsDir => dir(disk::blob_meta(self.storage(), &self.config.blob_dir, None)?.1),
             Node::HistoryDir | Node::SearchDir => dir(self.history.mtime_ms()),
             Node::ProjectDir(name) => {
                 let newest = self
@@ -165,7 +165,8 @@ impl Vfs {
                 file(found.len(), self.history.mtime_ms())
             }
             Node::Blob(hash) => {
-                let (len, mtime) = disk::blob_meta(&self.config.blob_dir, Some(hash))?;
+                let (len, mtime) =
+                    disk::blob_meta(self.storage(), &self.config.blob_dir, Some(hash))?;
                 stable_file(len as usize, mtime)
             }
             Node::StorePage(page) => file(self.store_page(*page)?.len(), self.source_mtime_ms()),
@@ -227,7 +228,8 @@ impl Vfs {
             // The file as it is on disk now (a stat, no load): it grows as the agent appends.
             Node::Transcript(s) => {
                 let listed = self.listed(s).ok_or(VfsError::NotFound)?;
-                let stamp = disk::FileStamp::of(&listed.path).ok_or(VfsError::NotFound)?;
+                let stamp =
+                    disk::FileStamp::of(self.storage(), &listed.path).ok_or(VfsError::NotFound)?;
                 file(stamp.len() as usize, stamp.millis())
             }
             Node::Context(s) => {

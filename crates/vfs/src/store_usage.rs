@@ -29,7 +29,7 @@ use super::SessionSource;
 use super::VfsError;
 use gjcfs_engine::discovery::{all_transcript_paths, keep_live_copies, transcript_paths};
 use gjcfs_engine::json;
-use gjcfs_engine::storage::FileStorage;
+use gjcfs_engine::storage::SessionStorage;
 use gjcfs_engine::store_usage::{scan_sessions, Grouping, SessionUsageContribution, StoreUsage};
 use gjcfs_engine::views::{self, store_index::IndexEntry};
 
@@ -68,27 +68,29 @@ struct Cache {
 
 pub struct StoreUsageView {
     source: SessionSource,
+    storage: Arc<dyn SessionStorage>,
     cache: Mutex<Cache>,
 }
 
 impl StoreUsageView {
-    pub fn new(source: SessionSource) -> Self {
+    pub fn new(source: SessionSource, storage: Arc<dyn SessionStorage>) -> Self {
         StoreUsageView {
             source,
+            storage,
             cache: Mutex::new(Cache::default()),
         }
     }
 
     fn stamped_paths(&self) -> Result<Stamps, VfsError> {
-        let storage = FileStorage;
+        let storage = self.storage.as_ref();
         let paths = match &self.source {
-            SessionSource::SessionsRoot(root) => all_transcript_paths(&storage, root),
-            SessionSource::Dir(dir) => transcript_paths(&storage, dir),
+            SessionSource::SessionsRoot(root) => all_transcript_paths(storage, root),
+            SessionSource::Dir(dir) => transcript_paths(storage, dir),
         }
         .map_err(|e| super::errors::from_io(&e, format!("cannot list the store: {e}")))?;
         Ok(paths
             .into_iter()
-            .filter_map(|path| Some((FileStamp::of(&path)?, path)))
+            .filter_map(|path| Some((FileStamp::of(storage, &path)?, path)))
             .map(|(stamp, path)| (path, stamp))
             .collect())
     }

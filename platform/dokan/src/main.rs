@@ -81,6 +81,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 (None, None) => return Err("--sessions-root or --session-dir".to_owned()),
             };
             let vfs = std::sync::Arc::new(Vfs::new(VfsConfig {
+                storage: std::sync::Arc::new(gjcfs_vfs::FileStorage),
                 source,
                 blob_dir,
                 read_only,

@@ -22,11 +22,13 @@ macro_rules! require_browser {
 }
 
 pub mod browser;
+pub mod memory;
 pub mod mount;
 pub mod pages;
 pub mod pty;
 #[cfg(target_os = "linux")]
 pub mod tmpfs;
+pub mod vfs_io;
 
 use std::path::PathBuf;
 
