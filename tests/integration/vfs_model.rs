@@ -1,14 +1,16 @@
 //! The mount model against a reference model: random sequences of operations on a `Vfs`
-//! over a `MemoryStorage` — appends through `entries/new`, leaf moves through `leaf`, the
-//! agent appending from outside, faults injected into the writes, crashes — and after each
-//! one, what the mount shows (the entries in order, the leaf, the context's messages) must
-//! be what a small model of the session says.
+//! over a `MemoryStorage` (appends through `entries/new`, leaf moves through `leaf`, the
+//! agent appending to or rewriting the file from outside, reads of every file, faults
+//! injected into the writes, crashes), and after each one, what the mount shows (the
+//! entries in order, the leaf, the context's messages) must be what a small model of the
+//! session says.
 //!
 //! The model is a list of messages, each with its parent, and the leaf: an append through
 //! the mount or from outside hangs a message under the leaf and moves the leaf to it; a
-//! leaf write moves the leaf. A write that fails changes nothing; one that succeeds is
-//! applied. After a crash the session holds every acknowledged message (managed appends are
-//! durable when acknowledged), and a second session nobody writes keeps its bytes.
+//! leaf write moves the leaf; a rewrite from outside changes nothing the mount shows. A
+//! write that fails changes nothing; one that succeeds is applied. After a crash the
+//! session holds every acknowledged message (managed appends are durable when
+//! acknowledged), and a second session nobody writes keeps its bytes.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use proptest::test_runner::TestCaseError;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::manager::{SessionManager, WriteTarget};
 use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage};
-use gjcfs::vfs::{SessionSource, Vfs, VfsConfig, VfsError, ROOT_INO};
+use gjcfs::vfs::{NodeKind, SessionSource, Vfs, VfsConfig, VfsError, ROOT_INO};
 
 use crate::common::memory::{config, managed_transcript, SESSIONS_ROOT};
 use crate::common::vfs_io::{read_file, write_file};
@@ -34,6 +36,11 @@ enum Op {
     MoveLeaf(Index),
     /// The agent appends a message to the file itself.
     OutsideAppend,
+    /// The agent rewrites the whole file (temp file, fsync, rename), as its migrations and
+    /// `rewriteEntries` do: the same session in a new file.
+    OutsideRewrite,
+    /// Every file of the session directory is looked up, opened and read.
+    ReadAll,
     /// An append through `entries/new` while storage operation `after` (counted from now)
     /// fails.
     FaultyAppend { after: u8, kind: FaultKind },
@@ -51,6 +58,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => any::<bool>().prop_map(|split| Op::AppendNew { split }),
         3 => any::<Index>().prop_map(Op::MoveLeaf),
         2 => Just(Op::OutsideAppend),
+        1 => Just(Op::OutsideRewrite),
+        1 => Just(Op::ReadAll),
         3 => (0u8..24, kind).prop_map(|(after, kind)| Op::FaultyAppend { after, kind }),
         1 => Just(Op::Crash),
     ]
@@ -183,6 +192,30 @@ fn outside_append(storage: &MemoryStorage, path: &Path, text: &str) {
     manager.close().unwrap();
 }
 
+/// The agent rewriting the whole file, through the engine.
+fn outside_rewrite(storage: &MemoryStorage, path: &Path) {
+    let manager =
+        SessionManager::open_for_writing(path, &WriteTarget::default(), config(storage)).unwrap();
+    manager.rewrite_entries().unwrap();
+    manager.close().unwrap();
+}
+
+/// Reads every file the session directory lists, and every file of its `entries/`.
+fn read_every_file(v: &Vfs, sid: &str) -> Result<(), VfsError> {
+    let dir = session_dir(v, sid)?;
+    let entries = lookup(v, dir, "entries")?;
+    for parent in [dir, entries] {
+        for entry in v.readdir(parent)? {
+            let attr = v.lookup(parent, &entry.name)?;
+            if attr.kind == NodeKind::File && entry.name != "new" {
+                let bytes = read_file(v, attr.ino)?;
+                assert_eq!(bytes.len() as u64, attr.size, "{}: size", entry.name);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     let storage = MemoryStorage::new();
     let path = managed_transcript(&storage);
@@ -227,6 +260,8 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 outside_append(&storage, &path, &text);
                 model.append(text);
             }
+            Op::OutsideRewrite => outside_rewrite(&storage, &path),
+            Op::ReadAll => read_every_file(&v, sid).map_err(|e| fail(&when, e))?,
             Op::FaultyAppend { after, kind } => {
                 let new = new().map_err(|e| fail(&when, e))?;
                 let at = storage.op_count() + u64::from(*after);
