@@ -12,8 +12,7 @@
 //! session holds every acknowledged message (managed appends are durable when
 //! acknowledged), and a second session nobody writes keeps its bytes.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -22,10 +21,10 @@ use proptest::test_runner::TestCaseError;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::manager::{SessionManager, WriteTarget};
 use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage};
-use gjcfs::vfs::{NodeKind, SessionSource, Vfs, VfsConfig, VfsError, ROOT_INO};
+use gjcfs::vfs::{NodeKind, Vfs, VfsError, ROOT_INO};
 
-use crate::common::memory::{config, managed_transcript, SESSIONS_ROOT};
-use crate::common::vfs_io::{read_file, write_file};
+use crate::common::memory::{config, managed_transcript};
+use crate::common::vfs_io::{memory_vfs, read_file, write_file};
 
 /// What happens next.
 #[derive(Debug, Clone)]
@@ -97,20 +96,6 @@ impl Model {
         path.reverse();
         path
     }
-}
-
-/// A model server over `storage`.
-fn server(storage: &MemoryStorage) -> Vfs {
-    Vfs::new(VfsConfig {
-        storage: Arc::new(storage.clone()),
-        source: SessionSource::SessionsRoot(PathBuf::from(SESSIONS_ROOT)),
-        blob_dir: "/agent/blobs".into(),
-        read_only: false,
-        max_loaded: 4,
-        history_db: "/agent/history.db".into(),
-        owner_uid: None,
-        search_index: None,
-    })
 }
 
 fn lookup(v: &Vfs, parent: u64, name: &str) -> Result<u64, VfsError> {
@@ -229,7 +214,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     .text();
     storage.put_file(&other, other_text.as_bytes());
     let mut model = Model::start();
-    let mut v = server(&storage);
+    let mut v = memory_vfs(&storage);
     let mut ids = check(&v, sid, &model, "at the start")?;
     for (n, op) in ops.iter().enumerate() {
         let when = format!("after op {n} {op:?}");
@@ -273,9 +258,10 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
             Op::Crash => {
-                drop(v);
+                // The machine stops under the server: nothing it still holds is written.
                 storage.crash();
-                v = server(&storage);
+                drop(v);
+                v = memory_vfs(&storage);
             }
         }
         ids = check(&v, sid, &model, &when)?;

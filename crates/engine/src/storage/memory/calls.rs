@@ -103,6 +103,7 @@ impl SessionStorage for MemoryStorage {
             position: 0,
             number: s.next_writer,
             locked: None,
+            born: s.crashes,
         }))
     }
 

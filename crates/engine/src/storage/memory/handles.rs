@@ -54,9 +54,28 @@ pub(super) struct MemoryWriter {
     pub(super) number: u64,
     /// The identity of the file whose lock this writer holds.
     pub(super) locked: Option<u64>,
+    /// The number of crashes before this writer was opened: a writer of an earlier life of
+    /// the machine is dead (see [`MemoryWriter::live`]).
+    pub(super) born: u64,
 }
 
 impl MemoryWriter {
+    /// Begins operation `name`: a writer opened before the last crash belongs to a process
+    /// that no longer exists, so its calls fail (EIO) and reach nothing, uncounted; any
+    /// other call is one numbered operation ([`check`]).
+    fn live(&self, s: &mut State, name: &'static str) -> io::Result<()> {
+        self.alive(s)?;
+        check(s, name)
+    }
+
+    /// Fails (EIO) for a writer opened before the last crash.
+    fn alive(&self, s: &State) -> io::Result<()> {
+        match self.born == s.crashes {
+            true => Ok(()),
+            false => Err(crate::storage::sys::os::errno_error(libc::EIO)),
+        }
+    }
+
     /// Drops the lock this writer holds, if any, waking writers waiting for it.
     fn release(&mut self, s: &mut State) {
         if let Some(id) = self.locked.take() {
@@ -77,6 +96,7 @@ impl MemoryWriter {
         store: impl FnOnce(&mut Vec<u8>, &[u8]),
     ) -> io::Result<(u64, u64, Option<FaultKind>)> {
         let mut s = self.storage.lock();
+        self.alive(&s)?;
         let fault = begin(&mut s, name);
         let stored = match fault {
             Some(FaultKind::ShortWrite) => &bytes[..bytes.len() / 2],
@@ -108,7 +128,7 @@ impl StorageWriter for MemoryWriter {
 
     fn end(&self) -> io::Result<FileEnd> {
         let mut s = self.storage.lock();
-        check(&mut s, "end")?;
+        self.live(&mut s, "end")?;
         let file = s
             .files
             .get(&self.path)
@@ -133,7 +153,7 @@ impl StorageWriter for MemoryWriter {
 
     fn truncate(&mut self, len: u64) -> io::Result<()> {
         let mut s = self.storage.lock();
-        check(&mut s, "truncate")?;
+        self.live(&mut s, "truncate")?;
         let file = s
             .files
             .get_mut(&self.path)
@@ -144,7 +164,7 @@ impl StorageWriter for MemoryWriter {
 
     fn fsync(&mut self) -> io::Result<()> {
         let mut s = self.storage.lock();
-        check(&mut s, "fsync")?;
+        self.live(&mut s, "fsync")?;
         let id = s.id_of(&self.path);
         if let Some(bytes) = s.files.get(&self.path).cloned() {
             s.durable_contents.insert(id, bytes);
@@ -153,14 +173,14 @@ impl StorageWriter for MemoryWriter {
     }
 
     fn position(&self) -> io::Result<u64> {
-        check(&mut self.storage.lock(), "position")?;
+        self.live(&mut self.storage.lock(), "position")?;
         Ok(self.position)
     }
 
     fn lock(&mut self) -> io::Result<()> {
         let storage = self.storage.clone();
         let mut s = storage.lock();
-        check(&mut s, "lock")?;
+        self.live(&mut s, "lock")?;
         let id = s.id_of(&self.path);
         let started = std::time::Instant::now();
         loop {
@@ -187,7 +207,7 @@ impl StorageWriter for MemoryWriter {
     fn unlock(&mut self) -> io::Result<()> {
         let storage = self.storage.clone();
         let mut s = storage.lock();
-        check(&mut s, "unlock")?;
+        self.live(&mut s, "unlock")?;
         self.release(&mut s);
         Ok(())
     }
@@ -200,7 +220,7 @@ impl StorageWriter for MemoryWriter {
         let storage = self.storage.clone();
         let mut s = storage.lock();
         self.release(&mut s);
-        check(&mut s, "close")
+        self.live(&mut s, "close")
     }
 }
 

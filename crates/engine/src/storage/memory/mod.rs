@@ -87,6 +87,8 @@ struct State {
     locks: BTreeMap<u64, u64>,
     /// The number of the next writer opened.
     next_writer: u64,
+    /// How many times [`MemoryStorage::crash`] was called.
+    crashes: u64,
 }
 
 impl State {
@@ -219,9 +221,12 @@ impl MemoryStorage {
     }
 
     /// Simulates a power loss: what is visible becomes the durable image (see the module
-    /// docs). Writers opened before are not to be used again.
+    /// docs), and the processes that ran are gone: every writer opened before fails each
+    /// later call (EIO) without reaching the files, and the locks they held are free.
     pub fn crash(&self) {
         let mut s = self.lock();
+        s.crashes += 1;
+        s.locks.clear();
         let mut files = BTreeMap::new();
         let mut ids = BTreeMap::new();
         // A directory never synced keeps the entries it had when last synced: none.

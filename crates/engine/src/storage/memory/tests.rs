@@ -125,3 +125,33 @@ fn positional_writes_overwrite_in_place() {
     let open = storage.open_read_at(file).unwrap();
     assert_eq!(open.mtime_ns().unwrap(), stat.mtime_ns);
 }
+
+#[test]
+fn writers_opened_before_a_crash_reach_nothing_and_hold_no_lock() {
+    let storage = MemoryStorage::new();
+    storage.ensure_dir(Path::new("/d")).unwrap();
+    let file = Path::new("/d/f");
+    storage.put_file(file, b"kept\n");
+    let mut w = storage.open_writer(file, OpenMode::Append).unwrap();
+    w.lock().unwrap();
+    w.write_all(b"lost\n").unwrap();
+    storage.crash();
+    assert_eq!(storage.file(file).unwrap(), b"kept\n");
+    let ops = storage.op_count();
+    let eio = crate::storage::sys::os::errno_error(libc::EIO).raw_os_error();
+    assert_eq!(w.write_all(b"late\n").unwrap_err().raw_os_error(), eio);
+    assert_eq!(w.fsync().unwrap_err().raw_os_error(), eio);
+    assert_eq!(
+        storage.op_count(),
+        ops,
+        "a dead writer's calls are not counted"
+    );
+    // The lock went with the process: a writer of the new life takes it at once.
+    let mut again = storage.open_writer(file, OpenMode::Append).unwrap();
+    again.lock().unwrap();
+    drop(w);
+    again.write_all(b"new\n").unwrap();
+    again.fsync().unwrap();
+    storage.crash();
+    assert_eq!(storage.file(file).unwrap(), b"kept\nnew\n");
+}
