@@ -4,6 +4,10 @@
 
 #[path = "../../fuzz/checks.rs"]
 mod checks;
+#[path = "../../fuzz/vfs_ops.rs"]
+mod vfs_ops;
+
+use crate::common::vfs_io;
 
 use std::path::{Path, PathBuf};
 
@@ -46,6 +50,11 @@ fn json_roundtrip_regressions() {
 #[test]
 fn search_text_regressions() {
     run_all(&regressions("search_text"), checks::search_text);
+}
+
+#[test]
+fn vfs_ops_regressions() {
+    run_all(&regressions("vfs_ops"), vfs_ops::vfs_ops);
 }
 
 #[test]

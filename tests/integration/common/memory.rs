@@ -8,8 +8,7 @@ use gjcfs::engine::manager::StorageConfig;
 use gjcfs::engine::scope::{binding_bytes, scope_dir_name, Identity, BINDING_FILE};
 use gjcfs::engine::storage::{MemoryStorage, SessionStorage};
 
-/// The managed sessions' root of every store here.
-pub const SESSIONS_ROOT: &str = "/agent/sessions";
+pub use super::vfs_io::SESSIONS_ROOT;
 
 /// The engine's storage and blob store (`/agent/blobs`) over `storage`.
 pub fn config(storage: &MemoryStorage) -> StorageConfig {

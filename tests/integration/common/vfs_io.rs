@@ -1,7 +1,30 @@
-//! Whole-file reads and writes through a `Vfs`, as a kernel would issue them: open, read or
-//! write, release.
+//! A `Vfs` over a `MemoryStorage`, and whole-file reads and writes through a `Vfs` as a
+//! kernel would issue them: open, read or write, release. Used by the model tests and by
+//! the `vfs_ops` fuzz check (`fuzz/vfs_ops.rs`), so it needs nothing else of the tests.
 
-use gjcfs::vfs::{OpenMode, Vfs, VfsError};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gjcfs::engine::storage::MemoryStorage;
+use gjcfs::vfs::{OpenMode, SessionSource, Vfs, VfsConfig, VfsError};
+
+/// The managed sessions' root of every store in memory here.
+pub const SESSIONS_ROOT: &str = "/agent/sessions";
+
+/// A writable mount model over the managed sessions under [`SESSIONS_ROOT`] of `storage`,
+/// with the blobs in `/agent/blobs` and at most four sessions loaded at once.
+pub fn memory_vfs(storage: &MemoryStorage) -> Vfs {
+    Vfs::new(VfsConfig {
+        storage: Arc::new(storage.clone()),
+        source: SessionSource::SessionsRoot(PathBuf::from(SESSIONS_ROOT)),
+        blob_dir: "/agent/blobs".into(),
+        read_only: false,
+        max_loaded: 4,
+        history_db: "/agent/history.db".into(),
+        owner_uid: None,
+        search_index: None,
+    })
+}
 
 /// Reads node `ino` whole (up to 1 MiB).
 pub fn read_file(v: &Vfs, ino: u64) -> Result<Vec<u8>, VfsError> {
