@@ -1,50 +1,23 @@
 //! The few facts the model reads from the disk itself rather than through a session: file
-//! stamps, directory mtimes, the blob store's names — through the engine's storage seam,
-//! the one the model is configured with ([`super::VfsConfig::storage`]), like everything else. Nothing here follows a symlink, and nothing opens a file (a FIFO
-//! cannot block a stat).
+//! versions, directory mtimes, the blob store's names, through the storage the model is
+//! configured with ([`super::VfsConfig::storage`]) like everything else. Nothing here
+//! follows a symlink, and nothing opens a file (a FIFO cannot block a stat).
 
 use std::path::Path;
 
 use super::VfsError;
 use gjcfs_engine::blob::is_valid_hash;
-use gjcfs_engine::storage::{EntryKind, EntryStat, SessionStorage};
+use gjcfs_engine::storage::{EntryKind, EntryStat, FileVersion, SessionStorage};
 
-/// What tells one state of a file from another: size, mtime and inode (a rewrite replaces
-/// the file).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FileStamp {
-    len: u64,
-    mtime_ns: i128,
-    ino: u64,
-}
-
-fn millis(ns: i128) -> i64 {
-    (ns / 1_000_000).try_into().unwrap_or(0)
-}
-
-impl FileStamp {
-    /// The stamp of the file at `path` (not following a symlink), if there is one.
-    pub(super) fn of(storage: &dyn SessionStorage, path: &Path) -> Option<Self> {
-        let stat = storage.lstat(path).ok()?;
-        Some(FileStamp {
-            len: stat.len,
-            mtime_ns: stat.mtime_ns,
-            ino: stat.id.ino,
-        })
-    }
-
-    pub(super) fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub(super) fn millis(&self) -> i64 {
-        millis(self.mtime_ns)
-    }
+/// The version of the file at `path` (not following a symlink), if there is one: what
+/// tells one state of it from another (a rewrite replaces the file, an append grows it).
+pub(super) fn version(storage: &dyn SessionStorage, path: &Path) -> Option<FileVersion> {
+    storage.lstat(path).ok().map(|stat| stat.version())
 }
 
 /// The mtime of `path` in milliseconds (0 when it cannot be read).
 pub(super) fn mtime_ms(storage: &dyn SessionStorage, path: &Path) -> i64 {
-    storage.lstat(path).map_or(0, |s| millis(s.mtime_ns))
+    storage.lstat(path).map_or(0, |s| s.version().modified_ms())
 }
 
 /// The newest mtime of `root` and of the real directories in it.
@@ -87,10 +60,10 @@ pub(super) fn blob_meta(
         };
     };
     let Some(hash) = hash else {
-        return Ok((0, millis(dir_meta.mtime_ns)));
+        return Ok((0, dir_meta.version().modified_ms()));
     };
     match storage.lstat(&dir.join(hash)) {
-        Ok(stat) if stat.kind == EntryKind::File => Ok((stat.len, millis(stat.mtime_ns))),
+        Ok(stat) if stat.kind == EntryKind::File => Ok((stat.len, stat.version().modified_ms())),
         Ok(_) => Err(VfsError::NotFound),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(VfsError::NotFound),
         Err(e) => Err(super::errors::from_io(&e, format!("blob {hash}: {e}"))),

@@ -16,7 +16,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::content::{Generation, Rendered};
-use super::disk::FileStamp;
 use super::errors::from_session;
 use super::fs::{EntriesChanged, Vfs, RESET_GRACE};
 use super::slots::{Listed, Loaded, Slot, SlotState};
@@ -26,6 +25,7 @@ use gjcfs_engine::blob::BlobStore;
 use gjcfs_engine::manager::{
     ReadRules, Refresh, SessionError, SessionManager, StorageConfig, WriteTarget,
 };
+use gjcfs_engine::storage::FileVersion;
 
 impl Vfs {
     fn slot(&self, sid: &str) -> Arc<Slot> {
@@ -91,7 +91,7 @@ impl Vfs {
                 self.after_write(sid, loaded);
             } else {
                 // A failed write is rolled back in memory; the next write opens afresh.
-                loaded.synced = FileStamp::of(self.storage(), &loaded.path);
+                loaded.synced = super::disk::version(self.storage(), &loaded.path);
                 self.note_stamp(sid, loaded.synced);
             }
             self.search.session_changed(&loaded.path);
@@ -112,7 +112,7 @@ impl Vfs {
     /// shown never changes.
     fn after_write(&self, sid: &str, loaded: &mut Loaded) {
         // Taken before reading: lines landing meanwhile show as a change next time.
-        let stamp = FileStamp::of(self.storage(), &loaded.path);
+        let stamp = super::disk::version(self.storage(), &loaded.path);
         let mut edited = loaded.manager.take_caught_up_edits();
         match loaded.manager.refresh_from_file() {
             Ok(Refresh::Unchanged) => {}
@@ -153,7 +153,7 @@ impl Vfs {
         if loaded.writable && loaded.manager.persist_error().is_none() {
             return Ok(());
         }
-        let before = FileStamp::of(self.storage(), &loaded.path);
+        let before = super::disk::version(self.storage(), &loaded.path);
         let writer = self.open_writer(&loaded.path)?;
         if let Some(cut) = writer.cut_torn_tail() {
             self.errors.push(
@@ -169,7 +169,7 @@ impl Vfs {
             before
         } else {
             // A legacy session now lives in its managed copy.
-            let stamp = FileStamp::of(self.storage(), &path);
+            let stamp = super::disk::version(self.storage(), &path);
             if let Some(listed) = self.listing.lock().get_mut(sid) {
                 listed.path = path.clone();
             }
@@ -188,7 +188,7 @@ impl Vfs {
         let listed = self.listed(sid).ok_or(VfsError::NotFound)?;
         // The stamp is taken before the load: an append landing in between then shows as
         // a change on the next access. Taken after, it would hide that append for good.
-        let before = FileStamp::of(self.storage(), &listed.path);
+        let before = super::disk::version(self.storage(), &listed.path);
         if let Some((stamp, error)) = &state.failed {
             if *stamp == before {
                 return Err(error.clone());
@@ -275,7 +275,7 @@ impl Vfs {
             return;
         };
         // Taken before reading: lines landing during the refresh show as a change next time.
-        let now = FileStamp::of(self.storage(), &loaded.path);
+        let now = super::disk::version(self.storage(), &loaded.path);
         if now == loaded.synced {
             return;
         }
@@ -323,9 +323,9 @@ impl Vfs {
         }
     }
 
-    fn note_stamp(&self, sid: &str, stamp: Option<FileStamp>) {
+    fn note_stamp(&self, sid: &str, stamp: Option<FileVersion>) {
         if let (Some(listed), Some(stamp)) = (self.listing.lock().get_mut(sid), stamp) {
-            listed.modified_ms = stamp.millis();
+            listed.modified_ms = stamp.modified_ms();
             listed.seen = Some(stamp);
         }
     }

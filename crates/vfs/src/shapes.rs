@@ -229,8 +229,8 @@ impl Vfs {
             Node::Transcript(s) => {
                 let listed = self.listed(s).ok_or(VfsError::NotFound)?;
                 let stamp =
-                    disk::FileStamp::of(self.storage(), &listed.path).ok_or(VfsError::NotFound)?;
-                file(stamp.len() as usize, stamp.millis())
+                    disk::version(self.storage(), &listed.path).ok_or(VfsError::NotFound)?;
+                file(stamp.len as usize, stamp.modified_ms())
             }
             Node::Context(s) => {
                 let len = self.with_session(s, |l| Ok(l.rendered.context_len(&l.manager)))?;

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::content::Rendered;
-use super::disk::FileStamp;
 use super::VfsError;
 use gjcfs_engine::manager::SessionManager;
+use gjcfs_engine::storage::FileVersion;
 
 /// A session as the listing found it.
 #[derive(Debug, Clone)]
@@ -21,7 +21,7 @@ pub(super) struct Listed {
     pub modified_ms: i64,
     /// The file as the model last loaded it; a different file at the next load means the
     /// kernel's cached entries of the session are stale.
-    pub seen: Option<FileStamp>,
+    pub seen: Option<FileVersion>,
     /// The title, else the first user message (empty without either).
     pub title: String,
     /// The header's ISO timestamp.
@@ -35,7 +35,7 @@ pub(super) struct Loaded {
     pub rendered: Rendered,
     /// The session file as this model last saw it (after loading or its own writes); a
     /// different file on disk means someone else wrote it.
-    pub(super) synced: Option<FileStamp>,
+    pub(super) synced: Option<FileVersion>,
     /// The file `manager` reads.
     pub(super) path: PathBuf,
 }
@@ -62,7 +62,7 @@ pub(super) struct SlotState {
     /// The last failure to read the file's content, with the state of the file it was
     /// made on: answered again while the file is unchanged (refusals by a safety check are
     /// not kept: a mode put right must take effect at once).
-    pub(super) failed: Option<(Option<FileStamp>, VfsError)>,
+    pub(super) failed: Option<(Option<FileVersion>, VfsError)>,
     /// What was rendered of a session dropped to be loaded again: its entry names carry
     /// over to the reload while the file holds those entries at the same places.
     pub(super) dropped: Option<Rendered>,

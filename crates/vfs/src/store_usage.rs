@@ -23,12 +23,12 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::content::Bytes;
-use super::disk::FileStamp;
 use super::inode::StoreFile;
 use super::SessionSource;
 use super::VfsError;
 use gjcfs_engine::discovery::{all_transcript_paths, keep_live_copies, transcript_paths};
 use gjcfs_engine::json;
+use gjcfs_engine::storage::FileVersion;
 use gjcfs_engine::storage::SessionStorage;
 use gjcfs_engine::store_usage::{scan_sessions, Grouping, SessionUsageContribution, StoreUsage};
 use gjcfs_engine::views::{self, store_index::IndexEntry};
@@ -41,7 +41,7 @@ const SCAN_THREADS: usize = 2;
 pub const RECHECK_AFTER: Duration = Duration::from_millis(500);
 
 /// Every transcript file with its stamp, in path order.
-type Stamps = Vec<(PathBuf, FileStamp)>;
+type Stamps = Vec<(PathBuf, FileVersion)>;
 
 /// The files rendered from one combination.
 #[derive(Default)]
@@ -60,7 +60,7 @@ struct Combined {
 
 #[derive(Default)]
 struct Cache {
-    contributions: HashMap<PathBuf, (FileStamp, Option<SessionUsageContribution>)>,
+    contributions: HashMap<PathBuf, (FileVersion, Option<SessionUsageContribution>)>,
     /// The combination, the (path, stamp) list it was made from, when that list was last
     /// found unchanged, and the files rendered from it so far.
     combined: Option<(Stamps, Arc<Combined>, Instant, Rendered)>,
@@ -90,7 +90,7 @@ impl StoreUsageView {
         .map_err(|e| super::errors::from_io(&e, format!("cannot list the store: {e}")))?;
         Ok(paths
             .into_iter()
-            .filter_map(|path| Some((FileStamp::of(storage, &path)?, path)))
+            .filter_map(|path| Some((super::disk::version(storage, &path)?, path)))
             .map(|(stamp, path)| (path, stamp))
             .collect())
     }
@@ -141,7 +141,7 @@ impl StoreUsageView {
             }
         }
         let mut contributions = HashMap::with_capacity(stamped.len());
-        let mut stale: HashMap<PathBuf, FileStamp> = HashMap::new();
+        let mut stale: HashMap<PathBuf, FileVersion> = HashMap::new();
         for (path, stamp) in &stamped {
             match cache.contributions.remove(path) {
                 Some((known, c)) if known == *stamp => {
@@ -163,7 +163,7 @@ impl StoreUsageView {
         }
         cache.contributions = contributions;
         // A session in several files (a legacy session and its managed copy) counts once.
-        let mut live: Vec<(&PathBuf, &FileStamp, &SessionUsageContribution)> = stamped
+        let mut live: Vec<(&PathBuf, &FileVersion, &SessionUsageContribution)> = stamped
             .iter()
             .filter_map(|(path, stamp)| {
                 let contribution = cache.contributions.get(path)?.1.as_ref()?;
@@ -171,7 +171,7 @@ impl StoreUsageView {
             })
             .collect();
         keep_live_copies(&mut live, |(path, stamp, c)| {
-            (&c.session_id, stamp.millis(), path)
+            (&c.session_id, stamp.modified_ms(), path)
         });
         let combined = Combined {
             usage: StoreUsage::combine(live.iter().map(|(_, _, c)| *c)),

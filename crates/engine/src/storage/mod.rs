@@ -50,6 +50,13 @@ pub struct FileVersion {
     pub mtime_ns: i128,
 }
 
+impl FileVersion {
+    /// The modification time in whole milliseconds since the epoch (0 out of range).
+    pub fn modified_ms(&self) -> i64 {
+        (self.mtime_ns / 1_000_000).try_into().unwrap_or(0)
+    }
+}
+
 /// What tells one file from another while both exist (device and inode on disk). A file
 /// replaced through a rename has a new identity; appends keep it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -85,6 +92,17 @@ pub struct EntryStat {
     pub mtime_ns: i128,
     /// Change time (of the contents or of the inode) in nanoseconds since the epoch.
     pub ctime_ns: i128,
+}
+
+impl EntryStat {
+    /// The entry's version: its identity, length and modification time.
+    pub fn version(&self) -> FileVersion {
+        FileVersion {
+            id: self.id,
+            len: self.len,
+            mtime_ns: self.mtime_ns,
+        }
+    }
 }
 
 /// Bytes that can be read at any offset, from several threads at once.
