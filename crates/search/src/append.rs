@@ -27,7 +27,7 @@ use std::path::Path;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::doc_rows::{delete_text, insert_row, insert_text, write_file_row};
-use super::prepare::{distinct_words, row_of, title_row, Row, SessionFacts, Stat};
+use super::prepare::{distinct_words, row_of, title_row, Row, SessionFacts};
 use super::substring::{add_terms, Known};
 use super::{Change, FileState};
 use gjcfs_engine::blob::BlobStore;
@@ -36,7 +36,7 @@ use gjcfs_engine::lines::{last_newline, read_exact_at, read_lines, Lines};
 use gjcfs_engine::load::ReadMark;
 use gjcfs_engine::record::{Record, RecordType};
 use gjcfs_engine::replay::{entry_patch, header_patch, reshape};
-use gjcfs_engine::storage::{FileStorage, ReadFile, SessionStorage};
+use gjcfs_engine::storage::{FileStorage, FileVersion, ReadFile, SessionStorage};
 
 /// Whether an entry of file `file` has the id `id`.
 fn has_entry(conn: &Connection, file: i64, id: &str) -> rusqlite::Result<bool> {
@@ -71,13 +71,13 @@ pub(super) fn append(
     tx: &Transaction,
     path: &Path,
     old: &FileState,
-    stat: Stat,
+    stat: FileVersion,
     blobs: Option<&BlobStore>,
 ) -> rusqlite::Result<Appended> {
     let Some(mark) = old.mark.as_ref().filter(|_| old.incremental) else {
         return Ok(Appended::Whole);
     };
-    if (stat.dev, stat.ino) != (mark.id.dev, mark.id.ino) || stat.len < mark.end {
+    if stat.id != mark.id || stat.len < mark.end {
         return Ok(Appended::Whole);
     }
     let Some((next, lines)) = read_appended(path, mark) else {

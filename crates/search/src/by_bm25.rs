@@ -5,7 +5,8 @@ use rusqlite::{params_from_iter, types::Value as Sql, Connection};
 use super::matches::{hit_of, sql_count, Matches, HIT_COLUMNS};
 use super::query::Query;
 use super::snippet::Snippet;
-use super::{Filters, Hit, Stat};
+use super::{Filters, Hit};
+use gjcfs_engine::storage::FileVersion;
 
 /// The best hits by FTS5's bm25 over every match.
 ///
@@ -18,7 +19,7 @@ pub(super) fn ranked_by_bm25(
     query: &Query,
     filters: &Filters,
     matches: &Matches,
-) -> rusqlite::Result<Vec<(Hit, Stat)>> {
+) -> rusqlite::Result<Vec<(Hit, FileVersion)>> {
     let Matches {
         from,
         params,

@@ -5,9 +5,11 @@ use std::path::Path;
 use rusqlite::{params, Connection};
 
 use super::file_rows::path_bytes;
-use super::prepare::{Row, SessionFacts, Stat};
+use super::file_rows::version_columns;
+use super::prepare::{Row, SessionFacts};
 use super::FileState;
 use gjcfs_engine::load::ReadMark;
+use gjcfs_engine::storage::FileVersion;
 
 pub(super) fn delete_text(conn: &Connection, doc: i64) -> rusqlite::Result<()> {
     conn.prepare_cached("DELETE FROM words WHERE rowid = ?1")?
@@ -53,19 +55,20 @@ pub(super) fn write_file_row(
     conn: &Connection,
     id: Option<i64>,
     path: &Path,
-    stat: Stat,
+    stat: FileVersion,
     mark: Option<&ReadMark>,
     incremental: bool,
     next_seq: i64,
     leaf: Option<&(i64, String)>,
     facts: &SessionFacts,
 ) -> rusqlite::Result<FileState> {
+    let [dev, ino, len, mtime_ns] = version_columns(&stat);
     let values = params![
         path_bytes(path),
-        stat.dev as i64,
-        stat.ino as i64,
-        stat.len as i64,
-        stat.mtime_ns,
+        dev,
+        ino,
+        len,
+        mtime_ns,
         mark.map(|m| m.end as i64),
         mark.map(|m| m.newlines as i64),
         mark.map(|m| m.tail.clone()),

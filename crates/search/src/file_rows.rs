@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, Row};
 
-use super::{FileState, Stamp, Stamps, Stat};
+use super::{FileState, Stamp, Stamps};
 use gjcfs_engine::load::ReadMark;
-use gjcfs_engine::storage::{path_from_bytes, path_to_bytes, FileId};
+use gjcfs_engine::storage::{path_from_bytes, path_to_bytes, FileId, FileVersion};
 
 pub fn path_of(bytes: &[u8]) -> PathBuf {
     path_from_bytes(bytes).into_owned()
@@ -16,23 +16,40 @@ pub fn path_bytes(path: &Path) -> &[u8] {
     path_to_bytes(path)
 }
 
+/// The version of a file read from four columns of a row from `at` on: `dev`, `ino`,
+/// `len`, `mtime_ns`, as [`version_columns`] writes them.
+pub fn version_of_row(row: &Row, at: usize) -> rusqlite::Result<FileVersion> {
+    Ok(FileVersion {
+        id: FileId {
+            dev: row.get::<_, i64>(at)? as u64,
+            ino: row.get::<_, i64>(at + 1)? as u64,
+        },
+        len: row.get::<_, i64>(at + 2)? as u64,
+        mtime_ns: i128::from(row.get::<_, i64>(at + 3)?),
+    })
+}
+
+/// The columns `dev`, `ino`, `len` and `mtime_ns` of a version (SQLite integers are
+/// 64-bit: the bits of the unsigned numbers, and the time in nanoseconds, which fits until
+/// the year 2262).
+pub fn version_columns(version: &FileVersion) -> [i64; 4] {
+    [
+        version.id.dev as i64,
+        version.id.ino as i64,
+        version.len as i64,
+        version.mtime_ns as i64,
+    ]
+}
+
 /// Columns of `files` read into a [`FileState`], in this order.
 pub const FILE_COLUMNS: &str = "id, dev, ino, len, mtime_ns, mark_end, mark_newlines, mark_tail, \
      patches_apply, incremental, next_seq, leaf_seq, leaf_id";
 
 pub fn file_state(row: &Row, at: usize) -> rusqlite::Result<FileState> {
-    let stat = Stat {
-        dev: row.get::<_, i64>(at + 1)? as u64,
-        ino: row.get::<_, i64>(at + 2)? as u64,
-        len: row.get::<_, i64>(at + 3)? as u64,
-        mtime_ns: row.get(at + 4)?,
-    };
+    let stat = version_of_row(row, at + 1)?;
     let mark = match row.get::<_, Option<i64>>(at + 5)? {
         Some(end) => Some(ReadMark {
-            id: FileId {
-                dev: stat.dev,
-                ino: stat.ino,
-            },
+            id: stat.id,
             end: end as u64,
             newlines: row.get::<_, i64>(at + 6)? as usize,
             tail: row.get(at + 7)?,
@@ -68,12 +85,7 @@ pub fn read_stamps(conn: &Connection) -> rusqlite::Result<Stamps> {
     let mut rows = stmt.query([])?;
     let mut stamps = Stamps::default();
     while let Some(row) = rows.next()? {
-        let stat = Stat {
-            dev: row.get::<_, i64>(2)? as u64,
-            ino: row.get::<_, i64>(3)? as u64,
-            len: row.get::<_, i64>(4)? as u64,
-            mtime_ns: row.get(5)?,
-        };
+        let stat = version_of_row(row, 2)?;
         let path = path_from_bytes(row.get_ref(0)?.as_blob()?);
         stamps.insert(
             &path,

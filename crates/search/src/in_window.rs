@@ -10,7 +10,8 @@ use super::matches::{hit_of, sql_count, Matches, COUNTS_AT, HIT_COLUMNS};
 use super::query::Query;
 use super::rank;
 use super::snippet::Snippet;
-use super::{Filters, Hit, Stat};
+use super::{Filters, Hit};
+use gjcfs_engine::storage::FileVersion;
 
 /// The best hits of a common query among its newest `window` matches ([`super::rank`]);
 /// a substring's window grows while it holds fewer than `limit` true matches. `None` when
@@ -25,7 +26,7 @@ pub(super) fn ranked_in_window(
     filters: &Filters,
     mut window: usize,
     matches: &Matches,
-) -> rusqlite::Result<Option<Vec<(Hit, Stat)>>> {
+) -> rusqlite::Result<Option<Vec<(Hit, FileVersion)>>> {
     let Matches {
         from,
         params,
@@ -86,7 +87,7 @@ pub(super) fn ranked_in_window(
 /// and snippet, its text if it was read, and its counts.
 struct Candidate {
     id: i64,
-    hit: (Hit, Stat),
+    hit: (Hit, FileVersion),
     text: Option<String>,
     counts: rank::Counts,
 }
@@ -137,7 +138,7 @@ fn best_with_snippets(
     query: &Query,
     mut found: Vec<Candidate>,
     limit: usize,
-) -> rusqlite::Result<Vec<(Hit, Stat)>> {
+) -> rusqlite::Result<Vec<(Hit, FileVersion)>> {
     let counts: Vec<rank::Counts> = found
         .iter_mut()
         .map(|c| std::mem::take(&mut c.counts))

@@ -96,12 +96,12 @@ use rusqlite::Connection;
 
 pub use index_file::{default_index_dir, INDEX_FILE};
 pub use json::hit_json;
-pub use prepare::Stat;
 pub use query::{Query, QueryError};
 pub use schema::{APPLICATION_ID, FORMAT};
 pub use snippet::Snippet;
 
 use gjcfs_engine::load::{LoadError, ReadMark};
+use gjcfs_engine::storage::{file_version, FileVersion};
 
 /// Why the index could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -281,14 +281,14 @@ pub struct Progress {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     id: i64,
-    stat: Stat,
+    stat: FileVersion,
 }
 
 /// What the index holds of a file (the `files` row).
 #[derive(Debug, Clone, PartialEq)]
 struct FileState {
     id: i64,
-    stat: Stat,
+    stat: FileVersion,
     /// `None` for a file that is not a session.
     mark: Option<ReadMark>,
     incremental: bool,
@@ -661,7 +661,7 @@ impl SearchIndex {
         inner: &mut Inner,
         path: &Path,
     ) -> Result<Option<SessionChange>, SearchError> {
-        let stat = match Stat::read(path) {
+        let stat = match file_version(path) {
             Ok(stat) => stat,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if !inner.files.contains(path) {
@@ -736,7 +736,7 @@ impl SearchIndex {
         &self,
         query: &Query,
         filters: &Filters,
-        mut first: Option<Vec<(Hit, Stat)>>,
+        mut first: Option<Vec<(Hit, FileVersion)>>,
     ) -> Result<Vec<Hit>, SearchError> {
         let mut inner = self.inner.lock();
         // Each file is checked once per search: one that changes again after it was
@@ -752,7 +752,7 @@ impl SearchIndex {
             let mut stale = Vec::new();
             for (hit, indexed) in &hits {
                 if checked.insert(hit.path.clone())
-                    && Stat::read(&hit.path).ok().as_ref() != Some(indexed)
+                    && file_version(&hit.path).ok().as_ref() != Some(indexed)
                 {
                     stale.push(hit.path.clone());
                 }

@@ -10,8 +10,8 @@
 //!
 //! Encoding (little-endian): `gjcL`, a `u32` version ([`VERSION`]), a `u32` count of
 //! directories; each directory is its path (bytes), a `u8` that is 1 when a version
-//! [`Stat`] follows, a `u32` count of files, and each file as its name (bytes) and its
-//! [`Stat`]. A [`Stat`] is device, inode and length as `u64` and the modification time in
+//! [`FileVersion`] follows, a `u32` count of files, and each file as its name (bytes) and its
+//! [`FileVersion`]. A [`FileVersion`] is device, inode and length as `u64` and the modification time in
 //! nanoseconds as `i64`; bytes are a `u32` length and that many bytes of a path
 //! ([`path_to_bytes`]). Anything else — another version, a short or long blob — decodes to
 //! nothing, and the directories are listed.
@@ -19,8 +19,8 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use super::prepare::Stat;
 use gjcfs_engine::storage::{path_from_bytes, path_to_bytes};
+use gjcfs_engine::storage::{FileId, FileVersion};
 
 const MAGIC: &[u8; 4] = b"gjcL";
 /// The encoding's version.
@@ -33,7 +33,7 @@ pub struct Listing {
     data: Vec<u8>,
     pub dirs: Vec<DirState>,
     /// Every file, directory after directory: where its name is in `data`, and its stat.
-    files: Vec<(Range<usize>, Stat)>,
+    files: Vec<(Range<usize>, FileVersion)>,
 }
 
 /// One directory of a [`Listing`].
@@ -41,10 +41,10 @@ pub struct Listing {
 pub struct DirState {
     pub path: PathBuf,
     /// Its version when listed, if it had settled; `None` lists it again next time.
-    pub version: Option<Stat>,
+    pub version: Option<FileVersion>,
     /// Its files, in listing order, among the listing's.
     files: Range<usize>,
-    /// Where its version's [`Stat`] is in the encoding, when it has one.
+    /// Where its version's [`FileVersion`] is in the encoding, when it has one.
     version_at: Option<usize>,
 }
 
@@ -82,13 +82,16 @@ impl Listing {
 
     /// The names of the files of `dir` (one of [`Listing::dirs`]) and their stats, in
     /// listing order, as [`path_to_bytes`] gives them.
-    pub fn files<'a>(&'a self, dir: &DirState) -> impl Iterator<Item = (&'a [u8], &'a Stat)> {
+    pub fn files<'a>(
+        &'a self,
+        dir: &DirState,
+    ) -> impl Iterator<Item = (&'a [u8], &'a FileVersion)> {
         self.files[dir.files.clone()]
             .iter()
             .map(|(name, stat)| (&self.data[name.clone()], stat))
     }
 
-    /// Where in the encoding the [`Stat`] of each file of `dir` is, in listing order (each
+    /// Where in the encoding the [`FileVersion`] of each file of `dir` is, in listing order (each
     /// follows the file's name).
     pub fn stat_offsets<'a>(&'a self, dir: &DirState) -> impl Iterator<Item = usize> + 'a {
         self.files[dir.files.clone()]
@@ -98,22 +101,22 @@ impl Listing {
 }
 
 impl DirState {
-    /// Where in the encoding its version's [`Stat`] is, when it has one.
+    /// Where in the encoding its version's [`FileVersion`] is, when it has one.
     pub fn version_offset(&self) -> Option<usize> {
         self.version_at
     }
 }
 
-/// The length of an encoded [`Stat`].
+/// The length of an encoded [`FileVersion`].
 pub const STAT_LEN: usize = 32;
 
 /// The encoding of `stat`, which a listing holds at a [`Listing::stat_offsets`] offset.
-pub fn stat_bytes(stat: &Stat) -> [u8; STAT_LEN] {
+pub fn stat_bytes(stat: &FileVersion) -> [u8; STAT_LEN] {
     let mut out = [0; STAT_LEN];
-    for (k, n) in [stat.dev, stat.ino, stat.len].into_iter().enumerate() {
+    for (k, n) in [stat.id.dev, stat.id.ino, stat.len].into_iter().enumerate() {
         out[k * 8..k * 8 + 8].copy_from_slice(&n.to_le_bytes());
     }
-    out[24..].copy_from_slice(&stat.mtime_ns.to_le_bytes());
+    out[24..].copy_from_slice(&(stat.mtime_ns as i64).to_le_bytes());
     out
 }
 
@@ -133,7 +136,7 @@ impl Encoder {
     }
 
     /// The next directory, of `files` files: the next `files` calls of [`Encoder::file`].
-    pub fn dir(&mut self, path: &Path, version: Option<&Stat>, files: usize) {
+    pub fn dir(&mut self, path: &Path, version: Option<&FileVersion>, files: usize) {
         put_bytes(&mut self.out, path_to_bytes(path));
         match version {
             Some(v) => {
@@ -146,7 +149,7 @@ impl Encoder {
     }
 
     /// The next file of the directory, by its name's [`path_to_bytes`].
-    pub fn file(&mut self, name: &[u8], stat: &Stat) {
+    pub fn file(&mut self, name: &[u8], stat: &FileVersion) {
         put_bytes(&mut self.out, name);
         put_stat(&mut self.out, stat);
     }
@@ -165,7 +168,7 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-fn put_stat(out: &mut Vec<u8>, stat: &Stat) {
+fn put_stat(out: &mut Vec<u8>, stat: &FileVersion) {
     out.extend_from_slice(&stat_bytes(stat));
 }
 
@@ -208,12 +211,14 @@ impl<'a> Reader<'a> {
         (n <= self.data.len() - self.at).then_some(n)
     }
 
-    fn stat(&mut self) -> Option<Stat> {
-        Some(Stat {
-            dev: self.u64()?,
-            ino: self.u64()?,
+    fn stat(&mut self) -> Option<FileVersion> {
+        Some(FileVersion {
+            id: FileId {
+                dev: self.u64()?,
+                ino: self.u64()?,
+            },
             len: self.u64()?,
-            mtime_ns: self.u64()? as i64,
+            mtime_ns: i128::from(self.u64()? as i64),
         })
     }
 }
@@ -223,12 +228,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn stat(n: u64) -> Stat {
-        Stat {
-            dev: n,
-            ino: n + 1,
+    fn stat(n: u64) -> FileVersion {
+        FileVersion {
+            id: FileId { dev: n, ino: n + 1 },
             len: n * 100,
-            mtime_ns: -(n as i64),
+            mtime_ns: -i128::from(n),
         }
     }
 
@@ -278,7 +282,7 @@ mod tests {
     }
 
     /// A directory's version (or none) and its files' names and stats.
-    type Dir = (Option<Stat>, Vec<(String, Stat)>);
+    type Dir = (Option<FileVersion>, Vec<(String, FileVersion)>);
 
     /// A listing of `dirs` encoded.
     fn encoded(dirs: &[Dir]) -> Vec<u8> {
@@ -296,13 +300,12 @@ mod tests {
         e.finish()
     }
 
-    fn any_stat() -> impl Strategy<Value = Stat> {
+    fn any_stat() -> impl Strategy<Value = FileVersion> {
         (any::<u64>(), any::<u64>(), any::<u64>(), any::<i64>()).prop_map(
-            |(dev, ino, len, mtime_ns)| Stat {
-                dev,
-                ino,
+            |(dev, ino, len, mtime_ns)| FileVersion {
+                id: FileId { dev, ino },
                 len,
-                mtime_ns,
+                mtime_ns: i128::from(mtime_ns),
             },
         )
     }
@@ -319,9 +322,9 @@ mod tests {
             prop_assert_eq!(listing.dirs.len(), dirs.len());
             for (dir, (version, files)) in listing.dirs.iter().zip(&dirs) {
                 prop_assert_eq!(&dir.version, version);
-                let got: Vec<(Vec<u8>, Stat)> =
+                let got: Vec<(Vec<u8>, FileVersion)> =
                     listing.files(dir).map(|(n, s)| (n.to_vec(), *s)).collect();
-                let want: Vec<(Vec<u8>, Stat)> =
+                let want: Vec<(Vec<u8>, FileVersion)> =
                     files.iter().map(|(n, s)| (n.as_bytes().to_vec(), *s)).collect();
                 prop_assert_eq!(got, want);
             }

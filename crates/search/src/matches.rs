@@ -4,8 +4,10 @@
 use rusqlite::{types::Value as Sql, Row};
 
 use super::file_rows::path_of;
+use super::file_rows::version_of_row;
 use super::snippet::Snippet;
-use super::{Filters, Hit, Stat};
+use super::{Filters, Hit};
+use gjcfs_engine::storage::FileVersion;
 
 /// Where a query's matches come from.
 pub(super) enum Source {
@@ -106,13 +108,8 @@ pub(super) fn hit_of(
     at: usize,
     score: f64,
     snippet: Snippet,
-) -> rusqlite::Result<(Hit, Stat)> {
-    let stat = Stat {
-        dev: row.get::<_, i64>(at + 10)? as u64,
-        ino: row.get::<_, i64>(at + 11)? as u64,
-        len: row.get::<_, i64>(at + 12)? as u64,
-        mtime_ns: row.get(at + 13)?,
-    };
+) -> rusqlite::Result<(Hit, FileVersion)> {
+    let stat = version_of_row(row, at + 10)?;
     let hit = Hit {
         path: path_of(&row.get::<_, Vec<u8>>(at)?),
         session_id: row.get(at + 1)?,

@@ -21,32 +21,6 @@ use gjcfs_engine::session::Session;
 use gjcfs_engine::storage::{file_version, FileVersion};
 use gjcfs_engine::time::parse_iso_millis;
 
-/// What tells whether a file changed since it was indexed, without reading it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stat {
-    pub dev: u64,
-    pub ino: u64,
-    pub len: u64,
-    /// Modification time, nanoseconds since the epoch.
-    pub mtime_ns: i64,
-}
-
-impl Stat {
-    pub fn of(version: FileVersion) -> Self {
-        Stat {
-            dev: version.id.dev,
-            ino: version.id.ino,
-            len: version.len,
-            mtime_ns: version.mtime_ns as i64,
-        }
-    }
-
-    /// The stat of the file at `path` now (following a symlink).
-    pub fn read(path: &Path) -> std::io::Result<Self> {
-        file_version(path).map(Stat::of)
-    }
-}
-
 /// One record of a session as the index keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -82,7 +56,7 @@ pub struct SessionFacts {
 pub struct Prepared {
     pub path: PathBuf,
     /// Taken before the file was read.
-    pub stat: Stat,
+    pub stat: FileVersion,
     /// The bytes read; `None` for a file that is not a session.
     pub mark: Option<ReadMark>,
     /// Whether lines appended later can be indexed on their own (see [`super::update`]).
@@ -210,7 +184,7 @@ pub fn prepare(path: &Path, blobs: Option<&BlobStore>) -> Result<(Prepared, RowM
         path: path.to_owned(),
         source,
     };
-    let stat = Stat::read(path).map_err(io_error)?;
+    let stat = file_version(path).map_err(io_error)?;
     let loaded = load_entries_from_file(path)?;
     let mut prepared = Prepared {
         path: path.to_owned(),

@@ -8,7 +8,8 @@ use super::matches::{Matches, Source};
 use super::query::{words_match, Query};
 use super::rank::COMMON_FROM;
 use super::substring::{self, Candidates};
-use super::{Filters, Hit, Stat};
+use super::{Filters, Hit};
+use gjcfs_engine::storage::FileVersion;
 
 /// The hits of a query, best first, with their snippets, each with the stat its file was
 /// indexed at.
@@ -21,7 +22,7 @@ pub fn run_search(
     conn: &Connection,
     query: &Query,
     filters: &Filters,
-) -> rusqlite::Result<Vec<(Hit, Stat)>> {
+) -> rusqlite::Result<Vec<(Hit, FileVersion)>> {
     let source = match query {
         Query::Terms(terms) => Source::Words(words_match(terms)),
         Query::Substring(needle) => match substring::candidates(conn, needle)? {

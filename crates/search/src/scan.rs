@@ -16,10 +16,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::listing::{Encoder, Listing};
-use super::prepare::Stat;
 use super::Stamps;
 use gjcfs_engine::discovery::is_transcript_name;
-use gjcfs_engine::storage::{list_regular_files, path_from_bytes, path_to_bytes, DirLookup};
+use gjcfs_engine::storage::{
+    file_version, list_regular_files, path_from_bytes, path_to_bytes, DirLookup, FileVersion,
+};
 use gjcfs_engine::time::now_millis;
 
 /// Below this many files, stats run on the calling thread.
@@ -35,13 +36,13 @@ const BLOCK: usize = 256;
 const SETTLED_NS: i64 = 3_000_000_000;
 
 /// A file of the store and its stat now.
-pub type Found = (PathBuf, io::Result<Stat>);
+pub type Found = (PathBuf, io::Result<FileVersion>);
 
 /// One directory of the store as it is now.
 struct Seen<'a> {
     path: PathBuf,
     /// Its version, when it can tell a change of its entries next time.
-    version: Option<Stat>,
+    version: Option<FileVersion>,
     /// Its files' names ([`path_to_bytes`]), from the last listing or listed now.
     names: Vec<Cow<'a, [u8]>>,
 }
@@ -50,7 +51,7 @@ struct Seen<'a> {
 pub struct Look<'a> {
     dirs: Vec<Seen<'a>>,
     /// The stat of every file, directory after directory, in the order of their names.
-    stats: Vec<io::Result<Stat>>,
+    stats: Vec<io::Result<FileVersion>>,
 }
 
 /// Looks at the directories `dirs` (each once), reusing what `last` recorded of a directory
@@ -71,7 +72,7 @@ pub fn look_while<'a, A>(
         let Ok(dir) = DirLookup::open(path) else {
             continue;
         };
-        let version = dir.listing_version().ok().flatten().map(Stat::of);
+        let version = dir.listing_version().ok().flatten();
         // The directories are recorded in the order they are looked at: the next one
         // recorded is this one unless the store's directories changed.
         let recorded = last.and_then(|l| {
@@ -91,7 +92,7 @@ pub fn look_while<'a, A>(
                 Err(_) => continue,
             },
         };
-        let settled = version.filter(|v| v.mtime_ns < now.saturating_sub(SETTLED_NS));
+        let settled = version.filter(|v| v.mtime_ns < i128::from(now.saturating_sub(SETTLED_NS)));
         opened.push(Ok(dir));
         seen.push(Seen {
             path: path.clone(),
@@ -113,7 +114,7 @@ pub fn look_while<'a, A>(
         opened,
         &reopen,
         &|dirs, &(k, name)| match &dirs[k] {
-            Ok(dir) => dir.version(path_from_bytes(name).as_os_str()).map(Stat::of),
+            Ok(dir) => dir.version(path_from_bytes(name).as_os_str()),
             Err(e) => Err(copy_error(e)),
         },
         during,
@@ -174,7 +175,7 @@ impl Look<'_> {
     pub fn listing(&self, indexed: &Stamps) -> Vec<u8> {
         let mut out = Encoder::new(self.dirs.len());
         for d in &self.dirs {
-            let files: Vec<(&[u8], Stat)> = d
+            let files: Vec<(&[u8], FileVersion)> = d
                 .names
                 .iter()
                 .filter_map(|name| {
@@ -198,7 +199,7 @@ impl Look<'_> {
     /// The writes that turn the encoding of `last` into [`Look::listing`] of `indexed`, as
     /// offsets and stats, when the two have the same shape: the same directories with the
     /// same files, each indexed, and a version where `last` has one. `None` otherwise.
-    pub fn patches(&self, last: &Listing, indexed: &Stamps) -> Option<Vec<(usize, Stat)>> {
+    pub fn patches(&self, last: &Listing, indexed: &Stamps) -> Option<Vec<(usize, FileVersion)>> {
         if self.dirs.len() != last.dirs.len() {
             return None;
         }
@@ -255,7 +256,7 @@ pub fn copy_error(e: &io::Error) -> io::Error {
 
 /// Each path with its stat, on up to `threads` threads.
 pub fn stat_all(paths: Vec<PathBuf>, threads: usize) -> Vec<Found> {
-    let (stats, ()) = in_parallel(&paths, threads, (), &|| (), &|(), p| Stat::read(p), || ());
+    let (stats, ()) = in_parallel(&paths, threads, (), &|| (), &|(), p| file_version(p), || ());
     paths.into_iter().zip(stats).collect()
 }
 

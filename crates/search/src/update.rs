@@ -11,11 +11,12 @@ use super::ahead::{Ahead, Closer, AHEAD_BYTES};
 use super::append::{append, Appended};
 use super::doc_rows::{delete_text, insert_row, write_file_row};
 use super::file_rows::{load_state, path_bytes};
-use super::prepare::{prepare, Batch, Prepared, Stat};
+use super::prepare::{prepare, Batch, Prepared};
 use super::schema::{set_cache, CacheFor};
 use super::substring::{add_terms, Known};
 use super::{Change, FileState, Inner, Progress, SessionChange, UpdateReport};
 use gjcfs_engine::load::LoadError;
+use gjcfs_engine::storage::FileVersion;
 
 /// Text written in one transaction before it is committed, in bytes.
 const COMMIT_BYTES: u64 = 64 << 20;
@@ -141,7 +142,7 @@ fn read_and_send(
 /// ([`CacheFor`]).
 pub fn apply(
     inner: &mut Inner,
-    changed: Vec<(PathBuf, Stat)>,
+    changed: Vec<(PathBuf, FileVersion)>,
     threads: usize,
     progress: &dyn Fn(Progress),
     report: &mut UpdateReport,
@@ -154,7 +155,7 @@ pub fn apply(
 
 fn apply_changes(
     inner: &mut Inner,
-    changed: Vec<(PathBuf, Stat)>,
+    changed: Vec<(PathBuf, FileVersion)>,
     threads: usize,
     progress: &dyn Fn(Progress),
     report: &mut UpdateReport,
@@ -172,7 +173,7 @@ fn apply_changes(
 /// A file to read whole, with its stat now and whether it was indexed before.
 struct Whole {
     path: PathBuf,
-    stat: Stat,
+    stat: FileVersion,
     known: bool,
 }
 
@@ -180,7 +181,7 @@ struct Whole {
 /// own; returns the files that must be read whole instead, with the new ones.
 fn append_known(
     inner: &mut Inner,
-    changed: Vec<(PathBuf, Stat)>,
+    changed: Vec<(PathBuf, FileVersion)>,
     report: &mut UpdateReport,
 ) -> rusqlite::Result<Vec<Whole>> {
     let mut whole = Vec::new();
