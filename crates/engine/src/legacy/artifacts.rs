@@ -53,7 +53,7 @@ pub(super) fn manifest(tree: &[TreeEntry]) -> Vec<ManifestEntry> {
             path: e.rel.clone(),
             kind: if e.dir { "directory" } else { "file" },
             sha256: e.sha256.clone(),
-            size: if e.dir { 0 } else { e.stat.size },
+            size: if e.dir { 0 } else { e.stat.size() },
         })
         .collect();
     entries.sort();
@@ -245,7 +245,7 @@ pub(super) fn hash_file(
         hasher.update(chunk);
         Ok(())
     })?;
-    if total != expected.size {
+    if total != expected.size() {
         return Err(why_changed(path, changed));
     }
     Ok(crate::blob::hex(&hasher.finalize()))
@@ -271,14 +271,14 @@ pub(super) fn copy_file(
     let mut total = 0u64;
     read_chunks(input.as_ref(), src, |chunk| {
         total += chunk.len() as u64;
-        if total > planned.stat.size {
+        if total > planned.stat.size() {
             return Err(why_changed(src, "the artifact grew while it was copied"));
         }
         hasher.update(chunk);
         output.write_all(chunk).map_err(io_err(dst))
     })?;
     let sha = crate::blob::hex(&hasher.finalize());
-    if total != planned.stat.size || planned.sha256.as_deref() != Some(sha.as_str()) {
+    if total != planned.stat.size() || planned.sha256.as_deref() != Some(sha.as_str()) {
         return Err(why_changed(src, "the artifact changed while it was copied"));
     }
     output

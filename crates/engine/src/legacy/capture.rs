@@ -3,17 +3,16 @@
 use std::io;
 use std::path::Path;
 
-use crate::storage::{EntryKind, EntryStat, FileId, ReadFile, SessionStorage};
+use crate::storage::{EntryKind, EntryStat, FileId, FileVersion, ReadFile, SessionStorage};
 
-use super::LegacyError;
+use super::{FileIdentity, LegacyError};
 use crate::blob::sha256_hex;
 
+/// What the legacy code holds of a file: its version, and its number of hard links (a
+/// file with more than one is not taken).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Stat {
-    pub(super) dev: u64,
-    pub(super) ino: u64,
-    pub(super) size: u64,
-    pub(super) mtime_ns: i128,
+    pub(super) version: FileVersion,
     pub(super) nlink: u64,
 }
 
@@ -21,10 +20,7 @@ impl Stat {
     /// What `lstat` said about an entry.
     pub(super) fn of(entry: &EntryStat) -> Self {
         Stat {
-            dev: entry.id.dev,
-            ino: entry.id.ino,
-            size: entry.len,
-            mtime_ns: entry.mtime_ns,
+            version: entry.version(),
             nlink: entry.links,
         }
     }
@@ -32,27 +28,37 @@ impl Stat {
     /// What an open file is now.
     pub(super) fn of_open(file: &dyn ReadFile) -> io::Result<Self> {
         Ok(Stat {
-            dev: file.id().dev,
-            ino: file.id().ino,
-            size: file.size()?,
-            mtime_ns: file.mtime_ns()?,
+            version: FileVersion {
+                id: file.id(),
+                len: file.size()?,
+                mtime_ns: file.mtime_ns()?,
+            },
             nlink: file.links()?,
         })
     }
 
     pub(super) fn id(&self) -> FileId {
-        FileId {
-            dev: self.dev,
-            ino: self.ino,
-        }
+        self.version.id
+    }
+
+    pub(super) fn size(&self) -> u64 {
+        self.version.len
     }
 
     /// Same object, same size, same mtime.
     pub(super) fn same_version(&self, other: &Stat) -> bool {
-        self.dev == other.dev
-            && self.ino == other.ino
-            && self.size == other.size
-            && self.mtime_ns == other.mtime_ns
+        self.version == other.version
+    }
+
+    /// The identity a listing or a receipt records of this version, with the file's hash.
+    pub(super) fn identity(&self, sha256: String) -> FileIdentity {
+        FileIdentity {
+            dev: self.version.id.dev,
+            ino: self.version.id.ino,
+            size: self.version.len,
+            mtime_ns: self.version.mtime_ns,
+            sha256,
+        }
     }
 }
 
@@ -127,14 +133,14 @@ pub(super) fn finish_capture(
 ) -> Result<Snapshot, CaptureError> {
     let unreadable = |_| CaptureError::Unreadable;
     let Opened { file, before } = opened;
-    bytes.reserve((before.size as usize).saturating_sub(bytes.len()));
+    bytes.reserve((before.size() as usize).saturating_sub(bytes.len()));
     read_on(file.as_ref(), &mut bytes, usize::MAX).map_err(unreadable)?;
     let after = Stat::of_open(file.as_ref()).map_err(unreadable)?;
     let named = storage.lstat(path).map_err(unreadable)?;
     if named.kind != EntryKind::File
         || !before.same_version(&after)
         || !after.same_version(&Stat::of(&named))
-        || bytes.len() as u64 != after.size
+        || bytes.len() as u64 != after.size()
     {
         return Err(CaptureError::Changed);
     }

@@ -16,8 +16,8 @@ use super::capture::{finish_capture, open_regular, read_on, CaptureError, Snapsh
 use super::names::legacy_dirs_in;
 use super::records::ScopeRecords;
 use super::{
-    absolute, changed, io_err, why, Candidate, CandidateListing, FileIdentity, InvalidCandidate,
-    LegacyError, LegacyRoots, LegacyStore, Provenance, Workspace, HEADER_MAX_BYTES,
+    absolute, changed, io_err, why, Candidate, CandidateListing, InvalidCandidate, LegacyError,
+    LegacyRoots, LegacyStore, Provenance, Workspace, HEADER_MAX_BYTES,
 };
 
 /// The header's `id` and `cwd`, when the first line (within 64 KiB) is a session header.
@@ -99,13 +99,7 @@ pub(super) fn inspect(
         session_id,
         cwd,
         provenance,
-        identity: FileIdentity {
-            dev: snapshot.stat.dev,
-            ino: snapshot.stat.ino,
-            size: snapshot.stat.size,
-            mtime_ns: snapshot.stat.mtime_ns,
-            sha256: snapshot.sha256.clone(),
-        },
+        identity: snapshot.stat.identity(snapshot.sha256.clone()),
     };
     Inspection::Owned(Box::new((candidate, snapshot)))
 }

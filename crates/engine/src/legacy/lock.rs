@@ -127,7 +127,7 @@ fn is_stale(storage: &dyn SessionStorage, path: &Path, observed: &Stat) -> bool 
             owner.released || (owner.lease_expires_at < now_millis() && owner_gone(&owner))
         }
         None => {
-            let mtime_ms = (observed.mtime_ns / 1_000_000) as i64;
+            let mtime_ms = observed.version.modified_ms();
             mtime_ms + LOCK_LEASE_MS < now_millis()
         }
     }

@@ -371,13 +371,7 @@ impl<'a> Target<'a> {
             return Err(failed("the published copy differs from the source"));
         }
         verify_owner_only(self.storage, &self.destination, false)?;
-        Ok(FileIdentity {
-            dev: copied.stat.dev,
-            ino: copied.stat.ino,
-            size: copied.stat.size,
-            mtime_ns: copied.stat.mtime_ns,
-            sha256: copied.sha256,
-        })
+        Ok(copied.stat.identity(copied.sha256))
     }
 
     /// The committed receipt of this migration.
