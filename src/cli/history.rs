@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use gjcfs_engine::agent_dir;
-use gjcfs_engine::json::{self, Object, Value};
 use gjcfs_engine::time::format_iso_millis;
 use gjcfs_engine::{HistoryEntry, HistoryStorage};
 
@@ -115,9 +114,12 @@ fn list(args: &HistoryArgs, query: Option<&str>) -> Result<()> {
         .into());
     }
     let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut line = Vec::new();
     for entry in &entries {
         if args.json {
-            out.write_all(&json_line(entry))?;
+            line.clear();
+            entry.write_json_line(&mut line);
+            out.write_all(&line)?;
         } else {
             writeln!(out, "{}", human_line(entry))?;
         }
@@ -134,21 +136,6 @@ fn add(prompts: &[String], args: &HistoryArgs) -> Result<()> {
     }
     storage.close()?;
     Ok(())
-}
-
-/// `{"id":…,"prompt":…,"created_at":…,"cwd":…}` and a newline; `cwd` only when recorded.
-fn json_line(entry: &HistoryEntry) -> Vec<u8> {
-    let mut obj = Object::new();
-    obj.insert("id", Value::number(entry.id as f64));
-    obj.insert("prompt", Value::string(entry.prompt.as_str()));
-    obj.insert("created_at", Value::number(entry.created_at as f64));
-    if let Some(cwd) = &entry.cwd {
-        obj.insert("cwd", Value::string(cwd.as_str()));
-    }
-    let mut line = Vec::new();
-    json::write_object_compact(&obj, &mut line);
-    line.push(b'\n');
-    line
 }
 
 /// `YYYY-MM-DD HH:MM:SS  cwd  prompt` (UTC; `-` for no cwd; control characters in the
@@ -181,14 +168,7 @@ mod tests {
             human_line(&entry),
             "2026-01-01 00:00:00  /w  fix \"it\"\\nnow\\u{1}"
         );
-        assert_eq!(
-            String::from_utf8(json_line(&entry)).unwrap(),
-            "{\"id\":7,\"prompt\":\"fix \\\"it\\\"\\nnow\\u0001\",\"created_at\":1767225600,\"cwd\":\"/w\"}\n"
-        );
         let no_cwd = HistoryEntry { cwd: None, ..entry };
-        assert!(!String::from_utf8(json_line(&no_cwd))
-            .unwrap()
-            .contains("cwd"));
         assert!(human_line(&no_cwd).contains("  -  "));
     }
 }

@@ -12,7 +12,6 @@ use parking_lot::Mutex;
 
 use super::VfsError;
 use gjcfs_engine::history::{tokenize as crate_tokenize, HistoryEntry, HistoryStorage, MAX_LIMIT};
-use gjcfs_engine::json::{self, Object, Value};
 use gjcfs_engine::storage::{EntryKind, SessionStorage};
 
 /// How many queries `ls history/search/` shows.
@@ -55,23 +54,10 @@ fn size_and_mtime(storage: &dyn SessionStorage, path: &Path) -> (u64, i128) {
         .map_or((0, 0), |stat| (stat.len, stat.mtime_ns))
 }
 
-/// `{"id":…,"prompt":…,"created_at":…,"cwd":…}` and a newline; `cwd` only when recorded.
-fn json_line(entry: &HistoryEntry, out: &mut Vec<u8>) {
-    let mut obj = Object::new();
-    obj.insert("id", Value::number(entry.id as f64));
-    obj.insert("prompt", Value::string(entry.prompt.as_str()));
-    obj.insert("created_at", Value::number(entry.created_at as f64));
-    if let Some(cwd) = &entry.cwd {
-        obj.insert("cwd", Value::string(cwd.as_str()));
-    }
-    json::write_object_compact(&obj, out);
-    out.push(b'\n');
-}
-
 fn lines<'a>(entries: impl Iterator<Item = &'a HistoryEntry>) -> Vec<u8> {
     let mut out = Vec::new();
     for entry in entries {
-        json_line(entry, &mut out);
+        entry.write_json_line(&mut out);
     }
     out
 }
@@ -128,7 +114,7 @@ impl HistoryView {
         }
         let mut out = Vec::new();
         self.with(|s| {
-            s.for_each_oldest_first(|entry| json_line(&entry, &mut out))
+            s.for_each_oldest_first(|entry| entry.write_json_line(&mut out))
                 .map_err(|e| VfsError::Unreadable(e.to_string()))
         })?;
         let bytes = Arc::new(out);

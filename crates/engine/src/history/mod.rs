@@ -52,6 +52,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row};
 
 use super::js_text::js_trim;
+use crate::json::{self, Object, Value};
 
 pub mod search;
 
@@ -66,8 +67,9 @@ pub const RETRY_DELAY: Duration = Duration::from_secs(1);
 /// The largest number of rows a query returns.
 pub const MAX_LIMIT: usize = 1000;
 
-/// The schema statements run on every open.
-const SCHEMA: &str = "
+/// The table and its two indexes: run on every open, and again by the legacy migration
+/// (step 3; its cwd index's name is then still taken by the renamed table, as in the agent).
+const HISTORY_TABLE: &str = "
 CREATE TABLE IF NOT EXISTS history (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     prompt TEXT NOT NULL,
@@ -76,31 +78,22 @@ CREATE TABLE IF NOT EXISTS history (
 );
 CREATE INDEX IF NOT EXISTS idx_history_created_at ON history(created_at DESC);
 CREATE INDEX IF NOT EXISTS idx_history_cwd_created_at ON history(cwd, created_at DESC);
+";
+
+/// The full-text index and the trigger that feeds it: run on every open, and by the legacy
+/// migration after the copy.
+const HISTORY_FTS: &str = "
 CREATE VIRTUAL TABLE IF NOT EXISTS history_fts USING fts5(prompt, content='history', content_rowid='id');
 CREATE TRIGGER IF NOT EXISTS history_ai AFTER INSERT ON history BEGIN
     INSERT INTO history_fts(rowid, prompt) VALUES (new.id, new.prompt);
 END;
 ";
 
-/// The legacy migration's statements after the rename and drops (see
-/// [`migrate_legacy_schema`]).
-const LEGACY_REBUILD: &str = "
-CREATE TABLE history (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    prompt TEXT NOT NULL,
-    created_at INTEGER NOT NULL DEFAULT (CAST(strftime('%s','now') AS INTEGER)),
-    cwd TEXT
-);
-CREATE INDEX IF NOT EXISTS idx_history_created_at ON history(created_at DESC);
-CREATE INDEX IF NOT EXISTS idx_history_cwd_created_at ON history(cwd, created_at DESC);
-INSERT INTO history (id, prompt, created_at, cwd) SELECT id, prompt, created_at, cwd FROM history_legacy;
-DROP TABLE history_legacy;
-CREATE VIRTUAL TABLE history_fts USING fts5(prompt, content='history', content_rowid='id');
-CREATE TRIGGER history_ai AFTER INSERT ON history BEGIN
-    INSERT INTO history_fts(rowid, prompt) VALUES (new.id, new.prompt);
-END;
-INSERT INTO history_fts(history_fts) VALUES('rebuild');
-";
+/// Creates what is missing of the schema.
+fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(HISTORY_TABLE)?;
+    conn.execute_batch(HISTORY_FTS)
+}
 
 const INSERT: &str = "INSERT INTO history (prompt, cwd) VALUES (?1, ?2)";
 const RECENT: &str =
@@ -118,6 +111,22 @@ pub struct HistoryEntry {
     pub prompt: String,
     pub created_at: i64,
     pub cwd: Option<String>,
+}
+
+impl HistoryEntry {
+    /// Appends the entry as one JSON line to `out`:
+    /// `{"id":…,"prompt":…,"created_at":…,"cwd":…}` and a newline, `cwd` only when recorded.
+    pub fn write_json_line(&self, out: &mut Vec<u8>) {
+        let mut obj = Object::new();
+        obj.insert("id", Value::number(self.id as f64));
+        obj.insert("prompt", Value::string(self.prompt.as_str()));
+        obj.insert("created_at", Value::number(self.created_at as f64));
+        if let Some(cwd) = &self.cwd {
+            obj.insert("cwd", Value::string(cwd.as_str()));
+        }
+        json::write_object_compact(&obj, out);
+        out.push(b'\n');
+    }
 }
 
 /// Why the history database could not be used. The SQLite or I/O error, where there is
@@ -523,7 +532,7 @@ fn prepare_schema(conn: &Connection) -> rusqlite::Result<()> {
         )
         .optional()?
         .is_some();
-    conn.execute_batch(SCHEMA)?;
+    create_schema(conn)?;
     if uses_unixepoch(conn)? {
         migrate_legacy_schema(conn)?;
     }
@@ -571,7 +580,14 @@ pub fn migrate_legacy_schema(conn: &Connection) -> rusqlite::Result<()> {
              DROP TRIGGER IF EXISTS history_ai;
              DROP TABLE IF EXISTS history_fts;",
         )?;
-        conn.execute_batch(LEGACY_REBUILD)
+        conn.execute_batch(HISTORY_TABLE)?;
+        conn.execute_batch(
+            "INSERT INTO history (id, prompt, created_at, cwd)
+                 SELECT id, prompt, created_at, cwd FROM history_legacy;
+             DROP TABLE history_legacy;",
+        )?;
+        conn.execute_batch(HISTORY_FTS)?;
+        conn.execute_batch("INSERT INTO history_fts(history_fts) VALUES('rebuild')")
     })();
     match result {
         Ok(()) => conn.execute_batch("COMMIT"),
@@ -671,6 +687,25 @@ extern "C" fn flush_all_at_exit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_entry_is_one_json_line_with_its_cwd_when_recorded() {
+        let entry = HistoryEntry {
+            id: 7,
+            prompt: "fix \"it\"\nnow\u{1}".into(),
+            created_at: 1_767_225_600,
+            cwd: Some("/w".into()),
+        };
+        let mut line = Vec::new();
+        entry.write_json_line(&mut line);
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            "{\"id\":7,\"prompt\":\"fix \\\"it\\\"\\nnow\\u0001\",\"created_at\":1767225600,\"cwd\":\"/w\"}\n"
+        );
+        let mut line = Vec::new();
+        HistoryEntry { cwd: None, ..entry }.write_json_line(&mut line);
+        assert!(!String::from_utf8(line).unwrap().contains("cwd"));
+    }
 
     #[test]
     fn bundled_sqlite_has_fts5() {

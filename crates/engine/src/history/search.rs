@@ -548,7 +548,7 @@ mod tests {
     /// infixes.
     fn random_history(rng: &mut SmallRng, rows: usize, monotonic: bool) -> Connection {
         let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(super::super::SCHEMA).unwrap();
+        super::super::create_schema(&conn).unwrap();
         let words = [
             "commit", "recommit", "submit", "mit", "git", "gitlab", "fix", "prefix", "fixture",
             "test", "attest", "testing", "go", "golang", "cargo", "Commit", "MIT", "école",
