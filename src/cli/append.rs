@@ -13,8 +13,8 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use gjcfs_engine::json::{self, Value};
 use gjcfs_engine::manager::{SessionManager, StorageConfig, WriteTarget};
+use gjcfs_engine::record::parse_object_line;
 
 /// `gjcfs append`'s arguments.
 #[derive(clap::Args)]
@@ -65,10 +65,9 @@ pub fn run(file: &Path, agent_dir: Option<&Path>) -> Result<()> {
         if line.trim().is_empty() {
             continue;
         }
-        let outcome = match json::parse(&line) {
-            Ok(Value::Object(entry)) => manager.append_external(entry).map_err(anyhow::Error::from),
-            Ok(_) => Err(anyhow::anyhow!("not a JSON object")),
-            Err(e) => Err(anyhow::anyhow!("invalid JSON: {e}")),
+        let outcome = match parse_object_line(&line) {
+            Ok(entry) => manager.append_external(entry).map_err(anyhow::Error::from),
+            Err(e) => Err(anyhow::Error::from(e)),
         };
         if let Err(e) = outcome {
             manager.close()?;

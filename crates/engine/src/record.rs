@@ -161,6 +161,15 @@ impl Record {
     }
 }
 
+/// One line of "one JSON object a line" input (what `gjcfs append` reads and `entries/new`
+/// takes), parsed whole: the object, or why the line is not one.
+pub fn parse_object_line(line: &str) -> Result<Object, LineError> {
+    match json::parse(line)? {
+        Value::Object(object) => Ok(object),
+        _ => Err(LineError::NotAnObject),
+    }
+}
+
 /// Why one line is not a record.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum LineError {

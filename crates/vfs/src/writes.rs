@@ -8,8 +8,9 @@ use super::fs::{EntriesChanged, NamespaceChange, Vfs};
 use super::handles::{Handle, Part};
 use super::inode::Node;
 use super::{Attr, VfsError};
-use gjcfs_engine::json::{self, Object, Value};
+use gjcfs_engine::json::Object;
 use gjcfs_engine::leaf_marker::persist_leaf;
+use gjcfs_engine::record::parse_object_line;
 
 /// What a change of attributes asks for ([`Vfs::set_attr`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -464,11 +465,8 @@ fn parse_lines(lines: &[Vec<u8>]) -> Result<Vec<(usize, Object)>, VfsError> {
         if text.trim().is_empty() {
             continue;
         }
-        match json::parse(text) {
-            Ok(Value::Object(object)) => objects.push((n + 1, object)),
-            Ok(_) => return Err(refused("not a JSON object".into())),
-            Err(e) => return Err(refused(format!("invalid JSON: {e}"))),
-        }
+        let object = parse_object_line(text).map_err(|e| refused(e.to_string()))?;
+        objects.push((n + 1, object));
     }
     Ok(objects)
 }
