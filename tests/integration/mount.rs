@@ -373,6 +373,25 @@ fn lines_written_to_entries_new_are_appended_and_invalid_ones_are_not() {
     assert_eq!(entries.lines().count(), 5);
 }
 
+#[test]
+fn a_child_closing_an_inherited_descriptor_does_not_cut_its_parents_line() {
+    require_fuse!();
+    let s = store();
+    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let new = mount.session_dir(&s.sid).join("entries/new");
+    // The shell writes half a line, runs a child that inherits the open file and exits
+    // (its close is a flush by another process), then writes the rest.
+    let out = sh(&format!(
+        r#"{{ printf '{{"role":"user",'; sh -c true; printf '"content":"whole"}}\n'; }} >> {}"#,
+        p(&new)
+    ));
+    assert!(out.status.success(), "{out:?}\n{}", mount.log_text());
+    let loaded = load_session(&s.file).unwrap();
+    assert_eq!(loaded.session.entry_count(), 4);
+    let last = loaded.session.entries().last().unwrap();
+    assert_eq!(last.message().unwrap().get_str("content"), Some("whole"));
+}
+
 /// `count` message lines of about 1.5 KB each, one JSON object a line.
 fn message_lines(count: usize, tag: &str) -> Vec<u8> {
     let padding = "p".repeat(1500);
@@ -385,12 +404,16 @@ fn message_lines(count: usize, tag: &str) -> Vec<u8> {
     out
 }
 
-/// One `write(2)` of `bytes` to `path` on a fresh descriptor: what it returned, and what
-/// the close returned (`libc` directly: `File` ignores the close's error).
-fn write_once_and_close(path: &Path, bytes: &[u8]) -> (isize, i32, i32) {
+/// `bytes` written to `path` on a fresh descriptor as tools write: one `write(2)`, and
+/// after a short count (which the kernel may return, for a FUSE file as for any) another
+/// for the rest, until all is taken or a write fails. Returns the bytes taken, the errno
+/// of the write that failed (0 for none) and what the close returned (`libc` directly:
+/// `File` ignores the close's error).
+fn write_all_and_close(path: &Path, bytes: &[u8]) -> (usize, i32, i32) {
     use std::os::unix::ffi::OsStrExt;
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid path; the buffer outlives the call; the descriptor is closed once.
+    let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY: a valid path; the buffer outlives the calls; the descriptor is closed once.
     unsafe {
         let fd = libc::open(c_path.as_ptr(), libc::O_WRONLY | libc::O_APPEND);
         assert!(
@@ -398,15 +421,19 @@ fn write_once_and_close(path: &Path, bytes: &[u8]) -> (isize, i32, i32) {
             "open {path:?}: {}",
             std::io::Error::last_os_error()
         );
-        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
-        let write_errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-        let closed = libc::close(fd);
-        let close_errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-        (
-            written,
-            if written < 0 { write_errno } else { 0 },
-            if closed < 0 { close_errno } else { 0 },
-        )
+        let (mut taken, mut write_errno) = (0, 0);
+        while taken < bytes.len() {
+            let rest = &bytes[taken..];
+            match libc::write(fd, rest.as_ptr().cast(), rest.len()) {
+                n if n > 0 => taken += n as usize,
+                _ => {
+                    write_errno = errno();
+                    break;
+                }
+            }
+        }
+        let close_errno = if libc::close(fd) < 0 { errno() } else { 0 };
+        (taken, write_errno, close_errno)
     }
 }
 
@@ -419,10 +446,10 @@ fn one_write_longer_than_a_kernel_request_is_appended_all_together_or_not_at_all
     // About 3 MB: the kernel cuts it into requests of at most 1 MiB.
     let mut bytes = message_lines(2000, "whole");
     assert!(bytes.len() > 2 << 20);
-    let (written, errno, close_errno) = write_once_and_close(&new, &bytes);
+    let (written, errno, close_errno) = write_all_and_close(&new, &bytes);
     assert_eq!(
         (written, errno, close_errno),
-        (bytes.len() as isize, 0, 0),
+        (bytes.len(), 0, 0),
         "{}",
         mount.log_text()
     );
@@ -438,18 +465,17 @@ fn one_write_longer_than_a_kernel_request_is_appended_all_together_or_not_at_all
     }
 
     // The same with an invalid last line: nothing of it is appended, and the writer hears
-    // of it at the write (for the first request: nothing counted) or, after a short
-    // count, at every later write and at the close.
+    // of it at the write (the first request's: nothing counted) or, after a short count,
+    // at every later write and at the close.
     bytes = message_lines(2000, "refused");
     bytes.extend_from_slice(b"{\"type\":\"bogus\"}\n");
-    let (written, errno, close_errno) = write_once_and_close(&new, &bytes);
+    let (written, errno, close_errno) = write_all_and_close(&new, &bytes);
     assert!(
-        written < bytes.len() as isize,
+        written < bytes.len(),
         "the write is not taken whole ({written})"
     );
-    if written < 0 {
-        assert_eq!(errno, libc::EINVAL);
-    } else {
+    assert_eq!(errno, libc::EINVAL, "a write is refused");
+    if written > 0 {
         assert_eq!(
             close_errno,
             libc::EINVAL,

@@ -7,7 +7,7 @@ use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 use gjcfs::vfs::{
-    AttrChange, NamespaceChange, NodeKind, OpenMode, SessionSource, Vfs, VfsConfig, VfsError,
+    AttrChange, NamespaceChange, NodeKind, OpenMode, Part, SessionSource, Vfs, VfsConfig, VfsError,
     ROOT_INO,
 };
 
@@ -88,6 +88,16 @@ fn listed_names(v: &Vfs, ino: u64) -> Vec<String> {
 fn session_ino(v: &Vfs, sid: &str) -> u64 {
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
     v.lookup(sessions, sid).unwrap().ino
+}
+
+/// A fresh writable model over a new store: the model, the session's id, its entry ids,
+/// and the inodes of its `entries/` and `entries/new`.
+fn writable_entries(tmp: &Path) -> (Vfs, String, Vec<String>, u64, u64) {
+    let (sid, ids) = setup(tmp);
+    let v = vfs(tmp, false);
+    let entries = v.lookup(session_ino(&v, &sid), "entries").unwrap().ino;
+    let new = v.lookup(entries, "new").unwrap().ino;
+    (v, sid, ids, entries, new)
 }
 
 #[test]
@@ -202,10 +212,10 @@ fn leaf_writes_branch_reset_or_fail_without_change() {
             },
         )
         .unwrap();
-    v.flush(o.fh).unwrap();
+    v.flush(o.fh, None).unwrap();
     assert_eq!(read_all(&v, leaf), line.as_bytes());
     assert!(v.write(o.fh, 0, b"nope\n").is_err());
-    v.flush(o.fh).unwrap();
+    v.flush(o.fh, None).unwrap();
     v.release(o.fh).unwrap();
     assert_eq!(read_all(&v, leaf), line.as_bytes());
 
@@ -221,11 +231,7 @@ fn leaf_writes_branch_reset_or_fail_without_change() {
 #[test]
 fn entries_new_appends_lines_and_rejects_invalid_ones() {
     let tmp = tempfile::tempdir().unwrap();
-    let (sid, _) = setup(tmp.path());
-    let v = vfs(tmp.path(), false);
-    let sdir = session_ino(&v, &sid);
-    let entries = v.lookup(sdir, "entries").unwrap().ino;
-    let new = v.lookup(entries, "new").unwrap().ino;
+    let (v, _, _, entries, new) = writable_entries(tmp.path());
     let file = fs::read_dir(tmp.path().join("agent/sessions"))
         .unwrap()
         .map(|d| d.unwrap().path())
@@ -266,6 +272,45 @@ fn entries_new_appends_lines_and_rejects_invalid_ones() {
         );
     }
     assert_eq!(count(), 5);
+}
+
+#[test]
+fn a_close_by_a_process_that_did_not_write_applies_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (v, _, _, entries, new) = writable_entries(tmp.path());
+    let listed = || v.readdir(entries).unwrap().len();
+    assert_eq!(listed(), 4);
+    let write = OpenMode {
+        write: true,
+        ..Default::default()
+    };
+    let o = v.open(new, write).unwrap();
+    let (writer, child) = (Some(1), Some(2));
+    let first = b"{\"role\":\"user\",\"content\":\"one\"}\n{\"role\":\"user\",";
+    v.write_part(o.fh, 0, first, Part::MayContinue, writer)
+        .unwrap();
+    // A child that inherited the descriptor closes it: neither the held line nor the
+    // unterminated one is taken, and the child hears of nothing.
+    v.flush(o.fh, child).unwrap();
+    assert_eq!(listed(), 4);
+    let rest = b"\"content\":\"two\"}\n";
+    v.write_part(o.fh, first.len() as u64, rest, Part::Last, writer)
+        .unwrap();
+    assert_eq!(
+        listed(),
+        6,
+        "the write(2) is taken whole at its last request"
+    );
+    // Half a line, then the writer's own close: the half line is its last line.
+    v.write_part(o.fh, 0, b"{\"role\":\"user\",", Part::Last, writer)
+        .unwrap();
+    v.flush(o.fh, child).unwrap();
+    assert_eq!(listed(), 6);
+    v.write_part(o.fh, 0, b"\"content\":\"three\"}", Part::Last, writer)
+        .unwrap();
+    v.flush(o.fh, writer).unwrap();
+    assert_eq!(listed(), 7);
+    v.release(o.fh).unwrap();
 }
 
 #[test]
@@ -824,11 +869,7 @@ fn session_ids_that_cannot_name_a_directory_are_left_out_and_reported() {
 #[test]
 fn an_overlong_line_to_entries_new_is_refused_whole_and_the_next_one_taken() {
     let tmp = tempfile::tempdir().unwrap();
-    let (sid, ids) = setup(tmp.path());
-    let v = vfs(tmp.path(), false);
-    let sdir = session_ino(&v, &sid);
-    let entries = v.lookup(sdir, "entries").unwrap().ino;
-    let new = v.lookup(entries, "new").unwrap().ino;
+    let (v, sid, ids, _, new) = writable_entries(tmp.path());
     let o = v
         .open(
             new,
@@ -871,7 +912,7 @@ fn an_overlong_line_to_entries_new_is_refused_whole_and_the_next_one_taken() {
         ids.len() + 1,
         "only the line after it"
     );
-    let errors = v.lookup(sdir, "errors").unwrap();
+    let errors = v.lookup(session_ino(&v, &sid), "errors").unwrap();
     assert!(String::from_utf8(read_all(&v, errors.ino))
         .unwrap()
         .contains("longer than"));

@@ -63,6 +63,27 @@ pub(super) enum Handle {
 }
 
 /// What a `leaf` handle will write.
+/// Who last wrote through a handle, as the platform names writers: FUSE sends with each
+/// write the lock owner of the writer's descriptor table, and with each flush the closer's.
+/// A process that inherited the descriptor across a fork and closes it without writing
+/// is not the writer: its close must not cut short what the writer is still writing.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct LastWriter(Option<u64>);
+
+impl LastWriter {
+    /// Notes a write by `owner` (`None`: the platform does not say).
+    pub fn note(&mut self, owner: Option<u64>) {
+        if owner.is_some() {
+            self.0 = owner;
+        }
+    }
+
+    /// Whether a close by `closer` is another process's than the last writer's.
+    pub fn foreign(&self, closer: Option<u64>) -> bool {
+        matches!((self.0, closer), (Some(writer), Some(closer)) if writer != closer)
+    }
+}
+
 #[derive(Debug)]
 pub(super) struct LeafBuffer {
     pub sid: String,
@@ -73,6 +94,7 @@ pub(super) struct LeafBuffer {
     /// applies the content. A bare O_TRUNC waits for release, because a shell's
     /// redirection flushes a duplicate descriptor before it writes.
     pub written: bool,
+    pub writer: LastWriter,
 }
 
 impl LeafBuffer {
@@ -82,6 +104,7 @@ impl LeafBuffer {
             buf,
             dirty: truncated,
             written: false,
+            writer: LastWriter::default(),
         }
     }
 
@@ -136,6 +159,7 @@ pub(super) struct LineBuffer {
     /// Why a write through this handle was refused after the kernel had been told part of
     /// it was taken: answered to every later write and to the close.
     refused: Option<VfsError>,
+    pub writer: LastWriter,
 }
 
 /// Where a write request stands in its `write(2)`, as far as the platform can tell.
@@ -165,6 +189,7 @@ impl LineBuffer {
             held: 0,
             overflowed: false,
             refused: None,
+            writer: LastWriter::default(),
         }
     }
 

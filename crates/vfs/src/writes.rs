@@ -79,18 +79,20 @@ impl Vfs {
     /// each complete line is one entry), as the whole of its `write(2)`. Returns the count
     /// of bytes taken.
     pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> Result<usize, VfsError> {
-        self.write_part(fh, offset, data, Part::Last)
+        self.write_part(fh, offset, data, Part::Last, None)
     }
 
     /// [`Vfs::write`] for one request of a `write(2)` the kernel may have split: the lines
     /// of a request that may continue are checked and held, and appended with the last
-    /// request of their `write(2)` (or at the close), all together or not at all.
+    /// request of their `write(2)` (or at the close), all together or not at all. `writer`
+    /// names the writing process where the platform says (see [`Vfs::flush`]).
     pub fn write_part(
         &self,
         fh: u64,
         offset: u64,
         data: &[u8],
         part: Part,
+        writer: Option<u64>,
     ) -> Result<usize, VfsError> {
         if self.writes_stopped() {
             return Err(VfsError::ReadOnly);
@@ -101,6 +103,7 @@ impl Vfs {
             }
             Handle::Leaf(leaf) => {
                 let mut leaf = leaf.lock();
+                leaf.writer.note(writer);
                 if let Err(e) = leaf.write_at(offset, data) {
                     self.errors.push(&leaf.sid, &format!("leaf: {e}"));
                     return Err(e);
@@ -122,6 +125,7 @@ impl Vfs {
                 if let Some(refused) = line.refused() {
                     return Err(refused.clone());
                 }
+                line.writer.note(writer);
                 // Lines of earlier requests of this write(2), which the kernel counts as
                 // written: dropping them must fail the handle for good.
                 let misled = line.holds_lines();
@@ -227,12 +231,15 @@ impl Vfs {
 
     /// Applies what a handle holds: a `leaf` write moves the leaf, the lines written to
     /// `entries/new` are appended (all together). Errors are reported here (close's
-    /// result). An fsync does the same.
-    pub fn flush(&self, fh: u64) -> Result<(), VfsError> {
-        self.apply(fh, false)
+    /// result). An fsync does the same. `closer` names the closing process where the
+    /// platform says: the close of a copy of the descriptor by a process that is not the
+    /// last writer (a child that inherited it) applies nothing, so a forked child's exit
+    /// never cuts a line or a `write(2)` its parent is still writing.
+    pub fn flush(&self, fh: u64, closer: Option<u64>) -> Result<(), VfsError> {
+        self.apply(fh, false, closer)
     }
 
-    fn apply(&self, fh: u64, releasing: bool) -> Result<(), VfsError> {
+    fn apply(&self, fh: u64, releasing: bool, closer: Option<u64>) -> Result<(), VfsError> {
         let Ok(handle) = self.handles.get(fh) else {
             return Ok(());
         };
@@ -240,7 +247,7 @@ impl Vfs {
             Handle::Read(_) | Handle::View(_) | Handle::Transcript(_) | Handle::Dir(_) => Ok(()),
             Handle::Leaf(leaf) => {
                 let mut leaf = leaf.lock();
-                if !leaf.dirty || !(leaf.written || releasing) {
+                if !leaf.dirty || !(leaf.written || releasing) || leaf.writer.foreign(closer) {
                     return Ok(());
                 }
                 // An empty leaf (a reset) is applied at the close only: an editor that
@@ -254,6 +261,9 @@ impl Vfs {
             }
             Handle::New(line) => {
                 let mut line = line.lock();
+                if line.writer.foreign(closer) {
+                    return Ok(());
+                }
                 if let Some(refused) = line.refused() {
                     return Err(refused.clone());
                 }
@@ -308,7 +318,7 @@ impl Vfs {
 
     /// Flushes what is still pending and forgets the handle.
     pub fn release(&self, fh: u64) -> Result<(), VfsError> {
-        let flushed = self.apply(fh, true);
+        let flushed = self.apply(fh, true, None);
         self.handles.remove(fh);
         flushed
     }

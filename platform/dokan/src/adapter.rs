@@ -314,7 +314,7 @@ impl Adapter {
     pub fn flush(&self, handle: &Handle) -> Result<(), NtStatus> {
         match &handle.content {
             Content::File(fh) => match *fh.lock() {
-                Some(fh) => self.vfs.flush(fh).map_err(|e| to_ntstatus(&e)),
+                Some(fh) => self.vfs.flush(fh, None).map_err(|e| to_ntstatus(&e)),
                 None => Ok(()),
             },
             Content::Dir | Content::Link(_) => Ok(()),

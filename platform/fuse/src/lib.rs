@@ -573,12 +573,13 @@ impl Filesystem for FuseAdapter {
         data: &[u8],
         _write_flags: WriteFlags,
         _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
+        lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
         let part = part_of(data.len(), self.request_max);
+        let writer = lock_owner.map(|owner| owner.0);
         match call("write", ino.0, || {
-            self.vfs.write_part(fh.0, offset, data, part)
+            self.vfs.write_part(fh.0, offset, data, part, writer)
         }) {
             Ok(n) => reply.written(u32::try_from(n).unwrap_or(u32::MAX)),
             Err(e) => reply.error(e),
@@ -590,14 +591,14 @@ impl Filesystem for FuseAdapter {
         _req: &Request,
         ino: INodeNo,
         fh: FileHandle,
-        _lock_owner: LockOwner,
+        lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
         if self.by_node {
             // Nothing is ever pending: the kernel stops sending flushes.
             return reply.error(Errno::ENOSYS);
         }
-        match call("flush", ino.0, || self.vfs.flush(fh.0)) {
+        match call("flush", ino.0, || self.vfs.flush(fh.0, Some(lock_owner.0))) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -613,7 +614,7 @@ impl Filesystem for FuseAdapter {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match call("fsync", ino.0, || self.vfs.flush(fh.0)) {
+        match call("fsync", ino.0, || self.vfs.flush(fh.0, None)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
