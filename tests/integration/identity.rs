@@ -476,11 +476,9 @@ fn markers(file: &Path) -> usize {
 
 #[test]
 fn leaf_moves_read_as_the_leaf_pointer_and_an_editor_save_is_one_move() {
-    require_fuse!();
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let s = crate::common::mount::store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let dir = mount.session_dir(&s.sid);
     let leaf = dir.join("leaf");
     let echo = |id: &str| {

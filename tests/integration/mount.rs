@@ -63,9 +63,7 @@ fn context_messages(dir: &Path) -> usize {
 
 #[test]
 fn a_session_reads_through_ls_cat_grep_and_stat() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let sessions = mount.path().join("sessions");
     assert_eq!(ok("ls", &[p(&sessions)]), format!("{}\n", s.sid));
     let dir = sessions.join(&s.sid);
@@ -162,6 +160,26 @@ fn modes_tell_which_files_take_writes() {
     }
 }
 
+/// Whether process `pid` has `path` open with its offset at the file's end (`tail -n 0 -f`
+/// is then following it), from `/proc/PID/fd` and `fdinfo`.
+fn reads_at_end(pid: u32, path: &Path) -> bool {
+    let Ok(len) = fs::metadata(path).map(|m| m.len()) else {
+        return false;
+    };
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
+        fs::read_link(fd.path()).is_ok_and(|target| target == path)
+            && fs::read_to_string(info).is_ok_and(|info| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix("pos:"))
+                    .is_some_and(|pos| pos.trim().parse() == Ok(len))
+            })
+    })
+}
+
 #[test]
 fn session_jsonl_is_the_transcript_and_tail_f_follows_it() {
     require_fuse!();
@@ -179,7 +197,10 @@ fn session_jsonl_is_the_transcript_and_tail_f_follows_it() {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
-        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            within(Duration::from_secs(10), || reads_at_end(tail.id(), &transcript)),
+            "tail does not follow {transcript:?}"
+        );
         // One line through the mount (if it takes writes), one by the agent outside it.
         if mode.is_empty() {
             let out = sh(&format!(
@@ -213,10 +234,8 @@ fn open_and_read(path: &Path) -> (fs::File, Vec<u8>, std::time::SystemTime) {
 
 #[test]
 fn a_view_read_again_from_the_start_shows_what_stat_says() {
-    require_fuse!();
     use std::io::{Read, Seek, SeekFrom};
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let dir = mount.path().join("sessions").join(&s.sid);
     for name in ["context.md", "tree.txt", "context.json", "leaf"] {
         let path = dir.join(name);
@@ -320,9 +339,7 @@ fn map_context_md(mount: &Mount, s: &Store) {
 
 #[test]
 fn echo_into_leaf_branches_and_an_unknown_id_fails() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let dir = mount.path().join("sessions").join(&s.sid);
     let leaf = dir.join("leaf");
 
@@ -344,9 +361,7 @@ fn echo_into_leaf_branches_and_an_unknown_id_fails() {
 
 #[test]
 fn lines_written_to_entries_new_are_appended_and_invalid_ones_are_not() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let new = mount
         .path()
         .join("sessions")
@@ -375,9 +390,7 @@ fn lines_written_to_entries_new_are_appended_and_invalid_ones_are_not() {
 
 #[test]
 fn a_child_closing_an_inherited_descriptor_does_not_cut_its_parents_line() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let new = mount.session_dir(&s.sid).join("entries/new");
     // The shell writes half a line, runs a child that inherits the open file and exits
     // (its close is a flush by another process), then writes the rest.
@@ -439,9 +452,7 @@ fn write_all_and_close(path: &Path, bytes: &[u8]) -> (usize, i32, i32) {
 
 #[test]
 fn one_write_longer_than_a_kernel_request_is_appended_all_together_or_not_at_all() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let new = mount.session_dir(&s.sid).join("entries/new");
     // About 3 MB: the kernel cuts it into requests of at most 1 MiB.
     let mut bytes = message_lines(2000, "whole");
@@ -671,9 +682,7 @@ fn a_huge_line_is_held_once_once_its_files_are_read() {
 
 #[test]
 fn removing_renaming_and_creating_fail() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let dir = mount.path().join("sessions").join(&s.sid);
     let header = dir.join("header.json");
     for (program, args) in [
@@ -698,9 +707,7 @@ fn removing_renaming_and_creating_fail() {
 
 #[test]
 fn a_read_only_mount_refuses_every_write() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir(), "--read-only"]);
+    let (s, mount) = mounted_store!("--read-only");
     let dir = mount.path().join("sessions").join(&s.sid);
     let out = sh(&format!("echo {} > {}", s.ids[0], p(&dir.join("leaf"))));
     assert!(!out.status.success());
@@ -804,9 +811,7 @@ fn entries_and_headers_follow_patches(mount: &Mount, s: &Store) {
 
 #[test]
 fn stat_after_a_branch_shows_the_new_sizes_at_once() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let dir = mount.path().join("sessions").join(&s.sid);
     let context = dir.join("context.json");
     let leaf = dir.join("leaf");
@@ -827,9 +832,7 @@ fn stat_after_a_branch_shows_the_new_sizes_at_once() {
 
 #[test]
 fn mounting_over_a_served_mount_fails_and_leaves_it_alone() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let out = run(
         env!("CARGO_BIN_EXE_gjcfs"),
         &["mount", p(mount.path()), "--agent-dir", &s.agent_dir()],
@@ -858,9 +861,7 @@ fn a_stale_mount_left_by_a_killed_server_is_cleared_on_start() {
 
 #[test]
 fn gjcfs_umount_ends_the_server() {
-    require_fuse!();
-    let s = store();
-    let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (_s, mut mount) = mounted_store!();
     ok(env!("CARGO_BIN_EXE_gjcfs"), &["umount", p(mount.path())]);
     let status = mount.wait_exit().expect("the server exits");
     assert!(status.success(), "{status}: {}", mount.log_text());
@@ -948,9 +949,7 @@ fn history_reads(mount: &Mount) {
 
 #[test]
 fn projects_hold_symlinks_that_lead_to_the_sessions() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let projects = mount.path().join("projects");
     let names = ok("ls", &[p(&projects)]);
     assert_eq!(names.lines().count(), 1);
@@ -967,10 +966,8 @@ fn projects_hold_symlinks_that_lead_to_the_sessions() {
 
 #[test]
 fn ctrl_c_with_a_file_still_open_detaches_and_applies_its_pending_line() {
-    require_fuse!();
     use std::io::Write;
-    let s = store();
-    let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mut mount) = mounted_store!();
     let new = mount
         .path()
         .join("sessions")
@@ -1233,10 +1230,8 @@ fn other_sessions_answer_while_a_big_session_loads() {
 
 #[test]
 fn a_refused_session_answers_eacces_says_why_and_recovers_when_put_right() {
-    require_fuse!();
     use std::os::unix::fs::PermissionsExt;
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let dir = mount.path().join("sessions").join(&s.sid);
     let set_mode = |mode| fs::set_permissions(&s.file, fs::Permissions::from_mode(mode)).unwrap();
     ok("cat", &[p(&dir.join("header.json"))]);
@@ -1281,9 +1276,7 @@ fn a_refused_session_answers_eacces_says_why_and_recovers_when_put_right() {
 
 #[test]
 fn a_leaf_moved_through_the_mount_is_kept_in_the_file() {
-    require_fuse!();
-    let s = store();
-    let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mut mount) = mounted_store!();
     let dir = mount.path().join("sessions").join(&s.sid);
     let expected = {
         let session = load_session(&s.file).unwrap().session;
@@ -1342,9 +1335,7 @@ fn a_leaf_moved_through_the_mount_is_kept_in_the_file() {
 
 #[test]
 fn leaf_takes_file_names_labels_and_unique_prefixes() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let dir = mount.path().join("sessions").join(&s.sid);
     let leaf = dir.join("leaf");
     let set = |name: &str| sh(&format!("echo '{name}' > {}", p(&leaf)));
@@ -1395,9 +1386,7 @@ fn leaf_takes_file_names_labels_and_unique_prefixes() {
 
 #[test]
 fn by_date_and_recent_lead_to_the_sessions_by_day_and_newest_first() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let root = mount.path();
     let header = json::parse(&ok(
         "cat",
@@ -1590,9 +1579,7 @@ fn an_append_to_a_legacy_session_goes_to_its_managed_copy() {
 
 #[test]
 fn an_append_after_a_torn_line_written_outside_is_not_swallowed() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let new = mount
         .path()
         .join("sessions")
@@ -1671,9 +1658,7 @@ fn an_append_to_a_session_a_crash_left_torn_cuts_the_torn_line_first() {
 
 #[test]
 fn one_write_of_several_lines_appends_all_or_nothing() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let new = mount
         .path()
         .join("sessions")
@@ -1708,9 +1693,7 @@ fn one_write_of_several_lines_appends_all_or_nothing() {
 
 #[test]
 fn a_deleted_session_is_never_brought_back_by_a_read() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let dir = mount.path().join("sessions").join(&s.sid);
     ok("cat", &[p(&dir.join("context.json"))]);
     fs::remove_file(&s.file).unwrap();
@@ -1729,9 +1712,7 @@ fn a_deleted_session_is_never_brought_back_by_a_read() {
 
 #[test]
 fn a_message_with_a_role_the_format_does_not_know_is_refused() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let dir = mount.path().join("sessions").join(&s.sid);
     let mut new = fs::OpenOptions::new()
         .append(true)
@@ -1747,9 +1728,7 @@ fn a_message_with_a_role_the_format_does_not_know_is_refused() {
 
 #[test]
 fn search_finds_every_session_at_once_and_follows_appends() {
-    require_fuse!();
-    let s = store();
-    let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mount) = mounted_store!();
     let root = mount.path();
     let query = root.join("search").join("MOUNTTOKEN");
     let hits = ok("ls", &[p(&query)]);

@@ -43,9 +43,7 @@ struct Attempt {
 
 #[test]
 fn sigterm_with_entries_new_held_open_refuses_later_writes_and_exits() {
-    require_fuse!();
-    let s = store();
-    let mut mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
+    let (s, mut mount) = mounted_store!();
     let new = mount.session_dir(&s.sid).join("entries/new");
     let log = mount.log_path().to_owned();
     let done = AtomicBool::new(false);

@@ -21,6 +21,19 @@ macro_rules! require_browser {
     };
 }
 
+/// The start of most mount tests: returns where no mount can run (as `require_fuse!`),
+/// makes the demo store ([`mount::store`]) and mounts it with `--agent-dir` and any further
+/// arguments. `let (s, mount) = mounted_store!();`, `mounted_store!("--read-only")`.
+macro_rules! mounted_store {
+    ($($arg:expr),* $(,)?) => {{
+        require_fuse!();
+        let s = $crate::common::mount::store();
+        let mount =
+            $crate::common::mount::Mount::start(&["--agent-dir", &s.agent_dir() $(, $arg)*]);
+        (s, mount)
+    }};
+}
+
 pub mod browser;
 pub mod memory;
 pub mod mount;
