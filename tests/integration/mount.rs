@@ -197,8 +197,9 @@ fn session_jsonl_is_the_transcript_and_tail_f_follows_it() {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
+        let following = || reads_at_end(tail.id(), &transcript);
         assert!(
-            within(Duration::from_secs(10), || reads_at_end(tail.id(), &transcript)),
+            within(Duration::from_secs(10), following),
             "tail does not follow {transcript:?}"
         );
         // One line through the mount (if it takes writes), one by the agent outside it.
