@@ -1,8 +1,10 @@
 //! `SessionManager`: one session in memory, kept on disk by the original's persistence rules.
 //!
-//! Here: the manager, its configuration, and opening and creating sessions. The persistence
-//! state machine is in `state`, the typed appends in `appends`, moving and forking in
-//! `fork`; building entries, full rewrites, refreshes and errors have their own files too.
+//! Here: the manager, its configuration, and creating sessions and loading them for reading.
+//! Opening for writing is one pipeline in `write_open` (locate, verify, recover, check, cut,
+//! adopt). The persistence state machine is in `state`, the typed appends in `appends`,
+//! moving and forking in `fork`; building entries, full rewrites, refreshes and errors have
+//! their own files too.
 //!
 //! Invariants:
 //! - Every append creates exactly one entry whose parent is the current leaf (a context
@@ -59,6 +61,7 @@ mod refresh;
 mod rewrite;
 mod state;
 mod torn_tail;
+mod write_open;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -73,16 +76,14 @@ pub use rewrite::{
     recover_orphaned_backups, remove_orphaned_temps, temp_file_primary, temp_file_unused,
 };
 pub use torn_tail::{cut_torn_tail, find_torn_tail, CutTail};
+pub use write_open::WriteTarget;
+use write_open::{Opening, Rules};
 
 use super::blob::BlobStore;
 use super::context::SessionContext;
 use super::ids;
 use super::inspect::strict_session;
 use super::json::{Object, Value};
-use super::legacy::{
-    list_candidates, path_for_writing, LegacyError, LegacyRoots, MigrationPolicy, Provenance,
-    Workspace,
-};
 use super::lines::read_lines;
 use super::load::{LoadError, ReadMark};
 use super::migrate::{Migration, CURRENT_SESSION_VERSION};
@@ -187,16 +188,6 @@ impl ReadRules {
     }
 }
 
-/// Where [`SessionManager::open_for_writing`] may write.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WriteTarget {
-    /// The agent's sessions root (`<agentDir>/sessions`), whose legacy directories are
-    /// migrated before writing; without it no directory is taken for a legacy one.
-    pub sessions_root: Option<PathBuf>,
-    /// What to do with a transcript of a legacy directory.
-    pub policy: MigrationPolicy,
-}
-
 fn in_v2_dir(path: &Path) -> bool {
     path.parent()
         .and_then(Path::file_name)
@@ -221,85 +212,6 @@ fn read_error(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
             path: path.into(),
             source,
         },
-    }
-}
-
-/// Whether `path` is a transcript directly inside a legacy directory of `root`.
-fn is_legacy_transcript(root: &Path, path: &Path) -> bool {
-    let Some(dir) = path.parent() else {
-        return false;
-    };
-    let legacy_name = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(is_legacy_dir_name);
-    let canonical = |p: &Path| super::storage::FileStorage.canonicalize(p).ok();
-    legacy_name
-        && dir
-            .parent()
-            .and_then(canonical)
-            .is_some_and(|parent| Some(parent) == canonical(root))
-}
-
-/// With `cut`, cuts a torn last line off the file at `path` (`torn_tail`).
-fn cut_torn_tail_if(
-    cut: bool,
-    config: &StorageConfig,
-    path: &Path,
-) -> SessionResult<Option<CutTail>> {
-    if !cut {
-        return Ok(None);
-    }
-    torn_tail::cut_torn_tail(config.storage.as_ref(), path)
-        .map_err(|e| SessionError::Persist(PersistError::new(path, e)))
-}
-
-/// Copies the legacy transcript at `path` into its workspace's v2 scope (or finds the
-/// copy an earlier migration made) and returns the copy.
-fn migrate_for_writing(
-    root: &Path,
-    path: &Path,
-    policy: MigrationPolicy,
-    storage: &dyn SessionStorage,
-) -> SessionResult<PathBuf> {
-    let prefix = storage
-        .read_prefix(path, super::legacy::HEADER_MAX_BYTES)
-        .map_err(read_error(path))?;
-    let first = prefix.split(|&b| b == b'\n').next().unwrap_or_default();
-    let header = Record::parse_line(&String::from_utf8_lossy(first)).ok();
-    let Some((id, cwd)) = header.as_ref().and_then(|h| {
-        let h = h.as_header()?;
-        Some((h.id()?.to_owned(), h.cwd()?.to_owned()))
-    }) else {
-        return Err(LoadError::NotASession { path: path.into() }.into());
-    };
-    let cwd = Path::new(&cwd);
-    let listing = list_candidates(root, cwd, &LegacyRoots::current())?;
-    let abs_root = absolute(root);
-    let (Some(dir), Some(name)) = (path.parent().and_then(Path::file_name), path.file_name())
-    else {
-        return Err(LoadError::NotASession { path: path.into() }.into());
-    };
-    let listed = abs_root.join(dir).join(name);
-    if let Some(candidate) = listing.owned.iter().find(|c| c.path == listed) {
-        return Ok(path_for_writing(root, cwd, candidate, policy)?);
-    }
-    // Migrated before: the listing shows the copy (same name in the scope) instead.
-    let copy = Workspace::resolve(cwd)?.scope_dir(&abs_root).join(name);
-    let migrated = listing
-        .owned
-        .iter()
-        .find(|c| c.path == copy && c.provenance == Provenance::MigratedV2 && c.session_id == id);
-    match migrated {
-        Some(candidate) => Ok(path_for_writing(root, cwd, candidate, policy)?),
-        None => Err(LegacyError::InvalidCandidate {
-            path: path.to_owned(),
-            why: format!(
-                "not a session of the workspace {} (its header cwd) that can be migrated",
-                cwd.display()
-            ),
-        }
-        .into()),
     }
 }
 
@@ -396,33 +308,12 @@ impl SessionManager {
     /// strict content checks; later appends are managed appends. Nothing is written at open
     /// (the sanitizer's patches and migrations are owed to the first write).
     pub fn open_managed(path: &Path, config: StorageConfig) -> SessionResult<Self> {
-        Self::open_managed_cutting(path, config, false)
-    }
-
-    /// [`Self::open_managed`]; with `cut_torn`, a torn last line is cut off once the scope
-    /// and the file passed the managed checks, before the content is checked.
-    fn open_managed_cutting(
-        path: &Path,
-        config: StorageConfig,
-        cut_torn: bool,
-    ) -> SessionResult<Self> {
-        super::scope::verify_transcript_scope(config.storage.as_ref(), path)?;
-        if let Some(scope) = path.parent() {
-            recover_dir(config.storage.as_ref(), scope);
+        Opening {
+            path,
+            rules: Rules::Managed,
+            cut_torn: false,
         }
-        check_private_file(config.storage.as_ref(), path)
-            .map_err(|e| SessionError::Persist(PersistError::new(path, e)))?;
-        let cut_tail = cut_torn_tail_if(cut_torn, &config, path)?;
-        let mut manager = Self::in_memory("");
-        manager.cut_tail = cut_tail;
-        {
-            let mut state = manager.state.lock();
-            state.config = config;
-            state.persist = true;
-            state.managed = true;
-        }
-        manager.set_session_file(path)?;
-        Ok(manager)
+        .run(config)
     }
 
     /// A session that is never written.
@@ -449,27 +340,12 @@ impl SessionManager {
     /// only file created from nothing is one that does not exist yet, by [`Self::create`],
     /// [`Self::create_managed`] or [`Self::set_session_file`].
     pub fn open(path: &Path, cwd: &str, config: StorageConfig) -> SessionResult<Self> {
-        Self::open_cutting(path, cwd, config, false)
-    }
-
-    /// [`Self::open`]; with `cut_torn`, a torn last line is cut off once crash leftovers
-    /// are recovered, before the file is read.
-    fn open_cutting(
-        path: &Path,
-        cwd: &str,
-        config: StorageConfig,
-        cut_torn: bool,
-    ) -> SessionResult<Self> {
-        let dir = path.parent().map(Path::to_path_buf);
-        if let Some(dir) = &dir {
-            recover_dir(config.storage.as_ref(), dir);
+        Opening {
+            path,
+            rules: Rules::Explicit { cwd },
+            cut_torn: false,
         }
-        let cut_tail = cut_torn_tail_if(cut_torn, &config, path)?;
-        let mut state = State::fresh(config, cwd, dir, true);
-        state.load_leniently(path)?;
-        let mut manager = Self::from_state(state);
-        manager.cut_tail = cut_tail;
-        Ok(manager)
+        .run(config)
     }
 
     /// Loads the session file at `path` for reading only: leniently (malformed and torn
@@ -493,44 +369,6 @@ impl SessionManager {
         state.managed = rules == ReadRules::Managed;
         state.load_leniently(path)?;
         Ok(Self::from_state(state))
-    }
-
-    /// Opens the transcript at `path` for writing, wherever it is (see [`WriteTarget`]):
-    /// - directly inside a legacy directory of the sessions root (a directory whose name
-    ///   starts with `-`, not `v2-`): the transcript is first copied into its workspace's
-    ///   v2 scope (copy-retain migration, the workspace being the header's cwd), and the
-    ///   copy is opened with [`Self::open_managed`]; the legacy file is only read. When the
-    ///   copy cannot be made (workspace gone, migration disabled, a binding conflict, a file
-    ///   that is not an owned candidate of its workspace) the open fails and nothing
-    ///   changes;
-    /// - in a directory named `v2-*`: [`Self::open_managed`] (strict content checks);
-    /// - anywhere else: [`Self::open`] (explicit directory).
-    ///
-    /// Before the content is read, a torn last line a crash left is cut off the file when
-    /// every other line passes the strict checks and no other process writes the file
-    /// ([`Self::cut_torn_tail`] says so; the rules are in `torn_tail`): otherwise the strict
-    /// checks would refuse a managed transcript for ever for the one line the crash cost.
-    ///
-    /// [`Self::session_file`] of the result names the file that is written.
-    pub fn open_for_writing(
-        path: &Path,
-        target: &WriteTarget,
-        config: StorageConfig,
-    ) -> SessionResult<Self> {
-        let parent_name = path
-            .parent()
-            .and_then(Path::file_name)
-            .and_then(|n| n.to_str());
-        if let Some(root) = &target.sessions_root {
-            if is_legacy_transcript(root, path) {
-                let copy = migrate_for_writing(root, path, target.policy, config.storage.as_ref())?;
-                return Self::open_managed_cutting(&copy, config, true);
-            }
-        }
-        if parent_name.is_some_and(|n| n.starts_with("v2-")) {
-            return Self::open_managed_cutting(path, config, true);
-        }
-        Self::open_cutting(path, "", config, true)
     }
 
     /// The torn last line a crash left, which [`Self::open_for_writing`] cut off the file
