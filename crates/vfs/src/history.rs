@@ -10,12 +10,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::recent::RecentQueries;
 use super::VfsError;
 use gjcfs_engine::history::{tokenize as crate_tokenize, HistoryEntry, HistoryStorage, MAX_LIMIT};
 use gjcfs_engine::storage::{EntryKind, SessionStorage};
-
-/// How many queries `ls history/search/` shows.
-const RECENT_QUERIES: usize = 20;
 
 /// `history/README`.
 pub const README: &str = "\
@@ -37,7 +35,7 @@ pub struct HistoryView {
     /// What the database's files are looked at through (SQLite opens them itself).
     files: Arc<dyn SessionStorage>,
     /// The last queries asked, newest last.
-    queries: Mutex<std::collections::VecDeque<String>>,
+    queries: RecentQueries,
     storage: Mutex<Option<HistoryStorage>>,
     /// `prompts.jsonl` and the state of the database files it was rendered from.
     prompts: Mutex<Option<(DbStamp, Arc<Vec<u8>>)>>,
@@ -67,7 +65,7 @@ impl HistoryView {
         HistoryView {
             path: path.into(),
             files,
-            queries: Mutex::new(std::collections::VecDeque::new()),
+            queries: RecentQueries::default(),
             storage: Mutex::new(None),
             prompts: Mutex::new(None),
         }
@@ -131,17 +129,12 @@ impl HistoryView {
 
     /// Notes a query asked, for [`HistoryView::recent_queries`].
     pub fn note_query(&self, query: &str) {
-        let mut queries = self.queries.lock();
-        queries.retain(|q| q != query);
-        queries.push_back(query.to_owned());
-        while queries.len() > RECENT_QUERIES {
-            queries.pop_front();
-        }
+        self.queries.note(query);
     }
 
     /// The last queries asked, oldest first.
     pub fn recent_queries(&self) -> Vec<String> {
-        self.queries.lock().iter().cloned().collect()
+        self.queries.list()
     }
 
     /// The prompts matching `query`. A query without a word to search for (only

@@ -104,6 +104,7 @@ mod navigation;
 mod nodes;
 mod paths;
 mod reads;
+mod recent;
 mod search;
 mod sessions;
 mod shapes;

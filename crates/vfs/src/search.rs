@@ -22,13 +22,14 @@
 //! - An answer is kept for [`ANSWER_TTL`]: listing a query's directory and reading its
 //!   files see the same hits.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::recent::RecentQueries;
 use super::VfsError;
 use gjcfs_engine::json;
 use gjcfs_search::{hit_json, Filters, Hit, Query, SearchIndex};
@@ -37,8 +38,6 @@ use gjcfs_search::{hit_json, Filters, Hit, Query, SearchIndex};
 pub const ANSWER_TTL: Duration = Duration::from_secs(1);
 /// How many hits a query's directory holds.
 pub const HITS_SHOWN: usize = 100;
-/// How many queries `ls search/` shows.
-const RECENT_QUERIES: usize = 20;
 /// The name prefix of a substring query.
 pub const SUBSTRING_PREFIX: &str = "substring:";
 
@@ -57,7 +56,7 @@ pub struct SearchView {
     blob_dir: PathBuf,
     index: Mutex<Option<Arc<SearchIndex>>>,
     answers: Mutex<HashMap<String, (Instant, Arc<Answer>)>>,
-    queries: Mutex<VecDeque<String>>,
+    queries: RecentQueries,
     /// Session files changed since they were last re-indexed.
     changed: Mutex<BTreeSet<PathBuf>>,
 }
@@ -93,7 +92,7 @@ impl SearchView {
             blob_dir: blob_dir.to_owned(),
             index: Mutex::new(None),
             answers: Mutex::new(HashMap::new()),
-            queries: Mutex::new(VecDeque::new()),
+            queries: RecentQueries::default(),
             changed: Mutex::new(BTreeSet::new()),
         }
     }
@@ -194,17 +193,12 @@ impl SearchView {
 
     /// Notes a query a person listed or read, for `ls search/` (a lookup alone does not).
     pub fn note_query(&self, query: &str) {
-        let mut queries = self.queries.lock();
-        queries.retain(|q| q != query);
-        queries.push_back(query.to_owned());
-        while queries.len() > RECENT_QUERIES {
-            queries.pop_front();
-        }
+        self.queries.note(query);
     }
 
     /// The last queries asked, oldest first.
     pub fn recent_queries(&self) -> Vec<String> {
-        self.queries.lock().iter().cloned().collect()
+        self.queries.list()
     }
 
     /// Notes a session file the mount wrote or saw change: its answers are dropped now,
