@@ -436,6 +436,81 @@ fn no_file_or_function_is_too_long() {
     assert!(long.is_empty(), "too long:\n{}", long.join("\n"));
 }
 
+/// The engine's layers as `docs/ARCHITECTURE.md` lists them ("Inside the engine"): each
+/// numbered line's backquoted module names, bottom layer first.
+fn engine_layers(architecture: &str) -> Vec<Vec<String>> {
+    let start = architecture
+        .find("### Inside the engine")
+        .expect("ARCHITECTURE.md lists the engine's layers");
+    architecture[start..]
+        .lines()
+        .skip_while(|line| !line.starts_with("1. "))
+        .take_while(|line| {
+            line.split_once(". ")
+                .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+        })
+        .map(|line| {
+            line.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect()
+        })
+        .collect()
+}
+
+/// The uses of a lower layer's module of one of a higher layer, and the modules missing
+/// from the layers or in more than one, among the top-level modules of `edges`.
+fn layer_breaches(
+    edges: &BTreeMap<String, BTreeSet<String>>,
+    layers: &[Vec<String>],
+) -> Vec<String> {
+    let top = |m: &str| m.split("::").next().unwrap_or_default().to_owned();
+    let mut layer_of = BTreeMap::new();
+    let mut breaches = Vec::new();
+    for (n, layer) in layers.iter().enumerate() {
+        for module in layer {
+            if layer_of.insert(module.clone(), n).is_some() {
+                breaches.push(format!("{module} is in two layers"));
+            }
+        }
+    }
+    for (module, to) in edges {
+        let from = top(module);
+        if from.is_empty() {
+            continue;
+        }
+        let Some(&low) = layer_of.get(&from) else {
+            breaches.push(format!("{from} is in no layer"));
+            continue;
+        };
+        for target in to.iter().map(|t| top(t)) {
+            match layer_of.get(&target) {
+                Some(&high) if high > low => breaches.push(format!(
+                    "{module} (layer {}) uses {target} (layer {})",
+                    low + 1,
+                    high + 1
+                )),
+                None if !target.is_empty() => breaches.push(format!("{target} is in no layer")),
+                _ => {}
+            }
+        }
+    }
+    breaches.sort();
+    breaches.dedup();
+    breaches
+}
+
+#[test]
+fn the_engine_keeps_the_layers_its_architecture_lists() {
+    let architecture = fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let layers = engine_layers(&architecture);
+    assert!(layers.len() > 3, "layers read: {layers:?}");
+    let edges = import_edges(&root().join("crates/engine/src"));
+    let breaches = layer_breaches(&edges, &layers);
+    assert!(breaches.is_empty(), "{}", breaches.join("\n"));
+}
+
 #[test]
 fn the_checks_find_what_they_look_for() {
     // The lexer blanks what is not code, so a brace in a string or a comment is no brace.
@@ -469,4 +544,14 @@ fn the_checks_find_what_they_look_for() {
     let named = named_paths("use super::{x, y::Z};", "m");
     assert!(named.contains(&vec!["x".to_owned()]));
     assert!(named.contains(&vec!["y".to_owned()]));
+    // A use upwards and a module in no layer are breaches; one downwards is none.
+    let layers = engine_layers(
+        "### Inside the engine\n\ntext\n\n1. low: `a`, `a2`\n2. high: `b`\n\nafter `c`",
+    );
+    assert_eq!(layers, vec![vec!["a", "a2"], vec!["b"]]);
+    assert!(layer_breaches(&edges(&[("b", "a::x"), ("a", "a2")]), &layers).is_empty());
+    assert_eq!(
+        layer_breaches(&edges(&[("a::y", "b"), ("c", "a")]), &layers),
+        ["a::y (layer 1) uses b (layer 2)", "c is in no layer"]
+    );
 }

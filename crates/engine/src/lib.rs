@@ -1,9 +1,10 @@
 //! The session storage engine: the JSONL format, patch replay, migrations, the entry tree and
 //! context reconstruction. The format itself is described in `docs/FORMAT.md`.
 //!
-//! Layers, bottom up: [`json`] (values and the exact writer) → [`record`] (one line) →
-//! [`replay`] (a file's lines and patches) → [`migrate`] → [`session`] (index, tree, leaf) →
-//! [`context`]. [`load`] and [`inspect`] are the lenient and strict ways in from a file.
+//! Its modules form layers (storage, the format, the tree, reading a file, the agent's
+//! store, writing and checking, renderings), listed in `docs/ARCHITECTURE.md` ("Inside the
+//! engine") and checked by the tests. [`load`] and [`inspect`] are the lenient and strict
+//! ways in from a file.
 //!
 //! Storage: [`scope`] is the managed v2 layout, [`legacy`] finds a workspace's sessions in
 //! the older encoded directories and migrates them into it (copy-retain).
@@ -27,7 +28,7 @@ pub mod discovery;
 pub mod history;
 pub mod ids;
 pub mod inspect;
-pub mod io_cause;
+pub use storage::io_cause;
 pub mod js_text;
 pub use gjcfs_json as json;
 pub mod leaf_marker;

@@ -18,6 +18,7 @@
 //!   taken.
 
 mod file;
+pub mod io_cause;
 mod memory;
 pub(crate) mod sys;
 
