@@ -14,16 +14,14 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use gjcfs::engine::blob::BlobStore;
 use gjcfs::engine::json;
-use gjcfs::engine::manager::{SessionManager, StorageConfig, WriteTarget};
+use gjcfs::engine::manager::{SessionManager, WriteTarget};
 use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage, SessionStorage};
 use gjcfs::vfs::{NodeKind, Vfs, VfsError, ROOT_INO};
 
 // `tests/integration/common/vfs_io.rs`, which the includer makes `super::vfs_io`.
-use super::vfs_io::{memory_vfs, read_file, write_file, SESSIONS_ROOT};
+use super::vfs_io::{config, memory_vfs, read_file, write_file, SESSIONS_ROOT};
 
 /// At most this many operations are taken from one input.
 const MAX_OPS: usize = 48;
@@ -52,14 +50,6 @@ struct World {
     acked: BTreeSet<String>,
     /// Every entry id ever listed, for leaf writes to choose from.
     known: Vec<String>,
-}
-
-fn config(storage: &MemoryStorage) -> StorageConfig {
-    let shared: Arc<dyn SessionStorage> = Arc::new(storage.clone());
-    StorageConfig {
-        blobs: BlobStore::new("/agent/blobs", shared.clone()),
-        storage: shared,
-    }
 }
 
 /// A session of the workspace `/w` created through the engine with a question and its

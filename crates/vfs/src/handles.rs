@@ -62,7 +62,6 @@ pub(super) enum Handle {
     New(Arc<Mutex<LineBuffer>>),
 }
 
-/// What a `leaf` handle will write.
 /// Who last wrote through a handle, as the platform names writers: FUSE sends with each
 /// write the lock owner of the writer's descriptor table, and with each flush the closer's.
 /// A process that inherited the descriptor across a fork and closes it without writing
@@ -84,6 +83,7 @@ impl LastWriter {
     }
 }
 
+/// What a `leaf` handle will write.
 #[derive(Debug)]
 pub(super) struct LeafBuffer {
     pub sid: String,

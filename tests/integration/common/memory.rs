@@ -1,23 +1,11 @@
 //! Stores in memory ([`MemoryStorage`]) for the tests that fail or crash their storage.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use gjcfs::engine::blob::BlobStore;
-use gjcfs::engine::manager::StorageConfig;
 use gjcfs::engine::scope::{binding_bytes, scope_dir_name, Identity, BINDING_FILE};
 use gjcfs::engine::storage::{MemoryStorage, SessionStorage};
 
-pub use super::vfs_io::SESSIONS_ROOT;
-
-/// The engine's storage and blob store (`/agent/blobs`) over `storage`.
-pub fn config(storage: &MemoryStorage) -> StorageConfig {
-    let shared: Arc<dyn SessionStorage> = Arc::new(storage.clone());
-    StorageConfig {
-        blobs: BlobStore::new("/agent/blobs", shared.clone()),
-        storage: shared,
-    }
-}
+pub use super::vfs_io::{config, SESSIONS_ROOT};
 
 /// A managed transcript holding a question (`q0`) and its answer (`a0`), in the bound scope
 /// of the workspace `/w`.

@@ -1,15 +1,27 @@
-//! A `Vfs` over a `MemoryStorage`, and whole-file reads and writes through a `Vfs` as a
-//! kernel would issue them: open, read or write, release. Used by the model tests and by
-//! the `vfs_ops` fuzz check (`fuzz/vfs_ops.rs`), so it needs nothing else of the tests.
+//! The engine's storage and a `Vfs` over a `MemoryStorage`, and whole-file reads and writes
+//! through a `Vfs` as a kernel would issue them: open, read or write, release. Used by the
+//! model tests and by the `vfs_ops` fuzz check (`fuzz/vfs_ops.rs`), so it needs nothing
+//! else of the tests.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gjcfs::engine::storage::MemoryStorage;
+use gjcfs::engine::blob::BlobStore;
+use gjcfs::engine::manager::StorageConfig;
+use gjcfs::engine::storage::{MemoryStorage, SessionStorage};
 use gjcfs::vfs::{OpenMode, SessionSource, Vfs, VfsConfig, VfsError};
 
 /// The managed sessions' root of every store in memory here.
 pub const SESSIONS_ROOT: &str = "/agent/sessions";
+
+/// The engine's storage and blob store (`/agent/blobs`) over `storage`.
+pub fn config(storage: &MemoryStorage) -> StorageConfig {
+    let shared: Arc<dyn SessionStorage> = Arc::new(storage.clone());
+    StorageConfig {
+        blobs: BlobStore::new("/agent/blobs", shared.clone()),
+        storage: shared,
+    }
+}
 
 /// A writable mount model over the managed sessions under [`SESSIONS_ROOT`] of `storage`,
 /// with the blobs in `/agent/blobs` and at most four sessions loaded at once.
