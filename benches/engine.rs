@@ -18,13 +18,13 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Bencher, Criterion, Throughput};
 use gjcfs::corpus::{self, Format, Limit, Options};
+use gjcfs::engine::format::lines::read_lines_in;
+use gjcfs::engine::format::record::RECORD_PARSE_DEPTH;
 use gjcfs::engine::json::{self, Value};
-use gjcfs::engine::lines::read_lines_in;
-use gjcfs::engine::load::{build_session, entries_from_records};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{Refresh, SessionManager, StorageConfig};
-use gjcfs::engine::record::RECORD_PARSE_DEPTH;
-use gjcfs::engine::replay::replay_lines;
+use gjcfs::engine::read::load::{build_session, entries_from_records};
+use gjcfs::engine::read::replay::replay_lines;
 use gjcfs::engine::storage::{FileStorage, SessionStorage};
 
 const SEED: u64 = 1;

@@ -6,10 +6,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use gjcfs::engine::discovery::list_all;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 use gjcfs::engine::storage::FileStorage;
+use gjcfs::engine::store::discovery::list_all;
 
 fn store_with_sessions(root: &Path, scopes: usize, per_scope: usize) {
     for s in 0..scopes {

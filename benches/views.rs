@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use gjcfs::corpus::{self, Format, Limit, Options};
-use gjcfs::engine::discovery::transcript_paths;
+use gjcfs::engine::format::record::{Record, RecordType};
 use gjcfs::engine::json::Value;
 use gjcfs::engine::load_session;
-use gjcfs::engine::record::{Record, RecordType};
 use gjcfs::engine::storage::FileStorage;
-use gjcfs::engine::store_usage::{scan_sessions, StoreUsage};
+use gjcfs::engine::store::discovery::transcript_paths;
+use gjcfs::engine::store::usage::{scan_sessions, StoreUsage};
 use gjcfs::engine::views::{markdown, tree, usage};
 use gjcfs::engine::Session;
 

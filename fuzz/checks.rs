@@ -7,10 +7,10 @@
 
 use std::collections::HashSet;
 
-use gjcfs::engine::inspect::parse_strict;
-use gjcfs::engine::load::{entries_from_records, LoadStatus};
-use gjcfs::engine::migrate::migrate;
-use gjcfs::engine::replay::{parse_session_entries, parse_session_reader};
+use gjcfs::engine::format::migrate::migrate;
+use gjcfs::engine::read::inspect::parse_strict;
+use gjcfs::engine::read::load::{entries_from_records, LoadStatus};
+use gjcfs::engine::read::replay::{parse_session_entries, parse_session_reader};
 use gjcfs::engine::{json, Record, Session};
 use gjcfs::search::snippet::contains_folded;
 use gjcfs::search::substring::pieces;

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Result};
-use gjcfs_engine::agent_dir::{AgentDirs, Environment};
+use gjcfs_engine::store::agent_dir::{AgentDirs, Environment};
 
 /// The agent directory given with `--agent-dir`, or the one the environment names (the
 /// agent's own rules: `GJC_CODING_AGENT_DIR`, `~/.gjc/agent`, XDG data redirection).

@@ -13,8 +13,8 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use gjcfs_engine::format::record::parse_object_line;
 use gjcfs_engine::manager::{SessionManager, StorageConfig, WriteTarget};
-use gjcfs_engine::record::parse_object_line;
 
 /// `gjcfs append`'s arguments.
 #[derive(clap::Args)]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use std::sync::Arc;
 
-use gjcfs_engine::blob::BlobStore;
+use gjcfs_engine::format::blob::BlobStore;
 use gjcfs_engine::load_session;
 use gjcfs_engine::storage::FileStorage;
 

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
-use gjcfs_engine::blob::BlobStore;
-use gjcfs_engine::cold_spill::rehydrate_record;
+use gjcfs_engine::format::blob::BlobStore;
+use gjcfs_engine::format::cold_spill::rehydrate_record;
 use gjcfs_engine::load_session;
 use gjcfs_engine::storage::FileStorage;
 

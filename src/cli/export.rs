@@ -19,11 +19,11 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
-use gjcfs_engine::blob::BlobStore;
-use gjcfs_engine::discovery::{shown_title, SessionInfo};
-use gjcfs_engine::session::Session;
+use gjcfs_engine::format::blob::BlobStore;
+use gjcfs_engine::session::tree::Session;
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
-use gjcfs_engine::store_usage::{SessionUsageContribution, StoreUsage};
+use gjcfs_engine::store::discovery::{shown_title, SessionInfo};
+use gjcfs_engine::store::usage::{SessionUsageContribution, StoreUsage};
 use gjcfs_engine::views::html::{self, Images, PageLinks, PageOptions};
 use gjcfs_engine::views::markdown;
 use gjcfs_engine::views::store_index::{index_html, IndexEntry};
@@ -241,7 +241,7 @@ fn write_leaf_pages(
     blobs: Option<&BlobStore>,
     out: &Path,
 ) -> Result<Vec<u8>> {
-    let leaf = gjcfs_engine::leaf_marker::shown_leaf(session).map(str::to_owned);
+    let leaf = gjcfs_engine::manager::leaf_marker::shown_leaf(session).map(str::to_owned);
     let others: Vec<String> = branch_ends(session)
         .into_iter()
         .filter(|end| Some(end) != leaf.as_ref())

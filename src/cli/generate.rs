@@ -128,8 +128,8 @@ fn scoped_path(out: &Path, agent_dir: &Path, cwd: Option<&Path>) -> Result<PathB
         _ => bail!("with --scope, OUT is a file name, not a path"),
     };
     let dirs = agent_dirs(Some(agent_dir))?;
-    let identity = gjcfs_engine::scope::resolve_identity(cwd)?;
-    let scope = gjcfs_engine::scope::prepare_scope(&dirs.sessions_root(), &identity)?;
+    let identity = gjcfs_engine::store::scope::resolve_identity(cwd)?;
+    let scope = gjcfs_engine::store::scope::prepare_scope(&dirs.sessions_root(), &identity)?;
     Ok(scope.join(name))
 }
 

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use gjcfs_engine::agent_dir;
-use gjcfs_engine::time::format_iso_millis;
+use gjcfs_engine::format::time::format_iso_millis;
+use gjcfs_engine::store::agent_dir;
 use gjcfs_engine::{HistoryEntry, HistoryStorage};
 
 use super::output::{terminal_safe, NothingFound};

@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use gjcfs_engine::discovery::{
+use gjcfs_engine::format::time::format_iso_millis;
+use gjcfs_engine::json::{self, Object, Value};
+use gjcfs_engine::session::usage::UsageSum;
+use gjcfs_engine::storage::{FileStorage, SessionStorage};
+use gjcfs_engine::store::discovery::{
     count_message_lines, keep_live_copies, project_local_transcripts, session_info, SessionInfo,
 };
-use gjcfs_engine::json::{self, Object, Value};
-use gjcfs_engine::legacy::{list_candidates, LegacyRoots};
-use gjcfs_engine::storage::{FileStorage, SessionStorage};
-use gjcfs_engine::store_usage::scan_sessions;
-use gjcfs_engine::time::format_iso_millis;
-use gjcfs_engine::usage::UsageSum;
+use gjcfs_engine::store::legacy::{list_candidates, LegacyRoots};
+use gjcfs_engine::store::usage::scan_sessions;
 
 use super::output::{terminal_safe, title_cell, token_count, NothingFound};
 use super::progress::Progress;

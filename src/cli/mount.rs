@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use anyhow::Context;
 use anyhow::{bail, Result};
-use gjcfs_engine::agent_dir::AgentDirs;
+use gjcfs_engine::store::agent_dir::AgentDirs;
 use gjcfs_fuse::lifecycle;
 use gjcfs_vfs::{SessionSource, Vfs, VfsConfig};
 

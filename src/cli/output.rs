@@ -4,15 +4,15 @@ use std::borrow::Cow;
 use std::io;
 use std::path::Path;
 
-use gjcfs_engine::replay::SkippedLine;
+use gjcfs_engine::read::replay::SkippedLine;
 
 use super::style;
 
-/// The title a table shows for a session ([`gjcfs_engine::discovery::shown_title`]): its
+/// The title a table shows for a session ([`gjcfs_engine::store::discovery::shown_title`]): its
 /// first line, as one line of at most `max` characters (controls and escape sequences
 /// dropped), safe for a terminal; `(untitled)` with neither a title nor a prompt.
 pub fn title_cell(title: Option<&str>, first_prompt: Option<&str>, max: usize) -> String {
-    let shown = gjcfs_engine::discovery::shown_title(title, first_prompt);
+    let shown = gjcfs_engine::store::discovery::shown_title(title, first_prompt);
     let first = shown.lines().next().unwrap_or_default();
     if first.trim().is_empty() {
         return "(untitled)".to_owned();

@@ -1,8 +1,8 @@
 //! `--since DATE` and `--until DATE`, the one time range of `search` and `usage`.
 
 use anyhow::Result;
-use gjcfs_engine::store_usage::TimeRange;
-use gjcfs_engine::time::parse_iso_millis;
+use gjcfs_engine::format::time::parse_iso_millis;
+use gjcfs_engine::store::usage::TimeRange;
 
 use super::output::BadQuery;
 

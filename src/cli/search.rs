@@ -7,9 +7,9 @@ use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use gjcfs_engine::format::time::format_iso_millis;
 use gjcfs_engine::json;
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
-use gjcfs_engine::time::format_iso_millis;
 use gjcfs_search::{
     default_index_dir, Filters, Hit, Progress, Query, Role, SearchError, SearchIndex,
 };
@@ -198,7 +198,7 @@ fn absolute(dir: &std::path::Path) -> Result<String> {
             .context("cannot read the current directory")?
             .join(dir)
     };
-    Ok(gjcfs_engine::agent_dir::normalize(&dir)
+    Ok(gjcfs_engine::store::agent_dir::normalize(&dir)
         .to_string_lossy()
         .into_owned())
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use gjcfs_engine::blob::BlobStore;
+use gjcfs_engine::format::blob::BlobStore;
 use gjcfs_engine::load_session;
 use gjcfs_engine::storage::FileStorage;
 use gjcfs_engine::views::html::{self, Images, PageOptions};

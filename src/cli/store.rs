@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use gjcfs_engine::discovery::{
+use gjcfs_engine::storage::FileStorage;
+use gjcfs_engine::store::discovery::{
     all_transcript_paths, list_all, list_dir, match_prefix, transcript_paths, SessionInfo,
 };
-use gjcfs_engine::storage::FileStorage;
 use gjcfs_engine::AgentDirs;
 
 use super::output::terminal_safe;

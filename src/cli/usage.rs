@@ -5,11 +5,11 @@ use std::io::{BufWriter, Write};
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use gjcfs_engine::discovery::keep_live_copies;
 use gjcfs_engine::json;
+use gjcfs_engine::session::usage::UsageSum;
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
-use gjcfs_engine::store_usage::{scan_sessions, Grouping, StoreUsage};
-use gjcfs_engine::usage::UsageSum;
+use gjcfs_engine::store::discovery::keep_live_copies;
+use gjcfs_engine::store::usage::{scan_sessions, Grouping, StoreUsage};
 use gjcfs_engine::views::thousands;
 
 use super::output::{terminal_safe, token_count as count, warn};

@@ -9,7 +9,7 @@ use std::process::Output;
 
 use crate::common::mount::{ok, p, store, Mount, Store};
 use crate::common::{gjcfs_bin, SessionText};
-use gjcfs::engine::blob::{blob_ref, sha256_hex};
+use gjcfs::engine::format::blob::{blob_ref, sha256_hex};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};

@@ -385,7 +385,7 @@ fn images_appended_go_to_the_agent_blob_store_and_context_resolves_them() {
 #[test]
 fn ls_lists_a_workspace_or_every_session_newest_first() {
     use gjcfs::engine::manager::{SessionManager, StorageConfig};
-    use gjcfs::engine::scope::{prepare_scope, resolve_identity};
+    use gjcfs::engine::store::scope::{prepare_scope, resolve_identity};
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path().join("agent");
     let ws = dir.path().join("ws");
@@ -683,7 +683,7 @@ fn reading_commands_never_touch_a_backup_in_a_legacy_directory() {
     let a = agent.to_str().unwrap();
     let legacy = agent
         .join("sessions")
-        .join(gjcfs::engine::legacy::encode_absolute(
+        .join(gjcfs::engine::store::legacy::encode_absolute(
             std::fs::canonicalize(&ws).unwrap().to_str().unwrap(),
         ));
     std::fs::create_dir_all(&legacy).unwrap();
@@ -749,7 +749,7 @@ fn append_to_a_legacy_session_writes_its_managed_copy() {
     let (agent, ws, file) = managed_agent(tmp.path());
     let legacy = agent
         .join("sessions")
-        .join(gjcfs::engine::legacy::encode_absolute(
+        .join(gjcfs::engine::store::legacy::encode_absolute(
             std::fs::canonicalize(&ws).unwrap().to_str().unwrap(),
         ));
     std::fs::create_dir_all(&legacy).unwrap();
@@ -875,7 +875,7 @@ fn append_cuts_the_torn_last_line_a_crash_left_and_says_so() {
     assert!(std::str::from_utf8(&now[whole.len()..])
         .unwrap()
         .contains("AFTER"));
-    assert!(gjcfs::engine::inspect::inspect_strict(&file).is_ok());
+    assert!(gjcfs::engine::read::inspect::inspect_strict(&file).is_ok());
 }
 
 #[test]

@@ -7,8 +7,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use crate::common::{fixture, fixture_text, gjcfs_bin};
-use gjcfs::engine::blob::BlobStore;
-use gjcfs::engine::cold_spill::{rehydrate_record, EVICTED_NOTICE};
+use gjcfs::engine::format::blob::BlobStore;
+use gjcfs::engine::format::cold_spill::{rehydrate_record, EVICTED_NOTICE};
 use gjcfs::engine::json;
 use gjcfs::engine::load_session;
 use gjcfs::engine::storage::FileStorage;
@@ -85,7 +85,7 @@ fn a_corrupt_blob_gives_the_unavailable_text() {
     // for a missing blob.
     let tmp = agent_dir();
     let store = tmp.path().join("blobs");
-    let hash = gjcfs::engine::blob::sha256_hex(b"the real text");
+    let hash = gjcfs::engine::format::blob::sha256_hex(b"the real text");
     std::fs::write(store.join(&hash), b"tampered text").unwrap();
     let session = load_session(&peer("cold-edge.jsonl")).unwrap().session;
     let record = session.get_entry("m4").unwrap();

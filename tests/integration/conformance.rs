@@ -2,10 +2,10 @@
 //! transcripts recorded by the agent.
 
 use crate::common::{at, expected, fixture, fixture_text};
-use gjcfs::engine::ids::is_short_entry_id;
-use gjcfs::engine::inspect::{inspect_strict, InspectFailure, Tail};
+use gjcfs::engine::format::ids::is_short_entry_id;
 use gjcfs::engine::json::{self, Value};
-use gjcfs::engine::replay::parse_session_entries;
+use gjcfs::engine::read::inspect::{inspect_strict, InspectFailure, Tail};
+use gjcfs::engine::read::replay::parse_session_entries;
 use gjcfs::engine::{load_entries_from_file, load_session, LoadStatus, RecordType, Session};
 
 fn message_content(session_record: &gjcfs::engine::Record) -> String {

@@ -5,11 +5,11 @@ use std::collections::{HashMap, HashSet};
 use std::process::Command;
 
 use gjcfs::corpus::{self, Format, Limit, Options};
-use gjcfs::engine::ids::is_short_entry_id;
-use gjcfs::engine::inspect::parse_strict;
+use gjcfs::engine::format::ids::is_short_entry_id;
+use gjcfs::engine::format::migrate::Migration;
+use gjcfs::engine::format::time::{format_iso_millis, parse_iso_millis};
 use gjcfs::engine::json::Value;
-use gjcfs::engine::migrate::Migration;
-use gjcfs::engine::time::{format_iso_millis, parse_iso_millis};
+use gjcfs::engine::read::inspect::parse_strict;
 use gjcfs::engine::{load_session, Record, RecordType};
 
 fn v5(seed: u64, entries: u64) -> Options {

@@ -14,14 +14,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use gjcfs::engine::json::{self, Object, Value};
-use gjcfs::engine::legacy::{artifacts_dir, Candidate, LegacyRoots, LegacyStore, Provenance};
 use gjcfs::engine::manager::{SessionError, SessionManager};
-use gjcfs::engine::replay::parse_session_entries;
-use gjcfs::engine::scope::{
+use gjcfs::engine::read::replay::parse_session_entries;
+use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage, SessionStorage};
+use gjcfs::engine::store::legacy::{
+    artifacts_dir, Candidate, LegacyRoots, LegacyStore, Provenance,
+};
+use gjcfs::engine::store::scope::{
     binding_bytes, scope_dir_name, verify_owner_only, verify_transcript_scope, Identity,
     BINDING_FILE, INTERNAL_DIR,
 };
-use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage, SessionStorage};
 
 use crate::common::memory::{config, managed_transcript, SESSIONS_ROOT};
 

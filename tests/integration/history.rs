@@ -259,7 +259,7 @@ fn add_trims_skips_empty_and_consecutive_duplicates() {
     assert_eq!(recent[0].cwd.as_deref(), Some("/b"));
     assert_eq!(recent[1].cwd, None);
     assert_eq!(recent[2].cwd.as_deref(), Some("/a"));
-    let now = gjcfs::engine::time::now_millis() / 1000;
+    let now = gjcfs::engine::format::time::now_millis() / 1000;
     assert!(recent.iter().all(|e| (e.created_at - now).abs() < 3600));
 }
 
@@ -611,7 +611,7 @@ fn a_legacy_unixepoch_table_is_migrated() {
     storage.flush().unwrap();
     let added = &storage.search("migration", 10, None).unwrap()[0];
     assert_eq!(added.id, 11);
-    let now = gjcfs::engine::time::now_millis() / 1000;
+    let now = gjcfs::engine::format::time::now_millis() / 1000;
     assert!((added.created_at - now).abs() < 3600);
 }
 

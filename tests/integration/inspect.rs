@@ -4,7 +4,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::common::{fixture, SessionText};
-use gjcfs::engine::inspect::{inspect_strict, InspectFailure, Tail};
+use gjcfs::engine::read::inspect::{inspect_strict, InspectFailure, Tail};
 use sha2::{Digest, Sha256};
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> std::path::PathBuf {

@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 
 use crate::common::fixture_text;
 use gjcfs::engine::json::{self, Value};
-use gjcfs::engine::legacy::{
+use gjcfs::engine::manager::{SessionManager, StorageConfig};
+use gjcfs::engine::store::legacy::{
     current_process_start_id, encode_absolute, list_candidates, migrate_candidate,
     path_for_writing, retire_candidate, Candidate, LegacyError, LegacyRoots, LegacyStore,
     MigrationPolicy, Provenance,
 };
-use gjcfs::engine::manager::{SessionManager, StorageConfig};
-use gjcfs::engine::scope::{prepare_scope, resolve_identity, scope_dir_name, INTERNAL_DIR};
+use gjcfs::engine::store::scope::{prepare_scope, resolve_identity, scope_dir_name, INTERNAL_DIR};
 
 const V1: &str = "2025-01-01T00-00-00-000Z_sess-1.jsonl";
 const V2: &str = "2025-01-02T00-00-00-000Z_sess-1.jsonl";
@@ -65,7 +65,7 @@ impl Env {
             .join(scope_dir_name(&resolve_identity(&self.ws).unwrap()))
     }
 
-    fn list(&self) -> gjcfs::engine::legacy::CandidateListing {
+    fn list(&self) -> gjcfs::engine::store::legacy::CandidateListing {
         list_candidates(&self.root, &self.ws, &self.roots).unwrap()
     }
 
@@ -80,7 +80,7 @@ impl Env {
     fn migrate(
         &self,
         c: &Candidate,
-    ) -> Result<gjcfs::engine::legacy::MigrationOutcome, LegacyError> {
+    ) -> Result<gjcfs::engine::store::legacy::MigrationOutcome, LegacyError> {
         migrate_candidate(&self.root, &self.ws, c)
     }
 
@@ -89,7 +89,7 @@ impl Env {
     fn migrate_or_busy(
         &self,
         c: &Candidate,
-    ) -> Result<gjcfs::engine::legacy::MigrationOutcome, LegacyError> {
+    ) -> Result<gjcfs::engine::store::legacy::MigrationOutcome, LegacyError> {
         LegacyStore::on_disk()
             .with_lock_wait(std::time::Duration::from_millis(100))
             .migrate_candidate(&self.root, &self.ws, c)

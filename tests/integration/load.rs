@@ -1,9 +1,9 @@
 //! Loading a large file on several threads gives what one pass over it gives.
 
 use gjcfs::corpus::{self, Format, Limit, Options};
-use gjcfs::engine::lines::TAIL;
-use gjcfs::engine::load::load_entries_from_file;
-use gjcfs::engine::replay::parse_session_reader;
+use gjcfs::engine::format::lines::TAIL;
+use gjcfs::engine::read::load::load_entries_from_file;
+use gjcfs::engine::read::replay::parse_session_reader;
 
 #[test]
 fn a_large_damaged_file_loads_on_threads_exactly_as_one_pass_reads_it() {

@@ -7,7 +7,7 @@ use std::path::Path;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionError, SessionManager, StorageConfig};
-use gjcfs::engine::scope::{resolve_identity, scope_dir_name, BINDING_FILE};
+use gjcfs::engine::store::scope::{resolve_identity, scope_dir_name, BINDING_FILE};
 
 fn message(role: &str, text: &str) -> Value {
     json::parse(&format!(

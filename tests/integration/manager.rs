@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::common::{fixture, SessionText};
-use gjcfs::engine::inspect::parse_strict;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::manager::{AppendPhase, SessionError, SessionManager, StorageConfig};
+use gjcfs::engine::read::inspect::parse_strict;
 use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage};
 use gjcfs::engine::{load_session, LoadError};
 
@@ -254,7 +254,7 @@ use gjcfs::engine::storage::SessionStorage;
 fn memory_config(storage: &MemoryStorage) -> StorageConfig {
     let shared: Arc<dyn SessionStorage> = Arc::new(storage.clone());
     StorageConfig {
-        blobs: gjcfs::engine::blob::BlobStore::new("/agent/blobs", shared.clone()),
+        blobs: gjcfs::engine::format::blob::BlobStore::new("/agent/blobs", shared.clone()),
         storage: shared,
     }
 }
@@ -572,7 +572,7 @@ fn images_go_to_the_blob_store_and_come_back_in_the_context() {
     let file = m.session_file().unwrap();
     let text = fs::read_to_string(&file).unwrap();
     assert!(!text.contains(&b64));
-    let hash = gjcfs::engine::blob::sha256_hex(&bytes);
+    let hash = gjcfs::engine::format::blob::sha256_hex(&bytes);
     assert!(text.contains(&format!("blob:sha256:{hash}")));
     assert_eq!(
         fs::read(dir.path().join("blobs").join(&hash)).unwrap(),
@@ -580,7 +580,7 @@ fn images_go_to_the_blob_store_and_come_back_in_the_context() {
     );
     let session = load_session(&file).unwrap().session;
     let stored = session.entries().next().unwrap().get("message").unwrap();
-    let resolved = gjcfs::engine::persist::resolve_blob_refs(stored, &m.blobs());
+    let resolved = gjcfs::engine::format::persist::resolve_blob_refs(stored, &m.blobs());
     assert_eq!(resolved.as_ref(), &message);
 }
 
@@ -734,8 +734,8 @@ fn every_entry_type_written_passes_strict_inspection_and_round_trips() {
 
 // --- Never lose or alter a session -------------------------------------------------------
 
-use gjcfs::engine::legacy::MigrationPolicy;
 use gjcfs::engine::manager::{ReadRules, Refresh, WriteTarget};
+use gjcfs::engine::store::legacy::MigrationPolicy;
 
 /// The bytes and mtime of a file, to show it was not touched.
 fn snapshot(path: &Path) -> (Vec<u8>, std::time::SystemTime) {
@@ -880,21 +880,22 @@ fn reading_a_managed_transcript_keeps_the_boundary_but_reads_leniently() {
     let binding = file
         .parent()
         .unwrap()
-        .join(gjcfs::engine::scope::BINDING_FILE);
+        .join(gjcfs::engine::store::scope::BINDING_FILE);
     let bound = fs::read_to_string(&binding).unwrap();
-    let elsewhere = gjcfs::engine::scope::binding_bytes(&gjcfs::engine::scope::Identity {
-        platform: "posix",
-        canonical_path: "/somewhere/else".into(),
-    });
+    let elsewhere =
+        gjcfs::engine::store::scope::binding_bytes(&gjcfs::engine::store::scope::Identity {
+            platform: "posix",
+            canonical_path: "/somewhere/else".into(),
+        });
     fs::write(&binding, &elsewhere).unwrap();
     for result in [
         SessionManager::load_for_reading(&file, config(tmp.path()), rules),
         SessionManager::open_managed(&file, config(tmp.path())),
     ] {
         match result {
-            Err(SessionError::Scope(gjcfs::engine::scope::ScopeError::BindingConflict {
-                ..
-            })) => {}
+            Err(SessionError::Scope(
+                gjcfs::engine::store::scope::ScopeError::BindingConflict { .. },
+            )) => {}
             other => panic!("{other:?}"),
         }
     }
@@ -908,7 +909,7 @@ fn a_scope_that_does_not_verify_is_refused_on_open() {
     let tmp = tempfile::tempdir().unwrap();
     let (_, file) = managed_session(tmp.path());
     let scope = file.parent().unwrap().to_owned();
-    let binding = scope.join(gjcfs::engine::scope::BINDING_FILE);
+    let binding = scope.join(gjcfs::engine::store::scope::BINDING_FILE);
     type Step<'a> = Box<dyn Fn() + 'a>;
     let cases: [(&str, Step, Step); 3] = [
         (
@@ -1123,7 +1124,7 @@ fn append_external_all_is_all_or_nothing_and_one_write() {
     let ids = m.append_external_all(ok()).unwrap();
     assert_eq!(writes(&storage) - before, 1);
     let text = String::from_utf8(storage.file(&path).unwrap()).unwrap();
-    let records = gjcfs::engine::replay::parse_session_entries(&text)
+    let records = gjcfs::engine::read::replay::parse_session_entries(&text)
         .unwrap()
         .records;
     let on_disk: Vec<(&str, Option<&str>)> = records[3..]
@@ -1160,7 +1161,8 @@ fn a_crash_left_temp_file_is_removed_by_the_next_write_open_not_by_reading() {
     let backup = dir.path().join("gone.jsonl.987.bak");
     fs::copy(&path, &backup).unwrap();
     SessionManager::load_for_reading(&path, config(dir.path()), ReadRules::Explicit).unwrap();
-    gjcfs::engine::discovery::list_dir(&gjcfs::engine::storage::FileStorage, dir.path()).unwrap();
+    gjcfs::engine::store::discovery::list_dir(&gjcfs::engine::storage::FileStorage, dir.path())
+        .unwrap();
     assert!(temp.exists() && backup.exists(), "reading recovers nothing");
     SessionManager::open(&path, "/", config(dir.path())).unwrap();
     assert!(!temp.exists(), "the orphaned temp is gone");
@@ -1183,7 +1185,9 @@ fn legacy_layout(tmp: &Path) -> (PathBuf, PathBuf, PathBuf) {
     fs::create_dir_all(&ws).unwrap();
     let ws = fs::canonicalize(&ws).unwrap();
     let root = tmp.join("agent/sessions");
-    let legacy = root.join(gjcfs::engine::legacy::encode_absolute(ws.to_str().unwrap()));
+    let legacy = root.join(gjcfs::engine::store::legacy::encode_absolute(
+        ws.to_str().unwrap(),
+    ));
     fs::create_dir_all(&legacy).unwrap();
     let file = legacy.join("2026-01-01T00-00-00-000Z_legacy.jsonl");
     let header = format!(
@@ -1209,10 +1213,10 @@ fn open_for_writing_copies_a_legacy_transcript_into_the_scope_and_writes_the_cop
     let target = write_target(&root, MigrationPolicy::CopyRetain);
     let m = SessionManager::open_for_writing(&file, &target, config(tmp.path())).unwrap();
     let written = m.session_file().unwrap();
-    let identity = gjcfs::engine::scope::resolve_identity(&ws).unwrap();
+    let identity = gjcfs::engine::store::scope::resolve_identity(&ws).unwrap();
     assert_eq!(
         written,
-        root.join(gjcfs::engine::scope::scope_dir_name(&identity))
+        root.join(gjcfs::engine::store::scope::scope_dir_name(&identity))
             .join(file.file_name().unwrap())
     );
     let id = m.append_message(user("more")).unwrap();
@@ -1258,16 +1262,16 @@ fn open_for_writing_fails_and_changes_nothing_when_a_legacy_transcript_cannot_mi
     assert!(err.to_string().contains("invalid_candidate"), "{err}");
     assert_eq!(snapshot(&odd), odd_before);
     // A scope bound to another workspace (a binding conflict).
-    let identity = gjcfs::engine::scope::resolve_identity(&ws).unwrap();
-    let scope = root.join(gjcfs::engine::scope::scope_dir_name(&identity));
+    let identity = gjcfs::engine::store::scope::resolve_identity(&ws).unwrap();
+    let scope = root.join(gjcfs::engine::store::scope::scope_dir_name(&identity));
     fs::create_dir(&scope).unwrap();
     fs::set_permissions(&scope, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let binding = scope.join(gjcfs::engine::scope::BINDING_FILE);
-    let other = gjcfs::engine::scope::Identity {
+    let binding = scope.join(gjcfs::engine::store::scope::BINDING_FILE);
+    let other = gjcfs::engine::store::scope::Identity {
         platform: "posix",
         canonical_path: "/somewhere/else".into(),
     };
-    fs::write(&binding, gjcfs::engine::scope::binding_bytes(&other)).unwrap();
+    fs::write(&binding, gjcfs::engine::store::scope::binding_bytes(&other)).unwrap();
     let err =
         SessionManager::open_for_writing(&file, &copy_retain, config(tmp.path())).unwrap_err();
     assert!(err.to_string().contains("binding_conflict"), "{err}");

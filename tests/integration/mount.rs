@@ -872,7 +872,7 @@ fn gjcfs_umount_ends_the_server() {
 #[test]
 fn blobs_read_back_through_cat() {
     require_fuse!();
-    use gjcfs::engine::blob::BlobStore;
+    use gjcfs::engine::format::blob::BlobStore;
     use gjcfs::engine::storage::FileStorage;
     let s = store();
     let blobs = BlobStore::new(
@@ -1298,7 +1298,7 @@ fn a_leaf_moved_through_the_mount_is_kept_in_the_file() {
     let session = load_session(&s.file).unwrap().session;
     assert_eq!(session.build_context().to_value(), expected);
     assert_eq!(
-        gjcfs::engine::leaf_marker::shown_leaf(&session),
+        gjcfs::engine::manager::leaf_marker::shown_leaf(&session),
         Some(s.ids[0].as_str())
     );
     mount.stop();
@@ -1331,7 +1331,10 @@ fn a_leaf_moved_through_the_mount_is_kept_in_the_file() {
     )
     .is_empty()));
     let session = load_session(&s.file).unwrap().session;
-    assert_eq!(gjcfs::engine::leaf_marker::shown_leaf(&session), None);
+    assert_eq!(
+        gjcfs::engine::manager::leaf_marker::shown_leaf(&session),
+        None
+    );
 }
 
 #[test]
@@ -1449,7 +1452,9 @@ fn mixed_store() -> (Store, PathBuf, String) {
     let s = store();
     let ws = s.tmp.path().join("workspace");
     let root = s.tmp.path().join("agent/sessions");
-    let legacy_dir = root.join(gjcfs::engine::legacy::encode_absolute(ws.to_str().unwrap()));
+    let legacy_dir = root.join(gjcfs::engine::store::legacy::encode_absolute(
+        ws.to_str().unwrap(),
+    ));
     fs::create_dir_all(&legacy_dir).unwrap();
     let legacy = legacy_dir.join("2025-01-01T00-00-00-000Z_legacy-1.jsonl");
     let v1 = fs::read_to_string("tests/fixtures/v1-minimal.jsonl")
@@ -1653,7 +1658,7 @@ fn an_append_to_a_session_a_crash_left_torn_cuts_the_torn_line_first() {
     assert_eq!(last.get_str("content"), Some("AFTERTORN"));
     assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
     // The strict checks (the agent's resume) pass again.
-    let inspected = gjcfs::engine::inspect::inspect_strict(&s.file);
+    let inspected = gjcfs::engine::read::inspect::inspect_strict(&s.file);
     assert!(inspected.is_ok(), "{inspected:?}");
 }
 

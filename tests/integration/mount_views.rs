@@ -332,7 +332,7 @@ fn a_cold_spilled_session_read_through_the_mount_shows_the_original_text() {
         context.as_object().unwrap().get("messages"),
         recorded.as_object().unwrap().get("messages")
     );
-    let notice = gjcfs::engine::cold_spill::EVICTED_NOTICE;
+    let notice = gjcfs::engine::format::cold_spill::EVICTED_NOTICE;
     for view in ["context.json", "context.md", "tree.txt"] {
         let text = ok("cat", &[p(&session.join(view))]);
         assert!(!text.contains(notice), "{view} shows the eviction notice");

@@ -171,8 +171,8 @@ fn entries_keep_the_reference_to_a_missing_blob() {
 
 #[test]
 fn listing_takes_a_first_prompt_past_the_prefix_from_its_raw_text() {
-    use gjcfs::engine::discovery::session_info;
     use gjcfs::engine::storage::FileStorage;
+    use gjcfs::engine::store::discovery::session_info;
     let expected = recorded("listing.expected.json");
     let Value::Object(first) = crate::common::at(&expected, &["firstMessage"]) else {
         panic!("an object");
@@ -189,8 +189,8 @@ fn listing_takes_a_first_prompt_past_the_prefix_from_its_raw_text() {
 
 #[test]
 fn project_local_transcripts_are_found_where_the_agent_lists_them() {
-    use gjcfs::engine::discovery::project_local_transcripts;
     use gjcfs::engine::storage::FileStorage;
+    use gjcfs::engine::store::discovery::project_local_transcripts;
     let expected = recorded("listing.expected.json");
     let names = |key: &str| -> Vec<String> {
         crate::common::at(&expected, &["projectLocal", key])
@@ -219,7 +219,7 @@ fn project_local_transcripts_are_found_where_the_agent_lists_them() {
     assert!(project_local_transcripts(&FileStorage, &ws.path().join("none")).is_empty());
 }
 
-/// A leaf moved through the mount (`engine::leaf_marker`): the original engine resumes the
+/// A leaf moved through the mount (`engine::manager::leaf_marker`): the original engine resumes the
 /// file with the context of the chosen entry, and continues the chosen branch.
 #[test]
 fn a_leaf_marker_resumes_the_original_at_the_chosen_entry() {
@@ -234,7 +234,7 @@ fn a_leaf_marker_resumes_the_original_at_the_chosen_entry() {
         recorded
     );
     assert_eq!(
-        gjcfs::engine::leaf_marker::shown_leaf(&session),
+        gjcfs::engine::manager::leaf_marker::shown_leaf(&session),
         Some("8f84c48b")
     );
     let marker = session.leaf_id().unwrap().to_owned();

@@ -11,7 +11,7 @@ use proptest::sample::Index;
 use gjcfs::corpus::{self, Format, Limit, Options};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::manager::{Refresh, ReloadReason, SessionManager, StorageConfig};
-use gjcfs::engine::replay::SkippedLine;
+use gjcfs::engine::read::replay::SkippedLine;
 use gjcfs::engine::{load_session, Session};
 
 const TS: &str = "2026-01-01T00:00:00.000Z";

@@ -4,12 +4,12 @@
 use std::fs;
 use std::path::Path;
 
-use gjcfs::engine::agent_dir::{AgentDirs, Environment};
-use gjcfs::engine::breadcrumb::write_breadcrumb;
 use gjcfs::engine::json::{self, Value};
-use gjcfs::engine::legacy::MigrationPolicy;
+use gjcfs::engine::manager::resume::{breadcrumb_dir, continue_recent};
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
-use gjcfs::engine::resume::{breadcrumb_dir, continue_recent};
+use gjcfs::engine::store::agent_dir::{AgentDirs, Environment};
+use gjcfs::engine::store::breadcrumb::write_breadcrumb;
+use gjcfs::engine::store::legacy::MigrationPolicy;
 
 use crate::common::set_mtime;
 
@@ -136,7 +136,7 @@ fn a_legacy_session_is_continued_through_a_copy_in_the_scope() {
     let d = dirs(&tmp.path().join("agent"));
     let legacy_dir = d
         .sessions_root()
-        .join(gjcfs::engine::legacy::encode_absolute(
+        .join(gjcfs::engine::store::legacy::encode_absolute(
             canonical.to_str().unwrap(),
         ));
     fs::create_dir_all(&legacy_dir).unwrap();

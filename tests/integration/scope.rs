@@ -8,11 +8,11 @@ use std::process::Command;
 
 use crate::common::fixture_text;
 use gjcfs::engine::json::{self, Value};
-use gjcfs::engine::scope::{
+use gjcfs::engine::storage::FileStorage;
+use gjcfs::engine::store::scope::{
     binding_bytes, digest, prepare_scope, resolve_identity, scope_dir_name, verify_owner_only,
     Identity, ScopeError, BINDING_FILE, INTERNAL_DIR,
 };
-use gjcfs::engine::storage::FileStorage;
 
 fn mode(path: &Path) -> u32 {
     fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use crate::common::{gjcfs_bin, set_mtime};
 use gjcfs::corpus::{generate_file, Format, Limit, Options};
-use gjcfs::engine::load::{load_entries_from_file, load_session, LoadStatus};
+use gjcfs::engine::read::load::{load_entries_from_file, load_session, LoadStatus};
 use gjcfs::engine::storage::DirLookup;
 use gjcfs::search::snippet::contains_folded;
 use gjcfs::search::text::record_text;

@@ -413,7 +413,7 @@ fn an_append_outside_the_model_is_seen_on_the_next_access() {
 
 #[test]
 fn blobs_are_listed_and_read_checked() {
-    use gjcfs::engine::blob::BlobStore;
+    use gjcfs::engine::format::blob::BlobStore;
     use gjcfs::engine::storage::FileStorage;
     let tmp = tempfile::tempdir().unwrap();
     setup(tmp.path());
@@ -505,7 +505,7 @@ fn history_prompts_and_search_come_from_the_database() {
 
 #[test]
 fn a_session_lists_the_blobs_it_references() {
-    use gjcfs::engine::blob::BlobStore;
+    use gjcfs::engine::format::blob::BlobStore;
     use gjcfs::engine::storage::FileStorage;
     let tmp = tempfile::tempdir().unwrap();
     let (sid, _) = setup(tmp.path());
@@ -538,7 +538,7 @@ fn a_session_lists_the_blobs_it_references() {
 
 #[test]
 fn projects_link_each_workspace_to_its_sessions() {
-    use gjcfs::engine::legacy::encode_absolute;
+    use gjcfs::engine::store::legacy::encode_absolute;
     use gjcfs::vfs::NodeKind;
     let tmp = tempfile::tempdir().unwrap();
     let (sid, _) = setup(tmp.path());

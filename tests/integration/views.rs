@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::common::{fixture, golden, renumbered};
 use gjcfs::engine::json::Value;
 use gjcfs::engine::load_session;
-use gjcfs::engine::store_usage::{scan_sessions, Grouping, StoreUsage};
+use gjcfs::engine::store::usage::{scan_sessions, Grouping, StoreUsage};
 use gjcfs::engine::views::{markdown, tree, usage};
 use gjcfs::engine::Session;
 
@@ -296,7 +296,7 @@ fn a_long_chain_renders_without_recursion() {
         ));
     }
     let session = Session::from_records(
-        gjcfs::engine::replay::parse_session_entries(&text)
+        gjcfs::engine::read::replay::parse_session_entries(&text)
             .unwrap()
             .records,
     );
@@ -384,8 +384,9 @@ fn store_usage_counts_replies_copied_into_forks_once() {
     );
     std::fs::write(d.join("notes.jsonl"), "not a session\n").unwrap();
 
-    let paths = gjcfs::engine::discovery::transcript_paths(&gjcfs::engine::storage::FileStorage, d)
-        .unwrap();
+    let paths =
+        gjcfs::engine::store::discovery::transcript_paths(&gjcfs::engine::storage::FileStorage, d)
+            .unwrap();
     assert_eq!(paths.len(), 8);
     let scan = scan_sessions(&paths, 3, &|_| {});
     assert_eq!(scan.contributions.len(), 7);
@@ -445,7 +446,7 @@ fn store_usage_matches_legacy_copies_without_ids() {
         1,
     );
     std::fs::write(dir.path().join("c_branch.jsonl"), branched).unwrap();
-    let paths = gjcfs::engine::discovery::transcript_paths(
+    let paths = gjcfs::engine::store::discovery::transcript_paths(
         &gjcfs::engine::storage::FileStorage,
         dir.path(),
     )

@@ -1,59 +1,42 @@
 //! The session storage engine: the JSONL format, patch replay, migrations, the entry tree and
 //! context reconstruction. The format itself is described in `docs/FORMAT.md`.
 //!
-//! Its modules form layers (storage, the format, the tree, reading a file, the agent's
-//! store, writing and checking, renderings), listed in `docs/ARCHITECTURE.md` ("Inside the
-//! engine") and checked by the tests. [`load`] and [`inspect`] are the lenient and strict
-//! ways in from a file.
+//! The modules are folders in layers, bottom up: [`storage`] (the seam all file I/O goes
+//! through), [`format`](mod@format) (records, lines, migrations, blobs), [`session`] (the tree and the
+//! context), [`read`] (lenient loading and strict inspection), [`store`] and [`history`]
+//! (the agent's directories and prompt history), [`manager`] and [`check`] (writing and
+//! checking), [`views`] (renderings). The order is stated in `docs/ARCHITECTURE.md`
+//! ("Inside the engine") and checked by the tests.
 //!
-//! Storage: [`scope`] is the managed v2 layout, [`legacy`] finds a workspace's sessions in
-//! the older encoded directories and migrates them into it (copy-retain).
-//!
-//! Read-only renderings of a session (context as Markdown, the entry tree, usage) are in
-//! [`views`].
-//!
-//! Beside sessions: [`agent_dir`] says where the agent keeps its files, and [`history`] is
-//! the agent's SQLite prompt history.
+//! Most callers need only what the crate's root re-exports: [`SessionManager`] to read and
+//! write one session, [`load_session`] to read one leniently, [`Session`] and
+//! [`SessionContext`], the storage backends ([`FileStorage`], [`MemoryStorage`]) and
+//! [`StorageConfig`], the prompt history ([`HistoryStorage`]) and the agent's directories
+//! ([`AgentDirs`]).
 // A library never prints: it returns errors and emits events; the programs decide.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 // `clippy.toml` forbids direct file I/O outside the storage seam (`storage`).
-pub mod agent_dir;
-pub mod blob;
-pub mod breadcrumb;
 pub mod check;
-pub mod cold_spill;
-pub mod context;
-pub mod discovery;
+pub mod format;
 pub mod history;
-pub mod ids;
-pub mod inspect;
-pub use storage::io_cause;
-pub mod js_text;
-pub use gjcfs_json as json;
-pub mod leaf_marker;
-pub mod legacy;
-pub mod lines;
-pub mod load;
 pub mod manager;
-pub mod migrate;
-pub mod persist;
-pub mod record;
-pub mod replay;
-pub mod resume;
-pub mod sanitize;
-pub mod scope;
+pub mod read;
 pub mod session;
 pub mod storage;
-pub mod store_usage;
-pub mod summary;
-pub mod time;
-pub mod usage;
+pub mod store;
 pub mod views;
 
-pub use agent_dir::{AgentDirError, AgentDirs};
-pub use context::SessionContext;
+pub use gjcfs_json as json;
+pub use storage::io_cause;
+
+pub use format::record::{Header, Record, RecordType};
 pub use history::{HistoryEntry, HistoryError, HistoryStorage};
-pub use load::{load_entries_from_file, load_session, LoadError, LoadStatus, LoadedSession};
-pub use record::{Header, Record, RecordType};
-pub use session::{EntryNotFound, Session, Tree};
+pub use manager::{
+    PersistError, ReadRules, SessionError, SessionManager, SessionResult, StorageConfig,
+};
+pub use read::load::{load_entries_from_file, load_session, LoadError, LoadStatus, LoadedSession};
+pub use session::context::SessionContext;
+pub use session::tree::{EntryNotFound, Session, Tree};
+pub use storage::{FileStorage, FileVersion, MemoryStorage, SessionStorage};
+pub use store::agent_dir::{AgentDirError, AgentDirs};

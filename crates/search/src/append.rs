@@ -30,12 +30,12 @@ use super::doc_rows::{delete_text, insert_row, insert_text, write_file_row};
 use super::prepare::{distinct_words, row_of, title_row, Row, SessionFacts};
 use super::substring::{add_terms, Known};
 use super::{Change, FileState};
-use gjcfs_engine::blob::BlobStore;
+use gjcfs_engine::format::blob::BlobStore;
+use gjcfs_engine::format::lines::{last_newline, read_exact_at, read_lines, Lines};
+use gjcfs_engine::format::record::{Record, RecordType};
 use gjcfs_engine::json::{Object, Value};
-use gjcfs_engine::lines::{last_newline, read_exact_at, read_lines, Lines};
-use gjcfs_engine::load::ReadMark;
-use gjcfs_engine::record::{Record, RecordType};
-use gjcfs_engine::replay::{entry_patch, header_patch, reshape};
+use gjcfs_engine::read::load::ReadMark;
+use gjcfs_engine::read::replay::{entry_patch, header_patch, reshape};
 use gjcfs_engine::storage::{FileStorage, FileVersion, ReadFile, SessionStorage};
 
 /// Whether an entry of file `file` has the id `id`.
@@ -353,7 +353,7 @@ impl Replay<'_> {
                 let seq = first_seq + self.records.len() as i64;
                 self.rows.push(row_of(seq, &record, self.blobs));
                 if self.facts.first_prompt.is_none() {
-                    self.facts.first_prompt = gjcfs_engine::discovery::user_text(&record);
+                    self.facts.first_prompt = gjcfs_engine::store::discovery::user_text(&record);
                 }
                 self.records.push(record);
             }

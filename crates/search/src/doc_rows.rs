@@ -8,7 +8,7 @@ use super::file_rows::path_bytes;
 use super::file_rows::version_columns;
 use super::prepare::{Row, SessionFacts};
 use super::FileState;
-use gjcfs_engine::load::ReadMark;
+use gjcfs_engine::read::load::ReadMark;
 use gjcfs_engine::storage::FileVersion;
 
 pub(super) fn delete_text(conn: &Connection, doc: i64) -> rusqlite::Result<()> {

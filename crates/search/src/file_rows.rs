@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, Row};
 
 use super::{FileState, Stamp, Stamps};
-use gjcfs_engine::load::ReadMark;
+use gjcfs_engine::read::load::ReadMark;
 use gjcfs_engine::storage::{path_from_bytes, path_to_bytes, FileId, FileVersion};
 
 pub fn path_of(bytes: &[u8]) -> PathBuf {

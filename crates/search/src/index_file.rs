@@ -40,7 +40,7 @@ pub fn default_index_dir(store: &Path) -> Option<PathBuf> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let hex = gjcfs_engine::blob::hex(&digest[..8]);
+    let hex = gjcfs_engine::format::blob::hex(&digest[..8]);
     Some(
         cache
             .join("gjcfs")

@@ -2,8 +2,8 @@
 //! `search/<query>/results.jsonl`.
 
 use super::Hit;
+use gjcfs_engine::format::time::format_iso_millis;
 use gjcfs_engine::json::{Object, Value};
-use gjcfs_engine::time::format_iso_millis;
 
 /// `{"session","path","title","cwd","entry","type","kind","timestamp","onLeafPath","score",
 /// "snippet","highlights"}`; highlights are `[start, end)` character offsets in the snippet.

@@ -100,7 +100,7 @@ pub use query::{Query, QueryError};
 pub use schema::{APPLICATION_ID, FORMAT};
 pub use snippet::Snippet;
 
-use gjcfs_engine::load::{LoadError, ReadMark};
+use gjcfs_engine::read::load::{LoadError, ReadMark};
 use gjcfs_engine::storage::{file_version, FileVersion};
 
 /// Why the index could not be used.
@@ -213,7 +213,7 @@ pub struct Hit {
     pub session_id: String,
     pub title: Option<String>,
     /// The session's first user prompt, the title it is shown under without a title of its
-    /// own ([`gjcfs_engine::discovery::shown_title`]).
+    /// own ([`gjcfs_engine::store::discovery::shown_title`]).
     pub first_prompt: Option<String>,
     pub cwd: String,
     /// `None` for a session's title.
@@ -345,7 +345,7 @@ struct Inner {
     conn: Connection,
     /// The store's blob store: the text a compaction moved into it is read back and indexed
     /// as its entry's ([`SearchIndex::with_blobs`]).
-    blobs: Option<gjcfs_engine::blob::BlobStore>,
+    blobs: Option<gjcfs_engine::format::blob::BlobStore>,
     /// The stamps of the `files` table, as of `data_version`, with this connection's
     /// changes since.
     files: Stamps,
@@ -415,7 +415,7 @@ impl SearchIndex {
     pub fn with_blobs(self, dir: impl Into<PathBuf>) -> Self {
         let storage: std::sync::Arc<dyn gjcfs_engine::storage::SessionStorage> =
             std::sync::Arc::new(gjcfs_engine::storage::FileStorage);
-        self.inner.lock().blobs = Some(gjcfs_engine::blob::BlobStore::new(dir, storage));
+        self.inner.lock().blobs = Some(gjcfs_engine::format::blob::BlobStore::new(dir, storage));
         self
     }
 
@@ -473,8 +473,8 @@ impl SearchIndex {
     /// call that finds nothing changed costs a `stat` per file, and a listing of each
     /// directory whose version changed since the last update.
     ///
-    /// [`is_transcript_name`]: gjcfs_engine::discovery::is_transcript_name
-    /// [`transcript_paths`]: gjcfs_engine::discovery::transcript_paths
+    /// [`is_transcript_name`]: gjcfs_engine::store::discovery::is_transcript_name
+    /// [`transcript_paths`]: gjcfs_engine::store::discovery::transcript_paths
     pub fn update_dirs(
         &self,
         dirs: &[PathBuf],

@@ -8,18 +8,20 @@
 //! session's first rows while the rest are made. Reading is pure: nothing is written, so
 //! files are prepared on several threads.
 
-use gjcfs_engine::blob::BlobStore;
+use gjcfs_engine::format::blob::BlobStore;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::text::{record_kind, record_text, TITLE_KIND};
 use super::words::index_text;
-use gjcfs_engine::load::{build_session, load_entries_from_file, LoadError, LoadStatus, ReadMark};
-use gjcfs_engine::migrate::Migration;
-use gjcfs_engine::record::Record;
-use gjcfs_engine::session::Session;
+use gjcfs_engine::format::migrate::Migration;
+use gjcfs_engine::format::record::Record;
+use gjcfs_engine::format::time::parse_iso_millis;
+use gjcfs_engine::read::load::{
+    build_session, load_entries_from_file, LoadError, LoadStatus, ReadMark,
+};
+use gjcfs_engine::session::tree::Session;
 use gjcfs_engine::storage::{file_version, FileVersion};
-use gjcfs_engine::time::parse_iso_millis;
 
 /// One record of a session as the index keeps it.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,10 +78,10 @@ pub fn record_time(record: &Record) -> Option<i64> {
 }
 
 /// The row of record `seq`, `on_leaf` left to the caller; with `blobs`, its cold-spilled
-/// text read back ([`gjcfs_engine::cold_spill`]).
+/// text read back ([`gjcfs_engine::format::cold_spill`]).
 pub fn row_of(seq: i64, record: &Record, blobs: Option<&BlobStore>) -> Row {
     let record = match blobs {
-        Some(blobs) => gjcfs_engine::cold_spill::rehydrate_record(record, blobs),
+        Some(blobs) => gjcfs_engine::format::cold_spill::rehydrate_record(record, blobs),
         None => std::borrow::Cow::Borrowed(record),
     };
     let record = record.as_ref();
@@ -208,7 +210,7 @@ pub fn prepare(path: &Path, blobs: Option<&BlobStore>) -> Result<(Prepared, RowM
         created: header.timestamp().unwrap_or_default().to_owned(),
         first_prompt: session
             .entries()
-            .find_map(gjcfs_engine::discovery::user_text),
+            .find_map(gjcfs_engine::store::discovery::user_text),
     };
     let mut on_leaf = vec![false; session.records().len()];
     if let Some(leaf) = session.leaf() {

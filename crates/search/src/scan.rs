@@ -6,7 +6,7 @@
 //! ([`Listing`]) still holds the files listed then, since creating, removing or renaming an
 //! entry sets a directory's modification time; any other directory is listed (the regular
 //! files with a transcript name, [`is_transcript_name`], as
-//! [`gjcfs_engine::discovery::transcript_paths`] lists them). Every file found is then stat'ed by
+//! [`gjcfs_engine::store::discovery::transcript_paths`] lists them). Every file found is then stat'ed by
 //! name in its open directory, on several threads for a large store: on 10,000 files the
 //! stats are most of the cost of an update that finds nothing changed.
 
@@ -17,11 +17,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::listing::{Encoder, Listing};
 use super::Stamps;
-use gjcfs_engine::discovery::is_transcript_name;
+use gjcfs_engine::format::time::now_millis;
 use gjcfs_engine::storage::{
     file_version, list_regular_files, path_from_bytes, path_to_bytes, DirLookup, FileVersion,
 };
-use gjcfs_engine::time::now_millis;
+use gjcfs_engine::store::discovery::is_transcript_name;
 
 /// Below this many files, stats run on the calling thread.
 const PARALLEL_FROM: usize = 2048;

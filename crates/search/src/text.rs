@@ -20,8 +20,8 @@
 //! Parts are joined with a newline. Strings holding lone UTF-16 surrogates are read with
 //! U+FFFD in their place.
 
+use gjcfs_engine::format::record::{Record, RecordType};
 use gjcfs_engine::json::{Object, Value};
-use gjcfs_engine::record::{Record, RecordType};
 
 /// The kind a document has, as hits report it: a message's role (`user`, `assistant`,
 /// `toolResult`, …), the entry type of other entries, or [`TITLE_KIND`].

@@ -15,7 +15,7 @@ use super::prepare::{prepare, Batch, Prepared};
 use super::schema::{set_cache, CacheFor};
 use super::substring::{add_terms, Known};
 use super::{Change, FileState, Inner, Progress, SessionChange, UpdateReport};
-use gjcfs_engine::load::LoadError;
+use gjcfs_engine::read::load::LoadError;
 use gjcfs_engine::storage::FileVersion;
 
 /// Text written in one transaction before it is committed, in bytes.
@@ -116,7 +116,7 @@ const BATCHES_AHEAD: usize = 4;
 fn read_and_send(
     k: usize,
     path: &Path,
-    blobs: Option<&gjcfs_engine::blob::BlobStore>,
+    blobs: Option<&gjcfs_engine::format::blob::BlobStore>,
     to_writer: &mpsc::Sender<(usize, Read)>,
 ) -> bool {
     let (prepared, rows) = match prepare(path, blobs) {

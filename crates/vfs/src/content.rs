@@ -6,12 +6,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use gjcfs_engine::blob::{is_valid_hash, BLOB_REF_PREFIX};
+use gjcfs_engine::format::blob::{is_valid_hash, BLOB_REF_PREFIX};
+use gjcfs_engine::format::record::Record;
+use gjcfs_engine::format::time::parse_iso_millis;
 use gjcfs_engine::json;
 use gjcfs_engine::manager::SessionManager;
-use gjcfs_engine::record::Record;
-use gjcfs_engine::session::Session;
-use gjcfs_engine::time::parse_iso_millis;
+use gjcfs_engine::session::tree::Session;
 use gjcfs_engine::views;
 
 use super::layout::{label_file_name, View};
@@ -186,7 +186,7 @@ impl EntryTable {
             let number = self.next_number;
             self.next_number += 1;
             // A leaf marker is the leaf pointer on its parent, not an entry to show.
-            if gjcfs_engine::leaf_marker::is_marker(session, index) {
+            if gjcfs_engine::manager::leaf_marker::is_marker(session, index) {
                 continue;
             }
             let Some(id) = record.id() else { continue };
@@ -226,7 +226,7 @@ impl EntryTable {
 
 impl Rendered {
     pub fn new(session: &Session) -> Self {
-        let leaf = match gjcfs_engine::leaf_marker::shown_leaf(session) {
+        let leaf = match gjcfs_engine::manager::leaf_marker::shown_leaf(session) {
             Some(id) => format!("{id}\n").into_bytes(),
             None => Vec::new(),
         };
@@ -305,7 +305,7 @@ impl Rendered {
         let index = self.entry(manager, id)?.record_index;
         let blobs = manager.blobs();
         let bytes = Arc::new(manager.read(|s| {
-            pretty_record(&gjcfs_engine::cold_spill::rehydrate_record(
+            pretty_record(&gjcfs_engine::format::cold_spill::rehydrate_record(
                 s.record(index),
                 &blobs,
             ))

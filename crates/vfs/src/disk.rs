@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::VfsError;
-use gjcfs_engine::blob::is_valid_hash;
+use gjcfs_engine::format::blob::is_valid_hash;
 use gjcfs_engine::storage::{EntryKind, EntryStat, FileVersion, SessionStorage};
 
 /// The version of the file at `path` (not following a symlink), if there is one: what

@@ -7,13 +7,13 @@ use std::io;
 use parking_lot::Mutex;
 
 use super::VfsError;
-use gjcfs_engine::blob::BlobError;
+use gjcfs_engine::format::blob::BlobError;
+use gjcfs_engine::format::time;
 use gjcfs_engine::io_cause::{io_cause, IoCause};
-use gjcfs_engine::legacy::LegacyError;
-use gjcfs_engine::load::LoadError;
 use gjcfs_engine::manager::SessionError;
-use gjcfs_engine::scope::ScopeError;
-use gjcfs_engine::time;
+use gjcfs_engine::read::load::LoadError;
+use gjcfs_engine::store::legacy::LegacyError;
+use gjcfs_engine::store::scope::ScopeError;
 
 /// The error log key of `history/errors` (no session id is empty).
 pub(super) const HISTORY_LOG: &str = "";

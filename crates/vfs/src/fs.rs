@@ -15,8 +15,8 @@ use super::layout::safe_session_name;
 use super::slots::{Listed, SlotCache};
 use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, SessionSource, VfsError};
-use gjcfs_engine::discovery::{list_all_cached, list_dir_cached, ListingCache, SessionInfo};
 use gjcfs_engine::storage::SessionStorage;
+use gjcfs_engine::store::discovery::{list_all_cached, list_dir_cached, ListingCache, SessionInfo};
 
 #[derive(Debug, Clone)]
 pub struct VfsConfig {
@@ -425,10 +425,11 @@ impl Vfs {
         let storage = self.storage();
         match &self.config.source {
             SessionSource::SessionsRoot(root) => {
-                gjcfs_engine::discovery::all_transcript_paths(storage, root).unwrap_or_default()
+                gjcfs_engine::store::discovery::all_transcript_paths(storage, root)
+                    .unwrap_or_default()
             }
             SessionSource::Dir(dir) => {
-                gjcfs_engine::discovery::transcript_paths(storage, dir).unwrap_or_default()
+                gjcfs_engine::store::discovery::transcript_paths(storage, dir).unwrap_or_default()
             }
         }
     }

@@ -3,7 +3,7 @@
 use super::inode::Node;
 use super::inode::StoreFile;
 use super::NodeKind;
-use gjcfs_engine::legacy::encode_absolute;
+use gjcfs_engine::store::legacy::encode_absolute;
 
 /// The longest name a directory entry may have on the filesystems the mount serves to.
 const NAME_MAX: usize = 255;
@@ -247,7 +247,7 @@ pub fn label_file_name(label: &str) -> String {
         cut -= 1;
     }
     let digest = Sha256::digest(label.as_bytes());
-    let hex = gjcfs_engine::blob::hex(&digest[..8]);
+    let hex = gjcfs_engine::format::blob::hex(&digest[..8]);
     format!("{}%~{hex}", &name[..cut])
 }
 

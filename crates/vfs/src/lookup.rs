@@ -7,7 +7,7 @@ use super::fs::Vfs;
 use super::inode::Node;
 use super::layout::{fixed_child, is_fixed_dir, is_probe_name, project_name};
 use super::VfsError;
-use gjcfs_engine::blob::is_valid_hash;
+use gjcfs_engine::format::blob::is_valid_hash;
 
 impl Vfs {
     /// The node `name` names in directory `dir`, if it exists.

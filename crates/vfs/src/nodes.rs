@@ -12,7 +12,7 @@ use super::layout::view_of;
 use super::shapes::Shape;
 use super::snapshots::Compared;
 use super::{Attr, NodeKind, VfsError};
-use gjcfs_engine::blob::BlobStore;
+use gjcfs_engine::format::blob::BlobStore;
 
 fn attr_from(ino: u64, shape: &Shape) -> Attr {
     Attr {

@@ -21,7 +21,7 @@ use super::fs::{EntriesChanged, Vfs, RESET_GRACE};
 use super::slots::{Listed, Loaded, Slot, SlotState};
 use super::SessionSource;
 use super::VfsError;
-use gjcfs_engine::blob::BlobStore;
+use gjcfs_engine::format::blob::BlobStore;
 use gjcfs_engine::manager::{
     ReadRules, Refresh, SessionError, SessionManager, StorageConfig, WriteTarget,
 };

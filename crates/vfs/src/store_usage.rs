@@ -26,11 +26,11 @@ use super::content::Bytes;
 use super::inode::StoreFile;
 use super::SessionSource;
 use super::VfsError;
-use gjcfs_engine::discovery::{all_transcript_paths, keep_live_copies, transcript_paths};
 use gjcfs_engine::json;
 use gjcfs_engine::storage::FileVersion;
 use gjcfs_engine::storage::SessionStorage;
-use gjcfs_engine::store_usage::{scan_sessions, Grouping, SessionUsageContribution, StoreUsage};
+use gjcfs_engine::store::discovery::{all_transcript_paths, keep_live_copies, transcript_paths};
+use gjcfs_engine::store::usage::{scan_sessions, Grouping, SessionUsageContribution, StoreUsage};
 use gjcfs_engine::views::{self, store_index::IndexEntry};
 
 use super::layout::safe_session_name;

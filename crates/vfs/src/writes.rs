@@ -8,9 +8,9 @@ use super::fs::{EntriesChanged, NamespaceChange, Vfs};
 use super::handles::{Handle, Part};
 use super::inode::Node;
 use super::{Attr, VfsError};
+use gjcfs_engine::format::record::parse_object_line;
 use gjcfs_engine::json::Object;
-use gjcfs_engine::leaf_marker::persist_leaf;
-use gjcfs_engine::record::parse_object_line;
+use gjcfs_engine::manager::leaf_marker::persist_leaf;
 
 /// What a change of attributes asks for ([`Vfs::set_attr`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -301,7 +301,7 @@ impl Vfs {
     }
 
     /// Moves the leaf and records the move in the session file (a leaf marker, see
-    /// [`gjcfs_engine::leaf_marker`]), so that the agent, a remount and every tool find it.
+    /// [`gjcfs_engine::manager::leaf_marker`]), so that the agent, a remount and every tool find it.
     fn set_leaf(&self, sid: &str, buf: &[u8]) -> Result<(), VfsError> {
         let target = self.check_leaf(sid, buf)?;
         // Opened for writing, a legacy session is its managed copy: the same entries, with
@@ -311,7 +311,7 @@ impl Vfs {
         })?;
         self.leaf_moves
             .lock()
-            .insert(sid.to_owned(), gjcfs_engine::time::now_millis());
+            .insert(sid.to_owned(), gjcfs_engine::format::time::now_millis());
         self.announce(sid, EntriesChanged::None);
         Ok(())
     }

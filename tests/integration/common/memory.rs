@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use gjcfs::engine::scope::{binding_bytes, scope_dir_name, Identity, BINDING_FILE};
 use gjcfs::engine::storage::{MemoryStorage, SessionStorage};
+use gjcfs::engine::store::scope::{binding_bytes, scope_dir_name, Identity, BINDING_FILE};
 
 pub use super::vfs_io::{config, SESSIONS_ROOT};
 

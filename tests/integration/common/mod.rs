@@ -182,10 +182,10 @@ impl SessionText {
     }
 
     pub fn session(&self) -> gjcfs::engine::Session {
-        let mut records = gjcfs::engine::replay::parse_session_entries(&self.text())
+        let mut records = gjcfs::engine::read::replay::parse_session_entries(&self.text())
             .expect("test session parses")
             .records;
-        gjcfs::engine::migrate::migrate(&mut records);
+        gjcfs::engine::format::migrate::migrate(&mut records);
         gjcfs::engine::Session::from_records(records)
     }
 }
@@ -261,7 +261,7 @@ pub fn renumbered(session: gjcfs::engine::Session) -> gjcfs::engine::Session {
                     fields.insert(key, Value::string(new));
                 }
             }
-            gjcfs::engine::record::Record::new(fields)
+            gjcfs::engine::format::record::Record::new(fields)
         })
         .collect();
     gjcfs::engine::Session::from_records(records)
@@ -319,10 +319,10 @@ pub fn generate_managed(agent: &std::path::Path, ws: &std::path::Path, entries: 
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let identity = gjcfs::engine::scope::resolve_identity(ws).unwrap();
+    let identity = gjcfs::engine::store::scope::resolve_identity(ws).unwrap();
     let file = agent
         .join("sessions")
-        .join(gjcfs::engine::scope::scope_dir_name(&identity))
+        .join(gjcfs::engine::store::scope::scope_dir_name(&identity))
         .join("s.jsonl");
     assert!(file.is_file());
     file

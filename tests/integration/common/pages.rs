@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use gjcfs::engine::blob::BlobStore;
+use gjcfs::engine::format::blob::BlobStore;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::storage::FileStorage;
 

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gjcfs::engine::blob::BlobStore;
+use gjcfs::engine::format::blob::BlobStore;
 use gjcfs::engine::manager::StorageConfig;
 use gjcfs::engine::storage::{MemoryStorage, SessionStorage};
 use gjcfs::vfs::{OpenMode, SessionSource, Vfs, VfsConfig, VfsError};

@@ -21,11 +21,11 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
 
+use gjcfs::engine::format::lines::{read_lines_in, TAIL};
+use gjcfs::engine::format::migrate::{migrate, Migration};
+use gjcfs::engine::format::summary::Summary;
 use gjcfs::engine::json;
-use gjcfs::engine::lines::{read_lines_in, TAIL};
-use gjcfs::engine::migrate::{migrate, Migration};
-use gjcfs::engine::replay::{parse_session_entries, parse_session_reader, replay_lines};
-use gjcfs::engine::summary::Summary;
+use gjcfs::engine::read::replay::{parse_session_entries, parse_session_reader, replay_lines};
 use gjcfs::engine::{Record, Session};
 
 // ---------------------------------------------------------------------------------------------

@@ -116,7 +116,7 @@ proptest! {
         let config = StorageConfig::files(dir.path().join("blobs"));
         let opened = SessionManager::open_for_writing(&path, &WriteTarget::default(), config);
         let now = std::fs::read(&path).unwrap();
-        if gjcfs::engine::inspect::parse_strict(kept.as_bytes()).is_ok() {
+        if gjcfs::engine::read::inspect::parse_strict(kept.as_bytes()).is_ok() {
             let m = opened.map_err(fail)?;
             let reported = m.cut_torn_tail().map(|c| (c.offset, c.len));
             prop_assert_eq!(reported, Some((kept.len() as u64, cut as u64)));

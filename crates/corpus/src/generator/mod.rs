@@ -13,8 +13,8 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+use gjcfs_engine::format::time::{format_iso_millis, parse_iso_millis};
 use gjcfs_engine::json::{self, Object, Value};
-use gjcfs_engine::time::{format_iso_millis, parse_iso_millis};
 
 use crate::tables::*;
 use crate::text;

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{Repair, Report, Severity};
-use crate::blob::{is_valid_hash, sha256_hex};
+use crate::format::blob::{is_valid_hash, sha256_hex};
 use crate::storage::{EntryKind, SessionStorage};
 
 /// The process id in a blob temp file's name (`<hash>.tmp.<pid>.<ms>.<random>`).

@@ -6,16 +6,17 @@ use std::path::{Path, PathBuf};
 
 use super::{Finding, Repair, Report, Severity};
 use crate::json::{self, Object, Value};
-use crate::legacy::{lock_state, LockState};
 use crate::manager::{cut_torn_tail, temp_file_unused};
 use crate::storage::{EntryKind, OpenMode, SessionStorage};
+use crate::store::legacy::{lock_state, LockState};
 
 /// The directory, in the store's base directory, that repairs keep their copies in.
 pub const REPAIRS_DIR_NAME: &str = "gjcfs-repairs";
 
 /// The directory one repair run keeps its copies in: `<base>/gjcfs-repairs/<UTC time>`.
 pub fn repairs_dir(base: &Path) -> PathBuf {
-    let stamp = crate::time::format_iso_millis(crate::time::now_millis()).replace(':', "-");
+    let stamp =
+        crate::format::time::format_iso_millis(crate::format::time::now_millis()).replace(':', "-");
     base.join(REPAIRS_DIR_NAME).join(stamp)
 }
 

@@ -8,15 +8,17 @@ use std::path::{Path, PathBuf};
 
 use super::privacy::privacy_of;
 use super::{blobs, CheckProgress, CheckTarget, Repair, Report, Severity};
-use crate::blob::{is_valid_hash, BLOB_REF_PREFIX};
-use crate::discovery::is_transcript_name;
-use crate::legacy::{lock_state, LockState};
-use crate::load::{build_session, load_entries_from_storage, LoadError, LoadStatus, LoadedEntries};
+use crate::format::blob::{is_valid_hash, BLOB_REF_PREFIX};
 use crate::manager::temp_file_unused;
 use crate::manager::{backup_primary, find_torn_tail, is_legacy_dir_name, temp_file_primary};
-use crate::scope::{check_scope_binding, read_binding, BINDING_FILE, INTERNAL_DIR};
-use crate::session::Session;
+use crate::read::load::{
+    build_session, load_entries_from_storage, LoadError, LoadStatus, LoadedEntries,
+};
+use crate::session::tree::Session;
 use crate::storage::{EntryKind, SessionStorage};
+use crate::store::discovery::is_transcript_name;
+use crate::store::legacy::{lock_state, LockState};
+use crate::store::scope::{check_scope_binding, read_binding, BINDING_FILE, INTERNAL_DIR};
 
 /// What kind of directory a transcript lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row};
 
-use super::js_text::js_trim;
+use crate::format::js_text::js_trim;
 use crate::json::{self, Object, Value};
 
 pub mod search;

@@ -1,7 +1,7 @@
 //! The typed appends of the session manager and its leaf moves.
 
+use crate::format::record::Record;
 use crate::json::{Object, Value};
-use crate::record::Record;
 
 use super::{sanitize_title, ModelChain, SessionManager, SessionResult};
 
@@ -110,7 +110,7 @@ impl SessionManager {
     ) -> SessionResult<String> {
         let mut state = self.state.lock();
         if state.session.index_of(target_id).is_none() {
-            return Err(crate::session::EntryNotFound(target_id.to_owned()).into());
+            return Err(crate::session::tree::EntryNotFound(target_id.to_owned()).into());
         }
         let fields = members([
             ("targetId", Some(Value::string(target_id))),

@@ -7,9 +7,9 @@
 //!   parentId, timestamp`; `attribution` defaults to `"agent"`, and the `details` key
 //!   `__pendingDisplayTag` is stripped.
 
-use crate::inspect::schema_violation;
+use crate::format::record::{Record, RecordType};
 use crate::json::{Object, Value};
-use crate::record::{Record, RecordType};
+use crate::read::inspect::schema_violation;
 
 use super::error::SessionError;
 
@@ -126,7 +126,7 @@ fn check_role(ty: &str, fields: &Object) -> Result<(), SessionError> {
 /// The type and own fields of an entry given from outside: an object with a `type` and no
 /// `id`, `parentId` or `timestamp`, or a bare message (an object with a `role` and no
 /// `type`), which becomes a `message` entry. A message's role must be one the format
-/// knows ([`MESSAGE_ROLES`]).
+/// knows (`MESSAGE_ROLES`).
 pub fn external_entry(input: Object) -> Result<(String, Object), SessionError> {
     let (ty, fields) = external_entry_unchecked(input)?;
     check_role(&ty, &fields)?;
@@ -149,7 +149,10 @@ fn external_entry_unchecked(input: Object) -> Result<(String, Object), SessionEr
         {
             let mut message = input;
             if !message.contains_key("timestamp") {
-                message.insert("timestamp", Value::number(crate::time::now_millis() as f64));
+                message.insert(
+                    "timestamp",
+                    Value::number(crate::format::time::now_millis() as f64),
+                );
             }
             let mut fields = Object::with_capacity(1);
             fields.insert("message", Value::Object(message));

@@ -4,10 +4,10 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::blob::BlobError;
-use crate::inspect::InspectFailure;
-use crate::load::LoadError;
-use crate::session::EntryNotFound;
+use crate::format::blob::BlobError;
+use crate::read::inspect::InspectFailure;
+use crate::read::load::LoadError;
+use crate::session::tree::EntryNotFound;
 
 /// A failed write to a session file. Once one happens it is latched: every later operation
 /// that would write fails with the same error until the manager switches session.
@@ -81,9 +81,9 @@ pub enum SessionError {
     #[error("the session has no file")]
     NoFile,
     #[error(transparent)]
-    Scope(#[from] crate::scope::ScopeError),
+    Scope(#[from] crate::store::scope::ScopeError),
     #[error(transparent)]
-    Legacy(#[from] crate::legacy::LegacyError),
+    Legacy(#[from] crate::store::legacy::LegacyError),
     #[error("{path} already exists")]
     AlreadyExists { path: PathBuf },
     /// The session was loaded for reading ([`SessionManager::load_for_reading`]) and is
@@ -112,8 +112,8 @@ impl SessionError {
     /// migration or blob access), so that callers can report ENOSPC, EDQUOT, EROFS, EACCES,
     /// EPERM and the like as such.
     pub fn io_error(&self) -> Option<&io::Error> {
-        use crate::legacy::LegacyError;
-        use crate::scope::ScopeError;
+        use crate::store::legacy::LegacyError;
+        use crate::store::scope::ScopeError;
         fn scope(e: &ScopeError) -> Option<&io::Error> {
             match e {
                 ScopeError::Io { source, .. } => Some(source),

@@ -2,13 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::ids;
+use crate::format::ids;
+use crate::format::migrate::{migrate, CURRENT_SESSION_VERSION};
+use crate::format::record::{Record, RecordType};
+use crate::format::time;
 use crate::json::{Object, Value};
-use crate::load::{load_entries_from_storage, LoadStatus};
-use crate::migrate::{migrate, CURRENT_SESSION_VERSION};
-use crate::record::{Record, RecordType};
-use crate::session::Session;
-use crate::time;
+use crate::read::load::{load_entries_from_storage, LoadStatus};
+use crate::session::tree::Session;
 
 use super::appends::members;
 use super::{
@@ -168,14 +168,14 @@ impl SessionManager {
     ) -> SessionResult<Self> {
         let loaded = load_entries_from_storage(config.storage.as_ref(), source)?;
         if loaded.status != LoadStatus::Loaded {
-            return Err(crate::load::LoadError::NotASession {
+            return Err(crate::read::load::LoadError::NotASession {
                 path: source.into(),
             }
             .into());
         }
         let mut records = loaded.records;
         migrate(&mut records);
-        let not_a_session = || crate::load::LoadError::NotASession {
+        let not_a_session = || crate::read::load::LoadError::NotASession {
             path: source.into(),
         };
         let source_header = records[0].as_header().ok_or_else(not_a_session)?;

@@ -45,7 +45,7 @@
 //! - Write opens go through one place ([`SessionManager::open_for_writing`]): a legacy
 //!   transcript is copied into its managed scope first and the copy is written; a managed
 //!   transcript's scope is verified on every open and read
-//!   ([`super::scope::verify_transcript_scope`]). A torn last line a crash left (and
+//!   ([`crate::store::scope::verify_transcript_scope`]). A torn last line a crash left (and
 //!   nothing else wrong) is cut off there, and only there, and reported (`torn_tail`).
 //! - Crash leftovers (orphaned backups, temp files of an interrupted rewrite) are recovered
 //!   only when a session is opened for writing or created in a directory, never in a
@@ -57,7 +57,9 @@ mod appends;
 mod entries;
 mod error;
 mod fork;
+pub mod leaf_marker;
 mod refresh;
+pub mod resume;
 mod rewrite;
 mod state;
 mod torn_tail;
@@ -79,18 +81,18 @@ pub use torn_tail::{cut_torn_tail, find_torn_tail, CutTail};
 pub use write_open::WriteTarget;
 use write_open::{Opening, Rules};
 
-use super::blob::BlobStore;
-use super::context::SessionContext;
-use super::ids;
-use super::inspect::strict_session;
-use super::json::{Object, Value};
-use super::lines::read_lines;
-use super::load::{LoadError, ReadMark};
-use super::migrate::{Migration, CURRENT_SESSION_VERSION};
-use super::record::Record;
-use super::session::Session;
-use super::storage::{check_private_file, MemoryStorage, SessionStorage, StorageWriter};
-use super::time;
+use crate::format::blob::BlobStore;
+use crate::format::ids;
+use crate::format::lines::read_lines;
+use crate::format::migrate::{Migration, CURRENT_SESSION_VERSION};
+use crate::format::record::Record;
+use crate::format::time;
+use crate::json::{Object, Value};
+use crate::read::inspect::strict_session;
+use crate::read::load::{LoadError, ReadMark};
+use crate::session::context::SessionContext;
+use crate::session::tree::Session;
+use crate::storage::{check_private_file, MemoryStorage, SessionStorage, StorageWriter};
 
 /// Where a manager keeps its session.
 #[derive(Debug, Clone)]
@@ -102,7 +104,7 @@ pub struct StorageConfig {
 impl StorageConfig {
     /// The real filesystem, with the blob store at `blob_dir`.
     pub fn files(blob_dir: impl Into<PathBuf>) -> Self {
-        let storage: Arc<dyn SessionStorage> = Arc::new(super::storage::FileStorage);
+        let storage: Arc<dyn SessionStorage> = Arc::new(crate::storage::FileStorage);
         StorageConfig {
             blobs: BlobStore::new(blob_dir, storage.clone()),
             storage,
@@ -201,7 +203,7 @@ fn absolute(path: &Path) -> PathBuf {
         true => path.to_owned(),
         false => std::env::current_dir().unwrap_or_default().join(path),
     };
-    super::agent_dir::normalize(&joined)
+    crate::store::agent_dir::normalize(&joined)
 }
 
 /// A failed read of `path` as a load error: a missing file is [`LoadError::Missing`].
@@ -294,8 +296,8 @@ impl SessionManager {
         config: StorageConfig,
     ) -> SessionResult<Self> {
         let storage = config.storage.as_ref();
-        let identity = super::scope::resolve_identity_in(storage, cwd)?;
-        let scope = super::scope::prepare_scope_in(storage, sessions_root, &identity)?;
+        let identity = crate::store::scope::resolve_identity_in(storage, cwd)?;
+        let scope = crate::store::scope::prepare_scope_in(storage, sessions_root, &identity)?;
         recover_dir(config.storage.as_ref(), &scope);
         let mut state = State::fresh(config, &cwd.to_string_lossy(), Some(scope), true);
         state.managed = true;
@@ -304,7 +306,7 @@ impl SessionManager {
     }
 
     /// Opens an existing transcript in a managed scope for writing: its scope must verify
-    /// ([`super::scope::verify_transcript_scope`]), it must be a private file and pass the
+    /// ([`crate::store::scope::verify_transcript_scope`]), it must be a private file and pass the
     /// strict content checks; later appends are managed appends. Nothing is written at open
     /// (the sanitizer's patches and migrations are owed to the first write).
     pub fn open_managed(path: &Path, config: StorageConfig) -> SessionResult<Self> {
@@ -361,7 +363,7 @@ impl SessionManager {
         rules: ReadRules,
     ) -> SessionResult<Self> {
         if rules == ReadRules::Managed {
-            super::scope::verify_transcript_scope(config.storage.as_ref(), path)?;
+            crate::store::scope::verify_transcript_scope(config.storage.as_ref(), path)?;
             check_private_file(config.storage.as_ref(), path).map_err(read_error(path))?;
         }
         let mut state = State::fresh(config, "", path.parent().map(Path::to_path_buf), true);

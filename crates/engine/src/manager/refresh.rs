@@ -23,11 +23,11 @@
 use std::io;
 
 use super::{is_assistant, SessionError, SessionManager, SessionResult, State};
-use crate::inspect::schema_violation;
-use crate::lines::{last_newline, read_exact_at, read_lines};
-use crate::load::{LoadError, ReadMark};
-use crate::record::Record;
-use crate::replay::{resume_lines, BaseEdit, Resumed, SkippedLine};
+use crate::format::lines::{last_newline, read_exact_at, read_lines};
+use crate::format::record::Record;
+use crate::read::inspect::schema_violation;
+use crate::read::load::{LoadError, ReadMark};
+use crate::read::replay::{resume_lines, BaseEdit, Resumed, SkippedLine};
 use crate::storage::ReadFile;
 
 /// What [`SessionManager::refresh_from_file`] found.
@@ -263,7 +263,7 @@ impl State {
 
 /// Why appended lines would fail the strict line checks (invalid UTF-8, a line that is not
 /// a record).
-fn strict_line_failure(lines: &crate::lines::Lines) -> Option<String> {
+fn strict_line_failure(lines: &crate::format::lines::Lines) -> Option<String> {
     if let Some(at) = lines.invalid_utf8 {
         return Some(format!("invalid UTF-8 at byte {at}"));
     }

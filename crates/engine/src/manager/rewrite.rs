@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::ids::snowflake;
+use crate::format::ids::snowflake;
 use crate::storage::{OpenMode, SessionStorage, StorageWriter};
 
 fn sibling(target: &Path, name: String) -> PathBuf {

@@ -3,16 +3,18 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::ids;
+use crate::format::ids;
+use crate::format::migrate::Migration;
+use crate::format::persist::prepare_for_persist;
+use crate::format::record::Record;
+use crate::format::time;
 use crate::json::Object;
-use crate::load::{build_session, load_entries_from_storage, LoadError, LoadStatus, ReadMark};
-use crate::migrate::Migration;
-use crate::persist::prepare_for_persist;
-use crate::record::Record;
-use crate::replay::patches_apply;
-use crate::session::Session;
+use crate::read::load::{
+    build_session, load_entries_from_storage, LoadError, LoadStatus, ReadMark,
+};
+use crate::read::replay::patches_apply;
+use crate::session::tree::Session;
 use crate::storage::{check_private_file, FileId, OpenMode, SessionStorage, StorageWriter};
-use crate::time;
 
 use super::rewrite::Refusal;
 use super::{
@@ -267,7 +269,7 @@ impl State {
     }
 
     /// The lines for `records` after the persist transform (blobs stored first).
-    fn encode(&self, records: &[&Record]) -> Result<Vec<u8>, crate::blob::BlobError> {
+    fn encode(&self, records: &[&Record]) -> Result<Vec<u8>, crate::format::blob::BlobError> {
         let mut buf = Vec::new();
         for record in records {
             let prepared = prepare_for_persist(record.fields(), &self.config.blobs)?;
@@ -454,7 +456,7 @@ impl State {
     pub(super) fn check_label_target(&self, ty: &str, fields: &Object) -> SessionResult<()> {
         match fields.get_str("targetId") {
             Some(target) if ty == "label" && self.session.index_of(target).is_none() => {
-                Err(crate::session::EntryNotFound(target.to_owned()).into())
+                Err(crate::session::tree::EntryNotFound(target.to_owned()).into())
             }
             _ => Ok(()),
         }

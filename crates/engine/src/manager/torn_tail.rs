@@ -29,9 +29,9 @@
 use std::io;
 use std::path::Path;
 
-use super::super::inspect::strict_session;
-use super::super::lines::{last_newline, parse_line, read_exact_at, read_lines};
-use super::super::storage::{FileId, OpenMode, SessionStorage};
+use crate::format::lines::{last_newline, parse_line, read_exact_at, read_lines};
+use crate::read::inspect::strict_session;
+use crate::storage::{FileId, OpenMode, SessionStorage};
 
 /// The longest last line without `\n` that is parsed to tell whether it is a record.
 const FRAGMENT_PARSED_MAX: usize = 64 << 20;

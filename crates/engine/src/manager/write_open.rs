@@ -6,7 +6,7 @@
 //! in a `v2-` scope is managed; anything else is an explicit directory. Then the steps run
 //! in order ([`Opening::run`]):
 //! 1. verify: a managed transcript's scope must verify
-//!    ([`super::super::scope::verify_transcript_scope`]);
+//!    ([`crate::store::scope::verify_transcript_scope`]);
 //! 2. recover: the backups and temp files a crash left in its directory are recovered
 //!    ([`recover_dir`]);
 //! 3. check: a managed transcript must be a private file;
@@ -22,14 +22,14 @@ use std::path::{Path, PathBuf};
 
 use super::{absolute, read_error, recover_dir, torn_tail, SessionError, SessionManager, State};
 use super::{PersistError, SessionResult, StorageConfig};
-use crate::legacy::{
+use crate::format::record::Record;
+use crate::manager::is_legacy_dir_name;
+use crate::read::load::LoadError;
+use crate::storage::{check_private_file, SessionStorage};
+use crate::store::legacy::{
     list_candidates, path_for_writing, LegacyError, LegacyRoots, MigrationPolicy, Provenance,
     Workspace,
 };
-use crate::load::LoadError;
-use crate::manager::is_legacy_dir_name;
-use crate::record::Record;
-use crate::storage::{check_private_file, SessionStorage};
 
 /// Where [`SessionManager::open_for_writing`] may write.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,7 +65,7 @@ impl Opening<'_> {
         let managed = matches!(self.rules, Rules::Managed);
         let persist = |e| SessionError::Persist(PersistError::new(self.path, e));
         if managed {
-            crate::scope::verify_transcript_scope(storage, self.path)?;
+            crate::store::scope::verify_transcript_scope(storage, self.path)?;
         }
         if let Some(dir) = self.path.parent() {
             recover_dir(storage, dir);
@@ -186,7 +186,7 @@ fn migrate_for_writing(
     storage: &dyn SessionStorage,
 ) -> SessionResult<PathBuf> {
     let prefix = storage
-        .read_prefix(path, crate::legacy::HEADER_MAX_BYTES)
+        .read_prefix(path, crate::store::legacy::HEADER_MAX_BYTES)
         .map_err(read_error(path))?;
     let first = prefix.split(|&b| b == b'\n').next().unwrap_or_default();
     let header = Record::parse_line(&String::from_utf8_lossy(first)).ok();

@@ -31,14 +31,14 @@
 
 use std::io::{self, Write};
 
-use super::super::blob::BlobStore;
-use super::super::session::Session;
-use super::super::usage::UsageTotals;
 pub use super::escape::{attr, text};
 use super::markdown::{cut_point, line_count};
 use super::transcript::{self, Facts, Heading, Image, PageOf, Sink, Window};
 use super::tree_svg::{write_tree_svg, TreeLinks};
 use super::{thousands, token_count};
+use crate::format::blob::BlobStore;
+use crate::session::tree::Session;
+use crate::session::usage::UsageTotals;
 
 /// How a page shows images stored in the blob store.
 #[derive(Clone, Copy)]

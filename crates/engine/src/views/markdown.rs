@@ -5,7 +5,7 @@
 //! - The first line is `# <title>` (the header's title on one line, else `Session <id>`),
 //!   followed by a blank line and a list of facts: ``- session: `<id>` ``,
 //!   ``- cwd: `<cwd>` ``, ``- leaf: `<entry id>` `` (`none` for a null leaf; for a leaf marker, the entry it
-//!   stands for: see [`crate::leaf_marker`]), `- messages: <n>`,
+//!   stands for: see [`crate::manager::leaf_marker`]), `- messages: <n>`,
 //!   `- thinking level: <level>` and, when the context names one, `- model: <provider/model>`.
 //! - Then one section per context message, in context order, each opened by one heading line
 //!   ``## <n>. <role>[ · <detail>][ · <time>][ · `<entry id>`]`` and ended by a blank line:
@@ -41,10 +41,10 @@
 
 use std::io::{self, Write};
 
-use super::super::blob::BlobStore;
-use super::super::session::Session;
 use super::thousands;
 use super::transcript::{self, Facts, Heading, Image, Sink};
+use crate::format::blob::BlobStore;
+use crate::session::tree::Session;
 
 /// Tool output longer than this many bytes is cut.
 pub const OUTPUT_MAX_BYTES: usize = 2_000;
@@ -69,7 +69,7 @@ pub fn write_context_md<W: Write + ?Sized>(
 }
 
 /// [`write_context_md`] with cold-spilled content read back from `blobs`
-/// ([`crate::cold_spill`]), as the agent shows it: the only read from disk.
+/// ([`crate::format::cold_spill`]), as the agent shows it: the only read from disk.
 pub fn write_context_md_rehydrated<W: Write + ?Sized>(
     session: &Session,
     blobs_prefix: &str,

@@ -10,7 +10,7 @@
 //!   of its sessions newest first (by start time, then id); "By day": one section per UTC
 //!   day a session started (newest first), with the project as a column. A row is the
 //!   session's title (the one rule of every surface,
-//!   [`shown_title`](crate::discovery::shown_title), on one line), linked to its page; its
+//!   [`shown_title`](crate::store::discovery::shown_title), on one line), linked to its page; its
 //!   start time; its message count; and its own cost and tokens (what the session records,
 //!   copies from its parent included, as `gjcfs ls --long` shows it).
 //! - Every string is escaped as in [`super::html`]; links are the caller's, escaped.
@@ -18,12 +18,12 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use super::super::store_usage::StoreUsage;
-use super::super::usage::UsageSum;
 use super::escape::{attr, text};
 use super::html::{CONTENT_SECURITY_POLICY, STYLE};
 use super::usage_chart::{tokens, write_usage_svg};
 use super::{one_line, token_count};
+use crate::session::usage::UsageSum;
+use crate::store::usage::StoreUsage;
 
 /// How many characters of a title a row shows.
 const TITLE_CHARS: usize = 100;

@@ -19,12 +19,12 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
 
-use super::super::blob::{parse_blob_ref, BlobStore, BLOB_REF_PREFIX};
-use super::super::json::{self, Object, Value};
-use super::super::session::Session;
-use super::super::time::format_iso_millis;
-use super::super::usage::UsageTotals;
 use super::{one_line, thousands};
+use crate::format::blob::{parse_blob_ref, BlobStore, BLOB_REF_PREFIX};
+use crate::format::time::format_iso_millis;
+use crate::json::{self, Object, Value};
+use crate::session::tree::Session;
+use crate::session::usage::UsageTotals;
 
 /// How long a one-line detail (a model, a tool name, an error message) may get.
 pub const DETAIL_CHARS: usize = 200;
@@ -236,7 +236,7 @@ fn facts(
         title,
         cwd: header.cwd().map(|cwd| one_line(cwd, usize::MAX)),
         leaf: leaf
-            .or_else(|| crate::leaf_marker::shown_leaf(session))
+            .or_else(|| crate::manager::leaf_marker::shown_leaf(session))
             .map(|leaf| one_line(leaf, usize::MAX)),
         messages: ctx.messages.len(),
         thinking_level: one_line(&scalar_text(&ctx.thinking_level), DETAIL_CHARS),

@@ -27,12 +27,12 @@
 
 use std::io::{self, Write};
 
-use super::super::blob::BlobStore;
-use super::super::cold_spill::rehydrate_record;
-use super::super::json::{self, lazy, JsString, Object, Value};
-use super::super::record::{Record, RecordType};
-use super::super::session::Session;
 use super::{one_line, OneLine};
+use crate::format::blob::BlobStore;
+use crate::format::cold_spill::rehydrate_record;
+use crate::format::record::{Record, RecordType};
+use crate::json::{self, lazy, JsString, Object, Value};
+use crate::session::tree::Session;
 
 /// How many characters of an entry's text a line shows.
 pub const PREVIEW_CHARS: usize = 60;
@@ -48,7 +48,7 @@ pub fn write_tree<W: Write + ?Sized>(session: &Session, out: &mut W) -> io::Resu
 }
 
 /// [`write_tree`] with each preview taken from the entry's cold-spilled content, read back
-/// from `blobs` ([`crate::cold_spill`]).
+/// from `blobs` ([`crate::format::cold_spill`]).
 pub fn write_tree_rehydrated<W: Write + ?Sized>(
     session: &Session,
     blobs: &BlobStore,
@@ -92,7 +92,7 @@ pub fn tree_rows(session: &Session, cold: Option<&BlobStore>) -> Vec<TreeRow> {
         let mut out = Vec::with_capacity(list.len());
         let mut stack: Vec<usize> = list.iter().rev().copied().collect();
         while let Some(i) = stack.pop() {
-            if crate::leaf_marker::is_marker(session, i) {
+            if crate::manager::leaf_marker::is_marker(session, i) {
                 stack.extend(children[i].iter().rev());
             } else {
                 out.push(i);
@@ -108,7 +108,7 @@ pub fn tree_rows(session: &Session, cold: Option<&BlobStore>) -> Vec<TreeRow> {
         .collect();
     tree.children = spliced;
     // The entry the leaf stands for (a leaf marker stands for the entry it was put on).
-    let leaf = crate::leaf_marker::shown_leaf(session).and_then(|id| session.index_of(id));
+    let leaf = crate::manager::leaf_marker::shown_leaf(session).and_then(|id| session.index_of(id));
     // The ancestors of the leaf in the tree (which may differ from `path_to` around cycles).
     let mut parent = vec![usize::MAX; tree.children.len()];
     for (p, children) in tree.children.iter().enumerate() {
@@ -509,7 +509,7 @@ impl<'a> Block<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::parse_session_entries;
+    use crate::read::replay::parse_session_entries;
 
     /// User messages `(id, parent)` in file order, one second apart; the text is the id.
     fn session(entries: &[(&str, Option<&str>)]) -> Session {

@@ -14,10 +14,10 @@
 
 use std::io::{self, Write};
 
-use super::super::blob::BlobStore;
-use super::super::session::Session;
 use super::escape::{attr, text};
 use super::tree::{tree_rows, TreeRow};
+use crate::format::blob::BlobStore;
+use crate::session::tree::Session;
 
 /// The height of a row, in pixels.
 pub const ROW_HEIGHT: usize = 20;

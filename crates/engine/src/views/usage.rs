@@ -5,18 +5,18 @@
 //! - `input`, `output`, `cacheRead`, `cacheWrite`, `premiumRequests`, `cost`: the engine's
 //!   totals over every entry in file order, exactly as [`UsageTotals::to_value`] writes them;
 //! - `records`: how many usage records were counted;
-//! - `byModel`: model name ([`usage_model`](super::super::usage::usage_model)) → the same
+//! - `byModel`: model name ([`usage_model`](crate::session::usage::usage_model)) → the same
 //!   six totals and `records` over that model's records, keys in byte order;
 //! - `skipped`: the ids of the entries whose usage record was invalid and not counted, in
 //!   file order.
 //!
-//! [`UsageTotals::to_value`]: super::super::usage::UsageTotals::to_value
+//! [`UsageTotals::to_value`]: crate::session::usage::UsageTotals::to_value
 
 use std::collections::BTreeMap;
 
-use super::super::json::{self, Object, Value};
-use super::super::session::Session;
-use super::super::usage::UsageSum;
+use crate::json::{self, Object, Value};
+use crate::session::tree::Session;
+use crate::session::usage::UsageSum;
 
 /// The `usage.json` value.
 pub fn session_usage_value(session: &Session) -> Value {

@@ -1,5 +1,5 @@
 //! `usage.svg`: the store's cost and tokens per day, as two bar charts one above the other,
-//! from [`StoreUsage::by_day`](super::super::store_usage::StoreUsage) (each reply counted
+//! from [`StoreUsage::by_day`](crate::store::usage::StoreUsage) (each reply counted
 //! once across forks).
 //!
 //! Format (invariants):
@@ -15,10 +15,10 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use super::super::time::parse_iso_millis;
-use super::super::usage::UsageSum;
 use super::escape::text;
 use super::{thousands, token_count as token_text};
+use crate::format::time::parse_iso_millis;
+use crate::session::usage::UsageSum;
 
 const DAY_MS: i64 = 86_400_000;
 /// The drawing's size and the height of each chart, in pixels.
@@ -64,7 +64,7 @@ pub fn write_usage_svg<W: Write + ?Sized>(
     for (_, sum) in &days {
         total.merge(sum);
     }
-    let day_name = |d: i64| super::super::time::format_iso_millis(d * DAY_MS)[..10].to_owned();
+    let day_name = |d: i64| crate::format::time::format_iso_millis(d * DAY_MS)[..10].to_owned();
     let left_out = unknown.map_or(String::new(), |u| {
         format!("; {} replies without a day not drawn", thousands(u.records))
     });
@@ -148,7 +148,7 @@ pub fn usage_svg(by_day: &BTreeMap<String, UsageSum>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::usage::UsageTotals;
+    use crate::session::usage::UsageTotals;
 
     fn sum(records: u64, cost: f64, input: f64) -> UsageSum {
         UsageSum {

@@ -1238,12 +1238,12 @@ mod tests {
             );
         }
         assert!(!is_network_fs(&canonical).unwrap());
-        let identity = crate::scope::resolve_identity(&canonical).unwrap();
+        let identity = crate::store::scope::resolve_identity(&canonical).unwrap();
         assert_eq!(identity.canonical_path, text);
         assert_eq!(identity.platform, "win32");
         for alias in &aliases {
             assert_eq!(
-                crate::scope::resolve_identity(Path::new(alias)).unwrap(),
+                crate::store::scope::resolve_identity(Path::new(alias)).unwrap(),
                 identity,
                 "{alias}"
             );
