@@ -11,12 +11,12 @@ use super::errors::ErrorLog;
 use super::handles::{Handle, Handles};
 use super::history::HistoryView;
 use super::inode::{InodeTable, Node, ROOT_INO};
-use super::layout::safe_session_name;
-use super::slots::{Listed, SlotCache};
+use super::sessions::{EntriesChanged, Events, Sessions};
+use super::slots::{Listed, Loaded};
 use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, SessionSource, VfsError};
+use gjcfs_engine::manager::{SessionError, SessionManager};
 use gjcfs_engine::storage::SessionStorage;
-use gjcfs_engine::store::discovery::{list_all_cached, list_dir_cached, ListingCache, SessionInfo};
 
 #[derive(Debug, Clone)]
 pub struct VfsConfig {
@@ -68,15 +68,10 @@ pub type Invalidator = Box<dyn Fn(&[u64]) + Send + Sync>;
 pub struct Vfs {
     pub(super) config: VfsConfig,
     pub(super) inodes: Mutex<InodeTable>,
-    pub(super) listing: Mutex<HashMap<String, Listed>>,
-    /// Held while the store is scanned, so that one scan serves everyone waiting; it holds
-    /// what the last scan read, so that a scan reads only the files that changed.
-    rescan: Mutex<ListingCache>,
-    pub(super) cache: Mutex<SlotCache>,
+    /// The listing and the loaded sessions.
+    pub(super) sessions: Sessions,
     pub(super) handles: Handles,
     pub(super) errors: ErrorLog,
-    /// Sessions left out of the listing, reported once each ([`Vfs::take_notices`]).
-    notices: Mutex<(Vec<String>, HashSet<PathBuf>)>,
     pub(super) history: HistoryView,
     pub(super) store_usage: StoreUsageView,
     pub(super) check: super::check::CheckView,
@@ -108,14 +103,6 @@ pub struct Summary {
     pub history: bool,
 }
 
-/// Which of a session's entries changed, for [`Vfs::announce`].
-#[derive(Debug, Clone, Copy)]
-pub(super) enum EntriesChanged<'a> {
-    None,
-    These(&'a [String]),
-    All,
-}
-
 /// A change to the fixed layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NamespaceChange {
@@ -126,6 +113,25 @@ pub enum NamespaceChange {
     Rename,
     /// A hard link.
     Link,
+}
+
+/// What the sessions report reaches the kernel, the `errors` files and the search index.
+impl Events for Vfs {
+    fn changed(&self, sid: &str, entries: EntriesChanged<'_>) {
+        self.announce(sid, entries);
+    }
+
+    fn failed(&self, sid: &str, message: &str, once: bool) {
+        if once {
+            self.errors.push_once(sid, message);
+        } else {
+            self.errors.push(sid, message);
+        }
+    }
+
+    fn file_changed(&self, path: &std::path::Path) {
+        self.search.session_changed(path);
+    }
 }
 
 impl Vfs {
@@ -141,14 +147,16 @@ impl Vfs {
                 config.storage.clone(),
             ),
             search: super::search::SearchView::new(config.search_index.clone(), &config.blob_dir),
+            sessions: Sessions::new(
+                config.storage.clone(),
+                config.source.clone(),
+                config.blob_dir.clone(),
+                config.max_loaded,
+            ),
             config,
             inodes: Mutex::new(InodeTable::default()),
-            listing: Mutex::new(HashMap::new()),
-            rescan: Mutex::new(ListingCache::default()),
-            cache: Mutex::new(SlotCache::default()),
             handles: Handles::default(),
             errors: ErrorLog::default(),
-            notices: Mutex::new((Vec::new(), HashSet::new())),
             invalidator: std::sync::OnceLock::new(),
             stopped: AtomicBool::new(false),
             write_gate: parking_lot::RwLock::new(()),
@@ -174,7 +182,7 @@ impl Vfs {
 
     /// What the model left out and why, since the last call (the model never prints).
     pub fn take_notices(&self) -> Vec<String> {
-        std::mem::take(&mut self.notices.lock().0)
+        self.sessions.take_notices()
     }
 
     /// Announces that session `sid` changed: every node of it but the entries, and of the
@@ -205,83 +213,47 @@ impl Vfs {
     /// Lists the store again (one scan at a time, no other lock held meanwhile). Sessions
     /// whose id cannot name a directory are left out and reported once.
     pub(super) fn rescan(&self) {
-        self.rescan_with(&|_, _| {});
+        self.sessions.rescan(&|_, _| {});
     }
 
-    /// [`Vfs::rescan`], calling `progress(done, total)` after each transcript file read.
-    fn rescan_with(&self, progress: &dyn Fn(usize, usize)) {
-        // One scan at a time, until its listing is in place (a slower scan never puts an
-        // older listing over a newer one); what a scan read, the next one need not read.
-        let mut cache = self.rescan.lock();
-        let storage = self.storage();
-        let infos: Vec<SessionInfo> = match &self.config.source {
-            SessionSource::SessionsRoot(root) => {
-                list_all_cached(storage, root, &mut cache, progress).unwrap_or_default()
-            }
-            SessionSource::Dir(dir) => {
-                list_dir_cached(storage, dir, &mut cache, progress).unwrap_or_default()
-            }
-        };
-        let (usable, unsafe_ids): (Vec<SessionInfo>, Vec<SessionInfo>) = infos
-            .into_iter()
-            .partition(|info| safe_session_name(&info.id));
-        {
-            let mut notices = self.notices.lock();
-            for info in unsafe_ids {
-                if notices.1.insert(info.path.clone()) {
-                    notices.0.push(format!(
-                        "{}: left out: its session id {:?} cannot name a directory",
-                        info.path.display(),
-                        info.id
-                    ));
-                }
-            }
+    /// The listing entry of `sid`.
+    pub(super) fn listed(&self, sid: &str) -> Option<Listed> {
+        self.sessions.listed(sid)
+    }
+
+    /// [`Sessions::with_session`], told what changed.
+    pub(super) fn with_session<R>(
+        &self,
+        sid: &str,
+        f: impl FnOnce(&mut Loaded) -> Result<R, VfsError>,
+    ) -> Result<R, VfsError> {
+        self.sessions.with_session(sid, self, f)
+    }
+
+    /// [`Sessions::with_writer`] while writes are allowed. `accepted` says the bytes were
+    /// taken before writes stopped (a line completed by a close): those are still written
+    /// while the server shuts down.
+    pub(super) fn with_writer<R>(
+        &self,
+        sid: &str,
+        what: &str,
+        accepted: bool,
+        f: impl FnOnce(&SessionManager) -> Result<R, SessionError>,
+    ) -> Result<R, VfsError> {
+        let _gate = self.write_gate.read();
+        if self.config.read_only || (self.writes_stopped() && !accepted) {
+            return Err(VfsError::ReadOnly);
         }
-        // The titles the last listing found, for files unchanged since (a title may take a
-        // read past the file's first 4 KiB): looked up before, never under, the lock.
-        let known: HashMap<String, (PathBuf, i64, String)> = self
-            .listing
-            .lock()
-            .iter()
-            .map(|(id, l)| (id.clone(), (l.path.clone(), l.modified_ms, l.title.clone())))
-            .collect();
-        let fresh: Vec<(String, Listed)> = usable
-            .into_iter()
-            .map(|mut info| {
-                let title = match known.get(&info.id) {
-                    Some((path, ms, title)) if *path == info.path && *ms == info.modified_ms => {
-                        title.clone()
-                    }
-                    _ => {
-                        if info.message_count > 0 {
-                            info.find_first_prompt(storage);
-                        }
-                        info.shown_title().to_owned()
-                    }
-                };
-                let listed = Listed {
-                    path: info.path,
-                    cwd: info.cwd,
-                    modified_ms: info.modified_ms,
-                    seen: None,
-                    title,
-                    created: info.created,
-                };
-                (info.id, listed)
-            })
-            .collect();
-        let mut listing = self.listing.lock();
-        let previous = std::mem::take(&mut *listing);
-        *listing = fresh
-            .into_iter()
-            .map(|(id, mut listed)| {
-                listed.seen = previous
-                    .get(&id)
-                    .filter(|old| old.path == listed.path)
-                    .and_then(|old| old.seen);
-                (id, listed)
-            })
-            .collect();
+        self.sessions.with_writer(sid, what, self, f)
+    }
+
+    /// Checks every loaded session's file and follows changes made outside (the agent
+    /// appending), announcing them. The mount calls it about twice a second, so cached
+    /// views follow the agent's writes even when nobody asks the model.
+    pub fn poll_outside_changes(&self) {
+        self.search.reindex_changed();
+        self.apply_pending_resets(RESET_GRACE);
+        self.sessions.poll(self);
     }
 
     pub(super) fn node(&self, ino: u64) -> Result<Node, VfsError> {
@@ -369,7 +341,7 @@ impl Vfs {
     /// Closes every loaded manager (flushing its writes) and the history database; returns
     /// the failures (session id or `history`, reason).
     pub fn close_all(&self) -> Vec<(String, String)> {
-        let mut failures = self.close_sessions();
+        let mut failures = self.sessions.close_all();
         if let Err(e) = self.history.close() {
             failures.push(("history".to_owned(), e));
         }
@@ -410,12 +382,14 @@ impl Vfs {
     /// What the store holds now, listing it again; `progress(done, total)` is called after
     /// each transcript file read (the first listing of a large store takes a while).
     pub fn summary(&self, progress: &dyn Fn(usize, usize)) -> Summary {
-        self.rescan_with(progress);
-        let listing = self.listing.lock();
-        let workspaces: HashSet<&str> = listing.values().map(|l| l.cwd.as_str()).collect();
+        self.sessions.rescan(progress);
+        let (sessions, workspaces) = self.sessions.with_listing(|listing| {
+            let workspaces: HashSet<&str> = listing.values().map(|l| l.cwd.as_str()).collect();
+            (listing.len(), workspaces.len())
+        });
         Summary {
-            sessions: listing.len(),
-            workspaces: workspaces.len(),
+            sessions,
+            workspaces,
             history: self.history.exists(),
         }
     }
@@ -455,26 +429,28 @@ impl Vfs {
 
     /// The session `by-date/<day>/<name>` leads to.
     pub(super) fn date_link(&self, day: &str, name: &str) -> Option<String> {
-        let listing = self.listing.lock();
-        super::navigation::by_date(listing.iter())
-            .get(day)?
-            .get(name)
-            .cloned()
+        self.sessions.with_listing(|listing| {
+            super::navigation::by_date(listing.iter())
+                .get(day)?
+                .get(name)
+                .cloned()
+        })
     }
 
     /// The session `recent/<name>` leads to.
     pub(super) fn recent_link(&self, name: &str) -> Option<String> {
-        let listing = self.listing.lock();
-        super::navigation::recent(listing.iter()).get(name).cloned()
+        self.sessions
+            .with_listing(|listing| super::navigation::recent(listing.iter()).get(name).cloned())
     }
 
     /// The project names of the listing.
     pub(super) fn project_names(&self) -> BTreeSet<String> {
-        self.listing
-            .lock()
-            .values()
-            .map(|l| super::layout::project_name(&l.cwd))
-            .filter(|n| super::layout::usable_name(n))
-            .collect()
+        self.sessions.with_listing(|listing| {
+            listing
+                .values()
+                .map(|l| super::layout::project_name(&l.cwd))
+                .filter(|n| super::layout::usable_name(n))
+                .collect()
+        })
     }
 }

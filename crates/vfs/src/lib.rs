@@ -59,7 +59,7 @@
 //! - A failed write latches nothing in the model: the next write opens the session afresh,
 //!   so a fault that went away (a full disk, a mode briefly wrong) stops failing writes.
 //! - No lock that other requests need is held across disk I/O: each session has a lock of
-//!   its own (see `sessions.rs`), so loading a 300 MB session or computing the store's
+//!   its own (see `sessions/`), so loading a 300 MB session or computing the store's
 //!   `usage.json` never stops `ls sessions/` or the reads of another session.
 //! - A session is loaded on first touch and kept in an LRU of managers; on every access its
 //!   file is compared (size, mtime, inode) with what the model last saw. Lines appended from

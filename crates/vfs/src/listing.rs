@@ -98,41 +98,42 @@ impl Vfs {
                 .map(|n| (Node::ProjectDir(n.clone()), n))
                 .collect());
         }
-        let listing = self.listing.lock();
-        Ok(match dir {
-            Node::SessionsDir => {
-                let mut ids: Vec<&String> = listing.keys().collect();
-                ids.sort();
-                ids.into_iter()
-                    .map(|id| (Node::SessionDir(id.clone()), id.clone()))
-                    .collect()
-            }
-            Node::ByDateDir => super::navigation::by_date(listing.iter())
-                .into_keys()
-                .map(|day| (Node::DateDir(day.clone()), day))
-                .collect(),
-            Node::DateDir(day) => super::navigation::by_date(listing.iter())
-                .remove(day)
-                .ok_or(VfsError::NotFound)?
-                .into_keys()
-                .map(|name| (Node::DateLink(day.clone(), name.clone()), name))
-                .collect(),
-            Node::RecentDir => super::navigation::recent(listing.iter())
-                .into_keys()
-                .map(|name| (Node::RecentLink(name.clone()), name))
-                .collect(),
-            Node::ProjectDir(project) => {
-                let mut ids: Vec<&String> = listing
-                    .iter()
-                    .filter(|(_, l)| project_name(&l.cwd) == *project)
-                    .map(|(id, _)| id)
-                    .collect();
-                ids.sort();
-                ids.into_iter()
-                    .map(|id| (Node::ProjectLink(project.clone(), id.clone()), id.clone()))
-                    .collect()
-            }
-            _ => return Err(VfsError::NotADirectory),
+        self.sessions.with_listing(|listing| {
+            Ok(match dir {
+                Node::SessionsDir => {
+                    let mut ids: Vec<&String> = listing.keys().collect();
+                    ids.sort();
+                    ids.into_iter()
+                        .map(|id| (Node::SessionDir(id.clone()), id.clone()))
+                        .collect()
+                }
+                Node::ByDateDir => super::navigation::by_date(listing.iter())
+                    .into_keys()
+                    .map(|day| (Node::DateDir(day.clone()), day))
+                    .collect(),
+                Node::DateDir(day) => super::navigation::by_date(listing.iter())
+                    .remove(day)
+                    .ok_or(VfsError::NotFound)?
+                    .into_keys()
+                    .map(|name| (Node::DateLink(day.clone(), name.clone()), name))
+                    .collect(),
+                Node::RecentDir => super::navigation::recent(listing.iter())
+                    .into_keys()
+                    .map(|name| (Node::RecentLink(name.clone()), name))
+                    .collect(),
+                Node::ProjectDir(project) => {
+                    let mut ids: Vec<&String> = listing
+                        .iter()
+                        .filter(|(_, l)| project_name(&l.cwd) == *project)
+                        .map(|(id, _)| id)
+                        .collect();
+                    ids.sort();
+                    ids.into_iter()
+                        .map(|id| (Node::ProjectLink(project.clone(), id.clone()), id.clone()))
+                        .collect()
+                }
+                _ => return Err(VfsError::NotADirectory),
+            })
         })
     }
 

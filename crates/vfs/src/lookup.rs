@@ -70,8 +70,10 @@ impl Vfs {
                     Node::SessionDir(name.to_owned())
                 }
                 Node::ByDateDir => {
-                    let listing = v.listing.lock();
-                    if !super::navigation::by_date(listing.iter()).contains_key(name) {
+                    let known = v.sessions.with_listing(|listing| {
+                        super::navigation::by_date(listing.iter()).contains_key(name)
+                    });
+                    if !known {
                         return None;
                     }
                     Node::DateDir(name.to_owned())

@@ -106,20 +106,20 @@ impl Vfs {
     /// lookup just made, not from another one.
     fn names_as_listed(&self, dir: &Node, ino: u64) -> Result<Vec<String>, VfsError> {
         Ok(match dir {
-            Node::SessionsDir => self.listing.lock().keys().cloned().collect(),
+            Node::SessionsDir => self
+                .sessions
+                .with_listing(|listing| listing.keys().cloned().collect()),
             Node::ProjectsDir => self.project_names().into_iter().collect(),
-            Node::ByDateDir => {
-                let listing = self.listing.lock();
+            Node::ByDateDir => self.sessions.with_listing(|listing| {
                 super::navigation::by_date(listing.iter())
                     .into_keys()
                     .collect()
-            }
-            Node::RecentDir => {
-                let listing = self.listing.lock();
+            }),
+            Node::RecentDir => self.sessions.with_listing(|listing| {
                 super::navigation::recent(listing.iter())
                     .into_keys()
                     .collect()
-            }
+            }),
             _ => self.list(ino)?.into_iter().map(|e| e.name).collect(),
         })
     }

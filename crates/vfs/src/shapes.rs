@@ -101,14 +101,14 @@ impl Vfs {
             | Node::ByDateDir
             | Node::RecentDir => dir(self.source_mtime_ms()),
             Node::DateDir(day) => {
-                let listing = self.listing.lock();
-                let days = super::navigation::by_date(listing.iter());
-                let newest = days
-                    .get(day)
-                    .ok_or(VfsError::NotFound)?
-                    .values()
-                    .filter_map(|sid| listing.get(sid).map(|l| l.modified_ms))
-                    .max();
+                let newest = self.sessions.with_listing(|listing| {
+                    let days = super::navigation::by_date(listing.iter());
+                    let sids = days.get(day).ok_or(VfsError::NotFound)?;
+                    Ok(sids
+                        .values()
+                        .filter_map(|sid| listing.get(sid).map(|l| l.modified_ms))
+                        .max())
+                })?;
                 dir(newest.unwrap_or(0))
             }
             Node::SearchRoot => dir(self.source_mtime_ms()),
@@ -139,13 +139,13 @@ impl Vfs {
             Node::BlobsDir => dir(disk::blob_meta(self.storage(), &self.config.blob_dir, None)?.1),
             Node::HistoryDir | Node::SearchDir => dir(self.history.mtime_ms()),
             Node::ProjectDir(name) => {
-                let newest = self
-                    .listing
-                    .lock()
-                    .values()
-                    .filter(|l| project_name(&l.cwd) == *name)
-                    .map(|l| l.modified_ms)
-                    .max();
+                let newest = self.sessions.with_listing(|listing| {
+                    listing
+                        .values()
+                        .filter(|l| project_name(&l.cwd) == *name)
+                        .map(|l| l.modified_ms)
+                        .max()
+                });
                 dir(newest.ok_or(VfsError::NotFound)?)
             }
             Node::ProjectLink(_, s) => symlink(

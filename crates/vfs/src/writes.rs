@@ -4,9 +4,10 @@
 
 use std::sync::atomic::Ordering;
 
-use super::fs::{EntriesChanged, NamespaceChange, Vfs};
+use super::fs::{NamespaceChange, Vfs};
 use super::handles::{Handle, Part};
 use super::inode::Node;
+use super::sessions::EntriesChanged;
 use super::{Attr, VfsError};
 use gjcfs_engine::format::record::parse_object_line;
 use gjcfs_engine::json::Object;

@@ -1,4 +1,6 @@
-//! The sessions the model has loaded: one slot per session, each behind its own lock.
+//! [`Sessions`]: the model's sessions. It owns the listing of the store, the loaded
+//! sessions (one slot per session, each behind its own lock) and the cache of slots, and
+//! tells the rest of the model what changed through [`Events`].
 //!
 //! Lock order: a session's slot, then — briefly, one at a time — the model's short locks
 //! (listing, inodes, handles, errors, the slot cache). A short lock is never held while a
@@ -12,24 +14,94 @@
 //! fails leaves the session readable and the next write opens it afresh, so a fault that
 //! went away (a full disk, a mode that was briefly wrong) does not stay latched.
 
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::content::{Generation, Rendered};
-use super::errors::from_session;
-use super::fs::{EntriesChanged, Vfs, RESET_GRACE};
-use super::slots::{Listed, Loaded, Slot, SlotState};
-use super::SessionSource;
-use super::VfsError;
+use parking_lot::Mutex;
+
+mod scan;
+
+use crate::content::{Generation, Rendered};
+use crate::errors::from_session;
+use crate::slots::{Listed, Loaded, Slot, SlotCache, SlotState};
+use crate::SessionSource;
+use crate::VfsError;
 use gjcfs_engine::format::blob::BlobStore;
 use gjcfs_engine::manager::{
     ReadRules, Refresh, SessionError, SessionManager, StorageConfig, WriteTarget,
 };
-use gjcfs_engine::storage::FileVersion;
+use gjcfs_engine::storage::{FileVersion, SessionStorage};
+use gjcfs_engine::store::discovery::ListingCache;
 
-impl Vfs {
+/// Which of a session's entries changed, for [`Events::changed`].
+#[derive(Debug, Clone, Copy)]
+pub(super) enum EntriesChanged<'a> {
+    None,
+    These(&'a [String]),
+    All,
+}
+
+/// What [`Sessions`] tells the rest of the model.
+pub(super) trait Events {
+    /// Session `sid` changed: the nodes the kernel may keep of it are stale (of its
+    /// entries, those `entries` names).
+    fn changed(&self, sid: &str, entries: EntriesChanged<'_>);
+    /// A failure to report in the session's `errors` file; `once` keeps a repeat out.
+    fn failed(&self, sid: &str, message: &str, once: bool);
+    /// The transcript at `path` changed on disk (the search index reads it again).
+    fn file_changed(&self, path: &Path);
+}
+
+/// The store's sessions as the model knows them.
+pub(super) struct Sessions {
+    storage: Arc<dyn SessionStorage>,
+    source: SessionSource,
+    blob_dir: PathBuf,
+    /// How many sessions stay loaded at once.
+    max_loaded: usize,
+    /// The sessions of the last scan, by id.
+    listing: Mutex<HashMap<String, Listed>>,
+    /// Held while the store is scanned, so that one scan serves everyone waiting; it holds
+    /// what the last scan read, so that a scan reads only the files that changed.
+    scan: Mutex<ListingCache>,
+    cache: Mutex<SlotCache>,
+    /// Sessions left out of the listing, reported once each (the messages not yet taken,
+    /// and every file reported so far).
+    notices: Mutex<(Vec<String>, HashSet<PathBuf>)>,
+}
+
+impl Sessions {
+    /// Nothing is read yet: the store is scanned on demand ([`Sessions::rescan`]).
+    pub(super) fn new(
+        storage: Arc<dyn SessionStorage>,
+        source: SessionSource,
+        blob_dir: PathBuf,
+        max_loaded: usize,
+    ) -> Self {
+        Sessions {
+            storage,
+            source,
+            blob_dir,
+            max_loaded,
+            listing: Mutex::new(HashMap::new()),
+            scan: Mutex::new(ListingCache::default()),
+            cache: Mutex::new(SlotCache::default()),
+            notices: Mutex::new((Vec::new(), HashSet::new())),
+        }
+    }
+
+    pub(super) fn storage(&self) -> &dyn SessionStorage {
+        self.storage.as_ref()
+    }
+
+    /// Runs `f` on the listing as the last scan left it.
+    pub(super) fn with_listing<R>(&self, f: impl FnOnce(&HashMap<String, Listed>) -> R) -> R {
+        f(&self.listing.lock())
+    }
+
     fn slot(&self, sid: &str) -> Arc<Slot> {
-        let (slot, evicted) = self.cache.lock().get(sid, self.config.max_loaded);
+        let (slot, evicted) = self.cache.lock().get(sid, self.max_loaded);
         for old in evicted {
             // A slot in use elsewhere is closed by its last user (the manager's drop).
             if let Some(mut state) = old.try_lock() {
@@ -51,13 +123,14 @@ impl Vfs {
     pub(super) fn with_session<R>(
         &self,
         sid: &str,
+        events: &dyn Events,
         f: impl FnOnce(&mut Loaded) -> Result<R, VfsError>,
     ) -> Result<R, VfsError> {
         let slot = self.slot(sid);
         let mut state = slot.lock();
-        self.follow_outside_changes(sid, &mut state);
+        self.follow_outside_changes(sid, &mut state, events);
         if state.loaded.is_none() {
-            self.load(sid, &mut state)?;
+            self.load(sid, &mut state, events)?;
         }
         let loaded = state.loaded.as_mut().ok_or(VfsError::NotFound)?;
         let now = loaded.manager.read(Generation::of);
@@ -68,38 +141,32 @@ impl Vfs {
     }
 
     /// Runs `f` with session `sid` opened for writing; afterwards the model records the
-    /// file as its own write left it. A failure is recorded in `errors` under `what`.
-    /// `accepted` says the bytes were taken before writes stopped (a line completed by a
-    /// close): those are still written while the server shuts down.
+    /// file as its own write left it. A failure is reported under `what`.
     pub(super) fn with_writer<R>(
         &self,
         sid: &str,
         what: &str,
-        accepted: bool,
+        events: &dyn Events,
         f: impl FnOnce(&SessionManager) -> Result<R, SessionError>,
     ) -> Result<R, VfsError> {
-        let _gate = self.write_gate.read();
-        if self.config.read_only || (self.writes_stopped() && !accepted) {
-            return Err(VfsError::ReadOnly);
-        }
-        let result = self.with_session(sid, |loaded| {
-            if let Err(e) = self.make_writable(sid, loaded) {
+        let result = self.with_session(sid, events, |loaded| {
+            if let Err(e) = self.make_writable(sid, loaded, events) {
                 return Ok(Err(e));
             }
             let result = f(&loaded.manager);
             if result.is_ok() {
-                self.after_write(sid, loaded);
+                self.after_write(sid, loaded, events);
             } else {
                 // A failed write is rolled back in memory; the next write opens afresh.
-                loaded.synced = super::disk::version(self.storage(), &loaded.path);
+                loaded.synced = crate::disk::version(self.storage(), &loaded.path);
                 self.note_stamp(sid, loaded.synced);
             }
-            self.search.session_changed(&loaded.path);
+            events.file_changed(&loaded.path);
             Ok(result)
         })?;
         result.map_err(|e| {
-            self.errors.push(sid, &format!("{what}: {e}"));
-            self.announce(sid, EntriesChanged::None);
+            events.failed(sid, &format!("{what}: {e}"), false);
+            events.changed(sid, EntriesChanged::None);
             from_session(&e)
         })
     }
@@ -110,17 +177,17 @@ impl Vfs {
     /// agent's line landed between the check of the file's end and the write), the session
     /// is opened again now — so entries are always numbered in file order, and a name once
     /// shown never changes.
-    fn after_write(&self, sid: &str, loaded: &mut Loaded) {
+    fn after_write(&self, sid: &str, loaded: &mut Loaded, events: &dyn Events) {
         // Taken before reading: lines landing meanwhile show as a change next time.
-        let stamp = super::disk::version(self.storage(), &loaded.path);
+        let stamp = crate::disk::version(self.storage(), &loaded.path);
         let mut edited = loaded.manager.take_caught_up_edits();
         match loaded.manager.refresh_from_file() {
             Ok(Refresh::Unchanged) => {}
             Ok(Refresh::Appended { edited: more, .. }) => edited.extend(more),
             Ok(Refresh::NeedsReload(_)) | Err(_) => {
                 loaded.writable = false;
-                if let Err(e) = self.make_writable(sid, loaded) {
-                    self.errors.push(sid, &format!("reopen after a write: {e}"));
+                if let Err(e) = self.make_writable(sid, loaded, events) {
+                    events.failed(sid, &format!("reopen after a write: {e}"), false);
                 }
                 return;
             }
@@ -129,13 +196,13 @@ impl Vfs {
         self.note_stamp(sid, stamp);
         edited.sort_unstable();
         edited.dedup();
-        self.took_in(sid, loaded, &edited);
+        self.took_in(sid, loaded, &edited, events);
     }
 
     /// Shows lines appended from outside that memory took in: the session rendered again
     /// (patched messages keep the record count, so not by generation alone) and the
     /// entries whose message a patch replaced (`edited`, record indices) announced.
-    fn took_in(&self, sid: &str, loaded: &mut Loaded, edited: &[usize]) {
+    fn took_in(&self, sid: &str, loaded: &mut Loaded, edited: &[usize], events: &dyn Events) {
         loaded.rerender(true, edited);
         let ids: Vec<String> = loaded.manager.read(|session| {
             edited
@@ -143,25 +210,31 @@ impl Vfs {
                 .filter_map(|&i| session.record(i).id().map(str::to_owned))
                 .collect()
         });
-        self.announce(sid, EntriesChanged::These(&ids));
+        events.changed(sid, EntriesChanged::These(&ids));
     }
 
     /// Replaces a read-only manager (or one whose write failed) by one opened for writing.
     /// Both have the file's leaf (a reader never moves it; a move is written), and the same
     /// ids (a file without ids gets them from its bytes).
-    fn make_writable(&self, sid: &str, loaded: &mut Loaded) -> Result<(), SessionError> {
+    fn make_writable(
+        &self,
+        sid: &str,
+        loaded: &mut Loaded,
+        events: &dyn Events,
+    ) -> Result<(), SessionError> {
         if loaded.writable && loaded.manager.persist_error().is_none() {
             return Ok(());
         }
-        let before = super::disk::version(self.storage(), &loaded.path);
+        let before = crate::disk::version(self.storage(), &loaded.path);
         let writer = self.open_writer(&loaded.path)?;
         if let Some(cut) = writer.cut_torn_tail() {
-            self.errors.push(
+            events.failed(
                 sid,
                 &format!(
                     "the torn last line a crash left ({} bytes at byte {}) was cut off before writing",
                     cut.len, cut.offset
                 ),
+                false,
             );
         }
         let path = writer.session_file().unwrap_or_else(|| loaded.path.clone());
@@ -169,7 +242,7 @@ impl Vfs {
             before
         } else {
             // A legacy session now lives in its managed copy.
-            let stamp = super::disk::version(self.storage(), &path);
+            let stamp = crate::disk::version(self.storage(), &path);
             if let Some(listed) = self.listing.lock().get_mut(sid) {
                 listed.path = path.clone();
             }
@@ -184,11 +257,11 @@ impl Vfs {
         Ok(())
     }
 
-    fn load(&self, sid: &str, state: &mut SlotState) -> Result<(), VfsError> {
+    fn load(&self, sid: &str, state: &mut SlotState, events: &dyn Events) -> Result<(), VfsError> {
         let listed = self.listed(sid).ok_or(VfsError::NotFound)?;
         // The stamp is taken before the load: an append landing in between then shows as
         // a change on the next access. Taken after, it would hide that append for good.
-        let before = super::disk::version(self.storage(), &listed.path);
+        let before = crate::disk::version(self.storage(), &listed.path);
         if let Some((stamp, error)) = &state.failed {
             if *stamp == before {
                 return Err(error.clone());
@@ -197,7 +270,7 @@ impl Vfs {
         // A reload comes back with the file's leaf; a file changed while not loaded also
         // makes what the kernel kept of its entries stale.
         let stale = listed.seen.is_some() && listed.seen != before;
-        self.announce(
+        events.changed(
             sid,
             if stale {
                 EntriesChanged::All
@@ -231,8 +304,7 @@ impl Vfs {
                     // Deleted: gone from the listing too, never brought back.
                     self.listing.lock().remove(sid);
                 } else {
-                    self.errors
-                        .push_once(sid, &format!("cannot read the session: {e}"));
+                    events.failed(sid, &format!("cannot read the session: {e}"), true);
                 }
                 state.failed =
                     matches!(error, VfsError::Unreadable(_)).then(|| (before, error.clone()));
@@ -243,8 +315,8 @@ impl Vfs {
 
     fn storage_config(&self) -> StorageConfig {
         StorageConfig {
-            storage: self.config.storage.clone(),
-            blobs: BlobStore::new(&self.config.blob_dir, self.config.storage.clone()),
+            storage: self.storage.clone(),
+            blobs: BlobStore::new(&self.blob_dir, self.storage.clone()),
         }
     }
 
@@ -259,7 +331,7 @@ impl Vfs {
     /// transcript first copied into its workspace's managed scope.
     fn open_writer(&self, path: &Path) -> Result<SessionManager, SessionError> {
         let target = WriteTarget {
-            sessions_root: match &self.config.source {
+            sessions_root: match &self.source {
                 SessionSource::SessionsRoot(root) => Some(root.clone()),
                 SessionSource::Dir(_) => None,
             },
@@ -270,12 +342,12 @@ impl Vfs {
 
     /// Drops session `sid` from memory when its file changed since the model last saw it
     /// and the change is not lines appended (those are read on their own).
-    fn follow_outside_changes(&self, sid: &str, state: &mut SlotState) {
+    fn follow_outside_changes(&self, sid: &str, state: &mut SlotState, events: &dyn Events) {
         let Some(loaded) = state.loaded.as_mut() else {
             return;
         };
         // Taken before reading: lines landing during the refresh show as a change next time.
-        let now = super::disk::version(self.storage(), &loaded.path);
+        let now = crate::disk::version(self.storage(), &loaded.path);
         if now == loaded.synced {
             return;
         }
@@ -284,29 +356,25 @@ impl Vfs {
             Ok(Refresh::Appended { edited, .. }) => {
                 loaded.synced = now;
                 self.note_stamp(sid, now);
-                self.took_in(sid, loaded, &edited);
-                self.search.session_changed(&loaded.path);
+                self.took_in(sid, loaded, &edited, events);
+                events.file_changed(&loaded.path);
             }
             // Replaced, shortened or unreadable: load it afresh on the next touch.
             Ok(Refresh::NeedsReload(_)) | Err(_) => {
-                self.search.session_changed(&loaded.path);
+                events.file_changed(&loaded.path);
                 if let Some(loaded) = state.loaded.take() {
                     if let Err(e) = loaded.manager.close() {
-                        self.errors.push(sid, &format!("close: {e}"));
+                        events.failed(sid, &format!("close: {e}"), false);
                     }
                     state.dropped = Some(loaded.rendered);
                 }
-                self.announce(sid, EntriesChanged::All);
+                events.changed(sid, EntriesChanged::All);
             }
         }
     }
 
-    /// Checks every loaded session's file and follows changes made outside (the agent
-    /// appending), announcing them. The mount calls it about twice a second, so cached
-    /// views follow the agent's writes even when nobody asks the model.
-    pub fn poll_outside_changes(&self) {
-        self.search.reindex_changed();
-        self.apply_pending_resets(RESET_GRACE);
+    /// Checks every loaded session's file and follows changes made outside.
+    pub(super) fn poll(&self, events: &dyn Events) {
         let slots: Vec<(String, Arc<Slot>)> = {
             let cache = self.cache.lock();
             cache
@@ -318,7 +386,7 @@ impl Vfs {
         for (sid, slot) in slots {
             // A session busy loading or writing is checked at its next access instead.
             if let Some(mut state) = slot.try_lock() {
-                self.follow_outside_changes(&sid, &mut state);
+                self.follow_outside_changes(&sid, &mut state, events);
             }
         }
     }
@@ -331,7 +399,7 @@ impl Vfs {
     }
 
     /// Closes every loaded manager (flushing its writes); returns the failures.
-    pub(super) fn close_sessions(&self) -> Vec<(String, String)> {
+    pub(super) fn close_all(&self) -> Vec<(String, String)> {
         let slots: Vec<(String, Arc<Slot>)> = {
             let mut cache = self.cache.lock();
             cache.lru.clear();
