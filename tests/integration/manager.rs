@@ -275,7 +275,14 @@ fn a_failed_append_is_rolled_back_and_the_error_latched() {
     let leaf_before = m.leaf_id();
     let err = m.append_message(user("lost?")).unwrap_err();
     match &err {
-        SessionError::Append { phase, .. } => assert_eq!(*phase, AppendPhase::CurrentAppend),
+        SessionError::Append {
+            phase, entry_id, ..
+        } => {
+            assert_eq!(*phase, AppendPhase::CurrentAppend);
+            assert!(err
+                .to_string()
+                .starts_with(&format!("entry {entry_id} was not appended: ")));
+        }
         other => panic!("unexpected {other}"),
     }
     assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
@@ -284,7 +291,14 @@ fn a_failed_append_is_rolled_back_and_the_error_latched() {
     assert_eq!(m.read(|s| s.entry_count()), 2);
     assert_eq!(storage.file(&file).unwrap(), on_disk);
     storage.set_fault(None);
-    match m.append_message(user("after")).unwrap_err() {
+    let refused = m.append_message(user("after")).unwrap_err();
+    // Refused before an entry was built: the message names no entry.
+    let said = refused.to_string();
+    assert!(
+        said.starts_with("nothing was appended: an earlier write of the session failed: "),
+        "{said}"
+    );
+    match refused {
         SessionError::Append { phase, source, .. } => {
             assert_eq!(phase, AppendPhase::PriorFailure);
             assert_eq!(source.raw_os_error(), Some(libc::ENOSPC));

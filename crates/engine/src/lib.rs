@@ -15,6 +15,8 @@
 //! ([`AgentDirs`]).
 // A library never prints: it returns errors and emits events; the programs decide.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+// Every public item says what it is: the crate is the API of the layers above it.
+#![deny(missing_docs)]
 
 // `clippy.toml` forbids direct file I/O outside the storage seam (`storage`).
 pub mod check;

@@ -10,6 +10,8 @@
 //!   ([`Value::Raw`]), which keeps large payloads cheap to load and exact to write back.
 // A library never prints: it returns errors and emits events; the programs decide.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+// Every public item says what it is: the crate is the API of the layers above it.
+#![deny(missing_docs)]
 
 pub mod lazy;
 mod number;

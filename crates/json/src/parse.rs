@@ -21,6 +21,7 @@ const FULL_DEPTH: usize = 128;
 pub struct ParseError {
     /// Byte offset of the offending character.
     pub offset: usize,
+    /// What is wrong there (for example "unterminated string").
     pub reason: &'static str,
 }
 

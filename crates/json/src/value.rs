@@ -20,12 +20,19 @@ use super::number::format_js_number;
 /// the parsed tree of the same JSON.
 #[derive(Clone, Debug)]
 pub enum Value {
+    /// `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// A number, as its source text.
     Number(Number),
+    /// A string; it may hold lone surrogates.
     String(JsString),
+    /// An array whose items were parsed.
     Array(Vec<Value>),
+    /// An object whose members were parsed.
     Object(Object),
+    /// An object or array below the parse depth, kept as its validated source text.
     Raw(RawJson),
 }
 
@@ -39,6 +46,7 @@ pub struct Number(Box<str>);
 /// [`JsString::Utf8`] of the same text.
 #[derive(Clone)]
 pub enum JsString {
+    /// Well-formed UTF-8 text.
     Utf8(Box<str>),
     /// Generalized UTF-8 holding at least one lone surrogate (`ED A0..BF xx`).
     Wtf8(Box<[u8]>),
@@ -87,10 +95,13 @@ impl Number {
             .then(|| Number(format_js_number(value).into()))
     }
 
+    /// The number whose text is the decimal digits of `value`; beyond ±2^53 that text keeps
+    /// digits JavaScript would round.
     pub fn from_i64(value: i64) -> Self {
         Number(value.to_string().into())
     }
 
+    /// The number's text: its source text when it was read, else the text it was built with.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -254,6 +265,7 @@ impl RawJson {
         RawJson(text.into())
     }
 
+    /// The container's exact source text, inner whitespace included.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -265,30 +277,37 @@ impl RawJson {
 }
 
 impl Object {
+    /// An object without members.
     pub fn new() -> Self {
         Object(Vec::new())
     }
 
+    /// An object without members, with room for `n` of them.
     pub fn with_capacity(n: usize) -> Self {
         Object(Vec::with_capacity(n))
     }
 
+    /// The number of members.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether the object has no members.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// The value of the member `key`, if there is one.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    /// The value of the member `key`, to change it in place.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
         self.0.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    /// Whether the object has a member `key`.
     pub fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
@@ -321,19 +340,25 @@ impl Object {
         }
     }
 
+    /// Removes the member `key` and returns its value; the other members keep their
+    /// order.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
         let at = self.0.iter().position(|(k, _)| k == key)?;
         Some(self.0.remove(at).1)
     }
 
+    /// The members in stored order (as read or inserted); [`Object::js_iter`] gives
+    /// JavaScript's order.
     pub fn iter(&self) -> impl Iterator<Item = (&JsString, &Value)> {
         self.0.iter().map(|(k, v)| (k, v))
     }
 
+    /// The members in stored order, their values mutable.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (&JsString, &mut Value)> {
         self.0.iter_mut().map(|(k, v)| (&*k, v))
     }
 
+    /// The keys in stored order.
     pub fn keys(&self) -> impl Iterator<Item = &JsString> {
         self.0.iter().map(|(k, _)| k)
     }
@@ -364,7 +389,9 @@ impl Object {
 
 /// The iterator of [`Object::js_iter`]; it allocates only when an object has index keys.
 pub enum JsIter<'a> {
+    /// The members in stored order: the object has no array-index key.
     InOrder(std::slice::Iter<'a, (JsString, Value)>),
+    /// The members collected in enumeration order, array-index keys first.
     Reordered(std::vec::IntoIter<(&'a JsString, &'a Value)>),
 }
 
@@ -411,6 +438,7 @@ impl FromIterator<(JsString, Value)> for Object {
 }
 
 impl Value {
+    /// A string value.
     pub fn string(s: impl Into<JsString>) -> Self {
         Value::String(s.into())
     }
@@ -420,6 +448,8 @@ impl Value {
         Number::from_f64(n).map_or(Value::Null, Value::Number)
     }
 
+    /// The text of a string of well-formed Unicode; `None` for any other value, and
+    /// for a string holding a lone surrogate.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::String(s) => s.as_str(),
@@ -427,6 +457,7 @@ impl Value {
         }
     }
 
+    /// The string, lone surrogates included; `None` when this is not a string.
     pub fn as_js_string(&self) -> Option<&JsString> {
         match self {
             Value::String(s) => Some(s),
@@ -434,6 +465,7 @@ impl Value {
         }
     }
 
+    /// The number as JavaScript reads it; `None` when this is not a number.
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Number(n) => Some(n.as_f64()),
@@ -441,6 +473,7 @@ impl Value {
         }
     }
 
+    /// The boolean; `None` when this is not `true` or `false`.
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Value::Bool(b) => Some(*b),
@@ -448,10 +481,12 @@ impl Value {
         }
     }
 
+    /// Whether this is `null`.
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
     }
 
+    /// Whether this is an object, parsed or raw.
     pub fn is_object(&self) -> bool {
         match self {
             Value::Object(_) => true,
@@ -460,6 +495,7 @@ impl Value {
         }
     }
 
+    /// Whether this is an array, parsed or raw.
     pub fn is_array(&self) -> bool {
         match self {
             Value::Array(_) => true,
@@ -482,6 +518,8 @@ impl Value {
         }
     }
 
+    /// The object when it is parsed; `None` for a raw object (see
+    /// [`Value::object_view`]) and for any other value.
     pub fn as_object(&self) -> Option<&Object> {
         match self {
             Value::Object(o) => Some(o),
@@ -498,6 +536,8 @@ impl Value {
         }
     }
 
+    /// The object, to change it: a raw container (an array too) is first parsed in
+    /// place. `None` when this is not an object.
     pub fn as_object_mut(&mut self) -> Option<&mut Object> {
         match self.expand_in_place() {
             Value::Object(o) => Some(o),
@@ -505,6 +545,8 @@ impl Value {
         }
     }
 
+    /// The items when the array is parsed; `None` for a raw array (see
+    /// [`Value::expanded`]) and for any other value.
     pub fn as_array(&self) -> Option<&[Value]> {
         match self {
             Value::Array(a) => Some(a),

@@ -48,6 +48,7 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// The severity's lower-case name as reports show it: `note`, `warning` or `error`.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Note => "note",
@@ -61,13 +62,28 @@ impl Severity {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Repair {
     /// Cut off the torn last line (`len` bytes from `offset`), keeping a copy of the file.
-    CutTornTail { offset: u64, len: u64 },
+    CutTornTail {
+        /// Where the torn line starts, in bytes from the start of the file.
+        offset: u64,
+        /// How long the torn line is, in bytes (up to the end of the file).
+        len: u64,
+    },
     /// Move the leftover file into the repair directory.
     MoveAway,
     /// Rename the backup to the session file it is of, which is missing.
-    RestoreBackup { to: PathBuf },
+    RestoreBackup {
+        /// The missing session file's path, which the backup is renamed to.
+        to: PathBuf,
+    },
     /// Set the permission bits from `from` to `to`.
-    RestoreMode { from: u32, to: u32 },
+    RestoreMode {
+        /// The permission bits the check found (e.g. `0o644`); the repair is left when
+        /// they have changed since.
+        from: u32,
+        /// The owner-only permission bits to set: `0o600` for a file, `0o700` for a
+        /// directory.
+        to: u32,
+    },
 }
 
 impl Repair {
@@ -87,9 +103,12 @@ impl Repair {
 /// One thing found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
+    /// How bad it is.
     pub severity: Severity,
     /// A stable name of the kind of finding (`torn_tail`, `orphaned_temp`, …).
     pub kind: &'static str,
+    /// The file or directory the finding is about (a transcript, a temp file, a backup, a
+    /// scope, a blob, …); the one [`Finding::repair`] acts on.
     pub path: PathBuf,
     /// What it means, and for what is left for a person, what to do.
     pub what: String,
@@ -111,6 +130,7 @@ pub struct CheckTarget {
 /// What [`check_store`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
+    /// Everything found, in the order it was found.
     pub findings: Vec<Finding>,
     /// How many session files were read.
     pub sessions: usize,
@@ -145,6 +165,8 @@ impl Report {
 /// How far a check is, for a progress line.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckProgress {
+    /// How many transcripts have been checked so far.
     pub files_done: usize,
+    /// How many transcripts the check reads in all.
     pub files_total: usize,
 }

@@ -32,6 +32,7 @@ pub struct Repaired {
 /// What [`repair`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepairOutcome {
+    /// One entry for each finding a repair was offered for, in the report's order.
     pub results: Vec<Repaired>,
     /// Where the copies and the manifest are, when anything was kept.
     pub kept_in: Option<PathBuf>,

@@ -21,14 +21,28 @@ use crate::storage::{write_new_durable, SessionStorage};
 /// The prefix of a blob reference.
 pub const BLOB_REF_PREFIX: &str = "blob:sha256:";
 
+/// A failure of the blob store.
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
+    /// A hash (given here) is not 64 lower-case hex digits; no path was built from it.
     #[error("invalid blob hash {0:?} (expected 64 lower-case hex digits)")]
     InvalidHash(String),
+    /// Reading or writing the store failed.
     #[error("blob store {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The store's directory (not the blob's own path).
+        path: PathBuf,
+        /// The failure underneath.
+        source: io::Error,
+    },
+    /// A blob's bytes do not hash to its name.
     #[error("blob {hash} is corrupt: its content hashes to {actual}")]
-    Corrupt { hash: String, actual: String },
+    Corrupt {
+        /// The hash the blob is stored under (64 lower-case hex digits).
+        hash: String,
+        /// The lower-case hex SHA-256 of the bytes it holds.
+        actual: String,
+    },
 }
 
 /// Whether `hash` is 64 lower-case hex digits.
@@ -66,6 +80,8 @@ pub struct BlobStore {
 }
 
 impl BlobStore {
+    /// The store in directory `dir`, reached through `storage`. Nothing is touched on disk:
+    /// the directory is created (`0700`) by the first [`BlobStore::put`].
     pub fn new(dir: impl Into<PathBuf>, storage: Arc<dyn SessionStorage>) -> Self {
         BlobStore {
             dir: dir.into(),
@@ -73,6 +89,7 @@ impl BlobStore {
         }
     }
 
+    /// The store's directory, which holds each blob under its hash.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

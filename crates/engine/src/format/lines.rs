@@ -39,6 +39,7 @@ const CHUNKS_PER_THREAD: u64 = 16;
 pub struct ParsedLine {
     /// 1-based line number in the file.
     pub number: usize,
+    /// The record the line holds, or why it holds none.
     pub record: Result<Record, LineError>,
     /// The record's summary, taken on the thread that parsed it ([`read_lines`] takes one
     /// for every record).

@@ -25,6 +25,7 @@ use crate::format::ids;
 use crate::format::record::{Record, RecordType};
 use crate::json::{Number, Value};
 
+/// The session file version this engine writes, and the one [`migrate`] brings records to.
 pub const CURRENT_SESSION_VERSION: i64 = 5;
 
 /// What [`migrate`] did.
@@ -33,7 +34,10 @@ pub enum Migration {
     /// The records were already at the current version.
     NotNeeded,
     /// The records were migrated from this version.
-    Migrated { from: f64 },
+    Migrated {
+        /// The first header's `version` as read (1 when absent or not a number).
+        from: f64,
+    },
 }
 
 fn version_value(v: i64) -> Value {

@@ -7,11 +7,11 @@
 pub mod blob;
 pub mod cold_spill;
 pub mod ids;
-pub mod js_text;
+pub(crate) mod js_text;
 pub mod lines;
 pub mod migrate;
 pub mod persist;
 pub mod record;
-pub mod sanitize;
+pub(crate) mod sanitize;
 pub mod summary;
 pub mod time;

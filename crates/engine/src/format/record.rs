@@ -17,23 +17,41 @@ pub const RECORD_PARSE_DEPTH: usize = 2;
 /// The `type` of a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RecordType {
+    /// `session`: the header, the first line of a session file.
     Session,
+    /// `header_patch`: sets header fields (`cwd`, `title`, `titleSource`); v4 and later.
     HeaderPatch,
+    /// `entry_patch`: replaces the `message` of an earlier `message` entry; v4 and later.
     EntryPatch,
+    /// `message`: a message of the conversation (user, assistant, tool result, …).
     Message,
+    /// `thinking_level_change`: sets the thinking level (`null`: off).
     ThinkingLevelChange,
+    /// `model_change`: sets the model of a role (the default role when none is given).
     ModelChange,
+    /// `service_tier_change`: sets the service tier (`null`: none).
     ServiceTierChange,
+    /// `configured_model_chain`: sets or clears the model chain of a role.
     ConfiguredModelChain,
+    /// `compaction`: a summary that stands in for the entries before `firstKeptEntryId`.
     Compaction,
+    /// `branch_summary`: a summary of the branch left when the leaf moved.
     BranchSummary,
+    /// `custom`: data of a `customType` that adds no message to the context.
     Custom,
+    /// `custom_message`: a message of a `customType` that the context includes.
     CustomMessage,
+    /// `label`: names (or, empty, clears the name of) the entry `targetId`.
     Label,
+    /// `ttsr_injection`: records TTSR rules injected into the conversation.
     TtsrInjection,
+    /// `session_init`: the system prompt, task and tools a session started with.
     SessionInit,
+    /// `mode_change`: sets the agent's mode and its data.
     ModeChange,
+    /// `mcp_tool_selection`: the selected MCP tools (and possibly discovered built-in ones).
     McpToolSelection,
+    /// `discovered_builtin_tool_selection`: the selected discovered built-in tools.
     DiscoveredBuiltinToolSelection,
     /// A `type` this engine does not know (kept and written back, ignored by the context).
     Unknown,
@@ -42,6 +60,8 @@ pub enum RecordType {
 }
 
 impl RecordType {
+    /// The type a record's `type` member names: `None` (no string `type`) is
+    /// [`RecordType::Missing`], a string this engine does not know [`RecordType::Unknown`].
     pub fn from_type(ty: Option<&str>) -> Self {
         use RecordType::*;
         match ty {
@@ -79,6 +99,7 @@ pub struct Record {
 }
 
 impl Record {
+    /// The record of these members; its type is read from the `type` member now.
     pub fn new(fields: Object) -> Self {
         let ty = RecordType::from_type(fields.get_str("type"));
         Record { ty, fields }
@@ -92,14 +113,17 @@ impl Record {
         }
     }
 
+    /// The record's type, as its `type` member named it when the record was made.
     pub fn record_type(&self) -> RecordType {
         self.ty
     }
 
+    /// Whether this is the header (`type: "session"`).
     pub fn is_header(&self) -> bool {
         self.ty == RecordType::Session
     }
 
+    /// The record's members, in their order on the line.
     pub fn fields(&self) -> &Object {
         &self.fields
     }
@@ -109,18 +133,23 @@ impl Record {
         &mut self.fields
     }
 
+    /// The record's members, taking them out of the record.
     pub fn into_fields(self) -> Object {
         self.fields
     }
 
+    /// The member `key`, if there is one.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.fields.get(key)
     }
 
+    /// The member `key` when it is a string; `None` when it is absent or not a string.
     pub fn get_str(&self, key: &str) -> Option<&str> {
         self.fields.get_str(key)
     }
 
+    /// The `id` when it is a string: an entry's id (8 lower-case hex digits, 16 when ids
+    /// collide), or for the header the session id.
     pub fn id(&self) -> Option<&str> {
         self.get_str("id")
     }
@@ -130,6 +159,8 @@ impl Record {
         self.get_str("parentId")
     }
 
+    /// The `timestamp` when it is a string, as written (normally ISO-8601 UTC with
+    /// milliseconds).
     pub fn timestamp(&self) -> Option<&str> {
         self.get_str("timestamp")
     }
@@ -173,8 +204,10 @@ pub fn parse_object_line(line: &str) -> Result<Object, LineError> {
 /// Why one line is not a record.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum LineError {
+    /// The line is not exactly one JSON value: invalid JSON, or text after the value.
     #[error("invalid JSON: {0}")]
     Json(#[from] ParseError),
+    /// The line is a JSON value but not an object (`123`, `"text"`, `[1]`, `null`).
     #[error("not a JSON object")]
     NotAnObject,
 }
@@ -194,26 +227,34 @@ impl<'a> Header<'a> {
         self.version_value().and_then(Value::as_f64).unwrap_or(1.0)
     }
 
+    /// The session id, when it is a string.
     pub fn id(&self) -> Option<&'a str> {
         self.0.get_str("id")
     }
 
+    /// The session's title, when it is a string.
     pub fn title(&self) -> Option<&'a str> {
         self.0.get_str("title")
     }
 
+    /// Who set the title, when it is a string: `"auto"` or `"user"`.
     pub fn title_source(&self) -> Option<&'a str> {
         self.0.get_str("titleSource")
     }
 
+    /// When the session was created, when it is a string: ISO-8601 UTC with milliseconds,
+    /// as written.
     pub fn timestamp(&self) -> Option<&'a str> {
         self.0.get_str("timestamp")
     }
 
+    /// The workspace path as the agent was given it, when it is a string.
     pub fn cwd(&self) -> Option<&'a str> {
         self.0.get_str("cwd")
     }
 
+    /// The `parentSession` lineage marker, when it is a string: an opaque reference (a
+    /// session id or a file path) to the session this one was forked or branched from.
     pub fn parent_session(&self) -> Option<&'a str> {
         self.0.get_str("parentSession")
     }

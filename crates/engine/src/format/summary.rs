@@ -20,6 +20,8 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The summary of `record`: its string id and parent id, and whether the sanitizer
+    /// changes it.
     pub fn of(record: &Record) -> Self {
         Summary {
             id: record.id().map(Key::new),
@@ -38,7 +40,7 @@ impl Summary {
         self.parent_id.as_ref().map(Key::as_str)
     }
 
-    /// Whether the load-time sanitizer changes the record (see [`crate::format::sanitize`]).
+    /// Whether the load-time sanitizer changes the record (see `format::sanitize`).
     pub fn needs_sanitizing(&self) -> bool {
         self.needs_sanitizing
     }

@@ -107,9 +107,14 @@ const LAST_PROMPT: &str = "SELECT prompt FROM history ORDER BY id DESC LIMIT 1";
 /// One prompt as stored. `created_at` is in seconds since the epoch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryEntry {
+    /// The row id SQLite assigned (`AUTOINCREMENT`: increasing in insertion order).
     pub id: i64,
+    /// The prompt's text (trimmed when added through [`HistoryStorage::add`]).
     pub prompt: String,
+    /// When the row was inserted, in seconds since the epoch: the column default,
+    /// from the database's clock at the batch's write, not when the prompt was queued.
     pub created_at: i64,
+    /// The working directory the prompt was submitted in, when one was recorded.
     pub cwd: Option<String>,
 }
 
@@ -133,22 +138,43 @@ impl HistoryEntry {
 /// one, is the error's source.
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
+    /// The parent directories of the database file could not be created.
     #[error("cannot create the directory for {path}")]
-    CreateDir { path: PathBuf, source: io::Error },
+    CreateDir {
+        /// The database file (not the directory).
+        path: PathBuf,
+        /// The error creating the directories.
+        source: io::Error,
+    },
+    /// SQLite says the file is not a database (`SQLITE_NOTADB`).
     #[error("{path}: not a SQLite database (left unchanged)")]
-    NotADatabase { path: PathBuf },
+    NotADatabase {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// SQLite found the database corrupt (`SQLITE_CORRUPT`).
     #[error("{path}: the database is corrupt (left unchanged)")]
     Corrupt {
+        /// The database file.
         path: PathBuf,
+        /// SQLite's error.
         source: rusqlite::Error,
     },
+    /// Any other SQLite error, a lock still held after [`BUSY_TIMEOUT`] among them.
     #[error("{path}: database error")]
     Sqlite {
+        /// The database file.
         path: PathBuf,
+        /// SQLite's error.
         source: rusqlite::Error,
     },
+    /// The background writer thread could not be started, or it panicked (found on
+    /// close).
     #[error("{path}: the history writer thread failed")]
-    WriterFailed { path: PathBuf },
+    WriterFailed {
+        /// The database file.
+        path: PathBuf,
+    },
 }
 
 impl HistoryError {

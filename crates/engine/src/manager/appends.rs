@@ -28,10 +28,14 @@ impl SessionManager {
         Ok(ids.pop().unwrap_or_default())
     }
 
+    /// `appendMessage`: appends `message` (a message object with its `role`) as a `message`
+    /// entry; returns the new id.
     pub fn append_message(&self, message: Value) -> SessionResult<String> {
         self.append_fields("message", &members([("message", Some(message))]))
     }
 
+    /// `appendThinkingLevelChange`: records the thinking level (`None` is written as `null`,
+    /// which the context reads as `off`); returns the new id.
     pub fn append_thinking_level_change(&self, level: Option<&str>) -> SessionResult<String> {
         let level = level.map_or(Value::Null, Value::string);
         self.append_fields(
@@ -40,6 +44,8 @@ impl SessionManager {
         )
     }
 
+    /// `appendModelChange`: records `model` (`provider/model`) for `role` (`None` leaves the
+    /// role out: the default role); returns the new id.
     pub fn append_model_change(&self, model: &str, role: Option<&str>) -> SessionResult<String> {
         let fields = members([
             ("model", Some(Value::string(model))),
@@ -48,6 +54,8 @@ impl SessionManager {
         self.append_fields("model_change", &fields)
     }
 
+    /// Records the service tier in a `service_tier_change` entry (`None` is written as `null`
+    /// and clears it); returns the new id.
     pub fn append_service_tier_change(&self, tier: Option<&str>) -> SessionResult<String> {
         let tier = tier.map_or(Value::Null, Value::string);
         self.append_fields(
@@ -56,6 +64,9 @@ impl SessionManager {
         )
     }
 
+    /// `appendCompaction`: records a compaction: its `summary`, the id of the first entry the
+    /// compacted context keeps, the context's token count before it and optional `details`;
+    /// returns the new id.
     pub fn append_compaction(
         &self,
         summary: &str,
@@ -72,6 +83,8 @@ impl SessionManager {
         self.append_fields("compaction", &fields)
     }
 
+    /// `appendCustomEntry`: a `custom` entry of `custom_type` with optional `data`, kept out
+    /// of the context's messages; returns the new id.
     pub fn append_custom_entry(
         &self,
         custom_type: &str,
@@ -84,6 +97,9 @@ impl SessionManager {
         self.append_fields("custom", &fields)
     }
 
+    /// `appendCustomMessageEntry`: a `custom_message` entry of `custom_type` with `content`,
+    /// whether it is displayed, optional `details` and an `attribution` (`"agent"` when
+    /// `None`); the context shows it as a message. Returns the new id.
     pub fn append_custom_message_entry(
         &self,
         custom_type: &str,
@@ -119,20 +135,28 @@ impl SessionManager {
         state.append("label", &fields)
     }
 
+    /// Records the names of the TTSR rules injected, in a `ttsr_injection` entry; returns the
+    /// new id.
     pub fn append_ttsr_injection(&self, rules: &[&str]) -> SessionResult<String> {
         let rules = Value::Array(rules.iter().map(|r| Value::string(*r)).collect());
         self.append_fields("ttsr_injection", &members([("injectedRules", Some(rules))]))
     }
 
+    /// Appends a `session_init` entry whose own fields are the members of `init`, in their
+    /// order; returns the new id.
     pub fn append_session_init(&self, init: &Object) -> SessionResult<String> {
         self.append_fields("session_init", init)
     }
 
+    /// Records the agent's `mode` and its optional `data` in a `mode_change` entry; returns the
+    /// new id.
     pub fn append_mode_change(&self, mode: &str, data: Option<Value>) -> SessionResult<String> {
         let fields = members([("mode", Some(Value::string(mode))), ("data", data)]);
         self.append_fields("mode_change", &fields)
     }
 
+    /// Records the MCP tools selected (by name) and the id of the mutation that changed the
+    /// selection, if any, in an `mcp_tool_selection` entry; returns the new id.
     pub fn append_mcp_tool_selection(
         &self,
         names: &[&str],
@@ -141,6 +165,9 @@ impl SessionManager {
         self.append_fields("mcp_tool_selection", &selection(names, correlation))
     }
 
+    /// Records the discovered built-in tools selected (by name) and the id of the mutation that
+    /// changed the selection, if any, in a `discovered_builtin_tool_selection` entry; returns
+    /// the new id.
     pub fn append_discovered_builtin_tool_selection(
         &self,
         names: &[&str],

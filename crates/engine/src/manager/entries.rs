@@ -15,8 +15,12 @@ use super::error::SessionError;
 
 /// The base members every new entry gets.
 pub struct Base<'a> {
+    /// The entry's id (8 lower-case hex digits when generated).
     pub id: &'a str,
+    /// The parent entry's id; `None` for a root (written as `"parentId": null`).
     pub parent_id: Option<&'a str>,
+    /// When the entry was made: an ISO 8601 UTC timestamp with milliseconds, as
+    /// `Date.prototype.toISOString` writes it (`2026-01-01T00:00:02.000Z`).
     pub timestamp: &'a str,
 }
 

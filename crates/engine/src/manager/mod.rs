@@ -97,7 +97,9 @@ use crate::storage::{check_private_file, MemoryStorage, SessionStorage, StorageW
 /// Where a manager keeps its session.
 #[derive(Debug, Clone)]
 pub struct StorageConfig {
+    /// The filesystem the session file and its directory are on (the disk, or memory in tests).
     pub storage: Arc<dyn SessionStorage>,
+    /// The blob store that payloads a line references are stored in before the line is written.
     pub blobs: BlobStore,
 }
 
@@ -115,11 +117,19 @@ impl StorageConfig {
 /// A configured model chain to append.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelChain<'a> {
+    /// The model role the chain is for (`default`, `smol`, ...).
     pub role: &'a str,
+    /// The chain's models in order, each `provider/model`.
     pub entries: &'a [&'a str],
+    /// Where the chain was configured (such as `session` or `settings`).
     pub origin: &'a str,
+    /// An identifier of the chain, written as `identity` when given.
     pub identity: Option<&'a str>,
+    /// Written as `explicitHead`: whether the chain's head (its first model) was chosen
+    /// explicitly.
     pub explicit_head: bool,
+    /// Whether the entry clears the role's chain (written as `cleared: true` only when set); a
+    /// cleared chain is dropped from the context's configured chains.
     pub cleared: bool,
 }
 
@@ -497,18 +507,27 @@ impl SessionManager {
         self.read(|s| f(&s.build_context()))
     }
 
+    /// The path of the session file; `None` for a session kept in memory only. The file need
+    /// not exist yet: a new session writes nothing before its first assistant reply.
     pub fn session_file(&self) -> Option<PathBuf> {
         self.state.lock().file.clone()
     }
 
+    /// The session's id, from its header (a UUID v7 for a new session; empty if the header has
+    /// none).
     pub fn session_id(&self) -> String {
         self.read(|s| s.header().id().unwrap_or_default().to_owned())
     }
 
+    /// The id of the current leaf, which the next append takes as its parent; `None` when the
+    /// leaf is null (no entry yet, or after [`Self::reset_leaf`]) or its entry has no string
+    /// id.
     pub fn leaf_id(&self) -> Option<String> {
         self.read(|s| s.leaf_id().map(str::to_owned))
     }
 
+    /// The session's working directory: its header's `cwd`, else the one the manager was made
+    /// with; [`Self::move_to`] changes it.
     pub fn cwd(&self) -> String {
         self.state.lock().cwd.clone()
     }

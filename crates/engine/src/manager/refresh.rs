@@ -41,8 +41,11 @@ pub enum Refresh {
     /// none), the lines that were skipped, with their line numbers in the file, and the
     /// indices of records already held whose message an entry patch replaced, ascending.
     Appended {
+        /// How many records were added (patch lines add none).
         records: usize,
+        /// The appended lines that were skipped, with their line numbers in the file.
         skipped: Vec<SkippedLine>,
+        /// The indices of records already held whose message an entry patch replaced, ascending.
         edited: Vec<usize>,
     },
     /// The file is no longer the bytes memory reflects plus appended lines; memory is left

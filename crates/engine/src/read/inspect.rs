@@ -32,12 +32,18 @@ use crate::session::tree::Session;
 /// Why strict inspection refused a file.
 #[derive(Debug, thiserror::Error)]
 pub enum InspectFailure {
+    /// The file, or a component of its path, does not exist.
     #[error("missing")]
     Missing,
+    /// The file is not a regular file, or reading it failed; the text says why.
     #[error("read-failed: {0}")]
     ReadFailed(String),
+    /// The file changed (identity, links, size or times) between the stats around the
+    /// read.
     #[error("unstable: the file changed while it was read")]
     Unstable,
+    /// The content is not a valid session (see the module docs); the text says where
+    /// and why.
     #[error("malformed: {0}")]
     Malformed(String),
 }
@@ -54,23 +60,35 @@ impl InspectFailure {
     }
 }
 
+/// Why strict inspection refused the file at a path.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {failure}")]
 pub struct InspectError {
+    /// The path as given to [`inspect_strict`] (not resolved).
     pub path: PathBuf,
+    /// Why the file was refused.
     pub failure: InspectFailure,
 }
 
 /// What identifies the exact file that was inspected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fingerprint {
+    /// The file's path with every symlink resolved (`realpath`).
     pub canonical_path: PathBuf,
+    /// The header's `id`.
     pub session_id: String,
+    /// The device number of the file system that holds the file.
     pub dev: u64,
+    /// The file's inode number.
     pub ino: u64,
+    /// The number of hard links to the file.
     pub nlink: u64,
+    /// The file's length in bytes (all of them were read).
     pub size: u64,
+    /// The modification time, in nanoseconds since the epoch.
     pub mtime_ns: i128,
+    /// The change time (of the contents or of the inode), in nanoseconds since the
+    /// epoch.
     pub ctime_ns: i128,
     /// Lower-case hex SHA-256 of the bytes.
     pub sha256: String,
@@ -81,14 +99,18 @@ pub struct Fingerprint {
 pub enum Tail {
     /// The last context message exists and is not from the assistant.
     Resumable,
+    /// There is no context message, or the last one is from the assistant.
     Terminal,
 }
 
 /// A session that passed strict inspection, migrated in memory.
 #[derive(Debug)]
 pub struct Inspection {
+    /// The session, migrated to the current version.
     pub session: Session,
+    /// What identifies the file that was read.
     pub fingerprint: Fingerprint,
+    /// Whether the conversation waits for the model.
     pub tail: Tail,
 }
 

@@ -93,9 +93,11 @@ pub enum LoadStatus {
 /// The records of a file, after patch replay and before migration.
 #[derive(Debug)]
 pub struct LoadedEntries {
+    /// Whether the file exists and holds a session.
     pub status: LoadStatus,
     /// Header first; empty unless `status` is [`LoadStatus::Loaded`].
     pub records: Vec<Record>,
+    /// The lines that are not one JSON object, in file order.
     pub skipped: Vec<SkippedLine>,
     /// One summary per record, when the load took them.
     pub summaries: Option<Vec<Summary>>,
@@ -106,14 +108,39 @@ pub struct LoadedEntries {
 /// Why a session file could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// Opening or reading the file failed (a missing file is not an error of a lenient
+    /// load: it loads as empty).
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The session file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The first header's `version` is present but not an integer ≤ 5; nothing was
+    /// replayed.
     #[error("{path}: Unsupported session version: {version}")]
-    UnsupportedVersion { path: PathBuf, version: String },
+    UnsupportedVersion {
+        /// The session file.
+        path: PathBuf,
+        /// The version as found: a string's text, a number as JavaScript writes it, else
+        /// compact JSON.
+        version: String,
+    },
+    /// There is no file at the path ([`load_session`]; a lenient load gives
+    /// [`LoadStatus::Missing`]).
     #[error("{path}: no such session file")]
-    Missing { path: PathBuf },
+    Missing {
+        /// The session file.
+        path: PathBuf,
+    },
+    /// The file is empty or its first record is not a session header with a string id
+    /// ([`load_session`]; a lenient load gives [`LoadStatus::NotASession`]).
     #[error("{path}: not a session file (the first record is not a session header with an id)")]
-    NotASession { path: PathBuf },
+    NotASession {
+        /// The session file.
+        path: PathBuf,
+    },
 }
 
 /// `loadEntriesFromFile`: the lenient load.
@@ -182,7 +209,9 @@ pub fn entries_from_records(records: Vec<Record>, skipped: Vec<SkippedLine>) -> 
 /// Loaded records as a session.
 #[derive(Debug)]
 pub struct Built {
+    /// The records, migrated and indexed.
     pub session: Session,
+    /// What migration did to the records.
     pub migration: Migration,
     /// The entries the load-time sanitizer may change (all of them when not known), in
     /// file order.
@@ -218,8 +247,11 @@ pub fn build_session(mut records: Vec<Record>, summaries: Option<Vec<Summary>>) 
 /// A session loaded leniently, migrated in memory and indexed.
 #[derive(Debug)]
 pub struct LoadedSession {
+    /// The records, migrated and indexed.
     pub session: Session,
+    /// What migration did to the records.
     pub migration: Migration,
+    /// The lines that are not one JSON object, in file order.
     pub skipped: Vec<SkippedLine>,
 }
 

@@ -32,24 +32,36 @@ use crate::session::tree::Session;
 /// A line that was skipped, with its 1-based number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkippedLine {
+    /// The line's number, from 1.
     pub line: usize,
+    /// Why the line is not a record.
     pub reason: LineError,
 }
 
 /// The records of a file after patch replay.
 #[derive(Debug, Default)]
 pub struct Replayed {
+    /// The records kept, in file order, patches applied (patch records are
+    /// consumed).
     pub records: Vec<Record>,
+    /// The lines that are not one JSON object, in file order.
     pub skipped: Vec<SkippedLine>,
     /// One summary per record, as the records are after replay, when the lines came with
     /// them.
     pub summaries: Option<Vec<Summary>>,
 }
 
+/// Why a file's lines could not be replayed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// The first header's `version` is present but not an integer ≤ 5.
     #[error("Unsupported session version: {version}")]
-    UnsupportedVersion { version: String },
+    UnsupportedVersion {
+        /// The version as found: a string's text, a number as JavaScript writes it, else
+        /// compact JSON.
+        version: String,
+    },
+    /// Reading the lines failed; the lines before the failure are not returned.
     #[error("cannot read session data: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -112,7 +124,12 @@ pub enum BaseEdit {
     /// The members a header patch sets on the first header.
     Header(Object),
     /// An entry patch's message for the `message` entry at this record index.
-    Message { index: usize, message: Value },
+    Message {
+        /// The index of the `message` entry among the session's records.
+        index: usize,
+        /// The new `message` value, which replaces the old one whole.
+        message: Value,
+    },
 }
 
 /// Lines replayed after the records of a session already loaded.
@@ -122,6 +139,7 @@ pub struct Resumed {
     pub records: Vec<Record>,
     /// The patches to the session's own records, in file order.
     pub edits: Vec<BaseEdit>,
+    /// The lines that are not one JSON object, in file order.
     pub skipped: Vec<SkippedLine>,
 }
 

@@ -21,6 +21,9 @@ use crate::session::tree::Session;
 /// The context at one leaf. Messages borrow from the session where they pass through.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionContext<'a> {
+    /// The messages sent to the model, in order: the last compaction's summary first when
+    /// the path has one, then the messages of `message`, `custom_message` and non-empty
+    /// `branch_summary` entries (a `message` entry's own `message` member, borrowed).
     pub messages: Vec<Cow<'a, Value>>,
     /// `sources[i]`: the record index of the entry `messages[i]` comes from (the compaction
     /// entry for its summary).
@@ -29,21 +32,39 @@ pub struct SessionContext<'a> {
     /// path base, the entry's `evictedContent` marker). [`SessionContext::with_cold_spill_rehydrated`]
     /// reads their payloads back.
     pub evicted: Vec<(usize, &'static str, &'a Value)>,
+    /// The `thinkingLevel` of the latest `thinking_level_change` on the path, as written;
+    /// `"off"` when there is none or it is absent or `null`.
     pub thinking_level: Value,
+    /// The `serviceTier` of the latest `service_tier_change` on the path; `None` when there
+    /// is none or it is absent or `null`.
     pub service_tier: Option<Value>,
     /// Role → `provider/model`.
     pub models: Object,
     /// Role → normalised configured model chain.
     pub configured_model_chains: Object,
+    /// The names of the TTSR rules injected on the path, each once, in first-seen order.
     pub injected_ttsr_rules: Vec<String>,
     /// Rule records in first-seen order (name, record).
     pub injected_ttsr_rule_records: Vec<(String, Value)>,
+    /// The `ttsrMessageCount` of the latest `ttsr_injection` on the path that has a finite
+    /// number there; 0 when none has.
     pub ttsr_message_count: Value,
+    /// The `selectedToolNames` of the latest `mcp_tool_selection` on the path that has an
+    /// array there; empty when none has.
     pub selected_mcp_tool_names: Vec<Value>,
+    /// The discovered built-in tools selected by the latest entry on the path that selects
+    /// them (a `discovered_builtin_tool_selection`, or an `mcp_tool_selection` with a
+    /// `selectedDiscoveredBuiltinToolNames` array); `None` when no entry does.
     pub selected_discovered_builtin_tool_names: Option<Vec<Value>>,
+    /// Whether the path has an `mcp_tool_selection` entry.
     pub has_persisted_mcp_tool_selection: bool,
+    /// Whether an entry on the path selects discovered built-in tools (see
+    /// [`SessionContext::selected_discovered_builtin_tool_names`]).
     pub has_persisted_discovered_builtin_tool_selection: bool,
+    /// The `mode` of the latest `mode_change` on the path (`None` when that entry has
+    /// none); `"none"` when the path has no `mode_change`.
     pub mode: Option<Value>,
+    /// The `data` of the latest `mode_change` on the path, if it has one.
     pub mode_data: Option<Value>,
 }
 

@@ -110,6 +110,7 @@ impl Index {
 /// The entry tree: roots and children as record indices (no recursion, so any depth works).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tree {
+    /// The record indices of the root entries, oldest first.
     pub roots: Vec<usize>,
     /// `children[i]`: the children of record `i`, oldest first.
     pub children: Vec<Vec<usize>>,
@@ -187,7 +188,7 @@ impl Session {
         }
     }
 
-    /// Runs the load-time OpenAI replay sanitizer ([`crate::format::sanitize`]) over every entry, in
+    /// Runs the load-time OpenAI replay sanitizer (`format::sanitize`) over every entry, in
     /// place; the `entry_patch` records describing the change.
     pub fn sanitize_openai_replay(&mut self) -> Vec<Record> {
         let all: Vec<usize> = self.entry_indices().collect();
@@ -212,18 +213,22 @@ impl Session {
         (0..self.records.len()).filter(|&i| !self.records[i].is_header())
     }
 
+    /// Every record, the header first, the rest in file order.
     pub fn records(&self) -> &[Record] {
         &self.records
     }
 
+    /// Every record (as [`Session::records`]), taking them out of the session.
     pub fn into_records(self) -> Vec<Record> {
         self.records
     }
 
+    /// The record at `index` (0 is the header). Panics when `index` is out of range.
     pub fn record(&self, index: usize) -> &Record {
         &self.records[index]
     }
 
+    /// The view of the first record, the header.
     pub fn header(&self) -> Header<'_> {
         Header(self.records[0].fields())
     }
@@ -233,6 +238,7 @@ impl Session {
         self.records.iter().filter(|r| !r.is_header())
     }
 
+    /// How many entries there are (every record but `session` ones).
     pub fn entry_count(&self) -> usize {
         self.entry_indices().count()
     }
@@ -247,6 +253,7 @@ impl Session {
         self.index.by_id.get(id).copied()
     }
 
+    /// The entry with `id` (the last one, if several share it), `getEntry`.
     pub fn get_entry(&self, id: &str) -> Option<&Record> {
         self.index_of(id).map(|i| &self.records[i])
     }
@@ -256,14 +263,18 @@ impl Session {
         self.index.parents.get(index).copied().flatten()
     }
 
+    /// The record index of the leaf entry; `None` for an empty session or after
+    /// [`Session::reset_leaf`].
     pub fn leaf(&self) -> Option<usize> {
         self.leaf
     }
 
+    /// The leaf entry's id; `None` when there is no leaf or it has no string id.
     pub fn leaf_id(&self) -> Option<&str> {
         self.leaf.and_then(|i| self.records[i].id())
     }
 
+    /// The leaf entry, if there is a leaf.
     pub fn leaf_entry(&self) -> Option<&Record> {
         self.leaf.map(|i| &self.records[i])
     }
@@ -374,6 +385,8 @@ impl Session {
         self.labels.get(id).map(String::as_str)
     }
 
+    /// Entry id → its current label, never empty (a truthy label that is not a string is
+    /// held as its compact JSON). The ids need not be in the session.
     pub fn labels(&self) -> &HashMap<String, String> {
         &self.labels
     }

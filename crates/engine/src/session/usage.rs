@@ -19,11 +19,17 @@ use crate::session::tree::Session;
 /// Summed usage.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct UsageTotals {
+    /// Input tokens (the records' `input`).
     pub input: f64,
+    /// Output tokens (`output`).
     pub output: f64,
+    /// Input tokens read from the provider's prompt cache (`cacheRead`).
     pub cache_read: f64,
+    /// Input tokens written to the provider's prompt cache (`cacheWrite`).
     pub cache_write: f64,
+    /// Premium requests (`premiumRequests`; 0 for a record without it).
     pub premium_requests: f64,
+    /// Cost in US dollars (`cost.total`; 0 for a record without `cost`).
     pub cost: f64,
 }
 
@@ -37,17 +43,21 @@ pub struct CountedUsage {
     pub index: usize,
     /// The model it is attributed to ([`usage_model`]).
     pub model: String,
+    /// What the record counted.
     pub amounts: UsageTotals,
 }
 
 /// A sum of counted usage records and how many there were (a per-model or per-day group).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct UsageSum {
+    /// How many usage records were added.
     pub records: u64,
+    /// Their member-wise sum.
     pub totals: UsageTotals,
 }
 
 impl UsageSum {
+    /// Adds one counted record's amounts.
     pub fn add(&mut self, amounts: &UsageTotals) {
         self.records += 1;
         self.totals = self.totals.plus(amounts);
@@ -72,6 +82,7 @@ impl UsageSum {
 /// The totals and the entries whose usage was not counted.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UsageStatistics {
+    /// The sum of every counted usage record.
     pub totals: UsageTotals,
     /// Ids of the entries whose usage record was invalid, in file order.
     pub skipped: Vec<String>,

@@ -52,6 +52,7 @@ pub fn file_version(path: &Path) -> io::Result<super::FileVersion> {
 pub struct DirLookup(os::DirLookup);
 
 impl DirLookup {
+    /// Opens the directory `dir` for lookups by name.
     pub fn open(dir: &Path) -> io::Result<DirLookup> {
         os::DirLookup::open(dir).map(DirLookup)
     }

@@ -36,9 +36,11 @@ pub use memory::{Fault, FaultKind, MemoryStorage};
 pub struct FileStat {
     /// The file's identity (device and inode).
     pub id: FileId,
+    /// The length in bytes.
     pub len: u64,
     /// Modification time in milliseconds since the epoch.
     pub mtime_ms: i64,
+    /// Whether it is a regular file (not a directory or anything else).
     pub is_file: bool,
 }
 
@@ -46,8 +48,11 @@ pub struct FileStat {
 /// modification time (in nanoseconds since the epoch), following symlinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileVersion {
+    /// The file's identity (device and inode).
     pub id: FileId,
+    /// The length in bytes.
     pub len: u64,
+    /// Modification time in nanoseconds since the epoch.
     pub mtime_ns: i128,
 }
 
@@ -62,15 +67,20 @@ impl FileVersion {
 /// replaced through a rename has a new identity; appends keep it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FileId {
+    /// The device the file is on (on Windows the volume serial number).
     pub dev: u64,
+    /// The file's inode number (on Windows the 64-bit file index).
     pub ino: u64,
 }
 
 /// What a directory entry is, not following a symlink ([`SessionStorage::lstat`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryKind {
+    /// A regular file.
     File,
+    /// A directory.
     Dir,
+    /// A symbolic link (on Windows, to [`SessionStorage::lstat`], any reparse point).
     Symlink,
     /// A FIFO, a device, a socket.
     Other,
@@ -79,7 +89,9 @@ pub enum EntryKind {
 /// What [`SessionStorage::lstat`] reports about the entry at a path itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryStat {
+    /// Whether the entry is a file, a directory, a symlink or something else.
     pub kind: EntryKind,
+    /// The entry's identity (device and inode).
     pub id: FileId,
     /// The permission bits, with the set-id and sticky bits.
     pub mode: u32,
@@ -165,7 +177,11 @@ pub enum OpenMode {
 pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     /// Creates `dir` and missing parents with mode `0700`.
     fn ensure_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Whether anything is at `path`, not following a symlink (a dangling one counts); a
+    /// failed lookup counts as nothing there.
     fn exists(&self, path: &Path) -> bool;
+    /// The identity, length, modification time and type of what `path` names, following
+    /// symlinks.
     fn stat(&self, path: &Path) -> io::Result<FileStat>;
     /// A reader over the whole file.
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>>;
@@ -188,8 +204,12 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     }
     /// At most `max` bytes from the end of the file.
     fn read_tail(&self, path: &Path, max: usize) -> io::Result<Vec<u8>>;
+    /// Opens the file at `path` for writing as `mode` says, not following a symlink and
+    /// refusing anything but a regular file.
     fn open_writer(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageWriter>>;
+    /// Renames the file at `from` to `to`, atomically replacing a file at `to`.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes the file at `path` (a symlink there is removed, not what it points at).
     fn unlink(&self, path: &Path) -> io::Result<()>;
     /// The regular files directly in `dir`.
     fn list_files(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
@@ -277,17 +297,28 @@ pub enum PrivacyError {
 /// Why a path that must be private is not.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Exposure {
+    /// It is a symlink (on Windows any reparse point).
     #[error("is a symlink")]
     Symlink,
+    /// It is not what was asked for: not a directory, or not a regular file.
     #[error("has the wrong file type")]
     WrongType,
+    /// It belongs to another user, whose user id is given.
     #[error("owned by uid {0}")]
     Owner(u32),
     /// Its permission bits; the only exposure that setting the mode repairs.
     #[error("mode {mode:o}, expected {want:o}")]
-    Mode { mode: u32, want: u32 },
+    Mode {
+        /// The permission bits it has, with the set-id and sticky bits.
+        mode: u32,
+        /// The bits it must have: `0o700` for a directory, `0o600` for a file.
+        want: u32,
+    },
+    /// It is a file with more than one hard link.
     #[error("has more than one hard link")]
     HardLinks,
+    /// It carries an ACL: a POSIX ACL (on macOS an extended ACL; on Windows a DACL wider than
+    /// owner-only).
     #[error("has {}", if cfg!(target_os = "macos") { "an extended ACL" } else { "a POSIX ACL" })]
     Acl,
 }

@@ -47,14 +47,19 @@ const XDG_VARS: [&str; 3] = ["XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"
 /// Which XDG base directory a path belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Category {
+    /// Persistent data (sessions, blobs, the prompt history); redirected to `$XDG_DATA_HOME/gjc`.
     Data,
+    /// State kept between runs (such as terminal sessions); redirected to `$XDG_STATE_HOME/gjc`.
     State,
+    /// Disposable caches; redirected to `$XDG_CACHE_HOME/gjc`.
     Cache,
 }
 
 /// Why the agent directory could not be resolved.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentDirError {
+    /// No agent directory was set or given, so the default one under home is needed, and
+    /// home is unknown.
     #[cfg_attr(
         not(windows),
         error("cannot find the home directory (HOME is not set) to locate the agent directory")
@@ -66,6 +71,8 @@ pub enum AgentDirError {
         )
     )]
     NoHome,
+    /// A relative agent directory was set or given and the current directory cannot be read
+    /// (`NotFound` when [`Environment::current_dir`] is `None`).
     #[error("cannot read the current directory to resolve the agent directory: {0}")]
     NoCurrentDir(io::Error),
 }
@@ -76,7 +83,10 @@ pub enum AgentDirError {
 pub struct Environment {
     /// Environment variables by name (only the ones resolution looks at are needed).
     pub vars: HashMap<String, OsString>,
+    /// The user's home directory; `None` when it cannot be found.
     pub home: Option<PathBuf>,
+    /// The current directory, which relative agent directories are resolved against; `None`
+    /// when it cannot be read.
     pub current_dir: Option<PathBuf>,
     /// The assignments of `./.env`, parsed with [`parse_env_file`].
     pub dotenv: HashMap<String, String>,

@@ -25,18 +25,29 @@ pub const TAIL_SCAN_BYTES: usize = 16 * 1024;
 /// What a listing knows of one session file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionInfo {
+    /// The transcript file's path.
     pub path: PathBuf,
+    /// The session id from the header (a lower-case UUID v7 in files the agent writes now).
     pub id: String,
+    /// The session's working directory: the latest `cwd` header patch seen, else the
+    /// header's `cwd`; empty when there is neither.
     pub cwd: String,
+    /// The latest `title` header patch seen, else the header's title, else the
+    /// `shortSummary` of the last compaction in the prefix.
     pub title: Option<String>,
+    /// The header's `parentSession`: the session this one was forked or branched from (its
+    /// id, or its file's path for a branched session).
     pub parent_session: Option<String>,
     /// The header's ISO timestamp.
     pub created: String,
     /// File mtime, milliseconds since the epoch.
     pub modified_ms: i64,
+    /// File length, bytes.
     pub size: u64,
     /// Message entries seen in the prefix (an estimate when the file is larger).
     pub message_count: usize,
+    /// Whether the file is longer than [`PREFIX_BYTES`], so that `message_count` counts only
+    /// its prefix ([`count_message_lines`] gives the exact count).
     pub message_count_is_estimate: bool,
     /// Text of the first user message, or [`NO_MESSAGES`].
     pub first_message: String,
@@ -459,7 +470,9 @@ fn sort_newest_first(infos: &mut [SessionInfo]) {
 /// A session picker row (`getRecentSessions`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecentSession {
+    /// The transcript file's path.
     pub path: PathBuf,
+    /// File mtime, milliseconds since the epoch.
     pub modified_ms: i64,
     /// The title, else the first user prompt, else `Untitled · HH:MM` (UTC).
     pub name: String,

@@ -49,23 +49,66 @@ const INTERNAL_SUBDIRS: [&str; 3] = ["locks", "receipts", "tombstones"];
 /// runtime's name for it).
 const PLATFORM: &str = if cfg!(windows) { "win32" } else { "posix" };
 
+/// Why a workspace's identity could not be resolved, or its scope could not be verified or
+/// prepared.
 #[derive(Debug, thiserror::Error)]
 pub enum ScopeError {
+    /// The workspace path cannot be canonicalised, is not a directory, or its canonical path
+    /// is not UTF-8.
     #[error("{path}: workspace is not an existing directory with a UTF-8 path")]
-    InvalidWorkspace { path: PathBuf },
+    InvalidWorkspace {
+        /// The workspace path, as given.
+        path: PathBuf,
+    },
+    /// The workspace is on a network filesystem (on Windows, a UNC path or a remote drive).
     #[error("{path}: workspaces on network filesystems are not supported (network_unsupported)")]
-    NetworkUnsupported { path: PathBuf },
+    NetworkUnsupported {
+        /// The workspace path, as given.
+        path: PathBuf,
+    },
+    /// The binding file is missing where one is required, unreadable, a symlink, hard-linked,
+    /// or does not hold a well-formed binding in the canonical encoding.
     #[error("{path}: binding_invalid: {why}")]
-    BindingInvalid { path: PathBuf, why: String },
+    BindingInvalid {
+        /// The binding file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The binding is well-formed but names another workspace than the expected one, or its
+    /// identity does not name the scope directory it is in.
     #[error("{path}: binding_conflict: the scope is bound to {bound}")]
-    BindingConflict { path: PathBuf, bound: String },
+    BindingConflict {
+        /// The binding file, or the scope directory whose name does not match.
+        path: PathBuf,
+        /// The canonical path the binding names.
+        bound: String,
+    },
+    /// A path the scope relies on is not what it must be: a transcript not inside a scope
+    /// directory, a sessions root that is not a real directory.
     #[error("{path}: unsafe: {why}")]
-    Unsafe { path: PathBuf, why: String },
+    Unsafe {
+        /// The offending path.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// A path that must be private is not ([`check_owner_only`]).
     #[error("{path}: unsafe: {exposure}")]
-    Exposed { path: PathBuf, exposure: Exposure },
+    Exposed {
+        /// The directory or file that is not owner-only.
+        path: PathBuf,
+        /// How it is exposed.
+        exposure: Exposure,
+    },
+    /// A file operation failed.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The path it failed on.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ScopeError + '_ {
@@ -85,7 +128,10 @@ fn unsafe_path(path: &Path, why: impl Into<String>) -> ScopeError {
 /// The canonical identity of a workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
+    /// The platform tag: `posix` (Linux, macOS) or `win32` (Windows).
     pub platform: &'static str,
+    /// The workspace's canonical path: its `realpath` on POSIX, its final path without the
+    /// `\\?\` prefix on Windows.
     pub canonical_path: String,
 }
 

@@ -53,6 +53,7 @@ const DAY_MS: i64 = 86_400_000;
 /// statistics count.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionUsageContribution {
+    /// The header's session id (empty when it has none).
     pub session_id: String,
     /// The header's `parentSession` (else legacy `branchedFrom`), as written.
     pub parent: Option<String>,
@@ -64,6 +65,7 @@ pub struct SessionUsageContribution {
     pub messages: usize,
     /// Whether entry ids come from the file (false for files older than v2).
     pub stable_ids: bool,
+    /// Every usage record the session's statistics count, in file order.
     pub records: Vec<ContributedUsage>,
     /// How many usage records were invalid and not counted.
     pub skipped: usize,
@@ -72,12 +74,18 @@ pub struct SessionUsageContribution {
 /// One counted usage record of a session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContributedUsage {
+    /// The 8-hex-digit id of the entry carrying the record (empty when it has none; drawn
+    /// anew at every load for files older than v2, see
+    /// [`SessionUsageContribution::stable_ids`]).
     pub entry_id: String,
     /// The entry's ISO timestamp as stored.
     pub timestamp: String,
     /// The record's time in milliseconds since the epoch, if it has one.
     pub time_ms: Option<i64>,
+    /// The model the record is attributed to
+    /// ([`usage_model`](crate::session::usage::usage_model)).
     pub model: String,
+    /// The record's token counts, premium requests and cost.
     pub amounts: UsageTotals,
 }
 
@@ -133,6 +141,8 @@ impl SessionUsageContribution {
         sum
     }
 
+    /// The contribution of a loaded session ([`SessionUsageContribution::from_session`] with
+    /// the migration it was loaded with).
     pub fn from_loaded(loaded: &LoadedSession) -> Self {
         Self::from_session(&loaded.session, loaded.migration)
     }
@@ -146,11 +156,17 @@ impl SessionUsageContribution {
 /// How store usage is grouped (see the module invariants).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Grouping {
+    /// By the id of the session a record counts in.
     Session,
+    /// By the UTC date of a record's time, `YYYY-MM-DD`.
     Day,
+    /// By the ISO 8601 week of a record's time, `YYYY-Www` (UTC).
     Week,
+    /// By the month of a record's time, `YYYY-MM` (UTC).
     Month,
+    /// By the header `cwd` of the session a record counts in.
     Project,
+    /// By the model a record is attributed to.
     Model,
 }
 
@@ -215,6 +231,7 @@ impl TimeRange {
 pub struct StoreUsage {
     /// How many contributions (session files) were combined.
     pub sessions: usize,
+    /// Every record counted (in the range, copies left out), summed.
     pub totals: UsageSum,
     /// Records not counted because an older session of the lineage holds them.
     pub copies: u64,
@@ -222,11 +239,17 @@ pub struct StoreUsage {
     pub skipped: u64,
     /// Records left out because their time is outside the report's [`TimeRange`].
     pub outside_range: u64,
+    /// The counted records by the id of the session they count in.
     pub by_session: BTreeMap<String, UsageSum>,
+    /// The counted records by UTC date (`YYYY-MM-DD`, `unknown` without a time).
     pub by_day: BTreeMap<String, UsageSum>,
+    /// The counted records by ISO 8601 week (`YYYY-Www`, `unknown` without a time).
     pub by_week: BTreeMap<String, UsageSum>,
+    /// The counted records by UTC month (`YYYY-MM`, `unknown` without a time).
     pub by_month: BTreeMap<String, UsageSum>,
+    /// The counted records by the header `cwd` of the session they count in.
     pub by_project: BTreeMap<String, UsageSum>,
+    /// The counted records by the model they are attributed to.
     pub by_model: BTreeMap<String, UsageSum>,
     /// The `cwd` of each session of [`StoreUsage::by_session`].
     pub session_cwds: BTreeMap<String, String>,
@@ -322,6 +345,7 @@ impl StoreUsage {
         usage
     }
 
+    /// The groups of a grouping, by key ([`StoreUsage::by_session`] and its siblings).
     pub fn groups(&self, by: Grouping) -> &BTreeMap<String, UsageSum> {
         match by {
             Grouping::Session => &self.by_session,

@@ -76,6 +76,7 @@ details>summary{cursor:pointer;color:#555}\
 
 /// What a page shows and how it links.
 pub struct PageOptions<'a> {
+    /// How images stored as blobs are shown.
     pub images: Images<'a>,
     /// Cold-spilled content is read back from this blob store first.
     pub cold: Option<&'a BlobStore>,
@@ -97,7 +98,9 @@ pub const PAGE_MESSAGES: usize = 1_000;
 /// Where the pages of a context are: page `n` at `<dir><n>.html`, the last one at `last`.
 #[derive(Clone, Copy)]
 pub struct PageLinks<'a> {
+    /// The prefix of every page but the last: page `n` is at `<dir><n>.html`.
     pub dir: &'a str,
+    /// The link to the last page.
     pub last: &'a str,
 }
 

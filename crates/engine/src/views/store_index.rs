@@ -30,13 +30,18 @@ const TITLE_CHARS: usize = 100;
 
 /// One session of the index.
 pub struct IndexEntry {
+    /// The session's id, shown when it has no title.
     pub id: String,
     /// The session's title, else its first prompt (empty with neither).
     pub title: String,
+    /// The header's `cwd`: the project the session is listed under.
     pub cwd: String,
     /// The header's ISO timestamp.
     pub created: String,
+    /// How many message entries the session holds (on every branch).
     pub messages: usize,
+    /// The session's own usage (copies from its parent included), shown as its
+    /// tokens and cost.
     pub usage: UsageSum,
     /// The session's page, relative to the index.
     pub href: String,

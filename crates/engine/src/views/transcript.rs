@@ -33,11 +33,16 @@ pub const DETAIL_CHARS: usize = 200;
 pub struct Facts {
     /// The header's title on one line, else `Session <id>`.
     pub title: String,
+    /// The header's session id on one line.
     pub id: String,
+    /// The header's `cwd` on one line, if it has one.
     pub cwd: Option<String>,
     /// The leaf shown (for a leaf marker, the entry it stands for); `None` for a null leaf.
     pub leaf: Option<String>,
+    /// How many messages the context holds (on every page).
     pub messages: usize,
+    /// The context's thinking level on one line (`off` unless set; a non-string
+    /// value as compact JSON).
     pub thinking_level: String,
     /// The context's default model, if it names one.
     pub model: Option<String>,
@@ -51,6 +56,7 @@ pub struct Facts {
 /// message, so the last page holds the newest and may be short.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
+    /// How many messages a page holds; 0 means one page of all of them.
     pub size: usize,
     /// From 1; `None` (or past the end): the last page.
     pub page: Option<usize>,
@@ -61,9 +67,11 @@ pub struct Window {
 pub struct PageOf {
     /// From 1.
     pub page: usize,
+    /// How many pages there are (at least 1).
     pub pages: usize,
     /// The numbers (from 1) of the first message on the page and of the one after the last.
     pub first: usize,
+    /// The number of the message after the last one on the page.
     pub end: usize,
 }
 
@@ -117,25 +125,35 @@ pub enum Image<'a> {
     /// Stored in the blob store under this SHA-256 (64 lowercase hex digits, checked), with
     /// the block's `mimeType` as written (untrusted).
     Blob {
+        /// The blob's SHA-256, as 64 lower-case hex digits.
         hash: &'a str,
+        /// The block's `mimeType`, if it is a well-formed string (untrusted).
         mime: Option<&'a str>,
     },
     /// A `blob:` reference that names no valid hash.
     InvalidRef,
     /// Inline base64 data, not passed on: its MIME type and decoded size.
-    Inline { mime: String, bytes: usize },
+    Inline {
+        /// The block's `mimeType` on one line, else `unknown type`.
+        mime: String,
+        /// The decoded size in bytes, estimated from the length of the base64 text.
+        bytes: usize,
+    },
     /// An image block without data.
     Empty,
 }
 
 /// A renderer of the parts.
 pub trait Sink {
+    /// The facts, first, before any message.
     fn facts(&mut self, facts: &Facts) -> io::Result<()>;
+    /// A message opens; its pieces follow, then [`Sink::end_message`].
     fn heading(&mut self, heading: &Heading) -> io::Result<()>;
     /// Prose, never blank.
     fn text(&mut self, text: &str) -> io::Result<()>;
     /// A thinking block's text, never blank.
     fn thinking(&mut self, text: &str) -> io::Result<()>;
+    /// A thinking block whose content the provider redacted.
     fn redacted_thinking(&mut self) -> io::Result<()>;
     /// A tool call: its name, its call id, and its arguments as pretty JSON.
     fn tool_call(
@@ -150,6 +168,7 @@ pub trait Sink {
     /// Output a reader may want cut or folded (a tool result's text, an execution's output,
     /// the JSON of a value of unknown shape): `lang` is `text` or `json`.
     fn output(&mut self, text: &str, lang: &str) -> io::Result<()>;
+    /// An image block.
     fn image(&mut self, image: Image<'_>) -> io::Result<()>;
     /// A block of a type the views do not know.
     fn unknown_block(&mut self, block_type: &str) -> io::Result<()>;
@@ -166,6 +185,7 @@ pub trait Sink {
     fn status(&mut self, status: &[String]) -> io::Result<()>;
     /// Mentioned files: each path, with its line count (`1 line`, `12 lines`) if known.
     fn files(&mut self, files: &[(String, Option<String>)]) -> io::Result<()>;
+    /// The message opened by the last [`Sink::heading`] is complete.
     fn end_message(&mut self) -> io::Result<()>;
 }
 

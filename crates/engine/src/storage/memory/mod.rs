@@ -56,7 +56,10 @@ pub enum FaultKind {
 /// Fail operation number `at` (0-based, counting every call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fault {
+    /// The number of the operation that fails, as [`MemoryStorage::op_count`] counts them
+    /// (0-based).
     pub at: u64,
+    /// How the operation fails: with an errno, or as a short write.
     pub kind: FaultKind,
 }
 
@@ -126,6 +129,7 @@ pub struct MemoryStorage {
 }
 
 impl MemoryStorage {
+    /// An empty storage: no files, no directories, no faults armed.
     pub fn new() -> Self {
         Self::default()
     }

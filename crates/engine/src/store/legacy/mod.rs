@@ -72,15 +72,24 @@ pub use retire::retire_candidate;
 pub const HEADER_MAX_BYTES: usize = 64 * 1024;
 /// How many other `-*` directories of the sessions root are scanned.
 pub const MAX_DISCOVERED_LEGACY_DIRS: usize = 256;
-/// Artifact copy bounds.
+/// Artifact copy bounds: how many directory levels an artifacts tree may nest below its
+/// root (deeper is `unsafe_artifacts`).
 pub const ARTIFACT_MAX_DEPTH: usize = 32;
+/// How many files an artifacts tree may hold in all (more is `artifact_capacity_exceeded`).
 pub const ARTIFACT_MAX_FILES: usize = 50_000;
+/// How large one artifact file may be, in bytes (larger is `unsafe_artifacts`).
 pub const ARTIFACT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// How many bytes the files of an artifacts tree may hold in all (more is
+/// `artifact_capacity_exceeded`).
 pub const ARTIFACT_MAX_TOTAL_BYTES: u64 = 512 * 1024 * 1024;
-/// Lock lease, renewal margin and how long to wait for a live holder by default
-/// ([`LegacyStore::lock_wait`]), in milliseconds.
+/// Lock lease, in milliseconds: a lock whose lease ran out and whose holder no longer runs
+/// (or an unreadable lock older than this) is stale and may be taken over.
 pub const LOCK_LEASE_MS: i64 = 60_000;
+/// Lock renewal margin, in milliseconds: a holder renews its lease once less than this is
+/// left of it.
 pub const LOCK_HEARTBEAT_MS: i64 = 10_000;
+/// How long to wait for a live holder of a lock by default ([`LegacyStore::lock_wait`]), in
+/// milliseconds.
 pub const LOCK_WAIT_MS: u64 = 5_000;
 /// How often to retry a held lock.
 const LOCK_POLL: Duration = Duration::from_millis(50);
@@ -92,6 +101,7 @@ const LOCK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// module are those of [`LegacyStore::on_disk`].
 #[derive(Debug, Clone, Copy)]
 pub struct LegacyStore<'a> {
+    /// The storage every file operation goes through.
     pub storage: &'a dyn SessionStorage,
     /// How long to wait for a live holder of an operation's lock before failing with
     /// `migration_busy` ([`LOCK_WAIT_MS`] unless set).
@@ -124,32 +134,108 @@ const LOCKS: &str = "locks";
 const RECEIPTS: &str = "receipts";
 const TOMBSTONES: &str = "tombstones";
 
+/// Why listing, migrating or retiring legacy candidates failed; [`LegacyError::code`] gives
+/// the original's failure code.
 #[derive(Debug, thiserror::Error)]
 pub enum LegacyError {
+    /// The operation's lock stayed held by a live process for longer than
+    /// [`LegacyStore::lock_wait`], or a lock this process held was lost (`migration_busy`).
     #[error("{path}: migration_busy: another process holds {lock}")]
-    MigrationBusy { path: PathBuf, lock: PathBuf },
+    MigrationBusy {
+        /// The candidate's transcript (the lock file itself when a held lock was lost).
+        path: PathBuf,
+        /// The lock file, `locks/<op>.lock` in the scope's internal directory.
+        lock: PathBuf,
+    },
+    /// A legacy candidate was to be opened for writing under [`MigrationPolicy::Disabled`]
+    /// (`legacy_migration_disabled`).
     #[error("{path}: legacy_migration_disabled: the directory migration policy is \"disabled\"")]
-    MigrationDisabled { path: PathBuf },
+    MigrationDisabled {
+        /// The legacy transcript.
+        path: PathBuf,
+    },
+    /// Something other than an earlier copy of the source occupies the destination in the v2
+    /// scope: other content, a symlink, a special file (`destination_conflict`).
     #[error("{path}: destination_conflict: {why}")]
-    DestinationConflict { path: PathBuf, why: String },
+    DestinationConflict {
+        /// The occupied destination.
+        path: PathBuf,
+        /// What occupies it.
+        why: String,
+    },
+    /// The candidate or one of its artifacts is no longer the version it was listed with, or
+    /// changed while it was copied (`source_changed`).
     #[error("{path}: source_changed: {why}")]
-    SourceChanged { path: PathBuf, why: String },
+    SourceChanged {
+        /// The transcript or artifact that changed.
+        path: PathBuf,
+        /// What changed.
+        why: String,
+    },
+    /// The artifacts tree is not a real directory, or holds a symlink, a hard-linked or
+    /// special file, a name that is not UTF-8, a file larger than [`ARTIFACT_MAX_FILE_BYTES`],
+    /// or directories nested deeper than [`ARTIFACT_MAX_DEPTH`] (`unsafe_artifacts`).
     #[error("{path}: unsafe_artifacts: {why}")]
-    UnsafeArtifacts { path: PathBuf, why: String },
+    UnsafeArtifacts {
+        /// The offending entry of the tree.
+        path: PathBuf,
+        /// What makes it unsafe.
+        why: String,
+    },
+    /// The artifacts tree holds more than [`ARTIFACT_MAX_FILES`] files or more than
+    /// [`ARTIFACT_MAX_TOTAL_BYTES`] in all (`artifact_capacity_exceeded`).
     #[error("{path}: artifact_capacity_exceeded: {why}")]
-    ArtifactCapacityExceeded { path: PathBuf, why: String },
+    ArtifactCapacityExceeded {
+        /// The artifacts directory.
+        path: PathBuf,
+        /// Which bound was passed.
+        why: String,
+    },
+    /// A tombstone of the scope retires this version of the candidate (`migration_retired`).
     #[error("{path}: migration_retired: a tombstone retires this session")]
-    MigrationRetired { path: PathBuf },
+    MigrationRetired {
+        /// The candidate's transcript.
+        path: PathBuf,
+    },
+    /// The operation does not apply to the candidate: it is not a legacy candidate, not a
+    /// transcript directly in a legacy directory, or not in the workspace's v2 scope
+    /// (`invalid_candidate`).
     #[error("{path}: invalid_candidate: {why}")]
-    InvalidCandidate { path: PathBuf, why: String },
+    InvalidCandidate {
+        /// The candidate's transcript.
+        path: PathBuf,
+        /// Why it does not apply.
+        why: String,
+    },
+    /// The sessions root or a directory to be listed is a symlink or another file type, not
+    /// a real directory (`unsafe_root`).
     #[error("{path}: unsafe_root: {why}")]
-    UnsafeDirectory { path: PathBuf, why: String },
+    UnsafeDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// What it is instead.
+        why: String,
+    },
+    /// A copied file or a directory's entries could not be made durable, or the published
+    /// copy does not read back as the source's bytes (`durability_failed`).
     #[error("{path}: durability_failed: {why}")]
-    DurabilityFailed { path: PathBuf, why: String },
+    DurabilityFailed {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// What failed.
+        why: String,
+    },
+    /// The workspace cannot be resolved, or its v2 scope failed verification or preparation.
     #[error(transparent)]
     Scope(#[from] ScopeError),
+    /// A file operation failed (`io_error`).
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The path it failed on.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
 }
 
 impl LegacyError {
@@ -224,6 +310,7 @@ pub enum Provenance {
 }
 
 impl Provenance {
+    /// The provenance's name: `v2`, `legacy` or `migrated_v2`.
     pub fn as_str(self) -> &'static str {
         match self {
             Provenance::V2 => "v2",
@@ -236,9 +323,13 @@ impl Provenance {
 /// The exact version of a file a candidate was listed with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileIdentity {
+    /// The device the file is on (on Windows, the volume serial number).
     pub dev: u64,
+    /// The file's inode number (on Windows, its file index).
     pub ino: u64,
+    /// The file's length, bytes.
     pub size: u64,
+    /// Modification time in nanoseconds since the epoch.
     pub mtime_ns: i128,
     /// Lower-case hex SHA-256 of the whole file.
     pub sha256: String,
@@ -247,11 +338,15 @@ pub struct FileIdentity {
 /// A session of the workspace, as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
+    /// The transcript's path, in the v2 scope or a legacy directory.
     pub path: PathBuf,
+    /// The header's session `id`.
     pub session_id: String,
     /// The header's cwd, as written.
     pub cwd: String,
+    /// Where the transcript lives.
     pub provenance: Provenance,
+    /// The exact file version that was listed; operations on the candidate refuse any other.
     pub identity: FileIdentity,
 }
 
@@ -281,6 +376,7 @@ fn operation_name(path: &Path, id: &FileIdentity) -> String {
 /// A transcript that was skipped because it cannot be attributed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidCandidate {
+    /// The transcript's path.
     pub path: PathBuf,
     /// `invalid_header`, `unreadable_candidate`, `source_changed`, `cwd_not_found`,
     /// `cwd_not_directory`, `cwd_network_unsupported` or `cwd_identity_unavailable`.
@@ -290,16 +386,22 @@ pub struct InvalidCandidate {
 /// The sessions of one workspace, v2 scope first, then the legacy directories.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CandidateListing {
+    /// The transcripts whose header cwd resolves to this workspace, v2 scope first, then the
+    /// legacy directories; retired ones and migrated legacy sources left out.
     pub owned: Vec<Candidate>,
     /// Transcripts whose header cwd is another workspace.
     pub foreign: Vec<PathBuf>,
+    /// Transcripts that cannot be attributed (a malformed header, a cwd that cannot be
+    /// resolved, a file that cannot be read), with the reason for each.
     pub invalid: Vec<InvalidCandidate>,
 }
 
 /// The roots the home- and temp-relative legacy names are taken against.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LegacyRoots {
+    /// The home directory; `None` when unknown, and then no home-relative name is tried.
     pub home: Option<PathBuf>,
+    /// The temporary directory; `None` when unknown, and then no temp-relative name is tried.
     pub tmp: Option<PathBuf>,
 }
 
@@ -316,11 +418,18 @@ impl LegacyRoots {
 /// A workspace: its canonical identity and the lexical absolute spelling it was given as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workspace {
+    /// The canonical identity, which names the v2 scope and decides which transcripts are
+    /// the workspace's own.
     pub identity: Identity,
+    /// The cwd as given, made absolute against the current directory and normalised
+    /// lexically (symlinks not resolved).
     pub lexical_cwd: PathBuf,
 }
 
 impl Workspace {
+    /// The workspace at `cwd` on the local filesystem ([`Workspace::resolve_in`]). Fails
+    /// when `cwd` is not an existing local directory with a UTF-8 path, or when it is
+    /// relative and the current directory cannot be read.
     pub fn resolve(cwd: &Path) -> Result<Self, LegacyError> {
         Self::resolve_in(&FileStorage, cwd)
     }
