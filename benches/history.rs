@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use gjcfs::engine::HistoryStorage;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 
 const SEED: u64 = 7;
 const SEARCH_LIMIT: usize = 20;
@@ -277,9 +277,9 @@ impl Vocabulary {
     fn generated(rng: &mut SmallRng, size: usize) -> Self {
         let mut words: Vec<String> = COMMON.iter().map(|w| (*w).to_owned()).collect();
         while words.len() < size {
-            let n = rng.gen_range(2..=4);
+            let n = rng.random_range(2..=4);
             let word: String = (0..n)
-                .map(|_| SYLLABLES[rng.gen_range(0..SYLLABLES.len())])
+                .map(|_| SYLLABLES[rng.random_range(0..SYLLABLES.len())])
                 .collect();
             words.push(word);
         }
@@ -299,7 +299,7 @@ impl Vocabulary {
     }
 
     fn pick(&self, rng: &mut SmallRng) -> &str {
-        let x = rng.gen::<f64>() * self.cumulative[self.cumulative.len() - 1];
+        let x = rng.random::<f64>() * self.cumulative[self.cumulative.len() - 1];
         let i = self.cumulative.partition_point(|&c| c < x);
         &self.words[i.min(self.words.len() - 1)]
     }
@@ -337,12 +337,12 @@ impl Corpus {
 
     fn prompt(&mut self) -> String {
         let mut out = String::new();
-        let words = self.rng.gen_range(3..=30);
+        let words = self.rng.random_range(3..=30);
         for i in 0..words {
             if i > 0 {
                 out.push(' ');
             }
-            match self.rng.gen_range(0..100) {
+            match self.rng.random_range(0..100) {
                 0..=3 => {
                     let (a, b) = (self.word(), self.word());
                     out.push_str(&format!("src/{a}/{b}.rs"));
@@ -352,7 +352,7 @@ impl Corpus {
                     out.push_str(&format!("{a}_{b}"));
                 }
                 8..=9 => {
-                    let n = self.rng.gen_range(0..100_000);
+                    let n = self.rng.random_range(0..100_000);
                     out.push_str(&n.to_string());
                 }
                 _ => {
@@ -360,18 +360,18 @@ impl Corpus {
                     out.push_str(&w);
                 }
             }
-            if self.rng.gen_range(0..12) == 0 {
-                out.push_str([",", ".", "?", ":"][self.rng.gen_range(0..4)]);
+            if self.rng.random_range(0..12) == 0 {
+                out.push_str([",", ".", "?", ":"][self.rng.random_range(0..4)]);
             }
         }
-        if self.rng.gen_range(0..100) == 0 {
+        if self.rng.random_range(0..100) == 0 {
             // A pasted log.
-            let lines = self.rng.gen_range(10..60);
+            let lines = self.rng.random_range(10..60);
             for n in 0..lines {
                 let (a, b) = (self.word(), self.word());
                 out.push_str(&format!(
                     "\n[{n:04}] ERROR {a}::{b}: failed at line {}",
-                    self.rng.gen_range(1..5000)
+                    self.rng.random_range(1..5000)
                 ));
             }
         }
@@ -381,10 +381,10 @@ impl Corpus {
     /// The next row: prompt, cwd, created_at (non-decreasing, about a minute apart on
     /// average, in bursts).
     fn row(&mut self) -> (String, String, i64) {
-        self.time += if self.rng.gen_range(0..50) == 0 {
-            self.rng.gen_range(600..20_000)
+        self.time += if self.rng.random_range(0..50) == 0 {
+            self.rng.random_range(600..20_000)
         } else {
-            self.rng.gen_range(2..60)
+            self.rng.random_range(2..60)
         };
         let cwd = self.projects.pick(&mut self.rng).to_owned();
         (self.prompt(), cwd, self.time)

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::common::{gjcfs_bin, SessionText};
 use gjcfs::engine::load_session;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 
 #[test]
 fn sigkill_during_appends_loses_at_most_the_line_being_written() {
@@ -33,7 +33,7 @@ fn sigkill_during_appends_loses_at_most_the_line_being_written() {
             .spawn()
             .unwrap();
         let mut stdin = child.stdin.take().unwrap();
-        let padding = "x".repeat(rng.gen_range(0..20_000));
+        let padding = "x".repeat(rng.random_range(0..20_000));
         let writer = std::thread::spawn(move || {
             for i in 0.. {
                 let line = format!("{{\"role\":\"user\",\"content\":\"r{run}-{i} {padding}\"}}\n");
@@ -42,7 +42,7 @@ fn sigkill_during_appends_loses_at_most_the_line_being_written() {
                 }
             }
         });
-        std::thread::sleep(Duration::from_millis(rng.gen_range(1..40)));
+        std::thread::sleep(Duration::from_millis(rng.random_range(1..40)));
         child.kill().unwrap();
         child.wait().unwrap();
         writer.join().unwrap();
@@ -131,7 +131,7 @@ fn temp_files_of_killed_full_rewrites_are_removed_by_the_next_write() {
     for kill in 0..10 {
         let mut child = append();
         // The rewrite runs from the first tenths of a second on.
-        std::thread::sleep(Duration::from_millis(rng.gen_range(50..700)));
+        std::thread::sleep(Duration::from_millis(rng.random_range(50..700)));
         child.kill().unwrap();
         child.wait().unwrap();
         left = left.max(temp_files(dir.path()).len());

@@ -8,8 +8,8 @@
 //! occasional terminal colour escape (a control character) and non-ASCII characters.
 
 use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
-use rand::Rng;
+use rand::seq::IndexedRandom;
+use rand::RngExt;
 
 const WORDS: &[&str] = &[
     "the",
@@ -228,12 +228,12 @@ pub fn ident(rng: &mut SmallRng) -> &'static str {
 /// One sentence of a few to a dozen words, capitalised, sometimes with inline code or a
 /// non-ASCII character.
 fn sentence(rng: &mut SmallRng, out: &mut String) {
-    let n = rng.gen_range(4..14);
+    let n = rng.random_range(4..14);
     for i in 0..n {
         if i > 0 {
             out.push(' ');
         }
-        let roll = rng.gen_range(0..100);
+        let roll = rng.random_range(0..100);
         if roll < 4 {
             out.push('`');
             out.push_str(ident(rng));
@@ -264,14 +264,14 @@ fn sentence(rng: &mut SmallRng, out: &mut String) {
 pub fn prose(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
     let target = out.len() + min_bytes;
     while out.len() < target {
-        match rng.gen_range(0..10) {
+        match rng.random_range(0..10) {
             0 => {
                 out.push_str("## ");
                 sentence(rng, out);
                 out.push_str("\n\n");
             }
             1 | 2 => {
-                for _ in 0..rng.gen_range(2..5) {
+                for _ in 0..rng.random_range(2..5) {
                     out.push_str("- ");
                     sentence(rng, out);
                     out.push('\n');
@@ -286,7 +286,7 @@ pub fn prose(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
                 out.push_str(" | ✅ |\n\n");
             }
             _ => {
-                for _ in 0..rng.gen_range(1..4) {
+                for _ in 0..rng.random_range(1..4) {
                     sentence(rng, out);
                     out.push(' ');
                 }
@@ -319,7 +319,7 @@ pub fn code(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
             out.push('\t');
         }
         let (a, b) = (ident(rng), ident(rng));
-        match rng.gen_range(0..12) {
+        match rng.random_range(0..12) {
             0 if depth == 0 => {
                 out.push_str("import { ");
                 out.push_str(a);
@@ -368,7 +368,7 @@ pub fn code(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
                 out.push_str("(\"");
                 out.push_str(pick(rng, WORDS));
                 out.push_str("\", ");
-                out.push_str(&rng.gen_range(0..4096).to_string());
+                out.push_str(&rng.random_range(0..4096).to_string());
                 out.push_str(");");
             }
         }
@@ -386,7 +386,7 @@ pub fn code(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
 pub fn numbered_code(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
     let mut body = String::with_capacity(min_bytes + 256);
     code(rng, min_bytes, &mut body);
-    let start = rng.gen_range(1..400);
+    let start = rng.random_range(1..400);
     for (i, line) in body.lines().enumerate() {
         out.push_str(&format!("{:>5}\t", start + i));
         out.push_str(line);
@@ -398,11 +398,11 @@ pub fn numbered_code(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
 pub fn shell_output(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
     let target = out.len() + min_bytes;
     while out.len() < target {
-        match rng.gen_range(0..8) {
+        match rng.random_range(0..8) {
             0 => {
                 out.push_str("\u{1b}[32m✓\u{1b}[0m ");
                 out.push_str(file_path(rng));
-                out.push_str(&format!(" ({} ms)", rng.gen_range(1..900)));
+                out.push_str(&format!(" ({} ms)", rng.random_range(1..900)));
             }
             1 => {
                 out.push_str("\u{1b}[31m✗\u{1b}[0m ");
@@ -414,8 +414,8 @@ pub fn shell_output(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
                 out.push_str(file_path(rng));
                 out.push_str(&format!(
                     ":{}:{} - error TS2339: Property '{}' does not exist on type '{}'.",
-                    rng.gen_range(1..900),
-                    rng.gen_range(1..80),
+                    rng.random_range(1..900),
+                    rng.random_range(1..80),
                     ident(rng),
                     ident(rng)
                 ));
@@ -423,15 +423,15 @@ pub fn shell_output(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
             3 => {
                 out.push_str(&format!(
                     "-rw-r--r--  1 dev  staff  {:>7} Feb 16 10:{:02} {}",
-                    rng.gen_range(100..90_000),
-                    rng.gen_range(0..60),
+                    rng.random_range(100..90_000),
+                    rng.random_range(0..60),
                     file_path(rng)
                 ));
             }
             _ => {
                 out.push_str(file_path(rng));
                 out.push(':');
-                out.push_str(&rng.gen_range(1..2000).to_string());
+                out.push_str(&rng.random_range(1..2000).to_string());
                 out.push_str(":\t");
                 out.push_str(ident(rng));
                 out.push_str(" = \"");
@@ -447,7 +447,7 @@ pub fn shell_output(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
 pub fn diff(rng: &mut SmallRng, min_bytes: usize, out: &mut String) {
     let target = out.len() + min_bytes;
     while out.len() < target {
-        let line = rng.gen_range(1..900);
+        let line = rng.random_range(1..900);
         out.push_str(&format!("      ...\n{line:>5}   "));
         out.push_str(ident(rng));
         out.push_str("();\n");
@@ -471,7 +471,7 @@ pub fn base64ish(rng: &mut SmallRng, len: usize, out: &mut String) {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     out.reserve(len);
     for _ in 0..len {
-        out.push(ALPHABET[rng.gen_range(0..64)] as char);
+        out.push(ALPHABET[rng.random_range(0..64)] as char);
     }
 }
 
@@ -501,7 +501,7 @@ pub fn base64(bytes: &[u8]) -> String {
 pub fn alnum(rng: &mut SmallRng, len: usize, out: &mut String) {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     for _ in 0..len {
-        out.push(ALPHABET[rng.gen_range(0..ALPHABET.len())] as char);
+        out.push(ALPHABET[rng.random_range(0..ALPHABET.len())] as char);
     }
 }
 

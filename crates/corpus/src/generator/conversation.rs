@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use rand::Rng;
+use rand::RngExt;
 
 use gjcfs_engine::json::{Object, Value};
 
@@ -17,12 +17,12 @@ impl<W: Write> Generator<W> {
             return self.bash_execution();
         }
         self.user_message()?;
-        let steps = match self.rng.gen_range(0..100) {
+        let steps = match self.rng.random_range(0..100) {
             0..=29 => 0,
             30..=59 => 1,
             60..=79 => 2,
             80..=91 => 3,
-            _ => self.rng.gen_range(4..9),
+            _ => self.rng.random_range(4..9),
         };
         for _ in 0..steps {
             if self.done() {
@@ -39,7 +39,7 @@ impl<W: Write> Generator<W> {
         if self.done() {
             return Ok(());
         }
-        let ending = match self.rng.gen_range(0..100) {
+        let ending = match self.rng.random_range(0..100) {
             0..=3 => Ending::Aborted,
             4 => Ending::Error,
             _ => Ending::Stop,
@@ -78,16 +78,16 @@ impl<W: Write> Generator<W> {
         if self.chance(10) {
             m.insert("attribution", s("user"));
         }
-        m.insert("timestamp", int(self.now - self.rng.gen_range(1..20)));
+        m.insert("timestamp", int(self.now - self.rng.random_range(1..20)));
         o.insert("message", Value::Object(m));
         self.commit(id, o)
     }
 
     /// A small PNG-looking image whose base64 stays under 1,024 characters.
     pub(super) fn image_block(&mut self) -> Value {
-        let n = self.rng.gen_range(120..700);
+        let n = self.rng.random_range(120..700);
         let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
-        bytes.extend((0..n).map(|_| self.rng.gen::<u8>()));
+        bytes.extend((0..n).map(|_| self.rng.random::<u8>()));
         object([
             ("type", s("image")),
             ("data", s(text::base64(&bytes))),
@@ -123,7 +123,7 @@ impl<W: Write> Generator<W> {
         &mut self,
         ending: Ending,
     ) -> io::Result<Vec<(String, &'static str)>> {
-        let started = self.now + self.rng.gen_range(5..50);
+        let started = self.now + self.rng.random_range(5..50);
         let (id, mut o) = self.start("message", (800, 60_000));
         let model = &MODELS[self.model];
         let mut content = Vec::new();
@@ -141,7 +141,7 @@ impl<W: Write> Generator<W> {
             ]));
         } else if self.chance(2) {
             let mut data = String::new();
-            let n = self.rng.gen_range(100..800);
+            let n = self.rng.random_range(100..800);
             text::base64ish(&mut self.rng, n, &mut data);
             content.push(object([("type", s("redactedThinking")), ("data", s(data))]));
         }
@@ -157,7 +157,7 @@ impl<W: Write> Generator<W> {
         }
         let mut calls = Vec::new();
         if ending == Ending::ToolUse {
-            for _ in 0..self.rng.gen_range(1..4) {
+            for _ in 0..self.rng.random_range(1..4) {
                 let (call, block) = self.tool_call(model.provider);
                 calls.push(call);
                 content.push(block);
@@ -195,7 +195,7 @@ impl<W: Write> Generator<W> {
         m.insert("timestamp", int(started));
         if self.chance(70) {
             m.insert("duration", int(self.now - started));
-            m.insert("ttft", int(self.rng.gen_range(300..4_000)));
+            m.insert("ttft", int(self.rng.random_range(300..4_000)));
         }
         o.insert("message", Value::Object(m));
         self.commit(id, o)?;
@@ -207,11 +207,11 @@ impl<W: Write> Generator<W> {
             (0, 0, 0, 0)
         } else {
             (
-                self.rng.gen_range(1..6_000i64),
-                self.rng.gen_range(20..4_000i64),
-                self.rng.gen_range(0..160_000i64),
+                self.rng.random_range(1..6_000i64),
+                self.rng.random_range(20..4_000i64),
+                self.rng.random_range(0..160_000i64),
                 if self.chance(40) {
-                    self.rng.gen_range(100..8_000i64)
+                    self.rng.random_range(100..8_000i64)
                 } else {
                     0
                 },
@@ -235,7 +235,7 @@ impl<W: Write> Generator<W> {
             int(input + output + cache_read + cache_write),
         );
         if model.provider == "openai" && !failed {
-            u.insert("reasoningTokens", int(self.rng.gen_range(0..output + 1)));
+            u.insert("reasoningTokens", int(self.rng.random_range(0..output + 1)));
         }
         u.insert(
             "cost",
@@ -266,7 +266,7 @@ impl<W: Write> Generator<W> {
                 if self.chance(30) {
                     object([
                         ("path", s(path)),
-                        ("offset", int(self.rng.gen_range(1..500))),
+                        ("offset", int(self.rng.random_range(1..500))),
                         ("limit", int(200)),
                     ])
                 } else {
@@ -336,7 +336,7 @@ impl<W: Write> Generator<W> {
                 "bash" => {
                     let n = self.output_size();
                     text::shell_output(&mut self.rng, n, &mut out);
-                    lone_surrogate = self.rng.gen_range(0..400) == 0;
+                    lone_surrogate = self.rng.random_range(0..400) == 0;
                 }
                 "edit" => {
                     let path = text::file_path(&mut self.rng);
@@ -346,12 +346,12 @@ impl<W: Write> Generator<W> {
                     text::diff(&mut self.rng, n, &mut d);
                     details = Some(object([
                         ("diff", s(d)),
-                        ("firstChangedLine", int(self.rng.gen_range(1..900))),
+                        ("firstChangedLine", int(self.rng.random_range(1..900))),
                     ]));
                 }
                 "write" => {
                     let path = text::file_path(&mut self.rng);
-                    let n = self.rng.gen_range(200..12_000);
+                    let n = self.rng.random_range(200..12_000);
                     out.push_str(&format!("Successfully wrote {n} bytes to {path}"));
                 }
                 _ => {

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use rand::seq::SliceRandom;
-use rand::Rng;
+use rand::RngExt;
 
 use gjcfs_engine::json::{Object, Value};
 
@@ -16,13 +16,13 @@ use crate::values::*;
 impl<W: Write> Generator<W> {
     pub(super) fn event(&mut self) -> io::Result<()> {
         if !self.v5() {
-            return match self.rng.gen_range(0..10) {
+            return match self.rng.random_range(0..10) {
                 0..=4 => self.thinking_level_change(),
                 5..=7 => self.model_change(),
                 _ => self.compaction(),
             };
         }
-        match self.rng.gen_range(0..100) {
+        match self.rng.random_range(0..100) {
             0..=11 => self.thinking_level_change(),
             12..=21 => self.model_change(),
             22..=33 => self.label(),
@@ -56,7 +56,7 @@ impl<W: Write> Generator<W> {
     pub(super) fn model_change(&mut self) -> io::Result<()> {
         let (id, mut o) = self.start("model_change", (100, 30_000));
         let previous = self.model;
-        let next = self.rng.gen_range(0..MODELS.len());
+        let next = self.rng.random_range(0..MODELS.len());
         let spec = &MODELS[next];
         if !self.v5() {
             self.model = next;
@@ -65,7 +65,7 @@ impl<W: Write> Generator<W> {
             return self.commit(id, o);
         }
         o.insert("model", s(format!("{}/{}", spec.provider, spec.model)));
-        match self.rng.gen_range(0..10) {
+        match self.rng.random_range(0..10) {
             0..=3 => {}
             4..=7 => {
                 o.insert("role", s("default"));
@@ -90,7 +90,7 @@ impl<W: Write> Generator<W> {
 
     pub(super) fn service_tier_change(&mut self) -> io::Result<()> {
         let (id, mut o) = self.start("service_tier_change", (100, 30_000));
-        let tier = match self.rng.gen_range(0..3) {
+        let tier = match self.rng.random_range(0..3) {
             0 => Value::Null,
             1 => s("flex"),
             _ => s("priority"),
@@ -107,7 +107,7 @@ impl<W: Write> Generator<W> {
         if cleared {
             o.insert("entries", Value::Array(Vec::new()));
         } else {
-            let n = self.rng.gen_range(1..=MODELS.len());
+            let n = self.rng.random_range(1..=MODELS.len());
             let mut entries: Vec<Value> = MODELS
                 .iter()
                 .map(|m| s(format!("{}/{}", m.provider, m.model)))
@@ -120,7 +120,7 @@ impl<W: Write> Generator<W> {
         if !cleared && self.chance(30) {
             o.insert(
                 "identity",
-                s(format!("chain-{:04x}", self.rng.gen::<u16>())),
+                s(format!("chain-{:04x}", self.rng.random::<u16>())),
             );
         }
         o.insert("explicitHead", Value::Bool(self.chance(50)));
@@ -163,7 +163,7 @@ impl<W: Write> Generator<W> {
         let (id, mut o) = self.start("mcp_tool_selection", (50, 5_000));
         let mut names = MCP_TOOLS.to_vec();
         names.shuffle(&mut self.rng);
-        names.truncate(self.rng.gen_range(0..=MCP_TOOLS.len()));
+        names.truncate(self.rng.random_range(0..=MCP_TOOLS.len()));
         o.insert("selectedToolNames", strings(&names));
         if let Some(c) = &correlation {
             o.insert("mutationCorrelationId", s(c.as_str()));
@@ -175,7 +175,7 @@ impl<W: Write> Generator<W> {
         let (id, mut o) = self.start("discovered_builtin_tool_selection", (0, 3));
         let mut names = BUILTIN_TOOLS.to_vec();
         names.shuffle(&mut self.rng);
-        names.truncate(self.rng.gen_range(1..=BUILTIN_TOOLS.len()));
+        names.truncate(self.rng.random_range(1..=BUILTIN_TOOLS.len()));
         o.insert("selectedToolNames", strings(&names));
         if let Some(c) = correlation {
             o.insert("mutationCorrelationId", s(c));
@@ -189,7 +189,7 @@ impl<W: Write> Generator<W> {
             o.insert("mode", s("none"));
         } else {
             o.insert("mode", s("plan"));
-            let name = self.rng.gen::<u32>();
+            let name = self.rng.random::<u32>();
             o.insert(
                 "data",
                 object([("planFile", s(format!("/tmp/gjc-plan-{name:08x}.md")))]),
@@ -203,7 +203,7 @@ impl<W: Write> Generator<W> {
         let (id, mut o) = self.start("ttsr_injection", (10, 2_000));
         let mut rules = RULES.to_vec();
         rules.shuffle(&mut self.rng);
-        rules.truncate(self.rng.gen_range(1..4));
+        rules.truncate(self.rng.random_range(1..4));
         o.insert("injectedRules", strings(&rules));
         if self.chance(60) {
             let records = rules
@@ -214,13 +214,13 @@ impl<W: Write> Generator<W> {
                     r.insert("lastInjectedAt", int(self.now));
                     if self.chance(50) {
                         r.insert("repeatMode", s("gap"));
-                        r.insert("repeatGap", int(self.rng.gen_range(2..20)));
+                        r.insert("repeatGap", int(self.rng.random_range(2..20)));
                     }
                     Value::Object(r)
                 })
                 .collect();
             o.insert("injectedRuleRecords", Value::Array(records));
-            o.insert("ttsrMessageCount", int(self.rng.gen_range(1..400)));
+            o.insert("ttsrMessageCount", int(self.rng.random_range(1..400)));
         }
         self.commit(id, o)
     }
@@ -230,7 +230,7 @@ impl<W: Write> Generator<W> {
             return Ok(());
         }
         let recent = self.all_ids.len().saturating_sub(200);
-        let target = self.all_ids[self.rng.gen_range(recent..self.all_ids.len())];
+        let target = self.all_ids[self.rng.random_range(recent..self.all_ids.len())];
         let (id, mut o) = self.start("label", (500, 60_000));
         o.insert("targetId", s(format!("{target:08x}")));
         if self.chance(85) {
@@ -265,7 +265,7 @@ impl<W: Write> Generator<W> {
             5_000,
         );
         if self.chance(90) {
-            let todos = (0..self.rng.gen_range(1..6))
+            let todos = (0..self.rng.random_range(1..6))
                 .map(|i| {
                     let mut title = String::new();
                     text::sentences(&mut self.rng, 30, &mut title);
@@ -306,7 +306,7 @@ impl<W: Write> Generator<W> {
         if self.chance(70) {
             let mut details = Object::with_capacity(3);
             details.insert("source", s(kind));
-            details.insert("sequence", int(self.rng.gen_range(1..1_000)));
+            details.insert("sequence", int(self.rng.random_range(1..1_000)));
             if kind.starts_with("irc:") {
                 details.insert(
                     "observationId",
@@ -336,7 +336,7 @@ impl<W: Write> Generator<W> {
                 Some(p) => *p,
                 None => return Ok(()),
             },
-            n => users[n - self.rng.gen_range(1..=n.min(3))],
+            n => users[n - self.rng.random_range(1..=n.min(3))],
         };
         let (id, mut o) = self.start("compaction", (20_000, 120_000));
         let mut summary = String::from("# Context Checkpoint\n\n");
@@ -345,7 +345,7 @@ impl<W: Write> Generator<W> {
         o.insert("summary", s(summary));
         if !self.v5() {
             o.insert("firstKeptEntryIndex", int(kept.seq as i64));
-            o.insert("tokensBefore", int(self.rng.gen_range(80_000..190_000)));
+            o.insert("tokensBefore", int(self.rng.random_range(80_000..190_000)));
             return self.commit(id, o);
         }
         if self.chance(70) {
@@ -354,7 +354,7 @@ impl<W: Write> Generator<W> {
             o.insert("shortSummary", s(short));
         }
         o.insert("firstKeptEntryId", s(format!("{:08x}", kept.id)));
-        o.insert("tokensBefore", int(self.rng.gen_range(80_000..190_000)));
+        o.insert("tokensBefore", int(self.rng.random_range(80_000..190_000)));
         if self.chance(80) {
             let read: Vec<&str> = (0..3).map(|_| text::file_path(&mut self.rng)).collect();
             let modified: Vec<&str> = (0..2).map(|_| text::file_path(&mut self.rng)).collect();

@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use std::io::{self, Write};
 
 use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::seq::IndexedRandom;
+use rand::{RngExt, SeedableRng};
 
 use gjcfs_engine::format::time::{format_iso_millis, parse_iso_millis};
 use gjcfs_engine::json::{self, Object, Value};
@@ -55,6 +55,10 @@ struct Generator<W> {
     model: usize,
     plan_mode: bool,
     line: Vec<u8>,
+    /// Payload bytes drawn for the entry being built, not yet written: a byte limit caps
+    /// each payload by what is missing after them, so that the parts of one entry together
+    /// stay under it.
+    drawn: usize,
 }
 
 impl<W: Write> Generator<W> {
@@ -63,8 +67,8 @@ impl<W: Write> Generator<W> {
         let base = parse_iso_millis("2026-01-05T08:00:00.000Z").unwrap_or(0);
         let now = base
             + (options.seed % 365) as i64 * 86_400_000
-            + rng.gen_range(0..36_000_000i64)
-            + rng.gen_range(0..1000i64);
+            + rng.random_range(0..36_000_000i64)
+            + rng.random_range(0..1000i64);
         Generator {
             rng,
             format: options.format,
@@ -79,6 +83,7 @@ impl<W: Write> Generator<W> {
             model: 0,
             plan_mode: false,
             line: Vec::with_capacity(1 << 16),
+            drawn: 0,
         }
     }
 
@@ -93,42 +98,45 @@ impl<W: Write> Generator<W> {
         }
     }
 
-    /// `n`, or less when a byte limit is close: at most half of what is still missing.
-    fn cap(&self, n: usize) -> usize {
-        match self.limit {
+    /// `n`, or less when a byte limit is close: at most half of what is still missing once
+    /// the payloads already drawn for this entry are counted.
+    fn cap(&mut self, n: usize) -> usize {
+        let capped = match self.limit {
             Limit::Entries(_) => n,
             Limit::Bytes(target) => {
                 let missing = target.saturating_sub(self.summary.bytes) as usize;
-                n.min((missing / 2).max(48))
+                n.min((missing.saturating_sub(self.drawn) / 2).max(48))
             }
-        }
+        };
+        self.drawn += capped;
+        capped
     }
 
     /// A payload size drawn from `lo..hi`, capped by the byte limit.
     fn size(&mut self, lo: usize, hi: usize) -> usize {
-        let n = self.rng.gen_range(lo..hi);
+        let n = self.rng.random_range(lo..hi);
         self.cap(n)
     }
 
     /// A tool output size: mostly small, sometimes several kilobytes, now and then tens of
     /// kilobytes.
     fn output_size(&mut self) -> usize {
-        let n = match self.rng.gen_range(0..100) {
-            0..=44 => self.rng.gen_range(40..800),
-            45..=79 => self.rng.gen_range(800..6_000),
-            80..=94 => self.rng.gen_range(6_000..25_000),
-            _ => self.rng.gen_range(25_000..80_000),
+        let n = match self.rng.random_range(0..100) {
+            0..=44 => self.rng.random_range(40..800),
+            45..=79 => self.rng.random_range(800..6_000),
+            80..=94 => self.rng.random_range(6_000..25_000),
+            _ => self.rng.random_range(25_000..80_000),
         };
         self.cap(n)
     }
 
     fn advance(&mut self, lo: i64, hi: i64) -> i64 {
-        self.now += self.rng.gen_range(lo..hi);
+        self.now += self.rng.random_range(lo..hi);
         self.now
     }
 
     fn chance(&mut self, percent: u32) -> bool {
-        self.rng.gen_range(0..100) < percent
+        self.rng.random_range(0..100) < percent
     }
 
     fn pick<T: Copy>(&mut self, items: &[T]) -> T {
@@ -136,7 +144,7 @@ impl<W: Write> Generator<W> {
     }
 
     fn uuid_v4(&mut self) -> String {
-        let bytes: [u8; 16] = self.rng.gen();
+        let bytes: [u8; 16] = self.rng.random();
         uuid::Builder::from_random_bytes(bytes)
             .into_uuid()
             .hyphenated()
@@ -144,7 +152,7 @@ impl<W: Write> Generator<W> {
     }
 
     fn uuid_v7(&mut self, millis: i64) -> String {
-        let bytes: [u8; 10] = self.rng.gen();
+        let bytes: [u8; 10] = self.rng.random();
         uuid::Builder::from_unix_timestamp_millis(millis.max(0) as u64, &bytes)
             .into_uuid()
             .hyphenated()
@@ -153,7 +161,7 @@ impl<W: Write> Generator<W> {
 
     fn new_id(&mut self) -> u32 {
         loop {
-            let id: u32 = self.rng.gen();
+            let id: u32 = self.rng.random();
             if self.ids.insert(id) {
                 return id;
             }
@@ -170,6 +178,7 @@ impl<W: Write> Generator<W> {
         self.line.push(b'\n');
         self.out.write_all(&self.line)?;
         self.summary.bytes += self.line.len() as u64;
+        self.drawn = 0;
         Ok(())
     }
 
@@ -232,7 +241,7 @@ impl<W: Write> Generator<W> {
         }
         while !self.done() {
             self.turn()?;
-            let events = match self.rng.gen_range(0..100) {
+            let events = match self.rng.random_range(0..100) {
                 0..=44 => 0,
                 45..=84 => 1,
                 _ => 2,
@@ -269,7 +278,7 @@ impl<W: Write> Generator<W> {
         h.insert("id", s(self.session_id.clone()));
         let mut title = String::new();
         text::sentences(&mut self.rng, 20, &mut title);
-        match self.rng.gen_range(0..10) {
+        match self.rng.random_range(0..10) {
             // fork(): title and titleSource before the timestamp; parent session id.
             0 | 1 => {
                 let parent = self.uuid_v7(self.now - 3_600_000);

@@ -515,7 +515,7 @@ fn top_by_time_desc(stream: &mut Rows<'_>, limit: usize) -> rusqlite::Result<Opt
 mod tests {
     use super::*;
     use rand::rngs::SmallRng;
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
 
     #[test]
     fn tokenizes_like_the_index() {
@@ -556,24 +556,24 @@ mod tests {
         let cwds = [None, Some("/a"), Some("/b"), Some("/c")];
         let mut time = 1_000i64;
         for _ in 0..rows {
-            let n = rng.gen_range(1..5);
+            let n = rng.random_range(1..5);
             let prompt: Vec<&str> = (0..n)
-                .map(|_| words[rng.gen_range(0..words.len())])
+                .map(|_| words[rng.random_range(0..words.len())])
                 .collect();
             let created_at: Value = if monotonic {
-                time += rng.gen_range(0..3);
+                time += rng.random_range(0..3);
                 time.into()
             } else {
                 // (NULL cannot be stored: the column is NOT NULL.)
-                match rng.gen_range(0..20) {
-                    0 => Value::Real(rng.gen_range(0..40) as f64),
-                    1 => Value::Real(rng.gen_range(0..40) as f64 + 0.5),
-                    _ => Value::Integer(rng.gen_range(0..40)),
+                match rng.random_range(0..20) {
+                    0 => Value::Real(rng.random_range(0..40) as f64),
+                    1 => Value::Real(rng.random_range(0..40) as f64 + 0.5),
+                    _ => Value::Integer(rng.random_range(0..40)),
                 }
             };
             conn.execute(
                 "INSERT INTO history (prompt, created_at, cwd) VALUES (?1, ?2, ?3)",
-                rusqlite::params![prompt.join(" "), created_at, cwds[rng.gen_range(0..4)]],
+                rusqlite::params![prompt.join(" "), created_at, cwds[rng.random_range(0..4)]],
             )
             .unwrap();
         }
