@@ -8,7 +8,9 @@
 //! The model is a list of messages, each with its parent, and the leaf: an append through
 //! the mount or from outside hangs a message under the leaf and moves the leaf to it; a
 //! leaf write moves the leaf; a rewrite from outside changes nothing the mount shows. A
-//! write that fails changes nothing; one that succeeds is applied. After a crash the
+//! write that fails changes nothing; one that succeeds is applied. A search for a message's
+//! text finds that message and no other (the texts are single words, each its own). After
+//! a crash the
 //! session holds every acknowledged message (managed appends are durable when
 //! acknowledged), and a second session nobody writes keeps its bytes.
 
@@ -40,6 +42,8 @@ enum Op {
     OutsideRewrite,
     /// Every file of the session directory is looked up, opened and read.
     ReadAll,
+    /// `search/<text>/results.jsonl` is read for the text of one of the messages.
+    Search(Index),
     /// An append through `entries/new` while storage operation `after` (counted from now)
     /// fails.
     FaultyAppend { after: u8, kind: FaultKind },
@@ -59,6 +63,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::OutsideAppend),
         1 => Just(Op::OutsideRewrite),
         1 => Just(Op::ReadAll),
+        2 => any::<Index>().prop_map(Op::Search),
         3 => (0u8..24, kind).prop_map(|(after, kind)| Op::FaultyAppend { after, kind }),
         1 => Just(Op::Crash),
     ]
@@ -201,6 +206,21 @@ fn read_every_file(v: &Vfs, sid: &str) -> Result<(), VfsError> {
     Ok(())
 }
 
+/// The entry ids `search/<word>/results.jsonl` lists, best first.
+fn searched(v: &Vfs, word: &str) -> Result<Vec<String>, VfsError> {
+    let dir = lookup(v, lookup(v, ROOT_INO, "search")?, word)?;
+    let results = read_file(v, lookup(v, dir, "results.jsonl")?)?;
+    Ok(std::str::from_utf8(&results)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let hit = json::parse(line).unwrap();
+            let entry = hit.as_object().and_then(|o| o.get("entry"));
+            entry.and_then(Value::as_str).unwrap_or_default().to_owned()
+        })
+        .collect())
+}
+
 fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     let storage = MemoryStorage::new();
     let path = managed_transcript(&storage);
@@ -247,6 +267,11 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::OutsideRewrite => outside_rewrite(&storage, &path),
             Op::ReadAll => read_every_file(&v, sid).map_err(|e| fail(&when, e))?,
+            Op::Search(which) => {
+                let i = which.index(model.messages.len());
+                let found = searched(&v, &model.messages[i].0).map_err(|e| fail(&when, e))?;
+                prop_assert_eq!(found, vec![ids[i].clone()], "{}: search", when);
+            }
             Op::FaultyAppend { after, kind } => {
                 let new = new().map_err(|e| fail(&when, e))?;
                 let at = storage.op_count() + u64::from(*after);

@@ -29,14 +29,14 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use super::doc_rows::{delete_text, insert_row, insert_text, write_file_row};
 use super::prepare::{distinct_words, row_of, title_row, Row, SessionFacts};
 use super::substring::{add_terms, Known};
-use super::{Change, FileState};
+use super::{Change, FileState, Source};
 use gjcfs_engine::format::blob::BlobStore;
 use gjcfs_engine::format::lines::{last_newline, read_exact_at, read_lines, Lines};
 use gjcfs_engine::format::record::{Record, RecordType};
 use gjcfs_engine::json::{Object, Value};
 use gjcfs_engine::read::load::ReadMark;
 use gjcfs_engine::read::replay::{entry_patch, header_patch, reshape};
-use gjcfs_engine::storage::{FileStorage, FileVersion, ReadFile, SessionStorage};
+use gjcfs_engine::storage::{FileVersion, ReadFile, SessionStorage};
 
 /// Whether an entry of file `file` has the id `id`.
 fn has_entry(conn: &Connection, file: i64, id: &str) -> rusqlite::Result<bool> {
@@ -72,7 +72,7 @@ pub(super) fn append(
     path: &Path,
     old: &FileState,
     stat: FileVersion,
-    blobs: Option<&BlobStore>,
+    source: &Source,
 ) -> rusqlite::Result<Appended> {
     let Some(mark) = old.mark.as_ref().filter(|_| old.incremental) else {
         return Ok(Appended::Whole);
@@ -80,14 +80,14 @@ pub(super) fn append(
     if stat.id != mark.id || stat.len < mark.end {
         return Ok(Appended::Whole);
     }
-    let Some((next, lines)) = read_appended(path, mark) else {
+    let Some((next, lines)) = read_appended(source.storage.as_ref(), path, mark) else {
         return Ok(Appended::Whole);
     };
     let facts = indexed_facts(tx, old.id)?;
     let complete_lines = lines.is_some();
     let mut replay = Replay {
         tx,
-        blobs,
+        blobs: source.blobs.as_ref(),
         file: old.id,
         patches_apply: mark.patches_apply,
         facts: facts.clone(),
@@ -146,8 +146,12 @@ pub(super) fn append(
 /// Reads the complete lines appended to `path` after `mark`: the mark moved past them, and
 /// the lines (`None`: no new complete line). `None` when the file is not the one indexed
 /// any more or cannot be read so: it is read whole instead.
-fn read_appended(path: &Path, mark: &ReadMark) -> Option<(ReadMark, Option<Lines>)> {
-    let file = FileStorage.open_read_at(path).ok()?;
+fn read_appended(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    mark: &ReadMark,
+) -> Option<(ReadMark, Option<Lines>)> {
+    let file = storage.open_read_at(path).ok()?;
     read_after(file.as_ref(), mark).ok().flatten()
 }
 

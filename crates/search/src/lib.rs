@@ -82,14 +82,16 @@ mod saved_listing;
 mod scan;
 mod schema;
 pub mod snippet;
+mod stamps;
 pub mod substring;
 pub mod text;
 mod update;
 pub mod words;
 
-use std::collections::{HashMap, HashSet};
-use std::ffi::{OsStr, OsString};
+use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use rusqlite::Connection;
@@ -99,9 +101,11 @@ pub use json::hit_json;
 pub use query::{Query, QueryError};
 pub use schema::{APPLICATION_ID, FORMAT};
 pub use snippet::Snippet;
+use stamps::{Stamp, Stamps};
 
+use gjcfs_engine::format::blob::BlobStore;
 use gjcfs_engine::read::load::{LoadError, ReadMark};
-use gjcfs_engine::storage::{file_version, FileVersion};
+use gjcfs_engine::storage::{FileStorage, FileVersion, SessionStorage};
 
 /// Why the index could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -275,15 +279,6 @@ pub struct Progress {
     pub bytes_total: u64,
 }
 
-/// What tells whether an indexed file changed: its `files` row id and the stat indexed.
-/// Every indexed file's stamp is kept in memory; the rest of its row is read only when the
-/// file changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    id: i64,
-    stat: FileVersion,
-}
-
 /// What the index holds of a file (the `files` row).
 #[derive(Debug, Clone, PartialEq)]
 struct FileState {
@@ -305,47 +300,19 @@ impl FileState {
     }
 }
 
-/// The stamps of the indexed files by path, keyed by the path's bytes: hashing and
-/// comparing a `Path` walks its components, which was a tenth of a search's cost on
-/// 10,000 files.
-#[derive(Debug, Default)]
-struct Stamps(HashMap<OsString, Stamp>);
-
-impl Stamps {
-    fn get(&self, path: &Path) -> Option<&Stamp> {
-        self.0.get(path.as_os_str())
-    }
-
-    fn contains(&self, path: &Path) -> bool {
-        self.0.contains_key(path.as_os_str())
-    }
-
-    fn insert(&mut self, path: &Path, stamp: Stamp) {
-        self.0.insert(path.as_os_str().to_owned(), stamp);
-    }
-
-    fn remove(&mut self, path: &Path) {
-        self.0.remove(path.as_os_str());
-    }
-
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    fn clear(&mut self) {
-        self.0.clear();
-    }
-
-    fn paths(&self) -> impl Iterator<Item = &Path> {
-        self.0.keys().map(Path::new)
-    }
+/// Where the indexed files are read: the storage the store is on ([`FileStorage`] unless
+/// [`SearchIndex::with_storage`] says otherwise) and the store's blob store, whose text a
+/// compaction moved out of an entry is read back and indexed as the entry's
+/// ([`SearchIndex::with_blobs`]).
+#[derive(Clone)]
+struct Source {
+    storage: Arc<dyn SessionStorage>,
+    blobs: Option<BlobStore>,
 }
 
 struct Inner {
     conn: Connection,
-    /// The store's blob store: the text a compaction moved into it is read back and indexed
-    /// as its entry's ([`SearchIndex::with_blobs`]).
-    blobs: Option<gjcfs_engine::format::blob::BlobStore>,
+    source: Source,
     /// The stamps of the `files` table, as of `data_version`, with this connection's
     /// changes since.
     files: Stamps,
@@ -389,7 +356,10 @@ impl SearchIndex {
         // update listed it needs none.
         Ok(SearchIndex {
             inner: Mutex::new(Inner {
-                blobs: None,
+                source: Source {
+                    storage: Arc::new(FileStorage),
+                    blobs: None,
+                },
                 conn,
                 files: Stamps::default(),
                 data_version: -1,
@@ -413,9 +383,18 @@ impl SearchIndex {
     /// indexed as the text of the entry it belongs to (a missing or damaged blob leaves the
     /// notice the file holds).
     pub fn with_blobs(self, dir: impl Into<PathBuf>) -> Self {
-        let storage: std::sync::Arc<dyn gjcfs_engine::storage::SessionStorage> =
-            std::sync::Arc::new(gjcfs_engine::storage::FileStorage);
-        self.inner.lock().blobs = Some(gjcfs_engine::format::blob::BlobStore::new(dir, storage));
+        let mut inner = self.inner.lock();
+        let blobs = BlobStore::new(dir, inner.source.storage.clone());
+        inner.source.blobs = Some(blobs);
+        drop(inner);
+        self
+    }
+
+    /// Reads the store's files (the session files, and the blobs of
+    /// [`SearchIndex::with_blobs`] after this) through `storage` instead of the disk's
+    /// [`FileStorage`]. The index itself is an SQLite file, or in memory.
+    pub fn with_storage(self, storage: Arc<dyn SessionStorage>) -> Self {
+        self.inner.lock().source.storage = storage;
         self
     }
 
@@ -462,8 +441,9 @@ impl SearchIndex {
     ) -> Result<UpdateReport, SearchError> {
         let paths = distinct(paths);
         self.recovering(|| {
-            let found = scan::stat_all(paths.clone(), threads);
-            self.update_found(&mut self.inner.lock(), &found, threads, progress)
+            let mut inner = self.inner.lock();
+            let found = scan::stat_all(inner.source.storage.as_ref(), paths.clone(), threads);
+            self.update_found(&mut inner, &found, threads, progress)
         })
     }
 
@@ -515,8 +495,11 @@ impl SearchIndex {
         self.recovering(|| {
             let mut inner = self.inner.lock();
             let last = saved_listing::read_listing(&inner.conn).map_err(|e| self.sql_error(e))?;
+            let storage = inner.source.storage.clone();
             let (look, answer) =
-                scan::look_while(&dirs, last.as_ref(), threads, || during(&inner.conn));
+                scan::look_while(storage.as_ref(), &dirs, last.as_ref(), threads, || {
+                    during(&inner.conn)
+                });
             let answer = answer.map_err(|e| self.sql_error(e))?;
             if let Some(last) = &last {
                 if look.same_files(last) {
@@ -661,7 +644,7 @@ impl SearchIndex {
         inner: &mut Inner,
         path: &Path,
     ) -> Result<Option<SessionChange>, SearchError> {
-        let stat = match file_version(path) {
+        let stat = match inner.source.storage.version(path) {
             Ok(stat) => stat,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if !inner.files.contains(path) {
@@ -752,7 +735,7 @@ impl SearchIndex {
             let mut stale = Vec::new();
             for (hit, indexed) in &hits {
                 if checked.insert(hit.path.clone())
-                    && file_version(&hit.path).ok().as_ref() != Some(indexed)
+                    && inner.source.storage.version(&hit.path).ok().as_ref() != Some(indexed)
                 {
                     stale.push(hit.path.clone());
                 }

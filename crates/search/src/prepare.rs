@@ -14,14 +14,15 @@ use std::path::{Path, PathBuf};
 
 use super::text::{record_kind, record_text, TITLE_KIND};
 use super::words::index_text;
+use super::Source;
 use gjcfs_engine::format::migrate::Migration;
 use gjcfs_engine::format::record::Record;
 use gjcfs_engine::format::time::parse_iso_millis;
 use gjcfs_engine::read::load::{
-    build_session, load_entries_from_file, LoadError, LoadStatus, ReadMark,
+    build_session, load_entries_from_storage, LoadError, LoadStatus, ReadMark,
 };
 use gjcfs_engine::session::tree::Session;
-use gjcfs_engine::storage::{file_version, FileVersion};
+use gjcfs_engine::storage::FileVersion;
 
 /// One record of a session as the index keeps it.
 #[derive(Debug, Clone, PartialEq)]
@@ -181,13 +182,14 @@ impl Iterator for RowMaker {
 /// Reads a file whole: what the index keeps of the file, and the maker of its rows. A file
 /// that is missing or not a session gives no rows (and no mark); an unreadable one, or one
 /// of an unsupported version, is an error.
-pub fn prepare(path: &Path, blobs: Option<&BlobStore>) -> Result<(Prepared, RowMaker), LoadError> {
+pub fn prepare(source: &Source, path: &Path) -> Result<(Prepared, RowMaker), LoadError> {
     let io_error = |source| LoadError::Io {
         path: path.to_owned(),
         source,
     };
-    let stat = file_version(path).map_err(io_error)?;
-    let loaded = load_entries_from_file(path)?;
+    let storage = source.storage.as_ref();
+    let stat = storage.version(path).map_err(io_error)?;
+    let loaded = load_entries_from_storage(storage, path)?;
     let mut prepared = Prepared {
         path: path.to_owned(),
         stat,
@@ -240,7 +242,7 @@ pub fn prepare(path: &Path, blobs: Option<&BlobStore>) -> Result<(Prepared, RowM
     let maker = RowMaker {
         title: title_row(&prepared.facts),
         session: Some(session),
-        blobs: blobs.cloned(),
+        blobs: source.blobs.clone(),
         on_leaf,
         entries: entries.into_iter(),
     };

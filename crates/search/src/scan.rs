@@ -4,11 +4,11 @@
 //! A store is given as the directories holding its transcripts. Each directory is opened
 //! and its own version read; one whose version is the settled one the last update recorded
 //! ([`Listing`]) still holds the files listed then, since creating, removing or renaming an
-//! entry sets a directory's modification time; any other directory is listed (the regular
-//! files with a transcript name, [`is_transcript_name`], as
-//! [`gjcfs_engine::store::discovery::transcript_paths`] lists them). Every file found is then stat'ed by
-//! name in its open directory, on several threads for a large store: on 10,000 files the
-//! stats are most of the cost of an update that finds nothing changed.
+//! entry sets a directory's modification time; any other directory is listed (its
+//! transcript files, as [`transcript_paths`] lists them, through the storage). Every file
+//! found is then stat'ed by name (on the disk in its open directory, [`DirLookup`]), on
+//! several threads for a large store: on 10,000 files the stats are most of the cost of an
+//! update that finds nothing changed.
 
 use std::borrow::Cow;
 use std::io;
@@ -19,9 +19,9 @@ use super::listing::{Encoder, Listing};
 use super::Stamps;
 use gjcfs_engine::format::time::now_millis;
 use gjcfs_engine::storage::{
-    file_version, list_regular_files, path_from_bytes, path_to_bytes, DirLookup, FileVersion,
+    path_from_bytes, path_to_bytes, DirLookup, EntryKind, FileVersion, SessionStorage,
 };
-use gjcfs_engine::store::discovery::is_transcript_name;
+use gjcfs_engine::store::discovery::transcript_paths;
 
 /// Below this many files, stats run on the calling thread.
 const PARALLEL_FROM: usize = 2048;
@@ -37,6 +37,55 @@ const SETTLED_NS: i64 = 3_000_000_000;
 
 /// A file of the store and its stat now.
 pub type Found = (PathBuf, io::Result<FileVersion>);
+
+/// A directory of the store, open for looking up its files' versions by name: by handle
+/// where the storage has such handles (the disk's [`DirLookup`]), else by path.
+enum OpenDir<'s> {
+    Handle(DirLookup),
+    Path(&'s dyn SessionStorage, PathBuf),
+}
+
+impl<'s> OpenDir<'s> {
+    fn open(storage: &'s dyn SessionStorage, path: &Path) -> io::Result<Self> {
+        if let Some(handle) = storage.dir_lookup(path) {
+            return handle.map(OpenDir::Handle);
+        }
+        match storage.lstat(path)?.kind {
+            EntryKind::Dir => Ok(OpenDir::Path(storage, path.to_owned())),
+            _ => Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                "not a directory",
+            )),
+        }
+    }
+
+    /// The directory's version when it tells every change of its entries (only a handle
+    /// can say so).
+    fn listing_version(&self) -> Option<FileVersion> {
+        match self {
+            OpenDir::Handle(dir) => dir.listing_version().ok().flatten(),
+            OpenDir::Path(..) => None,
+        }
+    }
+
+    fn version(&self, name: &[u8]) -> io::Result<FileVersion> {
+        let name = path_from_bytes(name);
+        match self {
+            OpenDir::Handle(dir) => dir.version(name.as_os_str()),
+            OpenDir::Path(storage, path) => storage.version(&path.join(name)),
+        }
+    }
+}
+
+/// The names of the transcript files directly in `dir`, as
+/// [`transcript_paths`] lists them.
+fn transcript_names(storage: &dyn SessionStorage, dir: &Path) -> io::Result<Vec<Vec<u8>>> {
+    Ok(transcript_paths(storage, dir)?
+        .iter()
+        .filter_map(|path| path.file_name())
+        .map(|name| path_to_bytes(Path::new(name)).to_vec())
+        .collect())
+}
 
 /// One directory of the store as it is now.
 struct Seen<'a> {
@@ -59,6 +108,7 @@ pub struct Look<'a> {
 /// no files. `during` runs on the calling thread meanwhile, while other threads stat the
 /// files ([`in_parallel`]); its answer is returned with the look.
 pub fn look_while<'a, A>(
+    storage: &dyn SessionStorage,
     dirs: &[PathBuf],
     last: Option<&'a Listing>,
     threads: usize,
@@ -69,10 +119,10 @@ pub fn look_while<'a, A>(
     let mut opened = Vec::new();
     let mut seen = Vec::new();
     for path in dirs {
-        let Ok(dir) = DirLookup::open(path) else {
+        let Ok(dir) = OpenDir::open(storage, path) else {
             continue;
         };
-        let version = dir.listing_version().ok().flatten();
+        let version = dir.listing_version();
         // The directories are recorded in the order they are looked at: the next one
         // recorded is this one unless the store's directories changed.
         let recorded = last.and_then(|l| {
@@ -83,12 +133,8 @@ pub fn look_while<'a, A>(
         });
         let names = match recorded {
             Some((l, d)) => l.files(d).map(|(name, _)| Cow::Borrowed(name)).collect(),
-            None => match list_regular_files(path, is_transcript_name) {
-                Ok(files) => files
-                    .iter()
-                    .filter_map(|f| f.file_name())
-                    .map(|name| Cow::Owned(path_to_bytes(Path::new(name)).to_vec()))
-                    .collect(),
+            None => match transcript_names(storage, path) {
+                Ok(names) => names.into_iter().map(Cow::Owned).collect(),
                 Err(_) => continue,
             },
         };
@@ -107,14 +153,18 @@ pub fn look_while<'a, A>(
         .collect();
     // Each thread looks names up in directories it opened itself: threads sharing one open
     // directory contend for it in the kernel, and two were no faster than one.
-    let reopen = || seen.iter().map(|d| DirLookup::open(&d.path)).collect();
+    let reopen = || {
+        seen.iter()
+            .map(|d| OpenDir::open(storage, &d.path))
+            .collect()
+    };
     let (stats, answer) = in_parallel(
         &files,
         threads,
         opened,
         &reopen,
-        &|dirs, &(k, name)| match &dirs[k] {
-            Ok(dir) => dir.version(path_from_bytes(name).as_os_str()),
+        &|dirs: &Vec<io::Result<OpenDir>>, &(k, name)| match &dirs[k] {
+            Ok(dir) => dir.version(name),
             Err(e) => Err(copy_error(e)),
         },
         during,
@@ -255,8 +305,9 @@ pub fn copy_error(e: &io::Error) -> io::Error {
 }
 
 /// Each path with its stat, on up to `threads` threads.
-pub fn stat_all(paths: Vec<PathBuf>, threads: usize) -> Vec<Found> {
-    let (stats, ()) = in_parallel(&paths, threads, (), &|| (), &|(), p| file_version(p), || ());
+pub fn stat_all(storage: &dyn SessionStorage, paths: Vec<PathBuf>, threads: usize) -> Vec<Found> {
+    let version = |_: &(), p: &PathBuf| storage.version(p);
+    let (stats, ()) = in_parallel(&paths, threads, (), &|| (), &version, || ());
     paths.into_iter().zip(stats).collect()
 }
 

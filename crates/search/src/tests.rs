@@ -72,7 +72,7 @@ fn an_update_of_stats_alone_writes_them_into_the_listing_as_a_whole_listing_hold
         .unwrap()
         .expect("the listing agrees with the index after the update");
     let stamps = file_rows::read_stamps(&inner.conn).unwrap();
-    let (now, ()) = scan::look_while(&dirs, None, 1, || ());
+    let (now, ()) = scan::look_while(&FileStorage, &dirs, None, 1, || ());
     let writes = now.patches(&before, &stamps).unwrap();
     assert_eq!(writes.len(), 1, "one stat changed: {writes:?}");
     assert_eq!(Listing::decode(now.listing(&stamps)), Some(after));

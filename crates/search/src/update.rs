@@ -14,7 +14,7 @@ use super::file_rows::{load_state, path_bytes};
 use super::prepare::{prepare, Batch, Prepared};
 use super::schema::{set_cache, CacheFor};
 use super::substring::{add_terms, Known};
-use super::{Change, FileState, Inner, Progress, SessionChange, UpdateReport};
+use super::{Change, FileState, Inner, Progress, SessionChange, Source, UpdateReport};
 use gjcfs_engine::read::load::LoadError;
 use gjcfs_engine::storage::FileVersion;
 
@@ -116,10 +116,10 @@ const BATCHES_AHEAD: usize = 4;
 fn read_and_send(
     k: usize,
     path: &Path,
-    blobs: Option<&gjcfs_engine::format::blob::BlobStore>,
+    source: &Source,
     to_writer: &mpsc::Sender<(usize, Read)>,
 ) -> bool {
-    let (prepared, rows) = match prepare(path, blobs) {
+    let (prepared, rows) = match prepare(source, path) {
         Ok(read) => read,
         Err(e) => return to_writer.send((k, Err(e))).is_ok(),
     };
@@ -196,7 +196,7 @@ fn append_known(
         };
         let tx = begin(&inner.conn)?;
         let old = load_state(&tx, stamp.id)?;
-        match append(&tx, &path, &old, stat, inner.blobs.as_ref())? {
+        match append(&tx, &path, &old, stat, &inner.source)? {
             Appended::Whole => {
                 drop(tx);
                 whole.push(Whole {
@@ -243,7 +243,7 @@ fn write_whole(
     // committed: 10,000 sessions took 10.1–12.1 s instead of 9.0–10.3 s (alternating
     // builds; 93 MB at most in memory instead of 164 MB).
     let reading = Ahead::new(&lens, AHEAD_BYTES);
-    let blobs = inner.blobs.as_ref();
+    let source = &inner.source;
     std::thread::scope(|scope| -> rusqlite::Result<()> {
         // A reader sends its next file only once every row of this one is sent, and the
         // writer takes a file's rows while it writes the file.
@@ -254,7 +254,7 @@ fn write_whole(
             scope.spawn(move || {
                 let _stops_all = Closer::on_panic(reading);
                 while let Some(k) = reading.claim() {
-                    if !read_and_send(k, &whole[k].path, blobs, &tx) {
+                    if !read_and_send(k, &whole[k].path, source, &tx) {
                         return;
                     }
                 }

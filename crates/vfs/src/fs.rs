@@ -146,7 +146,11 @@ impl Vfs {
                 &config.blob_dir,
                 config.storage.clone(),
             ),
-            search: super::search::SearchView::new(config.search_index.clone(), &config.blob_dir),
+            search: super::search::SearchView::new(
+                config.search_index.clone(),
+                &config.blob_dir,
+                config.storage.clone(),
+            ),
             sessions: Sessions::new(
                 config.storage.clone(),
                 config.source.clone(),

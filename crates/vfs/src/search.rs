@@ -32,6 +32,7 @@ use parking_lot::Mutex;
 use super::recent::RecentQueries;
 use super::VfsError;
 use gjcfs_engine::json;
+use gjcfs_engine::storage::SessionStorage;
 use gjcfs_search::{hit_json, Filters, Hit, Query, SearchIndex};
 
 /// How long an answer is served again without searching anew.
@@ -54,6 +55,8 @@ pub struct SearchView {
     index_dir: Option<PathBuf>,
     /// The store's blob store (cold-spilled text is indexed from it).
     blob_dir: PathBuf,
+    /// Where the store's files are read.
+    storage: Arc<dyn SessionStorage>,
     index: Mutex<Option<Arc<SearchIndex>>>,
     answers: Mutex<HashMap<String, (Instant, Arc<Answer>)>>,
     queries: RecentQueries,
@@ -86,10 +89,15 @@ fn link_of(rank: usize, hit: &Hit) -> (String, String) {
 }
 
 impl SearchView {
-    pub fn new(index_dir: Option<PathBuf>, blob_dir: &Path) -> Self {
+    pub fn new(
+        index_dir: Option<PathBuf>,
+        blob_dir: &Path,
+        storage: Arc<dyn SessionStorage>,
+    ) -> Self {
         SearchView {
             index_dir,
             blob_dir: blob_dir.to_owned(),
+            storage,
             index: Mutex::new(None),
             answers: Mutex::new(HashMap::new()),
             queries: RecentQueries::default(),
@@ -113,6 +121,7 @@ impl SearchView {
             None => SearchIndex::open_in_memory(),
         }
         .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?
+        .with_storage(self.storage.clone())
         .with_blobs(&self.blob_dir);
         Ok(index.insert(Arc::new(opened)).clone())
     }
@@ -121,6 +130,7 @@ impl SearchView {
     fn keep_in_memory(&self) -> Result<Arc<SearchIndex>, VfsError> {
         let in_memory = SearchIndex::open_in_memory()
             .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?
+            .with_storage(self.storage.clone())
             .with_blobs(&self.blob_dir);
         let in_memory = Arc::new(in_memory);
         *self.index.lock() = Some(in_memory.clone());
@@ -233,7 +243,8 @@ mod tests {
     #[test]
     fn a_cached_answer_does_not_list_the_store_again() {
         let dir = tempfile::tempdir().unwrap();
-        let view = SearchView::new(None, &dir.path().join("blobs"));
+        let storage = Arc::new(gjcfs_engine::storage::MemoryStorage::new());
+        let view = SearchView::new(None, &dir.path().join("blobs"), storage);
         let listed = Cell::new(0);
         let paths = || {
             listed.set(listed.get() + 1);

@@ -42,11 +42,6 @@ pub fn open_dir(dir: &Path) -> io::Result<File> {
     os::open_dir(dir)
 }
 
-/// The [`FileVersion`](super::FileVersion) of the file at `path` on disk.
-pub fn file_version(path: &Path) -> io::Result<super::FileVersion> {
-    os::version(path)
-}
-
 /// A directory on disk, open for looking up the versions of its entries by name.
 #[derive(Debug)]
 pub struct DirLookup(os::DirLookup);
@@ -72,20 +67,6 @@ impl DirLookup {
     }
 }
 
-/// The regular files directly in the directory `dir` on disk whose names are UTF-8 and
-/// pass `keep` (not following symlinks), in the order the directory lists them.
-pub fn list_regular_files(dir: &Path, keep: impl Fn(&str) -> bool) -> io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let listable = entry.file_name().to_str().is_some_and(&keep);
-        if listable && entry.file_type()?.is_file() {
-            files.push(entry.path());
-        }
-    }
-    Ok(files)
-}
-
 /// The bytes a path is stored as in an index ([`path_from_bytes`] gives the path back).
 pub fn path_to_bytes(path: &Path) -> &[u8] {
     os::path_to_bytes(path)
@@ -107,6 +88,14 @@ impl SessionStorage for FileStorage {
 
     fn stat(&self, path: &Path) -> io::Result<FileStat> {
         os::stat(path)
+    }
+
+    fn version(&self, path: &Path) -> io::Result<super::FileVersion> {
+        os::version(path)
+    }
+
+    fn dir_lookup(&self, dir: &Path) -> Option<io::Result<DirLookup>> {
+        Some(DirLookup::open(dir))
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {

@@ -26,8 +26,8 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 pub use file::{
-    file_version, list_regular_files, not_a_regular_file, open_dir, open_regular, path_from_bytes,
-    path_to_bytes, DirLookup, FileStorage,
+    not_a_regular_file, open_dir, open_regular, path_from_bytes, path_to_bytes, DirLookup,
+    FileStorage,
 };
 pub use memory::{Fault, FaultKind, MemoryStorage};
 
@@ -183,6 +183,15 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     /// The identity, length, modification time and type of what `path` names, following
     /// symlinks.
     fn stat(&self, path: &Path) -> io::Result<FileStat>;
+    /// The version of what `path` names, following symlinks: what tells whether it changed
+    /// without reading it.
+    fn version(&self, path: &Path) -> io::Result<FileVersion>;
+    /// `dir` open for looking up its entries' versions by name, where the backend has such
+    /// handles (the disk: one `fstatat` a name instead of a walk of the whole path); `None`
+    /// where it has not, and [`SessionStorage::version`] is asked for each path instead.
+    fn dir_lookup(&self, _dir: &Path) -> Option<io::Result<DirLookup>> {
+        None
+    }
     /// A reader over the whole file.
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>>;
     /// The file, open for positional reads (one operation; the reads themselves are not

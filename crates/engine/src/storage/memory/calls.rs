@@ -165,29 +165,15 @@ impl SessionStorage for MemoryStorage {
     }
 
     fn lstat(&self, path: &Path) -> io::Result<EntryStat> {
-        let mut s = self.lock();
-        check(&mut s, "lstat")?;
-        let (kind, ino, mode, len) = if let Some(bytes) = s.files.get(path) {
-            (EntryKind::File, s.id_of(path), 0o600, bytes.len() as u64)
-        } else if s.dirs.contains(path) {
-            (EntryKind::Dir, 0, 0o700, 0)
-        } else {
-            return Err(not_found(path));
-        };
-        Ok(EntryStat {
-            kind,
-            id: FileId { dev: 0, ino },
-            mode: s.modes.get(path).copied().unwrap_or(mode),
-            owner: s.owners.get(path).copied().unwrap_or(MEMORY_USER),
-            links: if kind == EntryKind::File {
-                s.links_of(ino)
-            } else {
-                1
-            },
-            len,
-            mtime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
-            ctime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
-        })
+        check(&mut self.lock(), "lstat")?;
+        self.lstat_uncounted(path)
+    }
+
+    /// Memory has no symlinks: what [`SessionStorage::lstat`] reports, counted as its own
+    /// operation.
+    fn version(&self, path: &Path) -> io::Result<crate::storage::FileVersion> {
+        check(&mut self.lock(), "version")?;
+        self.lstat_uncounted(path).map(|stat| stat.version())
     }
 
     fn user(&self) -> u32 {
@@ -373,5 +359,33 @@ impl SessionStorage for MemoryStorage {
         let id = s.id_of(path);
         s.durable_contents.insert(id, bytes);
         Ok(())
+    }
+}
+
+impl MemoryStorage {
+    /// [`SessionStorage::lstat`] without counting an operation.
+    fn lstat_uncounted(&self, path: &Path) -> io::Result<EntryStat> {
+        let s = self.lock();
+        let (kind, ino, mode, len) = if let Some(bytes) = s.files.get(path) {
+            (EntryKind::File, s.id_of(path), 0o600, bytes.len() as u64)
+        } else if s.dirs.contains(path) {
+            (EntryKind::Dir, 0, 0o700, 0)
+        } else {
+            return Err(not_found(path));
+        };
+        Ok(EntryStat {
+            kind,
+            id: FileId { dev: 0, ino },
+            mode: s.modes.get(path).copied().unwrap_or(mode),
+            owner: s.owners.get(path).copied().unwrap_or(MEMORY_USER),
+            links: if kind == EntryKind::File {
+                s.links_of(ino)
+            } else {
+                1
+            },
+            len,
+            mtime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
+            ctime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
+        })
     }
 }
