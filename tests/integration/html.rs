@@ -108,10 +108,8 @@ fn export_writes_a_page_per_session_owner_only() {
 
 #[test]
 fn the_mount_serves_context_html_and_it_follows_appends() {
-    require_fuse!();
-    let s = crate::common::mount::store();
+    let (s, mount) = mounted_store!();
     let agent = s.agent_dir();
-    let mount = Mount::start(&["--agent-dir", &agent]);
     let page_path = mount.session_dir(&s.sid).join("context.html");
     let page = ok("cat", &[p(&page_path)]);
     let sections = check_structure(&page);
