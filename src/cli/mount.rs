@@ -157,6 +157,13 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         if read_only { " (read-only)" } else { "" }
     );
 
+    // The index follows the store once a search built it, so that searches here and by
+    // `gjcfs search` need not check every file.
+    match vfs.watch_search() {
+        Ok(()) => tracing::info!("the search index follows the store's changes once built"),
+        Err(e) => tracing::info!("the search index checks the store at each search: {e}"),
+    }
+
     let ended = gjcfs_fuse::serve(&vfs, &mountpoint, session, signals);
     for (sid, reason) in &ended.unclosed {
         tracing::error!("session {}: {reason}", terminal_safe(sid));

@@ -9,9 +9,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use gjcfs_engine::format::time::format_iso_millis;
 use gjcfs_engine::json;
-use gjcfs_engine::storage::{FileStorage, SessionStorage};
+use gjcfs_engine::storage::FileStorage;
 use gjcfs_search::{
-    default_index_dir, Filters, Hit, Progress, Query, Role, SearchError, SearchIndex,
+    default_index_dir, Filters, Hit, Progress, Query, Role, SearchError, SearchIndex, Store,
 };
 
 use super::output::{title_cell, warn, NothingFound};
@@ -170,24 +170,20 @@ pub fn run(args: SearchArgs) -> Result<()> {
 /// The store's session directories, by their canonical paths: the index knows a file by
 /// its path, so `sessions` and `/home/me/sessions` must name the same files, not two sets
 /// (one indexed anew, the other dropped).
+/// The store's directories, as a mount's watcher of the same store names them
+/// ([`Store::dirs`]: canonical paths; a store not made yet has no sessions, and its spelled
+/// path is kept).
 fn store_dirs(store: &StoreArgs) -> Result<Vec<PathBuf>> {
     store.check()?;
-    let canonical = |dir: &std::path::Path| -> Result<PathBuf> {
-        match FileStorage.canonicalize(dir) {
-            Ok(dir) => Ok(dir),
-            // A store not made yet has no sessions; its spelled path does.
-            Err(_) => Ok(PathBuf::from(absolute(dir)?)),
-        }
+    let store = match &store.session_dir {
+        Some(dir) => Store::Dir(PathBuf::from(absolute(dir)?)),
+        None => Store::Root(PathBuf::from(absolute(
+            &store.agent_dirs()?.sessions_root(),
+        )?)),
     };
-    if let Some(dir) = &store.session_dir {
-        return Ok(vec![canonical(dir)?]);
-    }
-    let root = canonical(&store.agent_dirs()?.sessions_root())?;
-    match FileStorage.list_dirs(&root) {
-        Ok(dirs) => Ok(dirs),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(e).with_context(|| format!("{}: cannot list sessions", root.display())),
-    }
+    store.dirs(&FileStorage).with_context(|| match &store {
+        Store::Root(root) | Store::Dir(root) => format!("{}: cannot list sessions", root.display()),
+    })
 }
 
 fn absolute(dir: &std::path::Path) -> Result<String> {

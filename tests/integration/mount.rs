@@ -1788,6 +1788,65 @@ fn search_finds_every_session_at_once_and_follows_appends() {
 }
 
 #[test]
+fn a_mount_keeps_a_built_search_index_fresh_for_gjcfs_search_and_lets_go_when_it_ends() {
+    require_fuse!();
+    let s = store();
+    let agent = s.agent_dir();
+    let cache = s.tmp.path().join("cache");
+    let mut mount = Mount::start_with_cache(&["--agent-dir", &agent], &cache);
+    let index_dir = || {
+        fs::read_dir(cache.join("gjcfs/search"))
+            .ok()
+            .and_then(|mut dirs| dirs.next())
+            .map(|d| d.unwrap().path())
+    };
+    // The watcher's claim: a shared lock cannot be had while it is held.
+    let claimed = || {
+        index_dir().is_some_and(|dir| {
+            let claim = dir.join("search.sqlite.watch");
+            claim.exists()
+                && !run("flock", &["-n", "-s", p(&claim), "true"])
+                    .status
+                    .success()
+        })
+    };
+    let search = |word: &str| {
+        let out = std::process::Command::new(crate::common::gjcfs_bin())
+            .env("XDG_CACHE_HOME", &cache)
+            .args(["search", word, "--agent-dir", &agent, "--all", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // The mount builds no index nobody searched; once a search built it, the mount
+    // watches it.
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(!claimed() && index_dir().is_none());
+    assert_eq!(search("MOUNTTOKEN").lines().count(), 1);
+    assert!(
+        within(Duration::from_secs(10), claimed),
+        "the mount claims the index"
+    );
+    // The agent appends; a search right after finds it, with no wait in between.
+    for n in 0..3 {
+        let word = format!("WATCHEDTOKEN{n}");
+        let m = SessionManager::open_managed(
+            &s.file,
+            StorageConfig::files(s.tmp.path().join("agent/blobs")),
+        )
+        .unwrap();
+        m.append_message(message("user", &format!("outside {word}")))
+            .unwrap();
+        m.close().unwrap();
+        assert_eq!(search(&word).lines().count(), 1, "{word}");
+    }
+    mount.stop();
+    assert!(!claimed(), "an unmounted store's index is not claimed");
+    assert_eq!(search("WATCHEDTOKEN2").lines().count(), 1);
+}
+
+#[test]
 fn the_leaf_of_a_legacy_v1_session_moves_on_its_managed_copy() {
     require_fuse!();
     let (s, legacy, legacy_id) = mixed_store();

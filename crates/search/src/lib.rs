@@ -65,8 +65,10 @@
 mod ahead;
 mod append;
 mod by_bm25;
+mod claim;
 mod doc_rows;
 mod file_rows;
+mod filters;
 mod in_window;
 mod index_file;
 mod instances;
@@ -83,9 +85,11 @@ mod scan;
 mod schema;
 pub mod snippet;
 mod stamps;
+mod store;
 pub mod substring;
 pub mod text;
 mod update;
+mod watch;
 pub mod words;
 
 use std::collections::HashSet;
@@ -96,12 +100,15 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rusqlite::Connection;
 
+pub use filters::{Filters, Role};
 pub use index_file::{default_index_dir, INDEX_FILE};
 pub use json::hit_json;
 pub use query::{Query, QueryError};
 pub use schema::{APPLICATION_ID, FORMAT};
 pub use snippet::Snippet;
 use stamps::{Stamp, Stamps};
+pub use store::Store;
+pub use watch::Watching;
 
 use gjcfs_engine::format::blob::BlobStore;
 use gjcfs_engine::read::load::{LoadError, ReadMark};
@@ -148,6 +155,11 @@ impl SearchError {
     }
 }
 
+/// Whether an index file is in `dir` (a search built one there).
+pub fn index_exists(dir: &Path) -> bool {
+    FileStorage.exists(&dir.join(INDEX_FILE))
+}
+
 /// Removes the index in `dir` ([`INDEX_FILE`] with its `-wal` and `-shm` files), as
 /// [`SearchIndex::discard`] does, for an index that could not even be opened.
 pub fn remove_index(dir: &Path) -> std::io::Result<()> {
@@ -160,54 +172,6 @@ fn distinct(paths: &[PathBuf]) -> Vec<PathBuf> {
     paths.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
     paths.dedup();
     paths
-}
-
-/// Message roles, as a search filters them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    User,
-    Assistant,
-    /// Tool results and bash or python executions.
-    Tool,
-}
-
-impl Role {
-    /// The document kinds of the role.
-    pub fn kinds(self) -> &'static [&'static str] {
-        match self {
-            Role::User => &["user"],
-            Role::Assistant => &["assistant"],
-            Role::Tool => &["toolResult", "bashExecution", "pythonExecution"],
-        }
-    }
-}
-
-/// Which documents a search considers, and how many hits it returns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Filters {
-    /// Only sessions whose header `cwd` is this.
-    pub cwd: Option<String>,
-    /// Only documents at or after this time (milliseconds since the epoch).
-    pub since_ms: Option<i64>,
-    /// Only documents before this time.
-    pub until_ms: Option<i64>,
-    pub role: Option<Role>,
-    /// Only sessions whose id starts with this.
-    pub session: Option<String>,
-    pub limit: usize,
-}
-
-impl Default for Filters {
-    fn default() -> Self {
-        Filters {
-            cwd: None,
-            since_ms: None,
-            until_ms: None,
-            role: None,
-            session: None,
-            limit: 20,
-        }
-    }
 }
 
 /// One matching document.
@@ -268,6 +232,9 @@ pub struct UpdateReport {
     pub unchanged: usize,
     /// Files that could not be read (they are tried again at the next update).
     pub failed: Vec<(PathBuf, LoadError)>,
+    /// Whether a watcher kept the index fresh, so that no file was checked
+    /// ([`SearchIndex::is_fresh`]; the other fields are then empty).
+    pub trusted: bool,
 }
 
 /// Progress of an update: files and bytes done of the files that need reading.
@@ -403,6 +370,29 @@ impl SearchIndex {
         self.path.as_deref()
     }
 
+    /// The storage the store's files are read through.
+    pub fn storage(&self) -> Arc<dyn SessionStorage> {
+        self.inner.lock().source.storage.clone()
+    }
+
+    /// Keeps this index up to date with `store` from the storage's change events on a
+    /// thread of its own, and tells every process that it does ([`SearchIndex::is_fresh`]),
+    /// until the [`Watching`] is dropped. An error when the storage cannot watch (only the
+    /// disk on Linux can) or the index is in memory.
+    pub fn watch(self: &Arc<Self>, store: Store, threads: usize) -> std::io::Result<Watching> {
+        watch::start(self.clone(), store, threads)
+    }
+
+    /// Whether a watcher ([`SearchIndex::watch`], in this process or another) keeps this
+    /// index up to date with the store made of `dirs` and has taken in every change made
+    /// before this call: the index can then be searched without checking a file. Costs a
+    /// lock probe and a round trip to the watcher, which is given a quarter of a second.
+    pub fn is_fresh(&self, dirs: &[PathBuf]) -> bool {
+        self.path
+            .as_deref()
+            .is_some_and(|path| claim::is_fresh(path, &distinct(dirs)))
+    }
+
     fn sql_error(&self, source: rusqlite::Error) -> SearchError {
         SearchError::Sqlite {
             path: self
@@ -466,7 +456,9 @@ impl SearchIndex {
     }
 
     /// [`SearchIndex::update_dirs`], then [`SearchIndex::search`]: the search runs while the
-    /// files are stat'ed, and again after the update if any file changed.
+    /// files are stat'ed, and again after the update if any file changed. An index a watcher
+    /// keeps fresh ([`SearchIndex::is_fresh`]) is searched at once, with no file checked
+    /// but the hits'.
     pub fn search_dirs(
         &self,
         dirs: &[PathBuf],
@@ -475,6 +467,14 @@ impl SearchIndex {
         query: &Query,
         filters: &Filters,
     ) -> Result<(UpdateReport, Vec<Hit>), SearchError> {
+        if self.is_fresh(dirs) {
+            let hits = self.search(query, filters)?;
+            let report = UpdateReport {
+                trusted: true,
+                ..UpdateReport::default()
+            };
+            return Ok((report, hits));
+        }
         let run = |conn: &Connection| run::run_search(conn, query, filters);
         let (report, early) = self.update_dirs_while(dirs, threads, progress, &run)?;
         let hits = self.recovering(|| self.search_once(query, filters, early.clone()))?;

@@ -17,6 +17,7 @@ use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, SessionSource, VfsError};
 use gjcfs_engine::manager::{SessionError, SessionManager};
 use gjcfs_engine::storage::SessionStorage;
+use gjcfs_search::Store;
 
 #[derive(Debug, Clone)]
 pub struct VfsConfig {
@@ -150,6 +151,10 @@ impl Vfs {
                 config.search_index.clone(),
                 &config.blob_dir,
                 config.storage.clone(),
+                match &config.source {
+                    SessionSource::SessionsRoot(root) => Store::Root(root.clone()),
+                    SessionSource::Dir(dir) => Store::Dir(dir.clone()),
+                },
             ),
             sessions: Sessions::new(
                 config.storage.clone(),
@@ -249,6 +254,13 @@ impl Vfs {
             return Err(VfsError::ReadOnly);
         }
         self.sessions.with_writer(sid, what, self, f)
+    }
+
+    /// Keeps the search index fresh from the store's change events once a search built it:
+    /// searches here and by `gjcfs search` need not check the store's files. An error when
+    /// the storage cannot watch (only the disk on Linux can).
+    pub fn watch_search(&self) -> Result<(), VfsError> {
+        self.search.watch()
     }
 
     /// Checks every loaded session's file and follows changes made outside (the agent

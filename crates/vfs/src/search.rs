@@ -24,6 +24,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,7 +34,7 @@ use super::recent::RecentQueries;
 use super::VfsError;
 use gjcfs_engine::json;
 use gjcfs_engine::storage::SessionStorage;
-use gjcfs_search::{hit_json, Filters, Hit, Query, SearchIndex};
+use gjcfs_search::{hit_json, Filters, Hit, Query, SearchIndex, Store, Watching};
 
 /// How long an answer is served again without searching anew.
 pub const ANSWER_TTL: Duration = Duration::from_secs(1);
@@ -57,11 +58,22 @@ pub struct SearchView {
     blob_dir: PathBuf,
     /// Where the store's files are read.
     storage: Arc<dyn SessionStorage>,
+    /// The store the index covers.
+    store: Store,
+    /// Whether the index is to be watched ([`SearchView::watch`]), and the watcher that
+    /// keeps it fresh once it runs.
+    watch_wanted: AtomicBool,
+    watching: Mutex<Option<Watching>>,
     index: Mutex<Option<Arc<SearchIndex>>>,
     answers: Mutex<HashMap<String, (Instant, Arc<Answer>)>>,
     queries: RecentQueries,
     /// Session files changed since they were last re-indexed.
     changed: Mutex<BTreeSet<PathBuf>>,
+}
+
+/// The threads an update of the index reads files on.
+fn search_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(4))
 }
 
 /// The query a directory name asks.
@@ -93,11 +105,15 @@ impl SearchView {
         index_dir: Option<PathBuf>,
         blob_dir: &Path,
         storage: Arc<dyn SessionStorage>,
+        store: Store,
     ) -> Self {
         SearchView {
             index_dir,
             blob_dir: blob_dir.to_owned(),
             storage,
+            store,
+            watch_wanted: AtomicBool::new(false),
+            watching: Mutex::new(None),
             index: Mutex::new(None),
             answers: Mutex::new(HashMap::new()),
             queries: RecentQueries::default(),
@@ -126,8 +142,48 @@ impl SearchView {
         Ok(index.insert(Arc::new(opened)).clone())
     }
 
+    /// Keeps the index fresh from the store's change events once it exists, so that a
+    /// search (here or by `gjcfs search`) need not check the store's files: at once when
+    /// a search built it before, else as soon as one does
+    /// ([`SearchView::reindex_changed`] looks twice a second). The mount never builds an
+    /// index nobody searched. An error when the storage cannot watch.
+    pub fn watch(&self) -> Result<(), VfsError> {
+        self.storage
+            .watch()
+            .map_err(|e| super::errors::from_io(&e, format!("watching the store: {e}")))?;
+        self.watch_wanted.store(true, Ordering::Relaxed);
+        self.watch_if_built();
+        Ok(())
+    }
+
+    /// Starts the watcher if it is wanted and the index exists; one that cannot start is
+    /// not tried again (the searches check the store instead).
+    fn watch_if_built(&self) {
+        if !self.watch_wanted.load(Ordering::Relaxed) || self.watching.lock().is_some() {
+            return;
+        }
+        let built = self.index.lock().is_some()
+            || self
+                .index_dir
+                .as_deref()
+                .is_some_and(gjcfs_search::index_exists);
+        if !built {
+            return;
+        }
+        let started = self
+            .index()
+            .ok()
+            .and_then(|index| index.watch(self.store.clone(), search_threads()).ok());
+        match started {
+            Some(watching) => *self.watching.lock() = Some(watching),
+            None => self.watch_wanted.store(false, Ordering::Relaxed),
+        }
+    }
+
     /// Replaces the index on disk by one in memory, removing the file (a cache).
     fn keep_in_memory(&self) -> Result<Arc<SearchIndex>, VfsError> {
+        // The watcher of the file's index stops: an index in memory is checked instead.
+        drop(self.watching.lock().take());
         let in_memory = SearchIndex::open_in_memory()
             .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?
             .with_storage(self.storage.clone())
@@ -140,8 +196,31 @@ impl SearchView {
         Ok(in_memory)
     }
 
+    /// Brings `index` up to date with the files `paths` lists (the store's transcripts):
+    /// the index to search, in memory from now on when the cache's filesystem is full.
+    fn update(
+        &self,
+        mut index: Arc<SearchIndex>,
+        paths: &dyn Fn() -> Vec<PathBuf>,
+    ) -> Result<Arc<SearchIndex>, VfsError> {
+        let paths = paths();
+        let threads = search_threads();
+        if let Err(e) = index.update(&paths, threads, &|_| {}) {
+            if !(e.is_disk_full() && index.path().is_some()) {
+                return Err(VfsError::Unreadable(format!("the search index: {e}")));
+            }
+            // A full cache filesystem: the index gives its space back, and the mount
+            // searches an index in memory from now on.
+            index = self.keep_in_memory()?;
+            index
+                .update(&paths, threads, &|_| {})
+                .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
+        }
+        Ok(index)
+    }
+
     /// The answer to the query `name` over the files `paths` lists (the store's
-    /// transcripts). The store is listed only when the answer is not served from the cache:
+    /// transcripts), which are checked unless a watcher keeps the index fresh. The store is listed only when the answer is not served from the cache:
     /// listing a query's directory looks up each of its hits, and each lookup asks again.
     pub fn answer(
         &self,
@@ -154,19 +233,13 @@ impl SearchView {
             }
         }
         let query = parse_query(name)?;
-        let paths = paths();
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
         let mut index = self.index()?;
-        if let Err(e) = index.update(&paths, threads, &|_| {}) {
-            if !(e.is_disk_full() && index.path().is_some()) {
-                return Err(VfsError::Unreadable(format!("the search index: {e}")));
-            }
-            // A full cache filesystem: the index gives its space back, and the mount
-            // searches an index in memory from now on.
-            index = self.keep_in_memory()?;
-            index
-                .update(&paths, threads, &|_| {})
-                .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
+        let fresh = self
+            .store
+            .dirs(self.storage.as_ref())
+            .is_ok_and(|dirs| index.is_fresh(&dirs));
+        if !fresh {
+            index = self.update(index, paths)?;
         }
         let filters = Filters {
             limit: HITS_SHOWN,
@@ -222,7 +295,8 @@ impl SearchView {
     }
 
     /// Re-indexes the session files noted changed since the last call, if the index is
-    /// open. (A search brings the whole index up to date first anyway.)
+    /// open (a search brings the whole index up to date first anyway), and starts the
+    /// watcher once the index exists ([`SearchView::watch`]).
     pub fn reindex_changed(&self) {
         let changed = std::mem::take(&mut *self.changed.lock());
         let index = self.index.lock().clone();
@@ -231,6 +305,7 @@ impl SearchView {
                 let _ = index.update_session(&path);
             }
         }
+        self.watch_if_built();
     }
 }
 
@@ -244,7 +319,8 @@ mod tests {
     fn a_cached_answer_does_not_list_the_store_again() {
         let dir = tempfile::tempdir().unwrap();
         let storage = Arc::new(gjcfs_engine::storage::MemoryStorage::new());
-        let view = SearchView::new(None, &dir.path().join("blobs"), storage);
+        let store = Store::Dir(dir.path().join("sessions"));
+        let view = SearchView::new(None, &dir.path().join("blobs"), storage, store);
         let listed = Cell::new(0);
         let paths = || {
             listed.set(listed.get() + 1);

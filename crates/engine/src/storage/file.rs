@@ -245,6 +245,18 @@ impl SessionStorage for FileStorage {
     fn remove_dir(&self, dir: &Path) -> io::Result<()> {
         fs::remove_dir(dir)
     }
+
+    fn is_locked(&self, path: &Path) -> io::Result<bool> {
+        match os::open(path, Open::READ) {
+            Ok(file) => os::probe_lock(&file),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn watch(&self) -> io::Result<Box<dyn super::DirWatch>> {
+        sys::dir_watch()
+    }
 }
 
 /// A file read with positional reads (`pread`; on Windows reads at an offset), which
@@ -392,6 +404,12 @@ mod tests {
             std::os::windows::fs::symlink_file(target, link)
         };
         made.unwrap();
+    }
+
+    #[test]
+    fn is_locked_tells_a_held_lock_without_taking_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        crate::storage::check_is_locked(&FileStorage, tmp.path());
     }
 
     #[test]

@@ -262,6 +262,43 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes the empty directory `dir` (a symlink there is refused).
     fn remove_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Whether another open file holds the lock [`StorageWriter::lock`] takes on the file at
+    /// `path` (false when nothing is there). Asking takes no lock that outlives the call and
+    /// holds back no other asker.
+    fn is_locked(&self, path: &Path) -> io::Result<bool>;
+    /// A new watch of directories' entries ([`DirWatch`]); an
+    /// [`io::ErrorKind::Unsupported`] error where the backend cannot watch (the disk
+    /// outside Linux, memory).
+    fn watch(&self) -> io::Result<Box<dyn DirWatch>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "watching directories is not supported here",
+        ))
+    }
+}
+
+/// What a [`DirWatch`] saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Changes {
+    /// The entries of watched directories that were created, written, closed after writing,
+    /// had their times or modes set, were moved in or out or removed, and watched
+    /// directories that were moved or removed themselves: in the order it happened, a path
+    /// as often as it changed.
+    Paths(Vec<PathBuf>),
+    /// Changes were lost (the platform's queue of them overflowed): anything in the watched
+    /// directories may have changed.
+    Lost,
+}
+
+/// A watch of directories' entries ([`SessionStorage::watch`]): every change of an entry
+/// directly in a watched directory is reported, in order, by whoever made it.
+pub trait DirWatch: Send + std::fmt::Debug {
+    /// Watches the directory `dir` too (again: nothing changes). A directory that is removed
+    /// or moved stops being watched.
+    fn add(&mut self, dir: &Path) -> io::Result<()>;
+    /// Waits up to `timeout` for changes: the paths that changed since the last call (none
+    /// when the time ran out), or [`Changes::Lost`].
+    fn wait(&mut self, timeout: std::time::Duration) -> io::Result<Changes>;
 }
 
 /// `path` spelled without a Windows `\\?\` (verbatim) prefix: `\\?\C:\x` is `C:\x`,
@@ -455,4 +492,27 @@ pub fn write_new_durable(
     let written = writer.write_all(bytes).and_then(|()| writer.fsync());
     let closed = writer.close();
     written.and(closed)
+}
+
+/// What every backend's [`SessionStorage::is_locked`] must answer, checked in a directory
+/// `dir` of `storage`.
+#[cfg(test)]
+pub(crate) fn check_is_locked(storage: &dyn SessionStorage, dir: &Path) {
+    let path = dir.join("claim");
+    assert!(!storage.is_locked(&path).unwrap(), "nothing is there");
+    let mut holder = storage.open_writer(&path, OpenMode::Append).unwrap();
+    assert!(!storage.is_locked(&path).unwrap(), "open, not locked");
+    holder.lock().unwrap();
+    assert!(storage.is_locked(&path).unwrap());
+    // Asking again, from anywhere, keeps the answer and takes nothing from the holder.
+    assert!(storage.is_locked(&path).unwrap());
+    holder.unlock().unwrap();
+    assert!(!storage.is_locked(&path).unwrap());
+    // Asking left no lock behind: another writer takes it at once.
+    let mut other = storage.open_writer(&path, OpenMode::Append).unwrap();
+    other.lock().unwrap();
+    assert!(storage.is_locked(&path).unwrap());
+    other.close().unwrap();
+    assert!(!storage.is_locked(&path).unwrap(), "closing drops the lock");
+    holder.close().unwrap();
 }

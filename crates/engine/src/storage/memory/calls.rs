@@ -180,6 +180,16 @@ impl SessionStorage for MemoryStorage {
         MEMORY_USER
     }
 
+    fn is_locked(&self, path: &Path) -> io::Result<bool> {
+        let mut s = self.lock();
+        check(&mut s, "is_locked")?;
+        if !s.files.contains_key(path) {
+            return Ok(false);
+        }
+        let id = s.id_of(path);
+        Ok(s.locks.contains_key(&id))
+    }
+
     /// Memory has no ACLs.
     fn has_acl(&self, path: &Path) -> io::Result<bool> {
         self.existing("has_acl", path).map(|()| false)

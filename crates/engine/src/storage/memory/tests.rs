@@ -1,6 +1,13 @@
 use super::*;
 
 #[test]
+fn is_locked_tells_a_held_lock_without_taking_one() {
+    let storage = MemoryStorage::new();
+    storage.ensure_dir(Path::new("/d")).unwrap();
+    crate::storage::check_is_locked(&storage, Path::new("/d"));
+}
+
+#[test]
 fn appending_to_a_file_that_must_exist_creates_nothing() {
     let storage = MemoryStorage::new();
     storage.ensure_dir(Path::new("/d")).unwrap();

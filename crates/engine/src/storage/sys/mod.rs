@@ -6,7 +6,7 @@
 //! - [`unix`]: what every POSIX system has (open flags, `fstat` fields, `pread`, `geteuid`,
 //!   `ttyname`).
 //! - `linux`: the POSIX ACL attributes, the filesystem magic of `statfs`, `/proc`,
-//!   `renameat2`.
+//!   `renameat2`; `inotify`: watching directories.
 //! - `macos`: extended ACLs, `statfs`'s `f_fstypename` and `MNT_LOCAL`, `libproc`,
 //!   `kern.bootsessionuuid`, `renamex_np`.
 //! - `windows`: the same seam over Win32 (handles opened without following reparse points,
@@ -22,6 +22,8 @@
 // The storage seam itself: the one place the engine touches the filesystem directly.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+#[cfg(target_os = "linux")]
+mod inotify;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(unix)]
@@ -63,6 +65,18 @@ pub use unsupported::{
 pub use windows::{
     boot_id, has_posix_acl, is_network_fs, process_start_id, rename_no_replace, writers_elsewhere,
 };
+
+/// A new watch of directories' entries: inotify on Linux; elsewhere not supported yet
+/// (macOS's FSEvents and Windows's `ReadDirectoryChangesW` would serve).
+pub fn dir_watch() -> std::io::Result<Box<dyn crate::storage::DirWatch>> {
+    #[cfg(target_os = "linux")]
+    return inotify::Inotify::new().map(|w| Box::new(w) as Box<dyn crate::storage::DirWatch>);
+    #[cfg(not(target_os = "linux"))]
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "watching directories is not supported on this system",
+    ))
+}
 
 /// Whether [`os::open`] may create the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

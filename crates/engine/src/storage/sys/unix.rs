@@ -55,12 +55,27 @@ pub fn write(file: &File, bytes: &[u8], _append: bool) -> io::Result<usize> {
 /// descriptor holds it (whether it was taken), or drops it (`exclusive` false). Writers
 /// that never ask (the agent) are not held back, and closing the descriptor drops it.
 pub fn lock_file(file: &File, exclusive: bool) -> io::Result<bool> {
+    flock(
+        file,
+        if exclusive {
+            libc::LOCK_EX | libc::LOCK_NB
+        } else {
+            libc::LOCK_UN
+        },
+    )
+}
+
+/// Whether another descriptor holds the exclusive lock of [`lock_file`] on the open
+/// `file`: a shared lock is tried without waiting (and dropped when the descriptor is
+/// closed), so askers never hold each other back.
+pub fn probe_lock(file: &File) -> io::Result<bool> {
+    flock(file, libc::LOCK_SH | libc::LOCK_NB).map(|taken| !taken)
+}
+
+/// `flock(operation)` on the open `file`, again when interrupted: whether it took effect
+/// (false: another descriptor's lock stands in the way of a non-blocking one).
+fn flock(file: &File, operation: i32) -> io::Result<bool> {
     use std::os::fd::AsRawFd;
-    let operation = if exclusive {
-        libc::LOCK_EX | libc::LOCK_NB
-    } else {
-        libc::LOCK_UN
-    };
     loop {
         // SAFETY: a descriptor this `File` owns; flock touches nothing else.
         if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {

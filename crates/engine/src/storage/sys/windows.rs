@@ -363,6 +363,28 @@ pub fn lock_file(file: &File, exclusive: bool) -> io::Result<bool> {
     }
 }
 
+/// Whether another handle holds the exclusive lock of [`lock_file`] on the open `file`: a
+/// shared lock of the same byte is tried without waiting and dropped again.
+pub fn probe_lock(file: &File) -> io::Result<bool> {
+    // SAFETY: a zeroed OVERLAPPED is valid; only its offset fields are set.
+    let mut at: OVERLAPPED = unsafe { std::mem::zeroed() };
+    at.Anonymous.Anonymous.Offset = 0xFFFF_FFFE;
+    at.Anonymous.Anonymous.OffsetHigh = 0xFFFF_FFFF;
+    let handle = file.as_raw_handle();
+    // SAFETY: a handle this `File` owns and an OVERLAPPED that outlives the synchronous
+    // calls (the lock fails at once when taken).
+    let ok = unsafe { LockFileEx(handle, LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &mut at) };
+    match check(ok) {
+        Ok(()) => {
+            // SAFETY: as above; the shared lock just taken is dropped.
+            check(unsafe { UnlockFileEx(handle, 0, 1, 0, &mut at) })?;
+            Ok(false)
+        }
+        Err(e) if e.raw_os_error() == Some(ERROR_LOCK_VIOLATION as i32) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
 /// What the handle of the open `file` says about it.
 pub fn info(file: &File) -> io::Result<Info> {
     let info = handle_info(file)?;

@@ -1,0 +1,231 @@
+//! Keeping an index fresh from the storage's change events ([`SessionStorage::watch`]), so
+//! that a query can trust it ([`super::claim`]) instead of a `stat` of every file.
+//!
+//! The watcher runs on a thread of its own:
+//! 1. it watches the store's root (for directories made or removed), the directory of the
+//!    query tokens and every directory of the store, then brings the index up to date with
+//!    a full check ([`SearchIndex::update_dirs`]) and takes the claim;
+//! 2. it reads the changes as they come: a transcript that changed is brought up to date
+//!    alone ([`SearchIndex::update_session`]), a change of the store's directories watches
+//!    the new ones and checks them all again, and a query's token is removed once every
+//!    change before it is indexed;
+//! 3. when changes were lost, or the index could not be written, it lets the claim go and
+//!    starts again at 1 — queries check the store themselves meanwhile.
+//!
+//! It claims only a store whose every directory is on a local filesystem whose directory
+//! times tell every change of their entries ([`DirLookup::listing_version`]): there a watch
+//! sees every writer of the machine. Elsewhere it keeps no claim and tries again later.
+//!
+//! [`DirLookup::listing_version`]: gjcfs_engine::storage::DirLookup::listing_version
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::claim::{self, Claim};
+use super::{SearchIndex, Store};
+use gjcfs_engine::storage::{Changes, DirWatch, FileStorage, SessionStorage};
+use gjcfs_engine::store::discovery::is_transcript_name;
+
+/// How long the watcher waits for changes before it looks whether it should stop.
+const WAIT: Duration = Duration::from_millis(200);
+/// How long it waits before it starts again after a failure.
+const RETRY: Duration = Duration::from_secs(2);
+
+/// A watcher at work; dropping it stops it (and lets its claim go).
+#[derive(Debug)]
+pub struct Watching {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Starts watching `store` for `index`, which must be a file; an error when the storage
+/// cannot watch or the index is in memory.
+pub fn start(index: Arc<SearchIndex>, store: Store, threads: usize) -> io::Result<Watching> {
+    let Some(path) = index.path().map(Path::to_owned) else {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "an index in memory is not watched",
+        ));
+    };
+    let storage = index.storage();
+    let watch = storage.watch()?;
+    let sync = claim::sync_dir(&path);
+    FileStorage.ensure_dir(&sync)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = Watcher {
+        index,
+        store,
+        storage,
+        threads,
+        path,
+        sync,
+        stop: stop.clone(),
+    };
+    let thread = std::thread::Builder::new()
+        .name("gjcfs-search-watch".into())
+        .spawn(move || watcher.run(watch))?;
+    Ok(Watching {
+        stop,
+        thread: Some(thread),
+    })
+}
+
+struct Watcher {
+    index: Arc<SearchIndex>,
+    store: Store,
+    storage: Arc<dyn SessionStorage>,
+    threads: usize,
+    /// The index file.
+    path: PathBuf,
+    /// Where queries leave their tokens.
+    sync: PathBuf,
+    stop: Arc<AtomicBool>,
+}
+
+/// What the watcher follows: the store's directories, and the claim while it holds it.
+struct Following {
+    dirs: Vec<PathBuf>,
+    claim: Option<Claim>,
+}
+
+impl Watcher {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    fn run(self, mut watch: Box<dyn DirWatch>) {
+        while !self.stopped() {
+            let followed = self
+                .start_following(watch.as_mut())
+                .and_then(|following| self.follow(watch.as_mut(), following));
+            if followed.is_err() {
+                // The claim is let go already; the store is checked afresh after a pause.
+                let mut waited = Duration::ZERO;
+                while waited < RETRY && !self.stopped() {
+                    std::thread::sleep(WAIT);
+                    waited += WAIT;
+                }
+            }
+        }
+    }
+
+    /// Step 1: watch everything, bring the index up to date, claim it.
+    fn start_following(&self, watch: &mut dyn DirWatch) -> io::Result<Following> {
+        if let Store::Root(root) = &self.store {
+            watch.add(&self.storage.canonicalize(root)?)?;
+        }
+        watch.add(&self.sync)?;
+        let dirs = self.watch_dirs(watch)?;
+        self.index
+            .update_dirs(&dirs, self.threads, &|_| {})
+            .map_err(io::Error::other)?;
+        let claim = if self.all_local(&dirs) {
+            Claim::take(&self.path, &claim::dirs_digest(&dirs))?
+        } else {
+            None
+        };
+        Ok(Following { dirs, claim })
+    }
+
+    /// The store's directories now, each watched.
+    fn watch_dirs(&self, watch: &mut dyn DirWatch) -> io::Result<Vec<PathBuf>> {
+        let dirs = self.store.dirs(self.storage.as_ref())?;
+        for dir in &dirs {
+            match watch.add(dir) {
+                Ok(()) => {}
+                // Gone since it was listed: the root's change says so next.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(dirs)
+    }
+
+    /// Whether every directory is one whose changes a watch sees, whoever makes them.
+    fn all_local(&self, dirs: &[PathBuf]) -> bool {
+        dirs.iter().all(|dir| {
+            self.storage
+                .dir_lookup(dir)
+                .and_then(Result::ok)
+                .and_then(|d| d.listing_version().ok().flatten())
+                .is_some()
+        })
+    }
+
+    /// Step 2, until the watcher stops (`Ok`) or changes are lost or cannot be indexed.
+    fn follow(&self, watch: &mut dyn DirWatch, mut following: Following) -> io::Result<()> {
+        while !self.stopped() {
+            match watch.wait(WAIT)? {
+                Changes::Lost => return Err(io::Error::other("changes were lost")),
+                Changes::Paths(paths) if paths.is_empty() => {}
+                Changes::Paths(paths) => self.take_in(watch, &paths, &mut following)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Indexes the changes of `paths`, then takes the tokens among them.
+    fn take_in(
+        &self,
+        watch: &mut dyn DirWatch,
+        paths: &[PathBuf],
+        following: &mut Following,
+    ) -> io::Result<()> {
+        let dir_changed = paths
+            .iter()
+            .any(|p| self.is_store_dir_change(p, &following.dirs));
+        if dir_changed {
+            following.dirs = self.watch_dirs(watch)?;
+            self.index
+                .update_dirs(&following.dirs, self.threads, &|_| {})
+                .map_err(io::Error::other)?;
+            if let Some(claim) = &mut following.claim {
+                claim.follow(&claim::dirs_digest(&following.dirs))?;
+            }
+        } else {
+            let mut done: Vec<&Path> = Vec::new();
+            for path in paths.iter().filter(|p| is_transcript(p, &following.dirs)) {
+                if !done.contains(&path.as_path()) {
+                    self.index.update_session(path).map_err(io::Error::other)?;
+                    done.push(path);
+                }
+            }
+        }
+        claim::take_tokens(&self.sync, paths);
+        Ok(())
+    }
+
+    /// Whether `path` names a directory of the store, or an entry of the root (a directory
+    /// made, removed or renamed there).
+    fn is_store_dir_change(&self, path: &Path, dirs: &[PathBuf]) -> bool {
+        let in_root = match &self.store {
+            Store::Root(root) => self
+                .storage
+                .canonicalize(root)
+                .is_ok_and(|root| path == root || path.parent() == Some(&root)),
+            Store::Dir(_) => false,
+        };
+        in_root || dirs.iter().any(|d| d == path)
+    }
+}
+
+/// Whether `path` is a transcript in one of `dirs`.
+fn is_transcript(path: &Path, dirs: &[PathBuf]) -> bool {
+    let named = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(is_transcript_name);
+    named && path.parent().is_some_and(|p| dirs.iter().any(|d| d == p))
+}
