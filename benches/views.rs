@@ -124,11 +124,18 @@ fn store_usage(c: &mut Criterion) {
     group.bench_function("scan_and_combine/10k_sessions_2_threads", |b| {
         b.iter(|| {
             let scan = scan_sessions(black_box(&paths), 2, &|_| {});
-            StoreUsage::combine(scan.contributions.iter().map(|(_, c)| c))
+            StoreUsage::combine(scan.contributions.iter().map(|s| &s.contribution))
         })
     });
     group.bench_function("combine/10k_sessions", |b| {
-        b.iter(|| StoreUsage::combine(black_box(&scan).contributions.iter().map(|(_, c)| c)))
+        b.iter(|| {
+            StoreUsage::combine(
+                black_box(&scan)
+                    .contributions
+                    .iter()
+                    .map(|s| &s.contribution),
+            )
+        })
     });
     group.finish();
 }

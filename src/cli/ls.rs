@@ -12,10 +12,10 @@ use gjcfs_engine::json::{self, Object, Value};
 use gjcfs_engine::session::usage::UsageSum;
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::store::discovery::{
-    count_message_lines, keep_live_copies, project_local_transcripts, session_info, SessionInfo,
+    count_message_lines, keep_live_copies, project_local_transcripts, session_info, ListingCache,
+    SessionInfo,
 };
 use gjcfs_engine::store::legacy::{list_candidates, LegacyRoots};
-use gjcfs_engine::store::usage::scan_sessions;
 
 use super::output::{terminal_safe, title_cell, token_count, NothingFound};
 use super::progress::Progress;
@@ -72,8 +72,17 @@ pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> 
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let rows: Vec<(SessionInfo, Option<&'static str>)> = if all {
+        // What is counted is kept with the listing, so the next run reads nothing of a
+        // session that did not change.
+        let complete = |infos: &mut [SessionInfo], cache: &mut ListingCache| {
+            for info in infos {
+                if exact(storage.as_ref(), info) {
+                    cache.complete(info);
+                }
+            }
+        };
         store
-            .sessions()?
+            .sessions_then(complete)?
             .into_iter()
             .map(|info| (info, None))
             .collect()
@@ -108,22 +117,11 @@ pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> 
         keep_live_copies(&mut rows, |(info, _)| {
             (&info.id, info.modified_ms, &info.path)
         });
+        for (info, _) in &mut rows {
+            exact(storage.as_ref(), info);
+        }
         rows
     };
-    // The listing estimates from a large file's first 4 KiB: count its messages exactly,
-    // and look further for a first prompt that a long system prompt pushed out.
-    let mut rows = rows;
-    for (info, _) in &mut rows {
-        if info.message_count_is_estimate {
-            if let Ok(count) = count_message_lines(storage.as_ref(), &info.path) {
-                info.message_count = count;
-                info.message_count_is_estimate = false;
-            }
-            if info.message_count > 0 {
-                info.find_first_prompt(storage.as_ref());
-            }
-        }
-    }
     if rows.is_empty() {
         let looked_in = (!all).then_some(workspace.as_path());
         let in_store = store.transcripts().map_or(0, |p| p.len());
@@ -133,7 +131,7 @@ pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> 
         Format::Table => vec![None; rows.len()],
         Format::Long | Format::Json => {
             let paths: Vec<PathBuf> = rows.iter().map(|(info, _)| info.path.clone()).collect();
-            session_usage(&paths)
+            session_usage(store, &paths)?
         }
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
@@ -161,23 +159,40 @@ pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> 
     Ok(())
 }
 
+/// Completes a listing's estimate from a large file's first 4 KiB: its messages counted
+/// exactly, and a first prompt that a long system prompt pushed out looked for further;
+/// whether anything changed.
+fn exact(storage: &dyn SessionStorage, info: &mut SessionInfo) -> bool {
+    if !info.message_count_is_estimate {
+        return false;
+    }
+    if let Ok(count) = count_message_lines(storage, &info.path) {
+        info.message_count = count;
+        info.message_count_is_estimate = false;
+    }
+    if info.message_count > 0 {
+        info.find_first_prompt(storage);
+    }
+    true
+}
+
 /// The usage each session records ([`UsageSum`] of every reply its statistics count,
 /// copies from a parent included), or `None` for a file that cannot be loaded; read on
-/// every core, with progress on a terminal.
-fn session_usage(paths: &[PathBuf]) -> Vec<Option<UsageSum>> {
-    let threads = super::store::reading_threads();
+/// every core, with progress on a terminal, where the store's saved usage does not have
+/// it ([`StoreArgs::scan_usage`]).
+fn session_usage(store: &StoreArgs, paths: &[PathBuf]) -> Result<Vec<Option<UsageSum>>> {
     let bar = Progress::files("reading sessions", paths.len(), PROGRESS_FROM);
-    let scan = scan_sessions(paths, threads, &|done| bar.set(done as u64));
+    let scan = store.scan_usage(paths, false, &|done| bar.set(done as u64))?;
     bar.finish();
     let sums: HashMap<&Path, UsageSum> = scan
         .contributions
         .iter()
-        .map(|(path, contribution)| (path.as_path(), contribution.own_usage()))
+        .map(|s| (s.path.as_path(), s.contribution.own_usage()))
         .collect();
-    paths
+    Ok(paths
         .iter()
         .map(|p| sums.get(p.as_path()).copied())
-        .collect()
+        .collect())
 }
 
 /// What an empty listing says: where it looked, and for one workspace, how many session

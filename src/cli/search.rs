@@ -10,9 +10,7 @@ use clap::{Args, ValueEnum};
 use gjcfs_engine::format::time::format_iso_millis;
 use gjcfs_engine::json;
 use gjcfs_engine::storage::FileStorage;
-use gjcfs_search::{
-    default_index_dir, Filters, Hit, Progress, Query, Role, SearchError, SearchIndex, Store,
-};
+use gjcfs_search::{Filters, Hit, Progress, Query, Role, SearchError, SearchIndex, Store};
 
 use super::output::{title_cell, warn, NothingFound};
 use super::progress;
@@ -209,15 +207,9 @@ fn store_blobs(args: &SearchArgs) -> Result<PathBuf> {
 fn open_index(args: &SearchArgs) -> Result<SearchIndex> {
     let dir = match &args.index {
         Some(dir) => dir.clone(),
-        None => {
-            let store = match &args.store.session_dir {
-                Some(dir) => dir.clone(),
-                None => args.store.agent_dirs()?.agent_dir().to_owned(),
-            };
-            default_index_dir(&store).context(
-                "cannot tell where the index goes: set XDG_CACHE_HOME or HOME, or give --index DIR",
-            )?
-        }
+        None => args.store.cache_dir()?.context(
+            "cannot tell where the index goes: set XDG_CACHE_HOME or HOME, or give --index DIR",
+        )?,
     };
     let blobs = store_blobs(args)?;
     match SearchIndex::open(&dir) {

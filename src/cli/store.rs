@@ -6,11 +6,18 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use gjcfs_engine::storage::FileStorage;
 use gjcfs_engine::store::discovery::{
-    all_transcript_paths, list_all, list_dir, match_prefix, transcript_paths, SessionInfo,
+    all_transcript_paths, list_all_cached, list_dir_cached, match_prefix, transcript_paths,
+    ListingCache, SessionInfo,
 };
+use gjcfs_engine::store::usage::{scan_sessions_cached, StoreScan, UsageCache};
 use gjcfs_engine::AgentDirs;
 
 use super::output::terminal_safe;
+
+/// The saved listing's file in the store's cache directory ([`StoreArgs::cache_file`]).
+pub const LISTING_FILE: &str = "listing";
+/// The saved usage's file there.
+pub const USAGE_FILE: &str = "usage";
 
 /// How many matching ids an ambiguity error names.
 const AMBIGUOUS_SHOWN: usize = 5;
@@ -67,13 +74,84 @@ impl StoreArgs {
     }
 
     /// The sessions of the store with their listing metadata (one per session id).
+    /// Only the files that changed since the last listing are read: what a listing read is
+    /// kept in the store's cache directory ([`StoreArgs::cache_file`]).
     pub fn sessions(&self) -> Result<Vec<SessionInfo>> {
+        self.sessions_then(|_, _| {})
+    }
+
+    /// [`StoreArgs::sessions`], with `complete` given the sessions and the listing cache
+    /// before it is saved: what it learns of a session by reading more of it
+    /// ([`ListingCache::complete`]) is kept for the next run.
+    pub fn sessions_then(
+        &self,
+        complete: impl FnOnce(&mut [SessionInfo], &mut ListingCache),
+    ) -> Result<Vec<SessionInfo>> {
         self.check()?;
-        Ok(match &self.session_dir {
-            Some(dir) => list_dir(&FileStorage, dir)
+        let saved = self.cache_file(LISTING_FILE)?;
+        let mut cache = saved
+            .as_deref()
+            .map(|file| ListingCache::load(&FileStorage, file))
+            .unwrap_or_default();
+        let none = &|_, _| {};
+        let mut sessions = match &self.session_dir {
+            Some(dir) => list_dir_cached(&FileStorage, dir, &mut cache, none)
                 .with_context(|| format!("{}: cannot list sessions", dir.display()))?,
-            None => list_all(&FileStorage, &self.agent_dirs()?.sessions_root())?,
-        })
+            None => list_all_cached(
+                &FileStorage,
+                &self.agent_dirs()?.sessions_root(),
+                &mut cache,
+                none,
+            )?,
+        };
+        complete(&mut sessions, &mut cache);
+        if let Some(file) = &saved {
+            // A cache: one that cannot be written costs the next run its speed only.
+            let _ = cache.save(&FileStorage, file);
+        }
+        Ok(sessions)
+    }
+
+    /// The usage each of `paths` records ([`scan_sessions_cached`]): only the files that
+    /// changed since the last scan are read, the rest comes from the store's cache
+    /// directory. `whole_store`: `paths` are every file of the store, so the cache forgets
+    /// the others. `progress` gets the number of files done.
+    pub fn scan_usage(
+        &self,
+        paths: &[PathBuf],
+        whole_store: bool,
+        progress: &(dyn Fn(usize) + Sync),
+    ) -> Result<StoreScan> {
+        let saved = self.cache_file(USAGE_FILE)?;
+        let mut cache = saved
+            .as_deref()
+            .map(|file| UsageCache::load(&FileStorage, file))
+            .unwrap_or_default();
+        let scan = scan_sessions_cached(paths, reading_threads(), &mut cache, progress);
+        if whole_store {
+            cache.keep_only(paths);
+        }
+        if let Some(file) = &saved {
+            // A cache: one that cannot be written costs the next run its speed only.
+            let _ = cache.save(&FileStorage, file);
+        }
+        Ok(scan)
+    }
+
+    /// The directory where the store's caches are kept: its search index (shared with a
+    /// mount of the same store), its saved listing and usage; `None` when there is no cache
+    /// directory (neither `XDG_CACHE_HOME` nor `HOME`).
+    pub fn cache_dir(&self) -> Result<Option<PathBuf>> {
+        let store = match &self.session_dir {
+            Some(dir) => dir.clone(),
+            None => self.agent_dirs()?.agent_dir().to_owned(),
+        };
+        Ok(gjcfs_search::default_index_dir(&store))
+    }
+
+    /// The file `name` in [`StoreArgs::cache_dir`].
+    pub fn cache_file(&self, name: &str) -> Result<Option<PathBuf>> {
+        Ok(self.cache_dir()?.map(|dir| dir.join(name)))
     }
 
     /// Every transcript file of the store, unread.

@@ -7,9 +7,8 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use gjcfs_engine::json;
 use gjcfs_engine::session::usage::UsageSum;
-use gjcfs_engine::storage::{FileStorage, SessionStorage};
 use gjcfs_engine::store::discovery::keep_live_copies;
-use gjcfs_engine::store::usage::{scan_sessions, Grouping, StoreUsage};
+use gjcfs_engine::store::usage::{Grouping, StoreUsage};
 use gjcfs_engine::views::thousands;
 
 use super::output::{terminal_safe, token_count as count, warn};
@@ -62,9 +61,10 @@ pub fn run(args: UsageArgs) -> Result<()> {
     });
     let range = args.range.range()?;
     let paths = args.store.transcripts()?;
-    let threads = super::store::reading_threads();
     let bar = Progress::files("reading sessions", paths.len(), PROGRESS_FROM);
-    let scan = scan_sessions(&paths, threads, &|done| bar.set(done as u64));
+    let scan = args
+        .store
+        .scan_usage(&paths, true, &|done| bar.set(done as u64))?;
     bar.finish();
     for (path, err) in scan.failed.iter().take(FAILED_SHOWN) {
         warn(format_args!("skipped {}: {err}", path.display()));
@@ -76,18 +76,11 @@ pub fn run(args: UsageArgs) -> Result<()> {
         ));
     }
     // A session in several files (a legacy session and its managed copy) counts once.
-    let mut contributions: Vec<_> = scan
-        .contributions
-        .into_iter()
-        .map(|(path, c)| {
-            let mtime_ms = FileStorage.stat(&path).map_or(0, |s| s.mtime_ms);
-            (path, c, mtime_ms)
-        })
-        .collect();
-    keep_live_copies(&mut contributions, |(path, c, ms)| {
-        (&c.session_id, *ms, path)
+    let mut contributions = scan.contributions;
+    keep_live_copies(&mut contributions, |s| {
+        (&s.contribution.session_id, s.modified_ms(), &s.path)
     });
-    let usage = StoreUsage::combine_in(contributions.iter().map(|(_, c, _)| c), range);
+    let usage = StoreUsage::combine_in(contributions.iter().map(|s| &s.contribution), range);
     let mut out = BufWriter::new(std::io::stdout().lock());
     if args.json {
         writeln!(out, "{}", json::to_pretty(&usage.to_value(by)))?;

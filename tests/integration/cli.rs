@@ -996,3 +996,93 @@ fn every_command_that_reads_the_store_takes_the_same_store_flags() {
     let out = gjcfs(&["entries", &sid[..8], "--agent-dir", agent, "--allow-empty"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }
+
+#[test]
+fn ls_and_usage_keep_what_they_read_between_runs_and_follow_every_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("sessions");
+    std::fs::create_dir(&store).unwrap();
+    let cache = dir.path().join("cache");
+    let session = |n: u32| store.join(format!("s{n}.jsonl"));
+    let header = |n: u32| {
+        format!(
+            r#"{{"type":"session","version":5,"id":"session-{n}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/work"}}"#
+        )
+    };
+    let write = |n: u32| {
+        std::fs::write(
+            session(n),
+            SessionText::with_header(&header(n))
+                .message("a", None, "user", &format!("question {n}"))
+                .message("b", Some("a"), "assistant", "answer")
+                .text(),
+        )
+        .unwrap();
+    };
+    (1..=3).for_each(write);
+    let run = |cache: &std::path::Path, args: &[&str]| {
+        let out = Command::new(gjcfs_bin())
+            .env("XDG_CACHE_HOME", cache)
+            .args(args)
+            .args(["--session-dir", store.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let ls = |cache: &std::path::Path| run(cache, &["ls", "--json"]);
+    let usage = |cache: &std::path::Path| run(cache, &["usage", "--json"]);
+    // What a run with nothing kept says, every time.
+    let fresh = || {
+        let empty = tempfile::tempdir().unwrap();
+        (ls(empty.path()), usage(empty.path()))
+    };
+    let first = (ls(&cache), usage(&cache));
+    assert_eq!(first, fresh());
+    // The saved listing and usage: owner-only files in the store's cache directory.
+    let kept = std::fs::read_dir(cache.join("gjcfs/search"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for name in ["listing", "usage"] {
+        let meta = std::fs::metadata(kept.join(name)).unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
+        assert_eq!(mode & 0o777, 0o600, "{name}");
+    }
+    assert_eq!(
+        (ls(&cache), usage(&cache)),
+        first,
+        "taken from what was kept"
+    );
+    // An append with usage, a new session, a removed one: each shows at once.
+    let reply = r#"{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"input":1000,"output":7,"cacheRead":0,"cacheWrite":0,"cost":{"total":0.5}}}"#;
+    let mut child = Command::new(gjcfs_bin())
+        .args(["append", session(2).to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        child.stdin.as_mut().unwrap(),
+        format!("{reply}\n").as_bytes(),
+    )
+    .unwrap();
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    write(5);
+    std::fs::remove_file(session(3)).unwrap();
+    let after = (ls(&cache), usage(&cache));
+    assert_ne!(after, first);
+    assert_eq!(after, fresh());
+    assert!(after.1.contains("1000"), "{}", after.1);
+    // Damaged or foreign files kept there are not trusted.
+    for name in ["listing", "usage"] {
+        let bytes = std::fs::read(kept.join(name)).unwrap();
+        std::fs::write(kept.join(name), &bytes[..bytes.len() / 2]).unwrap();
+    }
+    assert_eq!((ls(&cache), usage(&cache)), after);
+    std::fs::write(kept.join("listing"), b"gjcfs\0svusage\0\0\0\x01\0\0\0").unwrap();
+    assert_eq!(ls(&cache), after.0);
+}

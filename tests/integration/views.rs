@@ -392,7 +392,7 @@ fn store_usage_counts_replies_copied_into_forks_once() {
     assert_eq!(scan.contributions.len(), 7);
     assert_eq!(scan.failed.len(), 1);
     assert!(scan.failed[0].0.ends_with("notes.jsonl"));
-    let usage = StoreUsage::combine(scan.contributions.iter().map(|(_, c)| c));
+    let usage = StoreUsage::combine(scan.contributions.iter().map(|s| &s.contribution));
     // parent 2 + fork 1 + branched 1 + unrelated 1 + orphans 1.
     assert_eq!(usage.totals.records, 6);
     // fork 2 + branched 1 + grandchild 2 + orphan 1.
@@ -424,7 +424,7 @@ fn store_usage_counts_replies_copied_into_forks_once() {
     reversed.reverse();
     let again = scan_sessions(&reversed, 1, &|_| {});
     assert_eq!(
-        StoreUsage::combine(again.contributions.iter().map(|(_, c)| c)),
+        StoreUsage::combine(again.contributions.iter().map(|s| &s.contribution)),
         usage
     );
 }
@@ -452,7 +452,7 @@ fn store_usage_matches_legacy_copies_without_ids() {
     )
     .unwrap();
     let scan = scan_sessions(&paths, 2, &|_| {});
-    let usage = StoreUsage::combine(scan.contributions.iter().map(|(_, c)| c));
+    let usage = StoreUsage::combine(scan.contributions.iter().map(|s| &s.contribution));
     assert_eq!(
         (usage.sessions, usage.totals.records, usage.copies),
         (3, 1, 2)

@@ -154,7 +154,10 @@ impl StoreUsageView {
         }
         let stale_paths: Vec<PathBuf> = stale.keys().cloned().collect();
         let scan = scan_sessions(&stale_paths, SCAN_THREADS, &|_| {});
-        let read = scan.contributions.into_iter().map(|(p, c)| (p, Some(c)));
+        let read = scan
+            .contributions
+            .into_iter()
+            .map(|s| (s.path, Some(s.contribution)));
         let failed = scan.failed.into_iter().map(|(p, _)| (p, None));
         for (path, contribution) in read.chain(failed) {
             if let Some(&stamp) = stale.get(&path) {

@@ -8,14 +8,16 @@
 //! message, the first prompt is taken from its raw text (a prompt longer than the prefix
 //! shows its first part).
 
-use std::collections::HashMap;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use crate::format::record::{Record, RecordType};
 use crate::json::Value;
 use crate::read::replay::{header_patch, parse_session_entries};
-use crate::storage::{FileStat, SessionStorage};
+use crate::storage::SessionStorage;
+
+mod cache;
+pub use cache::ListingCache;
 
 /// How much of a file's start is read for its metadata.
 pub const PREFIX_BYTES: usize = 4096;
@@ -328,7 +330,8 @@ pub fn transcript_paths(storage: &dyn SessionStorage, dir: &Path) -> io::Result<
                 .is_some_and(is_transcript_name)
         })
         .collect();
-    paths.sort();
+    // One directory's files: the order of their names' bytes is that of their paths.
+    paths.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
     Ok(paths)
 }
 
@@ -407,56 +410,6 @@ pub fn list_dir_cached(
     let mut infos = cache.list(storage, &transcript_paths(storage, dir)?, progress);
     sort_newest_first(&mut infos);
     Ok(infos)
-}
-
-/// What a listing read of each file, so that the next listing of the same store reads only
-/// the files that changed. A file is not read again while its identity (device and inode),
-/// length and modification time are what they were: an append changes the length, a
-/// rewrite (a rename over the file) the identity. Only the files of the last listing are
-/// kept.
-#[derive(Debug, Default)]
-pub struct ListingCache {
-    known: HashMap<PathBuf, Known>,
-}
-
-/// One file as a listing saw it: its stat and what it held (`None`: not a session).
-#[derive(Debug)]
-struct Known {
-    stat: FileStat,
-    info: Option<SessionInfo>,
-}
-
-impl ListingCache {
-    /// The [`SessionInfo`] of every path that is a session, in the order given, reading
-    /// only the files that changed since the last call.
-    fn list(
-        &mut self,
-        storage: &dyn SessionStorage,
-        paths: &[PathBuf],
-        progress: &dyn Fn(usize, usize),
-    ) -> Vec<SessionInfo> {
-        let mut previous = std::mem::take(&mut self.known);
-        let mut infos = Vec::with_capacity(paths.len());
-        for (done, path) in paths.iter().enumerate() {
-            // The stat is taken before the file is read: a change made while it is read
-            // makes the next listing read it again.
-            if let Ok(stat) = storage.stat(path) {
-                let known = match previous.remove(path) {
-                    Some(known) if known.stat == stat => Some(known),
-                    _ => match session_info(storage, path) {
-                        Ok(info) => Some(Known { stat, info }),
-                        Err(_) => None,
-                    },
-                };
-                if let Some(known) = known {
-                    infos.extend(known.info.clone());
-                    self.known.insert(path.clone(), known);
-                }
-            }
-            progress(done + 1, paths.len());
-        }
-        infos
-    }
 }
 
 fn sort_newest_first(infos: &mut [SessionInfo]) {

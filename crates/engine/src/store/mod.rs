@@ -7,5 +7,6 @@ pub mod agent_dir;
 pub mod breadcrumb;
 pub mod discovery;
 pub mod legacy;
+pub(crate) mod saved;
 pub mod scope;
 pub mod usage;

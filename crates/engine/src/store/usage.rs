@@ -37,8 +37,7 @@
 //!   the session it counts in; model — [`usage_model`](crate::session::usage::usage_model).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 
 use crate::format::migrate::Migration;
 use crate::format::time::{format_iso_millis, iso_week_of_day, month_of_day, parse_iso_millis};
@@ -46,6 +45,9 @@ use crate::json::{Object, Value};
 use crate::read::load::{load_session, LoadError, LoadedSession};
 use crate::session::tree::Session;
 use crate::session::usage::{UsageSum, UsageTotals};
+
+mod scan;
+pub use scan::{scan_sessions, scan_sessions_cached, Scanned, StoreScan, UsageCache};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -443,53 +445,6 @@ impl<'a> Lineage<'a> {
         }
         seen[seen.len() - 1]
     }
-}
-
-/// The contributions of many session files, read in parallel.
-#[derive(Debug, Default)]
-pub struct StoreScan {
-    /// In the order of the paths given.
-    pub contributions: Vec<(PathBuf, SessionUsageContribution)>,
-    /// Files that could not be loaded as sessions.
-    pub failed: Vec<(PathBuf, LoadError)>,
-}
-
-/// Loads every file of `paths` on `threads` threads (at least one) and builds its
-/// contribution. `progress` is called with the number of files done after each file.
-pub fn scan_sessions(
-    paths: &[PathBuf],
-    threads: usize,
-    progress: &(dyn Fn(usize) + Sync),
-) -> StoreScan {
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let work = || {
-        let mut mine = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(path) = paths.get(i) else { break };
-            mine.push((i, SessionUsageContribution::from_file(path)));
-            progress(done.fetch_add(1, Ordering::Relaxed) + 1);
-        }
-        mine
-    };
-    let mut results: Vec<(usize, Result<SessionUsageContribution, LoadError>)> =
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads.max(1)).map(|_| scope.spawn(work)).collect();
-            workers
-                .into_iter()
-                .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
-        });
-    results.sort_by_key(|(i, _)| *i);
-    let mut scan = StoreScan::default();
-    for (i, result) in results {
-        match result {
-            Ok(c) => scan.contributions.push((paths[i].clone(), c)),
-            Err(e) => scan.failed.push((paths[i].clone(), e)),
-        }
-    }
-    scan
 }
 
 #[cfg(test)]
