@@ -49,6 +49,7 @@ mod shell;
 mod terminal;
 mod tree;
 mod vfs;
+mod vfs_kept;
 mod vfs_model;
 mod views;
 mod views_cli;

@@ -7,8 +7,8 @@ use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 use gjcfs::vfs::{
-    AttrChange, NamespaceChange, NodeKind, OpenMode, Part, SessionSource, Vfs, VfsConfig, VfsError,
-    ROOT_INO,
+    AttrChange, Caching, NamespaceChange, NodeKind, OpenMode, Part, SessionSource, Vfs, VfsConfig,
+    VfsError, ROOT_INO,
 };
 
 use crate::common::vfs_io::{read_file, write_file};
@@ -188,7 +188,11 @@ fn leaf_writes_branch_reset_or_fail_without_change() {
     let (a, b) = line.as_bytes().split_at(5);
     write_file(&v, leaf, &[a, b]).unwrap();
     assert_eq!(read_all(&v, leaf), line.as_bytes());
-    let ctx = json::parse(std::str::from_utf8(&read_all(&v, context)).unwrap()).unwrap();
+    // The context changed: a lookup (as the kernel makes at every open) finds its new
+    // version under a number of its own.
+    let moved = v.lookup(sdir, "context.json").unwrap().ino;
+    assert_ne!(moved, context);
+    let ctx = json::parse(std::str::from_utf8(&read_all(&v, moved)).unwrap()).unwrap();
     let messages = ctx.as_object().unwrap().get("messages").unwrap();
     assert_eq!(messages.as_array().unwrap().len(), 2);
 
@@ -1100,18 +1104,39 @@ fn a_version_whose_bytes_were_dropped_reads_again_unless_it_changed() {
 }
 
 #[test]
-fn reads_through_handles_keep_one_number_per_file() {
+fn a_sessions_rendered_files_get_a_number_per_version_in_every_mount() {
     let tmp = tempfile::tempdir().unwrap();
     let (sid, _) = setup(tmp.path());
     for read_only in [false, true] {
         let v = vfs(tmp.path(), read_only);
         let session = session_ino(&v, &sid);
         let context = v.lookup(session, "context.json").unwrap();
-        assert!(!context.lookup_each_open);
+        assert!(context.lookup_each_open);
+        let errors = v.lookup(session, "errors").unwrap();
+        assert!(!errors.lookup_each_open, "not the session file's alone");
         append_later(tmp.path());
         let now = v.lookup(session, "context.json").unwrap();
-        assert_eq!(now.ino, context.ino);
+        assert_ne!(now.ino, context.ino);
         assert!(now.size > context.size);
+        // The old number holds the old version, whole.
+        assert_eq!(v.getattr(context.ino).unwrap(), context);
+        let old = read_file(&v, context.ino).unwrap();
+        assert_eq!(old.len() as u64, context.size);
+        let opened = v
+            .open(
+                now.ino,
+                OpenMode {
+                    read: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            opened.caching,
+            Caching::Keep,
+            "a number's bytes never change"
+        );
+        v.release(opened.fh).unwrap();
     }
 }
 

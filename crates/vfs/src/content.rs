@@ -123,15 +123,20 @@ pub struct Rendered {
     context_len: Option<u64>,
     blob_refs: Option<Vec<String>>,
     views: [Option<Bytes>; 5],
+    /// The sizes of the views rendered so far (kept when their bytes are let go).
+    view_lens: [Option<u64>; 5],
     labels: Option<BTreeMap<String, String>>,
     /// The entries with a page in `leaves/`, in drawing order.
     branch_ends: Option<Vec<String>>,
-    /// The leaf pages read last, at most [`PAGES_KEPT`].
+    /// The leaf pages read last, at most [`PAGES_KEPT`], and the size of every one rendered.
     leaf_pages: Vec<(String, Bytes)>,
+    leaf_page_lens: HashMap<String, u64>,
     /// How many pages the context at the leaf fills.
     page_count: Option<usize>,
-    /// The earlier pages read last, at most [`PAGES_KEPT`].
+    /// The earlier pages read last, at most [`PAGES_KEPT`], and the size of every one
+    /// rendered.
     earlier_pages: Vec<(usize, Bytes)>,
+    earlier_page_lens: HashMap<usize, u64>,
 }
 
 fn pretty_record(record: &Record) -> Vec<u8> {
@@ -222,6 +227,17 @@ impl EntryTable {
     fn entry(&self, id: &str) -> Option<&EntryFile> {
         self.by_id.get(id).map(|&i| &self.entries[i])
     }
+
+    /// The entry named `name`: `NNNNNN-<id>.json` or `<id>.json`.
+    fn find(&self, name: &str) -> Option<&EntryFile> {
+        let stem = name.strip_suffix(".json")?;
+        if let Some(entry) = self.entry(stem) {
+            return Some(entry);
+        }
+        let (_, id) = stem.split_once('-')?;
+        let entry = self.entry(id)?;
+        (entry.name == name).then_some(entry)
+    }
 }
 
 impl Rendered {
@@ -241,12 +257,122 @@ impl Rendered {
             context_len: None,
             blob_refs: None,
             views: [None, None, None, None, None],
+            view_lens: [None; 5],
             labels: None,
             branch_ends: None,
             leaf_pages: Vec::new(),
+            leaf_page_lens: HashMap::new(),
             page_count: None,
             earlier_pages: Vec::new(),
+            earlier_page_lens: HashMap::new(),
         }
+    }
+
+    /// Lets go of every rendered byte but the header's and the leaf's, keeping the names and
+    /// sizes: what the model keeps of a session that is no longer loaded, to answer
+    /// lookups, attributes and listings while its file is unchanged (the `known_` methods).
+    pub fn strip(&mut self) {
+        self.context = None;
+        self.views = [None, None, None, None, None];
+        self.leaf_pages.clear();
+        self.earlier_pages.clear();
+    }
+
+    /// About how many bytes a stripped rendering holds.
+    pub fn stripped_size(&self) -> usize {
+        let table = self.table.as_ref().map_or(0, |t| {
+            t.entries
+                .iter()
+                .map(|e| 2 * e.id.len() + e.name.len() + 96)
+                .sum()
+        });
+        let strings = |items: &mut dyn Iterator<Item = usize>| items.map(|n| n + 32).sum::<usize>();
+        512 + self.header.len()
+            + self.leaf.len()
+            + table
+            + 32 * self.entry_sizes.len()
+            + strings(&mut self.blob_refs.iter().flatten().map(String::len))
+            + strings(&mut self.labels.iter().flatten().map(|(k, v)| k.len() + v.len()))
+            + strings(&mut self.branch_ends.iter().flatten().map(String::len))
+            + strings(&mut self.leaf_page_lens.keys().map(String::len))
+            + 24 * self.earlier_page_lens.len()
+    }
+
+    /// The size of `context.json`, if it was rendered.
+    pub fn known_context_len(&self) -> Option<u64> {
+        self.context_len
+    }
+
+    /// The size of `view`, if it was rendered.
+    pub fn known_view_len(&self, view: View) -> Option<u64> {
+        self.view_lens[view as usize]
+    }
+
+    /// The size of leaf page `id`, if it was rendered.
+    pub fn known_leaf_page_len(&self, id: &str) -> Option<u64> {
+        self.leaf_page_lens.get(id).copied()
+    }
+
+    /// The size of earlier page `n`, if it was rendered.
+    pub fn known_earlier_page_len(&self, n: usize) -> Option<u64> {
+        self.earlier_page_lens.get(&n).copied()
+    }
+
+    /// The entry table, if it was made.
+    pub fn known_entries(&self) -> Option<&[EntryFile]> {
+        self.table.as_ref().map(|t| &t.entries[..])
+    }
+
+    /// The newest entry time, if the entry table was made: `Some(None)` for no time.
+    pub fn known_newest_entry_ms(&self) -> Option<Option<i64>> {
+        self.table.as_ref().map(|t| t.newest_ms)
+    }
+
+    /// The entry named `name`, if the entry table was made: `Some(None)` for no such entry.
+    pub fn known_find_entry(&self, name: &str) -> Option<Option<&EntryFile>> {
+        self.table.as_ref().map(|t| t.find(name))
+    }
+
+    /// The entry `id`, if the entry table was made: `Some(None)` for no such entry.
+    pub fn known_entry(&self, id: &str) -> Option<Option<&EntryFile>> {
+        self.table.as_ref().map(|t| t.entry(id))
+    }
+
+    /// The size of entry `id`'s file, if it was rendered.
+    pub fn known_entry_size(&self, id: &str) -> Option<u64> {
+        let index = self.table.as_ref()?.entry(id)?.record_index;
+        self.entry_sizes.get(&index).copied()
+    }
+
+    /// The branch ends, if they were found.
+    pub fn known_branch_ends(&self) -> Option<&[String]> {
+        self.branch_ends.as_deref()
+    }
+
+    /// How many pages the context fills, if counted.
+    pub fn known_page_count(&self) -> Option<usize> {
+        self.page_count
+    }
+
+    /// The labels, if they were read.
+    pub fn known_labels(&self) -> Option<&BTreeMap<String, String>> {
+        self.labels.as_ref()
+    }
+
+    /// The blob references, if they were found.
+    pub fn known_blob_refs(&self) -> Option<&[String]> {
+        self.blob_refs.as_deref()
+    }
+
+    /// The target of `labels/<label>`, if the labels and the entry table are known:
+    /// `Some(None)` for no such label.
+    pub fn known_label_target(&self, label: &str) -> Option<Option<String>> {
+        let labels = self.labels.as_ref()?;
+        let Some(id) = labels.get(label) else {
+            return Some(None);
+        };
+        let entry = self.table.as_ref()?.entry(id);
+        Some(entry.map(|e| format!("../entries/{}", e.name)))
     }
 
     /// Renders `session` as it is now, keeping what was made before that still holds: the
@@ -286,14 +412,7 @@ impl Rendered {
 
     /// The entry named `name`: `NNNNNN-<id>.json` or `<id>.json`.
     pub fn find_entry(&mut self, manager: &SessionManager, name: &str) -> Option<&EntryFile> {
-        let table = self.table(manager);
-        let stem = name.strip_suffix(".json")?;
-        if let Some(entry) = table.entry(stem) {
-            return Some(entry);
-        }
-        let (_, id) = stem.split_once('-')?;
-        let entry = table.entry(id)?;
-        (entry.name == name).then_some(entry)
+        self.table(manager).find(name)
     }
 
     pub fn entry(&mut self, manager: &SessionManager, id: &str) -> Option<&EntryFile> {
@@ -374,6 +493,7 @@ impl Rendered {
             View::Usage => views::usage::session_usage_json(session),
         }));
         *slot = Some(bytes.clone());
+        self.view_lens[view as usize] = Some(bytes.len() as u64);
         bytes
     }
 
@@ -390,9 +510,12 @@ impl Rendered {
             return None;
         }
         let key = id.to_owned();
-        Some(kept_page(&mut self.leaf_pages, key, || {
+        let bytes = kept_page(&mut self.leaf_pages, key, || {
             page_beside(manager, Some(id), Some(""), None, None)
-        }))
+        });
+        self.leaf_page_lens
+            .insert(id.to_owned(), bytes.len() as u64);
+        Some(bytes)
     }
 
     /// How many pages of [`views::html::PAGE_MESSAGES`] the context at the leaf fills.
@@ -413,9 +536,11 @@ impl Rendered {
             dir: "",
             last: "../context.html",
         };
-        Some(kept_page(&mut self.earlier_pages, n, || {
+        let bytes = kept_page(&mut self.earlier_pages, n, || {
             page_beside(manager, None, Some("../leaves/"), Some(n), Some(links))
-        }))
+        });
+        self.earlier_page_lens.insert(n, bytes.len() as u64);
+        Some(bytes)
     }
 
     /// Label file name ([`label_file_name`]) → labelled entry id.

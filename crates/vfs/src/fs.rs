@@ -230,6 +230,16 @@ impl Vfs {
         self.sessions.listed(sid)
     }
 
+    /// [`Sessions::with_known`], told what changed.
+    pub(super) fn with_known<R>(
+        &self,
+        sid: &str,
+        known: impl Fn(&super::content::Rendered) -> Option<R>,
+        loaded: impl FnOnce(&mut Loaded) -> Result<R, VfsError>,
+    ) -> Result<R, VfsError> {
+        self.sessions.with_known(sid, self, known, loaded)
+    }
+
     /// [`Sessions::with_session`], told what changed.
     pub(super) fn with_session<R>(
         &self,
@@ -445,18 +455,17 @@ impl Vfs {
 
     /// The session `by-date/<day>/<name>` leads to.
     pub(super) fn date_link(&self, day: &str, name: &str) -> Option<String> {
-        self.sessions.with_listing(|listing| {
-            super::navigation::by_date(listing.iter())
-                .get(day)?
-                .get(name)
-                .cloned()
-        })
+        self.sessions
+            .navigation()
+            .by_date
+            .get(day)?
+            .get(name)
+            .cloned()
     }
 
     /// The session `recent/<name>` leads to.
     pub(super) fn recent_link(&self, name: &str) -> Option<String> {
-        self.sessions
-            .with_listing(|listing| super::navigation::recent(listing.iter()).get(name).cloned())
+        self.sessions.navigation().recent.get(name).cloned()
     }
 
     /// The project names of the listing.

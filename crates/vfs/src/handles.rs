@@ -19,20 +19,32 @@ use gjcfs_engine::storage::ReadFile;
 #[derive(Debug)]
 pub(super) struct View {
     pub node: Node,
-    pub bytes: Mutex<Bytes>,
+    /// The bytes rendered for this open; `None` until the first read when the open kept the
+    /// kernel's pages (which usually leaves nothing to read).
+    pub bytes: Mutex<Option<Bytes>>,
     /// No read has been served yet: the first read from offset 0 serves the bytes the open
     /// rendered, instead of rendering them a second time.
     pub unread: std::sync::atomic::AtomicBool,
 }
 
 impl View {
-    pub fn new(node: Node, bytes: Bytes) -> Self {
+    /// An open of `node` with its bytes rendered now (`None`: at the first read).
+    pub fn new(node: Node, bytes: Option<Bytes>) -> Self {
         View {
             node,
             bytes: Mutex::new(bytes),
             unread: std::sync::atomic::AtomicBool::new(true),
         }
     }
+}
+
+/// An open version of a rendered file ([`Handle::Version`]).
+#[derive(Debug)]
+pub(super) struct Version {
+    pub ino: u64,
+    /// Its bytes, from the first read on (the kernel keeps the pages it read, so most
+    /// opens never read).
+    pub bytes: Mutex<Option<Bytes>>,
 }
 
 /// The longest content a `leaf` handle accepts.
@@ -54,6 +66,10 @@ pub(super) enum Handle {
     /// last read from offset 0, which takes them afresh, so that a reader starting over
     /// sees what `stat` reports.
     View(Arc<View>),
+    /// One version of a rendered file of a session: the bytes its inode number holds
+    /// (`snapshots.rs`), which never change, so the kernel keeps its pages across opens;
+    /// held from the first read until the release.
+    Version(Arc<Version>),
     /// The transcript itself, read where it is: a growing file shows its growth.
     Transcript(Arc<dyn ReadFile>),
     /// A directory's entries, listed at open.

@@ -106,6 +106,24 @@ pub enum Node {
 
 impl Node {
     /// The session a node belongs to.
+    /// The session whose file alone a rendered file's bytes come from: the header, the
+    /// context and the views and pages made of it. (The `leaf` also shows a reset in
+    /// progress, the `errors` what the model met: neither is the file's alone.)
+    pub fn rendered_from_transcript(&self) -> Option<&str> {
+        match self {
+            Node::Header(s)
+            | Node::Context(s)
+            | Node::ContextMd(s)
+            | Node::ContextHtml(s)
+            | Node::Tree(s)
+            | Node::TreeSvg(s)
+            | Node::Usage(s)
+            | Node::LeafPage(s, _)
+            | Node::PageFile(s, _) => Some(s),
+            _ => None,
+        }
+    }
+
     pub fn session(&self) -> Option<&str> {
         match self {
             Node::Root

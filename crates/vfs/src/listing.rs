@@ -1,8 +1,9 @@
 //! Listings: the nodes a directory holds, with their names, in listing order. Fixed
 //! directories list the layout's table; the store-wide directories rescan the store first;
-//! a session's directories list the loaded session; the query directories list the queries
+//! a session's directories list what is kept of it or the loaded session; the query directories list the queries
 //! asked last.
 
+use super::content::EntryFile;
 use super::disk;
 use super::fs::Vfs;
 use super::inode::Node;
@@ -98,6 +99,7 @@ impl Vfs {
                 .map(|n| (Node::ProjectDir(n.clone()), n))
                 .collect());
         }
+        let navigation = self.sessions.navigation();
         self.sessions.with_listing(|listing| {
             Ok(match dir {
                 Node::SessionsDir => {
@@ -107,19 +109,22 @@ impl Vfs {
                         .map(|id| (Node::SessionDir(id.clone()), id.clone()))
                         .collect()
                 }
-                Node::ByDateDir => super::navigation::by_date(listing.iter())
-                    .into_keys()
-                    .map(|day| (Node::DateDir(day.clone()), day))
+                Node::ByDateDir => navigation
+                    .by_date
+                    .keys()
+                    .map(|day| (Node::DateDir(day.clone()), day.clone()))
                     .collect(),
-                Node::DateDir(day) => super::navigation::by_date(listing.iter())
-                    .remove(day)
+                Node::DateDir(day) => navigation
+                    .by_date
+                    .get(day)
                     .ok_or(VfsError::NotFound)?
-                    .into_keys()
-                    .map(|name| (Node::DateLink(day.clone(), name.clone()), name))
+                    .keys()
+                    .map(|name| (Node::DateLink(day.clone(), name.clone()), name.clone()))
                     .collect(),
-                Node::RecentDir => super::navigation::recent(listing.iter())
-                    .into_keys()
-                    .map(|name| (Node::RecentLink(name.clone()), name))
+                Node::RecentDir => navigation
+                    .recent
+                    .keys()
+                    .map(|name| (Node::RecentLink(name.clone()), name.clone()))
                     .collect(),
                 Node::ProjectDir(project) => {
                     let mut ids: Vec<&String> = listing
@@ -137,13 +142,16 @@ impl Vfs {
         })
     }
 
-    /// A session's directories, listed from the loaded session.
+    /// A session's directories: from what is kept of the session while its file is
+    /// unchanged ([`Vfs::with_known`]), else from the loaded session.
     fn session_part_children(&self, dir: &Node) -> Result<Vec<(Node, String)>, VfsError> {
         match dir {
             Node::SessionBlobsDir(s) => {
-                let refs = self.with_session(s, |loaded| {
-                    Ok(loaded.rendered.blob_refs(&loaded.manager).to_vec())
-                })?;
+                let refs = self.with_known(
+                    s,
+                    |r| r.known_blob_refs().map(<[String]>::to_vec),
+                    |loaded| Ok(loaded.rendered.blob_refs(&loaded.manager).to_vec()),
+                )?;
                 // Referenced blobs missing from the store are not listed.
                 Ok(refs
                     .into_iter()
@@ -151,39 +159,63 @@ impl Vfs {
                     .map(|h| (Node::Blob(h.clone()), h))
                     .collect())
             }
-            Node::PagesDir(s) => self.with_session(s, |loaded| {
-                let pages = loaded.rendered.page_count(&loaded.manager);
+            Node::PagesDir(s) => {
+                let pages = self.with_known(
+                    s,
+                    |r| r.known_page_count(),
+                    |loaded| Ok(loaded.rendered.page_count(&loaded.manager)),
+                )?;
                 Ok((1..pages)
                     .map(|n| (Node::PageFile(s.clone(), n), format!("{n}.html")))
                     .collect())
-            }),
-            Node::LeavesDir(s) => self.with_session(s, |loaded| {
-                Ok(loaded
-                    .rendered
-                    .branch_ends(&loaded.manager)
-                    .iter()
-                    .map(|id| (Node::LeafPage(s.clone(), id.clone()), format!("{id}.html")))
-                    .collect())
-            }),
-            Node::LabelsDir(s) => self.with_session(s, |loaded| {
-                Ok(loaded
-                    .rendered
-                    .labels(&loaded.manager)
-                    .keys()
-                    .map(|label| (Node::Label(s.clone(), label.clone()), label.clone()))
-                    .collect())
-            }),
-            Node::EntriesDir(s) => self.with_session(s, |loaded| {
-                let mut out: Vec<(Node, String)> = loaded
-                    .rendered
-                    .entries(&loaded.manager)
-                    .iter()
-                    .filter(|e| usable_name(&e.id))
-                    .map(|e| (Node::Entry(s.clone(), e.id.clone()), e.name.clone()))
-                    .collect();
-                out.push((Node::EntriesNew(s.clone()), "new".to_owned()));
-                Ok(out)
-            }),
+            }
+            Node::LeavesDir(s) => {
+                let page =
+                    |id: &String| (Node::LeafPage(s.clone(), id.clone()), format!("{id}.html"));
+                self.with_known(
+                    s,
+                    |r| Some(r.known_branch_ends()?.iter().map(page).collect()),
+                    |loaded| {
+                        Ok(loaded
+                            .rendered
+                            .branch_ends(&loaded.manager)
+                            .iter()
+                            .map(page)
+                            .collect())
+                    },
+                )
+            }
+            Node::LabelsDir(s) => {
+                let link = |label: &String| (Node::Label(s.clone(), label.clone()), label.clone());
+                self.with_known(
+                    s,
+                    |r| Some(r.known_labels()?.keys().map(link).collect()),
+                    |loaded| {
+                        Ok(loaded
+                            .rendered
+                            .labels(&loaded.manager)
+                            .keys()
+                            .map(link)
+                            .collect())
+                    },
+                )
+            }
+            Node::EntriesDir(s) => {
+                let files = |entries: &[EntryFile]| {
+                    let mut out: Vec<(Node, String)> = entries
+                        .iter()
+                        .filter(|e| usable_name(&e.id))
+                        .map(|e| (Node::Entry(s.clone(), e.id.clone()), e.name.clone()))
+                        .collect();
+                    out.push((Node::EntriesNew(s.clone()), "new".to_owned()));
+                    out
+                };
+                self.with_known(
+                    s,
+                    |r| r.known_entries().map(files),
+                    |loaded| Ok(files(loaded.rendered.entries(&loaded.manager))),
+                )
+            }
             _ => Err(VfsError::NotADirectory),
         }
     }

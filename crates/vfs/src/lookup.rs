@@ -1,6 +1,7 @@
 //! Lookups: the node a name names in a directory, if it exists. Fixed names come from the
 //! layout's table; the store-wide directories look in the listing (rescanning once when a
-//! name is not there yet), a session's directories in the loaded session, the query
+//! name is not there yet), a session's directories in what is kept of it or the loaded
+//! session, the query
 //! directories ask the search.
 
 use super::fs::Vfs;
@@ -70,10 +71,7 @@ impl Vfs {
                     Node::SessionDir(name.to_owned())
                 }
                 Node::ByDateDir => {
-                    let known = v.sessions.with_listing(|listing| {
-                        super::navigation::by_date(listing.iter()).contains_key(name)
-                    });
-                    if !known {
+                    if !v.sessions.navigation().by_date.contains_key(name) {
                         return None;
                     }
                     Node::DateDir(name.to_owned())
@@ -115,8 +113,17 @@ impl Vfs {
         Err(VfsError::NotFound)
     }
 
-    /// A name in one of a session's directories, looked for in the loaded session.
+    /// A name in one of a session's directories: looked for in what is kept of the
+    /// session while its file is unchanged ([`Vfs::with_known`]), else in the loaded
+    /// session.
     fn session_part_child(&self, dir: &Node, name: &str) -> Result<Node, VfsError> {
+        let found = |known: bool| {
+            if known {
+                Ok(())
+            } else {
+                Err(VfsError::NotFound)
+            }
+        };
         Ok(match dir {
             Node::PagesDir(s) => {
                 let n: usize = name
@@ -124,56 +131,52 @@ impl Vfs {
                     .filter(|n| !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit()))
                     .and_then(|n| n.parse().ok())
                     .ok_or(VfsError::NotFound)?;
-                let pages = self.with_session(s, |l| Ok(l.rendered.page_count(&l.manager)))?;
-                if n == 0 || n >= pages {
-                    return Err(VfsError::NotFound);
-                }
+                let pages = self.with_known(
+                    s,
+                    |r| r.known_page_count(),
+                    |l| Ok(l.rendered.page_count(&l.manager)),
+                )?;
+                found(n != 0 && n < pages)?;
                 Node::PageFile(s.clone(), n)
             }
             Node::LeavesDir(s) => {
                 let id = name.strip_suffix(".html").ok_or(VfsError::NotFound)?;
-                let known = self.with_session(s, |loaded| {
-                    Ok(loaded
-                        .rendered
-                        .branch_ends(&loaded.manager)
-                        .iter()
-                        .any(|end| end == id))
-                })?;
-                if !known {
-                    return Err(VfsError::NotFound);
-                }
+                let is_end = |ends: &[String]| ends.iter().any(|end| end == id);
+                found(self.with_known(
+                    s,
+                    |r| r.known_branch_ends().map(is_end),
+                    |l| Ok(is_end(l.rendered.branch_ends(&l.manager))),
+                )?)?;
                 Node::LeafPage(s.clone(), id.to_owned())
             }
             Node::LabelsDir(s) => {
-                let known = self.with_session(s, |loaded| {
-                    Ok(loaded.rendered.labels(&loaded.manager).contains_key(name))
-                })?;
-                if !known {
-                    return Err(VfsError::NotFound);
-                }
+                found(self.with_known(
+                    s,
+                    |r| r.known_labels().map(|labels| labels.contains_key(name)),
+                    |l| Ok(l.rendered.labels(&l.manager).contains_key(name)),
+                )?)?;
                 Node::Label(s.clone(), name.to_owned())
             }
             Node::SessionBlobsDir(s) => {
-                let referenced = self.with_session(s, |loaded| {
-                    Ok(loaded
-                        .rendered
-                        .blob_refs(&loaded.manager)
-                        .iter()
-                        .any(|h| h == name))
-                })?;
-                if !referenced {
-                    return Err(VfsError::NotFound);
-                }
+                let has = |refs: &[String]| refs.iter().any(|h| h == name);
+                found(self.with_known(
+                    s,
+                    |r| r.known_blob_refs().map(has),
+                    |l| Ok(has(l.rendered.blob_refs(&l.manager))),
+                )?)?;
                 Node::Blob(name.to_owned())
             }
             Node::EntriesDir(s) if name == "new" => Node::EntriesNew(s.clone()),
             Node::EntriesDir(s) => {
-                let id = self.with_session(s, |loaded| {
-                    Ok(loaded
-                        .rendered
-                        .find_entry(&loaded.manager, name)
-                        .map(|e| e.id.clone()))
-                })?;
+                let id = self.with_known(
+                    s,
+                    |r| Some(r.known_find_entry(name)?.map(|e| e.id.clone())),
+                    |l| {
+                        Ok(l.rendered
+                            .find_entry(&l.manager, name)
+                            .map(|e| e.id.clone()))
+                    },
+                )?;
                 Node::Entry(s.clone(), id.ok_or(VfsError::NotFound)?)
             }
             _ => return Err(VfsError::NotADirectory),

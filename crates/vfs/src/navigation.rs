@@ -63,6 +63,25 @@ fn started(listed: &Listed) -> Option<(String, String)> {
     valid.then(|| (day.to_owned(), time))
 }
 
+/// `by-date/` and `recent/` of one listing, made once for it: a lookup or a listing of
+/// either reads them, never the whole listing again.
+#[derive(Debug, Default)]
+pub(super) struct Navigation {
+    /// Day → (name → session id) ([`by_date`]).
+    pub by_date: BTreeMap<String, BTreeMap<String, String>>,
+    /// Name → session id ([`recent`]).
+    pub recent: BTreeMap<String, String>,
+}
+
+impl Navigation {
+    pub(super) fn of<'a>(listing: impl Iterator<Item = (&'a String, &'a Listed)> + Clone) -> Self {
+        Navigation {
+            by_date: by_date(listing.clone()),
+            recent: recent(listing),
+        }
+    }
+}
+
 /// Day → (name → session id), for every session with a readable start time.
 pub(super) fn by_date<'a>(
     listing: impl Iterator<Item = (&'a String, &'a Listed)>,

@@ -8,7 +8,6 @@ use super::disk;
 use super::errors::HISTORY_LOG;
 use super::fs::Vfs;
 use super::inode::Node;
-use super::layout::view_of;
 use super::shapes::Shape;
 use super::snapshots::Compared;
 use super::{Attr, NodeKind, VfsError};
@@ -55,7 +54,9 @@ impl Vfs {
 
     fn attr_for(&self, node: &Node, counted: bool) -> Result<Attr, VfsError> {
         let shape = self.shape_of(node)?;
-        if self.snapshots.enabled() && is_rendered_file(node, &shape) {
+        let versioned =
+            self.is_versioned(node) || self.snapshots.enabled() && is_rendered_file(node, &shape);
+        if versioned {
             return self.version_of(node, &shape, counted);
         }
         let mut inodes = self.inodes.lock();
@@ -66,12 +67,25 @@ impl Vfs {
         Ok(attr_from(ino, &shape))
     }
 
-    /// The number of rendered file `node` that holds its bytes as they are now.
+    /// The number of rendered file `node` that holds its bytes as they are now: the one
+    /// that holds bytes rendered from the session file as it is, without rendering them
+    /// again, else the one that holds the same bytes, else a new one.
     fn version_of(&self, node: &Node, shape: &Shape, counted: bool) -> Result<Attr, VfsError> {
+        let source = self.rendered_source(node);
+        if let Some(source) = &source {
+            let mut inodes = self.inodes.lock();
+            let ino = inodes.ino(node);
+            if let Some(attr) = self.snapshots.by_source(ino, source) {
+                if counted {
+                    inodes.remember(ino);
+                }
+                return Ok(attr);
+            }
+        }
         let bytes = self.content(node)?;
         let mut inodes = self.inodes.lock();
         let mut ino = inodes.ino(node);
-        let kept = match self.snapshots.compare(ino, &bytes) {
+        let kept = match self.snapshots.compare(ino, &bytes, source) {
             Compared::Same(attr) => Some(attr),
             Compared::Different => {
                 ino = inodes.renumber(node);
@@ -85,13 +99,33 @@ impl Vfs {
                 lookup_each_open: true,
                 ..attr_from(ino, shape)
             };
-            self.snapshots.take(bytes, attr);
+            self.snapshots.take(bytes, attr, source);
             attr
         });
         if counted {
             inodes.remember(ino);
         }
         Ok(attr)
+    }
+
+    /// Whether `node` gets an inode number per version of its bytes in every mount
+    /// (`snapshots.rs`): the files whose bytes come from their session file alone
+    /// ([`Node::rendered_from_transcript`]). The kernel keeps their pages across opens,
+    /// since a number's bytes never change, and a reader reads one version whole however
+    /// the file changes meanwhile. (Read by node, every rendered file has numbers so.)
+    pub(super) fn is_versioned(&self, node: &Node) -> bool {
+        node.rendered_from_transcript().is_some()
+    }
+
+    /// The version of the session file that `node`'s bytes alone come from
+    /// ([`Node::rendered_from_transcript`]), taken before they are rendered: bytes rendered
+    /// after it are those of this version or a later one.
+    pub(super) fn rendered_source(
+        &self,
+        node: &Node,
+    ) -> Option<gjcfs_engine::storage::FileVersion> {
+        let sid = node.rendered_from_transcript()?;
+        self.sessions.transcript_version(sid)
     }
 
     /// The bytes of a store-wide file; the index titles sessions as the listing does.
@@ -109,30 +143,23 @@ impl Vfs {
 
     /// The bytes of a session's rendered file (context, the views and the leaf pages).
     pub(super) fn session_content(&self, sid: &str, node: &Node) -> Result<Bytes, VfsError> {
-        self.with_session(sid, |loaded| {
-            Ok(match (view_of(node), node) {
-                (Some((_, view)), _) => loaded.rendered.view_bytes(&loaded.manager, view),
-                (None, Node::LeafPage(_, id)) => loaded
-                    .rendered
-                    .leaf_page(&loaded.manager, id)
-                    .ok_or(VfsError::NotFound)?,
-                (None, Node::PageFile(_, n)) => loaded
-                    .rendered
-                    .earlier_page(&loaded.manager, *n)
-                    .ok_or(VfsError::NotFound)?,
-                (None, _) => loaded.rendered.context_bytes(&loaded.manager),
-            })
-        })
+        self.with_session(sid, |loaded| loaded.rendered_bytes(node))
     }
 
     /// The bytes of a readable file now.
     pub(super) fn content(&self, node: &Node) -> Result<Bytes, VfsError> {
         match node {
-            Node::Header(s) => self.with_session(s, |l| Ok(l.rendered.header.clone())),
+            Node::Header(s) => self.with_known(
+                s,
+                |r| Some(r.header.clone()),
+                |l| Ok(l.rendered.header.clone()),
+            ),
             // Read where it is (`Vfs::open` gives it a handle of its own).
             Node::Transcript(_) => Err(VfsError::NotFound),
             Node::Leaf(s) if self.reset_pending(s) => Ok(Arc::new(Vec::new())),
-            Node::Leaf(s) => self.with_session(s, |l| Ok(l.rendered.leaf.clone())),
+            Node::Leaf(s) => {
+                self.with_known(s, |r| Some(r.leaf.clone()), |l| Ok(l.rendered.leaf.clone()))
+            }
             Node::Entry(s, id) => self.with_session(s, |loaded| {
                 loaded
                     .rendered

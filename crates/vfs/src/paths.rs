@@ -110,16 +110,8 @@ impl Vfs {
                 .sessions
                 .with_listing(|listing| listing.keys().cloned().collect()),
             Node::ProjectsDir => self.project_names().into_iter().collect(),
-            Node::ByDateDir => self.sessions.with_listing(|listing| {
-                super::navigation::by_date(listing.iter())
-                    .into_keys()
-                    .collect()
-            }),
-            Node::RecentDir => self.sessions.with_listing(|listing| {
-                super::navigation::recent(listing.iter())
-                    .into_keys()
-                    .collect()
-            }),
+            Node::ByDateDir => self.sessions.navigation().by_date.keys().cloned().collect(),
+            Node::RecentDir => self.sessions.navigation().recent.keys().cloned().collect(),
             _ => self.list(ino)?.into_iter().map(|e| e.name).collect(),
         })
     }

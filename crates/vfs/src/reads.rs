@@ -41,15 +41,31 @@ impl Vfs {
                 (Handle::Leaf(Arc::new(Mutex::new(leaf))), Caching::Direct)
             }
             Node::EntriesNew(s) => {
-                self.with_session(s, |_| Ok(()))?;
+                // The session must be readable; a write loads it anyway.
+                self.with_known(s, |_| Some(()), |_| Ok(()))?;
                 let line = LineBuffer::new(s);
                 (Handle::New(Arc::new(Mutex::new(line))), Caching::Direct)
             }
             _ if mode.write => return Err(VfsError::AccessDenied),
             Node::Transcript(s) => (Handle::Transcript(self.transcript(s)?), Caching::Keep),
-            Node::Entry(..) | Node::Blob(_) => (Handle::Read(self.content(&node)?), Caching::Keep),
+            // An entry's bytes never change but by a patch, which the model announces: the
+            // kernel keeps its pages, and they are rendered only if it reads after all.
+            Node::Entry(..) => {
+                let view = super::handles::View::new(node.clone(), None);
+                (Handle::View(Arc::new(view)), Caching::Keep)
+            }
+            Node::Blob(_) => (Handle::Read(self.content(&node)?), Caching::Keep),
+            // One version of the file: its bytes never change, the kernel keeps its pages,
+            // and nothing is rendered (or loaded) unless a read comes after all.
+            other if self.is_versioned(other) => {
+                let version = super::handles::Version {
+                    ino,
+                    bytes: Mutex::new(None),
+                };
+                (Handle::Version(Arc::new(version)), Caching::Keep)
+            }
             other => {
-                let view = super::handles::View::new(other.clone(), self.content(other)?);
+                let view = super::handles::View::new(other.clone(), Some(self.content(other)?));
                 (Handle::View(Arc::new(view)), Caching::Direct)
             }
         };
@@ -57,9 +73,14 @@ impl Vfs {
         Ok(Opened { fh, caching })
     }
 
-    /// Session `sid`'s transcript, opened for reading where it is.
+    /// Session `sid`'s transcript, opened for reading where it is. A session read before
+    /// whose file is unchanged is not loaded again for it.
     fn transcript(&self, sid: &str) -> Result<Arc<dyn ReadFile>, VfsError> {
-        let path = self.with_session(sid, |loaded| Ok(loaded.path().to_owned()))?;
+        let path = self.with_known(
+            sid,
+            |_| Some(self.listed(sid)?.path),
+            |loaded| Ok(loaded.path().to_owned()),
+        )?;
         let file = self
             .storage()
             .open_read_at(&path)
@@ -88,23 +109,27 @@ impl Vfs {
             _ if node.is_dir() => return Err(VfsError::IsADirectory),
             Node::Transcript(s) => return read_file_at(self.transcript(s)?.as_ref(), offset, size),
             Node::Entry(..) | Node::Blob(_) => self.content(&node)?,
-            rendered => {
-                // A version for a current number not kept yet is kept now.
-                self.getattr(ino)?;
-                match self.snapshots.bytes(ino) {
-                    Some(bytes) => bytes,
-                    // Dropped to make room: rendered again, served if still the same.
-                    None => {
-                        let fresh = self.content(rendered)?;
-                        match self.snapshots.compare(ino, &fresh) {
-                            Compared::Same(_) => fresh,
-                            Compared::Different | Compared::Unknown => return Err(VfsError::Stale),
-                        }
-                    }
-                }
-            }
+            rendered => self.version_bytes(ino, rendered)?,
         };
         Ok(slice_at(&bytes, offset, size))
+    }
+
+    /// The bytes number `ino` of rendered file `node` holds: kept, or rendered again and
+    /// served if still the same; a version that is gone is stale.
+    fn version_bytes(&self, ino: u64, node: &Node) -> Result<super::content::Bytes, VfsError> {
+        // A version for a current number not kept yet is kept now.
+        self.getattr(ino)?;
+        match self.snapshots.bytes(ino) {
+            Some(bytes) => Ok(bytes),
+            // Dropped to make room: rendered again, served if still the same.
+            None => {
+                let fresh = self.content(node)?;
+                match self.snapshots.compare(ino, &fresh, None) {
+                    Compared::Same(_) => Ok(fresh),
+                    Compared::Different | Compared::Unknown => Err(VfsError::Stale),
+                }
+            }
+        }
     }
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, VfsError> {
@@ -113,14 +138,26 @@ impl Vfs {
             Handle::Read(bytes) => Ok(slice(&bytes)),
             Handle::View(view) => {
                 let first = view.unread.swap(false, Ordering::SeqCst);
-                if offset == 0 && !first {
-                    let mut held = view.bytes.lock();
+                let mut held = view.bytes.lock();
+                if held.is_none() || (offset == 0 && !first) {
                     // What was read before is let go first: a large file is held once.
-                    drop(std::mem::take(&mut *held));
-                    *held = self.content(&view.node)?;
+                    drop(held.take());
+                    *held = Some(self.content(&view.node)?);
                 }
-                let bytes = view.bytes.lock().clone();
+                let bytes = held.clone().unwrap_or_default();
+                drop(held);
                 Ok(slice(&bytes))
+            }
+            Handle::Version(version) => {
+                let mut held = version.bytes.lock();
+                if held.is_none() {
+                    let node = self.node(version.ino)?;
+                    *held = Some(self.version_bytes(version.ino, &node)?);
+                }
+                Ok(held
+                    .as_deref()
+                    .map(|bytes| slice(bytes))
+                    .unwrap_or_default())
             }
             Handle::Transcript(file) => read_file_at(file.as_ref(), offset, size),
             Handle::Dir(_) => Err(VfsError::IsADirectory),

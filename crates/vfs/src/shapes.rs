@@ -4,7 +4,7 @@ use super::disk;
 use super::errors::HISTORY_LOG;
 use super::fs::Vfs;
 use super::inode::Node;
-use super::layout::{link_target, project_name};
+use super::layout::{link_target, project_name, view_of};
 use super::{NodeKind, SessionSource, VfsError};
 
 /// A node's attributes before it has a number.
@@ -101,13 +101,14 @@ impl Vfs {
             | Node::ByDateDir
             | Node::RecentDir => dir(self.source_mtime_ms()),
             Node::DateDir(day) => {
+                let navigation = self.sessions.navigation();
+                let sids = navigation.by_date.get(day).ok_or(VfsError::NotFound)?;
                 let newest = self.sessions.with_listing(|listing| {
-                    let days = super::navigation::by_date(listing.iter());
-                    let sids = days.get(day).ok_or(VfsError::NotFound)?;
-                    Ok(sids
-                        .values()
-                        .filter_map(|sid| listing.get(sid).map(|l| l.modified_ms))
-                        .max())
+                    Ok::<_, VfsError>(
+                        sids.values()
+                            .filter_map(|sid| listing.get(sid).map(|l| l.modified_ms))
+                            .max(),
+                    )
                 })?;
                 dir(newest.unwrap_or(0))
             }
@@ -175,7 +176,8 @@ impl Vfs {
         })
     }
 
-    /// The shape of a node in a session's directory.
+    /// The shape of a node in a session's directory: from what is kept of the session
+    /// while its file is unchanged ([`Vfs::with_known`]), else from the loaded session.
     fn session_shape(&self, node: &Node) -> Result<Shape, VfsError> {
         let file_ms = || node.session().and_then(|s| self.file_ms(s)).unwrap_or(0);
         Ok(match node {
@@ -185,46 +187,24 @@ impl Vfs {
                 let ms = self.file_ms(s).ok_or(VfsError::NotFound)?;
                 file(self.errors.text(s).len(), ms)
             }
-            Node::Header(s) => self.with_session(s, |l| {
-                let r = &l.rendered;
-                Ok(file(
-                    r.header.len(),
-                    r.header_mtime_ms.unwrap_or_else(file_ms),
-                ))
-            })?,
-            Node::EntriesDir(s) => self.with_session(s, |loaded| {
-                let last = loaded.rendered.newest_entry_ms(&loaded.manager);
-                Ok(dir(last.unwrap_or_else(file_ms)))
-            })?,
-            Node::Entry(s, id) => self.with_session(s, |loaded| {
-                let mtime = loaded
-                    .rendered
-                    .entry(&loaded.manager, id)
-                    .ok_or(VfsError::NotFound)?
-                    .mtime_ms;
-                let size = loaded
-                    .rendered
-                    .entry_size(&loaded.manager, id)
-                    .ok_or(VfsError::NotFound)?;
-                Ok(stable_file(size as usize, mtime.unwrap_or_else(file_ms)))
-            })?,
-            Node::EntriesNew(s) => self.with_session(s, |_| {
-                Ok(Shape {
+            Node::Header(_) | Node::EntriesDir(_) | Node::Entry(..) => self.entry_shape(node)?,
+            Node::EntriesNew(s) => {
+                let shape = || Shape {
                     perm: self.writable(0o200),
                     ..file(0, file_ms())
-                })
-            })?,
-            Node::Leaf(s) => self.with_session(s, |l| {
-                let len = if self.reset_pending(s) {
-                    0
-                } else {
-                    l.rendered.leaf.len()
                 };
-                Ok(Shape {
-                    perm: self.writable(0o600),
-                    ..file(len, file_ms())
-                })
-            })?,
+                self.with_known(s, |_| Some(shape()), |_| Ok(shape()))?
+            }
+            Node::Leaf(s) => {
+                let shape = |leaf: &[u8]| {
+                    let len = if self.reset_pending(s) { 0 } else { leaf.len() };
+                    Shape {
+                        perm: self.writable(0o600),
+                        ..file(len, file_ms())
+                    }
+                };
+                self.with_known(s, |r| Some(shape(&r.leaf)), |l| Ok(shape(&l.rendered.leaf)))?
+            }
             // The file as it is on disk now (a stat, no load): it grows as the agent appends.
             Node::Transcript(s) => {
                 let listed = self.listed(s).ok_or(VfsError::NotFound)?;
@@ -232,8 +212,97 @@ impl Vfs {
                     disk::version(self.storage(), &listed.path).ok_or(VfsError::NotFound)?;
                 file(stamp.len as usize, stamp.modified_ms())
             }
+            Node::Context(_)
+            | Node::ContextMd(_)
+            | Node::ContextHtml(_)
+            | Node::Tree(_)
+            | Node::TreeSvg(_)
+            | Node::Usage(_)
+            | Node::LeafPage(..)
+            | Node::PageFile(..) => self.rendered_shape(node)?,
+            Node::LabelsDir(s)
+            | Node::LeavesDir(s)
+            | Node::PagesDir(s)
+            | Node::SessionBlobsDir(s) => {
+                self.with_known(s, |_| Some(dir(file_ms())), |_| Ok(dir(file_ms())))?
+            }
+            Node::Label(s, label) => self.with_known(
+                s,
+                |r| Some(symlink(r.known_label_target(label)??.len(), file_ms())),
+                |loaded| {
+                    let target = loaded
+                        .rendered
+                        .label_target(&loaded.manager, label)
+                        .ok_or(VfsError::NotFound)?;
+                    Ok(symlink(target.len(), file_ms()))
+                },
+            )?,
+            _ => return Err(VfsError::NotFound),
+        })
+    }
+
+    /// The shape of the header, the entries directory or an entry.
+    fn entry_shape(&self, node: &Node) -> Result<Shape, VfsError> {
+        let file_ms = || node.session().and_then(|s| self.file_ms(s)).unwrap_or(0);
+        Ok(match node {
+            Node::Header(s) => self.with_known(
+                s,
+                |r| {
+                    Some(file(
+                        r.header.len(),
+                        r.header_mtime_ms.unwrap_or_else(file_ms),
+                    ))
+                },
+                |l| {
+                    let r = &l.rendered;
+                    Ok(file(
+                        r.header.len(),
+                        r.header_mtime_ms.unwrap_or_else(file_ms),
+                    ))
+                },
+            )?,
+            Node::EntriesDir(s) => self.with_known(
+                s,
+                |r| Some(dir(r.known_newest_entry_ms()?.unwrap_or_else(file_ms))),
+                |loaded| {
+                    let last = loaded.rendered.newest_entry_ms(&loaded.manager);
+                    Ok(dir(last.unwrap_or_else(file_ms)))
+                },
+            )?,
+            Node::Entry(s, id) => self.with_known(
+                s,
+                |r| {
+                    let mtime = r.known_entry(id)??.mtime_ms;
+                    let size = r.known_entry_size(id)?;
+                    Some(stable_file(size as usize, mtime.unwrap_or_else(file_ms)))
+                },
+                |loaded| {
+                    let mtime = loaded
+                        .rendered
+                        .entry(&loaded.manager, id)
+                        .ok_or(VfsError::NotFound)?
+                        .mtime_ms;
+                    let size = loaded
+                        .rendered
+                        .entry_size(&loaded.manager, id)
+                        .ok_or(VfsError::NotFound)?;
+                    Ok(stable_file(size as usize, mtime.unwrap_or_else(file_ms)))
+                },
+            )?,
+            _ => return Err(VfsError::NotFound),
+        })
+    }
+
+    /// The shape of the context, a view or a page.
+    fn rendered_shape(&self, node: &Node) -> Result<Shape, VfsError> {
+        let file_ms = || node.session().and_then(|s| self.file_ms(s)).unwrap_or(0);
+        Ok(match node {
             Node::Context(s) => {
-                let len = self.with_session(s, |l| Ok(l.rendered.context_len(&l.manager)))?;
+                let len = self.with_known(
+                    s,
+                    |r| r.known_context_len(),
+                    |l| Ok(l.rendered.context_len(&l.manager)),
+                )?;
                 file(len as usize, file_ms())
             }
             Node::ContextMd(s)
@@ -243,20 +312,18 @@ impl Vfs {
             | Node::Usage(s)
             | Node::LeafPage(s, _)
             | Node::PageFile(s, _) => {
-                let bytes = self.session_content(s, node)?;
-                file(bytes.len(), file_ms())
+                let len = self.with_known(
+                    s,
+                    |r| match (view_of(node), node) {
+                        (Some((_, view)), _) => r.known_view_len(view),
+                        (None, Node::LeafPage(_, id)) => r.known_leaf_page_len(id),
+                        (None, Node::PageFile(_, n)) => r.known_earlier_page_len(*n),
+                        (None, _) => None,
+                    },
+                    |loaded| Ok(loaded.rendered_bytes(node)?.len() as u64),
+                )?;
+                file(len as usize, file_ms())
             }
-            Node::LabelsDir(s)
-            | Node::LeavesDir(s)
-            | Node::PagesDir(s)
-            | Node::SessionBlobsDir(s) => self.with_session(s, |_| Ok(dir(file_ms())))?,
-            Node::Label(s, label) => self.with_session(s, |loaded| {
-                let target = loaded
-                    .rendered
-                    .label_target(&loaded.manager, label)
-                    .ok_or(VfsError::NotFound)?;
-                Ok(symlink(target.len(), file_ms()))
-            })?,
             _ => return Err(VfsError::NotFound),
         })
     }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::content::Rendered;
+use super::content::{Bytes, Rendered};
+use super::inode::Node;
+use super::layout::view_of;
 use super::VfsError;
 use gjcfs_engine::manager::SessionManager;
 use gjcfs_engine::storage::FileVersion;
@@ -46,6 +48,22 @@ impl Loaded {
         &self.path
     }
 
+    /// The bytes of `node`, a rendered file of the session (context, the views and the
+    /// leaf pages).
+    pub(super) fn rendered_bytes(&mut self, node: &Node) -> Result<Bytes, VfsError> {
+        let (rendered, manager) = (&mut self.rendered, &self.manager);
+        Ok(match (view_of(node), node) {
+            (Some((_, view)), _) => rendered.view_bytes(manager, view),
+            (None, Node::LeafPage(_, id)) => {
+                rendered.leaf_page(manager, id).ok_or(VfsError::NotFound)?
+            }
+            (None, Node::PageFile(_, n)) => rendered
+                .earlier_page(manager, *n)
+                .ok_or(VfsError::NotFound)?,
+            (None, _) => rendered.context_bytes(manager),
+        })
+    }
+
     /// Renders the session as it is now, keeping the entry names (see
     /// [`Rendered::advance`]). `same_session`: the manager is the one rendered before,
     /// `edited` its records a patch replaced.
@@ -81,7 +99,7 @@ pub(super) struct SlotCache {
 impl SlotCache {
     /// The slot of `sid`, marked most recently used, and the slots pushed out to keep at
     /// most `max` (to be closed outside every lock).
-    pub(super) fn get(&mut self, sid: &str, max: usize) -> (Arc<Slot>, Vec<Arc<Slot>>) {
+    pub(super) fn get(&mut self, sid: &str, max: usize) -> (Arc<Slot>, Vec<(String, Arc<Slot>)>) {
         if let Some(pos) = self.lru.iter().position(|s| s == sid) {
             if let Some(id) = self.lru.remove(pos) {
                 self.lru.push_back(id);
@@ -95,7 +113,9 @@ impl SlotCache {
             let Some(old) = self.lru.pop_front() else {
                 break;
             };
-            evicted.extend(self.slots.remove(&old));
+            if let Some(slot) = self.slots.remove(&old) {
+                evicted.push((old, slot));
+            }
         }
         (slot, evicted)
     }

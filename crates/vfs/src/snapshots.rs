@@ -29,9 +29,13 @@ use parking_lot::Mutex;
 
 use super::content::Bytes;
 use super::Attr;
+use gjcfs_engine::storage::FileVersion;
 
 /// How many rendered files keep their bytes.
 pub const KEPT_MAX: usize = 1024;
+/// The longest bytes kept while files are read through handles (which hold what they
+/// read): a larger file is rendered for the open that reads it and let go with it.
+pub const HANDLE_KEPT_MAX: usize = super::content::KEPT_MAX;
 /// How many bytes they keep together.
 pub const KEPT_BYTES: usize = 256 << 20;
 
@@ -55,6 +59,10 @@ struct Kept {
 #[derive(Debug)]
 struct Version {
     attr: Attr,
+    /// The version of the session file its bytes were rendered from, when they are the
+    /// session's alone ([`super::inode::Node::rendered_from_transcript`]): while the file
+    /// keeps it, the bytes are the same without rendering them again.
+    source: Option<FileVersion>,
     digest: u64,
     /// `None` once dropped to make room.
     bytes: Option<Bytes>,
@@ -102,11 +110,19 @@ impl Snapshots {
         version.bytes.clone()
     }
 
-    /// Whether number `ino` holds `fresh`; when it does and its bytes were dropped, `fresh`
-    /// is kept in their place.
-    pub fn compare(&self, ino: u64, fresh: &Bytes) -> Compared {
+    /// The attributes of number `ino` if it holds bytes rendered from the session file at
+    /// `source`.
+    pub fn by_source(&self, ino: u64, source: &FileVersion) -> Option<Attr> {
+        let kept = self.kept.lock();
+        let version = kept.by_ino.get(&ino)?;
+        (version.source.as_ref() == Some(source)).then_some(version.attr)
+    }
+
+    /// Whether number `ino` holds `fresh` (rendered from the session file at `source`);
+    /// when it does and its bytes were dropped, `fresh` is kept in their place.
+    pub fn compare(&self, ino: u64, fresh: &Bytes, source: Option<FileVersion>) -> Compared {
         let mut kept = self.kept.lock();
-        let Some(version) = kept.by_ino.get(&ino) else {
+        let Some(version) = kept.by_ino.get_mut(&ino) else {
             return Compared::Unknown;
         };
         let same = match &version.bytes {
@@ -116,18 +132,21 @@ impl Snapshots {
         if !same {
             return Compared::Different;
         }
+        version.source = source.or(version.source);
         let attr = version.attr;
-        if version.bytes.is_none() {
+        if version.bytes.is_none() && self.keeps(fresh) {
             kept.keep_bytes(ino, fresh.clone());
         }
         Compared::Same(attr)
     }
 
-    /// Keeps `bytes` as what the new number `attr.ino` holds.
-    pub fn take(&self, bytes: Bytes, attr: Attr) {
+    /// Keeps `bytes` (rendered from the session file at `source`) as what the new number
+    /// `attr.ino` holds.
+    pub fn take(&self, bytes: Bytes, attr: Attr, source: Option<FileVersion>) {
         let mut kept = self.kept.lock();
         let version = Version {
             attr,
+            source,
             digest: digest(&bytes),
             bytes: None,
             used: 0,
@@ -135,7 +154,15 @@ impl Snapshots {
         if let Some(old) = kept.by_ino.insert(attr.ino, version) {
             kept.uncount(&old);
         }
-        kept.keep_bytes(attr.ino, bytes);
+        if self.keeps(&bytes) {
+            kept.keep_bytes(attr.ino, bytes);
+        }
+    }
+
+    /// Whether `bytes` are kept: always while files are read by node (nothing else holds
+    /// them), up to [`HANDLE_KEPT_MAX`] while they are read through handles.
+    fn keeps(&self, bytes: &Bytes) -> bool {
+        self.enabled() || bytes.len() <= HANDLE_KEPT_MAX
     }
 
     /// The kernel holds no reference to `ino` any more: nothing of it is kept.
@@ -220,25 +247,54 @@ mod tests {
     #[test]
     fn a_number_holds_the_bytes_it_was_given() {
         let snapshots = Snapshots::default();
-        assert_eq!(snapshots.compare(7, &bytes("abc")), Compared::Unknown);
-        snapshots.take(bytes("abc"), attr(7, 3));
+        assert_eq!(snapshots.compare(7, &bytes("abc"), None), Compared::Unknown);
+        snapshots.take(bytes("abc"), attr(7, 3), None);
         assert_eq!(snapshots.attr(7), Some(attr(7, 3)));
         assert_eq!(&snapshots.bytes(7).unwrap()[..], b"abc");
         assert_eq!(
-            snapshots.compare(7, &bytes("abc")),
+            snapshots.compare(7, &bytes("abc"), None),
             Compared::Same(attr(7, 3))
         );
-        assert_eq!(snapshots.compare(7, &bytes("abd")), Compared::Different);
+        assert_eq!(
+            snapshots.compare(7, &bytes("abd"), None),
+            Compared::Different
+        );
         snapshots.forget(7);
         assert_eq!(snapshots.attr(7), None);
         assert_eq!(snapshots.kept.lock().bytes, 0);
     }
 
     #[test]
+    fn bytes_rendered_from_a_session_file_are_known_by_its_version() {
+        let v = |len| FileVersion {
+            id: gjcfs_engine::storage::FileId { dev: 1, ino: 2 },
+            len,
+            mtime_ns: 3,
+        };
+        let snapshots = Snapshots::default();
+        snapshots.take(bytes("abc"), attr(7, 3), Some(v(10)));
+        assert_eq!(snapshots.by_source(7, &v(10)), Some(attr(7, 3)));
+        assert_eq!(snapshots.by_source(7, &v(11)), None, "another version");
+        assert_eq!(snapshots.by_source(8, &v(10)), None, "another number");
+        // The same bytes rendered from a later version: known by that one from now on.
+        assert_eq!(
+            snapshots.compare(7, &bytes("abc"), Some(v(11))),
+            Compared::Same(attr(7, 3))
+        );
+        assert_eq!(snapshots.by_source(7, &v(11)), Some(attr(7, 3)));
+        snapshots.take(bytes("x"), attr(9, 1), None);
+        assert_eq!(
+            snapshots.by_source(9, &v(11)),
+            None,
+            "not the session's alone"
+        );
+    }
+
+    #[test]
     fn dropped_bytes_keep_the_attributes_and_come_back_only_unchanged() {
         let snapshots = Snapshots::default();
         for ino in 0..=KEPT_MAX as u64 {
-            snapshots.take(bytes(&format!("v{ino}")), attr(ino, 2));
+            snapshots.take(bytes(&format!("v{ino}")), attr(ino, 2), None);
         }
         // The oldest lost their bytes, not their attributes.
         assert!(snapshots.bytes(0).is_none());
@@ -250,10 +306,13 @@ mod tests {
         let kept = snapshots.kept.lock().with_bytes;
         assert!(kept <= KEPT_MAX * 3 / 4 + 1, "{kept}");
         // Rendered again: other bytes do not take their place, the same ones do.
-        assert_eq!(snapshots.compare(0, &bytes("v9")), Compared::Different);
+        assert_eq!(
+            snapshots.compare(0, &bytes("v9"), None),
+            Compared::Different
+        );
         assert!(snapshots.bytes(0).is_none());
         assert_eq!(
-            snapshots.compare(0, &bytes("v0")),
+            snapshots.compare(0, &bytes("v0"), None),
             Compared::Same(attr(0, 2))
         );
         assert_eq!(&snapshots.bytes(0).unwrap()[..], b"v0");
@@ -262,9 +321,12 @@ mod tests {
     #[test]
     fn the_bytes_kept_are_bounded_too() {
         let snapshots = Snapshots::default();
+        assert!(!snapshots.enabled());
+        snapshots.enable();
+        assert!(snapshots.enabled());
         let big = Arc::new(vec![0u8; KEPT_BYTES / 3]);
         for ino in 0..4 {
-            snapshots.take(big.clone(), attr(ino, big.len()));
+            snapshots.take(big.clone(), attr(ino, big.len()), None);
         }
         assert!(snapshots.kept.lock().bytes <= KEPT_BYTES * 3 / 4);
         assert!(snapshots.bytes(0).is_none() && snapshots.bytes(1).is_none());
@@ -274,9 +336,21 @@ mod tests {
         }
         let kept = snapshots.kept.lock();
         assert_eq!((kept.bytes, kept.with_bytes), (0, 0));
-        drop(kept);
-        assert!(!snapshots.enabled());
-        snapshots.enable();
-        assert!(snapshots.enabled());
+    }
+
+    #[test]
+    fn read_through_handles_a_large_file_keeps_its_attributes_not_its_bytes() {
+        let snapshots = Snapshots::default();
+        let large = Arc::new(vec![1u8; HANDLE_KEPT_MAX + 1]);
+        snapshots.take(large.clone(), attr(1, large.len()), None);
+        assert!(snapshots.bytes(1).is_none(), "its open holds it");
+        assert_eq!(snapshots.attr(1), Some(attr(1, large.len())));
+        assert_eq!(
+            snapshots.compare(1, &large, None),
+            Compared::Same(attr(1, large.len()))
+        );
+        assert!(snapshots.bytes(1).is_none());
+        snapshots.take(bytes("small"), attr(2, 5), None);
+        assert!(snapshots.bytes(2).is_some());
     }
 }

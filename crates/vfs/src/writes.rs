@@ -99,9 +99,11 @@ impl Vfs {
             return Err(VfsError::ReadOnly);
         }
         match self.handles.get(fh)? {
-            Handle::Read(_) | Handle::View(_) | Handle::Transcript(_) | Handle::Dir(_) => {
-                Err(VfsError::BadHandle)
-            }
+            Handle::Read(_)
+            | Handle::View(_)
+            | Handle::Version(_)
+            | Handle::Transcript(_)
+            | Handle::Dir(_) => Err(VfsError::BadHandle),
             Handle::Leaf(leaf) => {
                 let mut leaf = leaf.lock();
                 leaf.writer.note(writer);
@@ -245,7 +247,11 @@ impl Vfs {
             return Ok(());
         };
         match handle {
-            Handle::Read(_) | Handle::View(_) | Handle::Transcript(_) | Handle::Dir(_) => Ok(()),
+            Handle::Read(_)
+            | Handle::View(_)
+            | Handle::Version(_)
+            | Handle::Transcript(_)
+            | Handle::Dir(_) => Ok(()),
             Handle::Leaf(leaf) => {
                 let mut leaf = leaf.lock();
                 if !leaf.dirty || !(leaf.written || releasing) || leaf.writer.foreign(closer) {

@@ -668,16 +668,8 @@ fn text(value: ValueRef<'_>) -> String {
 static OPEN_STORAGES: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 
 fn register_for_exit(shared: &Arc<Shared>) {
-    #[cfg(unix)]
-    {
-        static HOOK: std::sync::Once = std::sync::Once::new();
-        HOOK.call_once(|| {
-            // SAFETY: registering a plain `extern "C"` function with no preconditions.
-            unsafe {
-                libc::atexit(flush_all_at_exit);
-            }
-        });
-    }
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| crate::storage::sys::at_exit(flush_all_at_exit));
     let mut open = OPEN_STORAGES.lock().unwrap_or_else(|e| e.into_inner());
     open.retain(|w| w.strong_count() > 0);
     open.push(Arc::downgrade(shared));
@@ -705,7 +697,6 @@ pub fn flush_all() -> Result<(), HistoryError> {
 
 /// Runs at process exit on Unix: [`flush_all`]. The writer threads are still running at
 /// that point, so this is an ordinary flush.
-#[cfg(unix)]
 extern "C" fn flush_all_at_exit() {
     let _ = std::panic::catch_unwind(flush_all);
 }

@@ -20,10 +20,12 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+mod kept;
 mod scan;
 
 use crate::content::{Generation, Rendered};
 use crate::errors::from_session;
+use crate::navigation::Navigation;
 use crate::slots::{Listed, Loaded, Slot, SlotCache, SlotState};
 use crate::SessionSource;
 use crate::VfsError;
@@ -66,6 +68,12 @@ pub(super) struct Sessions {
     /// what the last scan read, so that a scan reads only the files that changed.
     scan: Mutex<ListingCache>,
     cache: Mutex<SlotCache>,
+    /// What is kept of the sessions no longer loaded ([`kept`]).
+    kept: Mutex<kept::Kept>,
+    /// Counts the changes of the listing that `by-date/` and `recent/` show (sessions added,
+    /// removed or moved, their times), and those two as of a count.
+    listing_gen: std::sync::atomic::AtomicU64,
+    navigation: Mutex<Option<(u64, Arc<Navigation>)>>,
     /// Sessions left out of the listing, reported once each (the messages not yet taken,
     /// and every file reported so far).
     notices: Mutex<(Vec<String>, HashSet<PathBuf>)>,
@@ -87,12 +95,35 @@ impl Sessions {
             listing: Mutex::new(HashMap::new()),
             scan: Mutex::new(ListingCache::default()),
             cache: Mutex::new(SlotCache::default()),
+            kept: Mutex::new(kept::Kept::default()),
+            listing_gen: Default::default(),
+            navigation: Mutex::new(None),
             notices: Mutex::new((Vec::new(), HashSet::new())),
         }
     }
 
     pub(super) fn storage(&self) -> &dyn SessionStorage {
         self.storage.as_ref()
+    }
+
+    /// `by-date/` and `recent/` of the listing as it is, made anew only when it changed.
+    pub(super) fn navigation(&self) -> Arc<Navigation> {
+        let generation = self.listing_gen.load(std::sync::atomic::Ordering::SeqCst);
+        let mut cached = self.navigation.lock();
+        if let Some((made_at, navigation)) = &*cached {
+            if *made_at == generation {
+                return navigation.clone();
+            }
+        }
+        let navigation = Arc::new(Navigation::of(self.listing.lock().iter()));
+        *cached = Some((generation, navigation.clone()));
+        navigation
+    }
+
+    /// Notes that the listing changed what `by-date/` and `recent/` show.
+    fn listing_changed(&self) {
+        self.listing_gen
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Runs `f` on the listing as the last scan left it.
@@ -102,15 +133,60 @@ impl Sessions {
 
     fn slot(&self, sid: &str) -> Arc<Slot> {
         let (slot, evicted) = self.cache.lock().get(sid, self.max_loaded);
-        for old in evicted {
+        for (old_sid, old) in evicted {
             // A slot in use elsewhere is closed by its last user (the manager's drop).
             if let Some(mut state) = old.try_lock() {
                 if let Some(loaded) = state.loaded.take() {
                     let _ = loaded.manager.close();
+                    if let Some(version) = loaded.synced {
+                        let mut kept = self.kept.lock();
+                        kept.put(&old_sid, &loaded.path, version, loaded.rendered);
+                    }
                 }
             }
         }
         slot
+    }
+
+    /// `known` of what is kept of session `sid` while it is not loaded and its file has
+    /// the version it was rendered from (no load, no render); when that knows nothing,
+    /// `known` of the session loaded if need be ([`Sessions::with_session`]: what it
+    /// learnt when it was kept stays known while the file is the same), else `loaded` of
+    /// it, which renders what is missing.
+    pub(super) fn with_known<R>(
+        &self,
+        sid: &str,
+        events: &dyn Events,
+        known: impl Fn(&Rendered) -> Option<R>,
+        loaded: impl FnOnce(&mut Loaded) -> Result<R, VfsError>,
+    ) -> Result<R, VfsError> {
+        if !self.cache.lock().slots.contains_key(sid) {
+            let path = self.kept.lock().path_of(sid);
+            let listed_there = path.as_ref().is_some_and(|path| {
+                self.listing
+                    .lock()
+                    .get(sid)
+                    .is_some_and(|l| l.path == *path)
+            });
+            let version = path
+                .filter(|_| listed_there)
+                .and_then(|path| crate::disk::version(self.storage(), &path));
+            if let Some(version) = version {
+                if let Some(answer) = self.kept.lock().with(sid, &version, &known) {
+                    return Ok(answer);
+                }
+            }
+        }
+        self.with_session(sid, events, |l| match known(&l.rendered) {
+            Some(answer) => Ok(answer),
+            None => loaded(l),
+        })
+    }
+
+    /// The version of session `sid`'s file now (a stat).
+    pub(super) fn transcript_version(&self, sid: &str) -> Option<FileVersion> {
+        let path = self.listing.lock().get(sid).map(|l| l.path.clone())?;
+        crate::disk::version(self.storage(), &path)
     }
 
     /// The listing entry of `sid`.
@@ -246,6 +322,7 @@ impl Sessions {
             if let Some(listed) = self.listing.lock().get_mut(sid) {
                 listed.path = path.clone();
             }
+            self.listing_changed();
             stamp
         };
         loaded.manager = Arc::new(writer);
@@ -267,26 +344,26 @@ impl Sessions {
                 return Err(error.clone());
             }
         }
-        // A reload comes back with the file's leaf; a file changed while not loaded also
-        // makes what the kernel kept of its entries stale.
-        let stale = listed.seen.is_some() && listed.seen != before;
-        events.changed(
-            sid,
-            if stale {
-                EntriesChanged::All
-            } else {
-                EntriesChanged::None
-            },
-        );
+        // A file changed while not loaded makes what the kernel kept of the session stale
+        // (a reload of the file as it was shows what was shown: the kernel keeps it).
+        if listed.seen.is_some() && listed.seen != before {
+            events.changed(sid, EntriesChanged::All);
+        }
         match self.open_reader(&listed) {
             Ok(manager) => {
                 state.failed = None;
-                let rendered = match state.dropped.take() {
-                    Some(mut rendered) => {
-                        manager.read(|session| rendered.advance(session, false, &[]));
-                        rendered
-                    }
-                    None => manager.read(Rendered::new),
+                // What was kept of it holds while the file is as it was rendered from (what
+                // was learnt of its files stays known); else it carries its entry names over,
+                // while they hold.
+                let rendered = match (self.kept.lock().take(sid), state.dropped.take()) {
+                    (Some((version, rendered)), _) if Some(version) == before => rendered,
+                    (kept, dropped) => match dropped.or(kept.map(|(_, r)| r)) {
+                        Some(mut rendered) => {
+                            manager.read(|session| rendered.advance(session, false, &[]));
+                            rendered
+                        }
+                        None => manager.read(Rendered::new),
+                    },
                 };
                 state.loaded = Some(Loaded {
                     rendered,
@@ -303,6 +380,7 @@ impl Sessions {
                 if error == VfsError::NotFound {
                     // Deleted: gone from the listing too, never brought back.
                     self.listing.lock().remove(sid);
+                    self.listing_changed();
                 } else {
                     events.failed(sid, &format!("cannot read the session: {e}"), true);
                 }
@@ -392,9 +470,15 @@ impl Sessions {
     }
 
     fn note_stamp(&self, sid: &str, stamp: Option<FileVersion>) {
-        if let (Some(listed), Some(stamp)) = (self.listing.lock().get_mut(sid), stamp) {
+        let mut listing = self.listing.lock();
+        if let (Some(listed), Some(stamp)) = (listing.get_mut(sid), stamp) {
+            let moved = listed.modified_ms != stamp.modified_ms();
             listed.modified_ms = stamp.modified_ms();
             listed.seen = Some(stamp);
+            drop(listing);
+            if moved {
+                self.listing_changed();
+            }
         }
     }
 

@@ -76,6 +76,8 @@ impl Sessions {
                 (id, listed)
             })
             .collect();
+        drop(listing);
+        self.listing_changed();
     }
 
     /// Reports each session of `infos` (its id cannot name a directory) the first time.

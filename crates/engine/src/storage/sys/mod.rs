@@ -78,6 +78,18 @@ pub fn dir_watch() -> std::io::Result<Box<dyn crate::storage::DirWatch>> {
     ))
 }
 
+/// Runs `hook` when the process exits through `exit` (a return from `main` too): `atexit` on
+/// Unix; elsewhere nothing is registered.
+pub fn at_exit(hook: extern "C" fn()) {
+    #[cfg(unix)]
+    // SAFETY: registering a plain `extern "C"` function with no preconditions.
+    unsafe {
+        libc::atexit(hook);
+    }
+    #[cfg(not(unix))]
+    let _ = hook;
+}
+
 /// Whether [`os::open`] may create the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Create {
