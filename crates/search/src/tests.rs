@@ -79,6 +79,7 @@ fn an_update_of_stats_alone_writes_them_into_the_listing_as_a_whole_listing_hold
 }
 
 /// Polls `f` for up to ten seconds; whether it came true.
+#[cfg(target_os = "linux")]
 fn within_seconds(mut f: impl FnMut() -> bool) -> bool {
     let started = std::time::Instant::now();
     while started.elapsed() < std::time::Duration::from_secs(10) {
