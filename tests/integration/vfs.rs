@@ -416,6 +416,66 @@ fn an_append_outside_the_model_is_seen_on_the_next_access() {
 }
 
 #[test]
+fn a_watched_store_lists_every_change_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
+    let listed = |v: &Vfs| -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = v
+            .readdir(sessions)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.name != "." && e.name != "..")
+            .map(|e| {
+                let mtime = v.lookup(sessions, &e.name).unwrap().mtime_ms as u64;
+                (e.name, mtime)
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let first = listed(&v);
+    assert_eq!(first.len(), 1);
+    // Unchanged: the same listing (a scan skipped where the store is watched).
+    assert_eq!(listed(&v), first);
+    // A new session in a new workspace (a new directory of the root).
+    let ws = tmp.path().join("workspace2");
+    fs::create_dir_all(&ws).unwrap();
+    let m = SessionManager::create_managed(
+        &ws,
+        &tmp.path().join("agent/sessions"),
+        StorageConfig::files(tmp.path().join("agent/blobs")),
+    )
+    .unwrap();
+    m.append_message(message("user", "other")).unwrap();
+    m.append_message(message("assistant", "reply")).unwrap();
+    m.close().unwrap();
+    let two = listed(&v);
+    assert_eq!(two.len(), 2, "{two:?}");
+    // An append moves the session's time; a removal takes it away.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let file = m.session_file().unwrap();
+    let appender =
+        SessionManager::open_managed(&file, StorageConfig::files(tmp.path().join("agent/blobs")))
+            .unwrap();
+    appender.append_message(message("user", "more")).unwrap();
+    appender.close().unwrap();
+    let three = listed(&v);
+    let other = m.session_id();
+    let time = |l: &[(String, u64)]| l.iter().find(|(id, _)| *id == other).unwrap().1;
+    assert!(time(&three) > time(&two), "{two:?} {three:?}");
+    fs::remove_file(&file).unwrap();
+    assert_eq!(
+        listed(&v)
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect::<Vec<_>>(),
+        [sid]
+    );
+}
+
+#[test]
 fn blobs_are_listed_and_read_checked() {
     use gjcfs::engine::format::blob::BlobStore;
     use gjcfs::engine::storage::FileStorage;

@@ -99,7 +99,33 @@ impl Vfs {
                 .map(|n| (Node::ProjectDir(n.clone()), n))
                 .collect());
         }
-        let navigation = self.sessions.navigation();
+        match dir {
+            Node::ByDateDir => {
+                let days = self.sessions.navigation();
+                return Ok(days
+                    .by_date
+                    .keys()
+                    .map(|day| (Node::DateDir(day.clone()), day.clone()))
+                    .collect());
+            }
+            Node::DateDir(day) => {
+                let days = self.sessions.navigation();
+                let names = days.by_date.get(day).ok_or(VfsError::NotFound)?;
+                return Ok(names
+                    .keys()
+                    .map(|name| (Node::DateLink(day.clone(), name.clone()), name.clone()))
+                    .collect());
+            }
+            Node::RecentDir => {
+                let recent = self.sessions.navigation();
+                return Ok(recent
+                    .recent
+                    .keys()
+                    .map(|name| (Node::RecentLink(name.clone()), name.clone()))
+                    .collect());
+            }
+            _ => {}
+        }
         self.sessions.with_listing(|listing| {
             Ok(match dir {
                 Node::SessionsDir => {
@@ -109,23 +135,6 @@ impl Vfs {
                         .map(|id| (Node::SessionDir(id.clone()), id.clone()))
                         .collect()
                 }
-                Node::ByDateDir => navigation
-                    .by_date
-                    .keys()
-                    .map(|day| (Node::DateDir(day.clone()), day.clone()))
-                    .collect(),
-                Node::DateDir(day) => navigation
-                    .by_date
-                    .get(day)
-                    .ok_or(VfsError::NotFound)?
-                    .keys()
-                    .map(|name| (Node::DateLink(day.clone(), name.clone()), name.clone()))
-                    .collect(),
-                Node::RecentDir => navigation
-                    .recent
-                    .keys()
-                    .map(|name| (Node::RecentLink(name.clone()), name.clone()))
-                    .collect(),
                 Node::ProjectDir(project) => {
                     let mut ids: Vec<&String> = listing
                         .iter()

@@ -68,7 +68,9 @@ impl Vfs {
     /// The mtime of a session's files: the last change of the session, its transcript's
     /// as listed or the last move of its leaf through the mount.
     fn file_ms(&self, sid: &str) -> Option<i64> {
-        let listed = self.listed(sid)?.modified_ms;
+        let listed = self
+            .sessions
+            .with_listing(|l| l.get(sid).map(|l| l.modified_ms))?;
         let moved = self.leaf_moved_ms(sid).unwrap_or(0);
         Some(listed.max(moved))
     }

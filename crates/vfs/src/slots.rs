@@ -16,7 +16,7 @@ use gjcfs_engine::manager::SessionManager;
 use gjcfs_engine::storage::FileVersion;
 
 /// A session as the listing found it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct Listed {
     pub(super) path: PathBuf,
     pub cwd: String,

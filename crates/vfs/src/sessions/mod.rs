@@ -70,6 +70,9 @@ pub(super) struct Sessions {
     cache: Mutex<SlotCache>,
     /// What is kept of the sessions no longer loaded ([`kept`]).
     kept: Mutex<kept::Kept>,
+    /// A watch of the store's directories, where the storage can watch them: a scan is
+    /// skipped while it saw no change (`scan.rs`).
+    watch: Mutex<Option<Box<dyn gjcfs_engine::storage::DirWatch>>>,
     /// Counts the changes of the listing that `by-date/` and `recent/` show (sessions added,
     /// removed or moved, their times), and those two as of a count.
     listing_gen: std::sync::atomic::AtomicU64,
@@ -96,6 +99,7 @@ impl Sessions {
             scan: Mutex::new(ListingCache::default()),
             cache: Mutex::new(SlotCache::default()),
             kept: Mutex::new(kept::Kept::default()),
+            watch: Mutex::new(None),
             listing_gen: Default::default(),
             navigation: Mutex::new(None),
             notices: Mutex::new((Vec::new(), HashSet::new())),

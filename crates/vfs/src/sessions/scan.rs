@@ -1,14 +1,18 @@
 //! Listing the store: one scan at a time, reading only the files that changed since the
 //! last one, titles carried over for unchanged files, and sessions whose id cannot name a
-//! directory left out and reported once.
+//! directory left out and reported once. Where the storage can watch the store's
+//! directories (the disk on Linux), a scan that follows one is skipped while the watch
+//! saw no change of them: nothing is stat'ed at all.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::Sessions;
 use crate::layout::safe_session_name;
 use crate::slots::Listed;
 use crate::SessionSource;
+use gjcfs_engine::storage::Changes;
 use gjcfs_engine::store::discovery::{list_all_cached, list_dir_cached, SessionInfo};
 
 impl Sessions {
@@ -18,6 +22,9 @@ impl Sessions {
         // One scan at a time, until its listing is in place (a slower scan never puts an
         // older listing over a newer one); what a scan read, the next one need not read.
         let mut cache = self.scan.lock();
+        if !self.store_changed() {
+            return;
+        }
         let storage = self.storage();
         let infos: Vec<SessionInfo> = match &self.source {
             SessionSource::SessionsRoot(root) => {
@@ -31,34 +38,22 @@ impl Sessions {
             .into_iter()
             .partition(|info| safe_session_name(&info.id));
         self.leave_out(unsafe_ids);
-        // The titles the last listing found, for files unchanged since (a title may take a
-        // read past the file's first 4 KiB): looked up before, never under, the lock.
-        let known: HashMap<String, (PathBuf, i64, String)> = self.with_listing(|listing| {
-            listing
-                .iter()
-                .map(|(id, l)| (id.clone(), (l.path.clone(), l.modified_ms, l.title.clone())))
-                .collect()
-        });
-        let fresh: Vec<(String, Listed)> = usable
+        let fresh: HashMap<String, Listed> = usable
             .into_iter()
             .map(|mut info| {
-                let title = match known.get(&info.id) {
-                    Some((path, ms, title)) if *path == info.path && *ms == info.modified_ms => {
-                        title.clone()
-                    }
-                    _ => {
-                        if info.message_count > 0 {
-                            info.find_first_prompt(storage);
-                        }
-                        info.shown_title().to_owned()
-                    }
-                };
+                // A title may take a read past the file's first 4 KiB: what it found is
+                // kept with the file's listing, and not looked for again while the file is
+                // unchanged.
+                if info.message_count > 0 && info.first_prompt().is_none() {
+                    info.find_first_prompt(storage);
+                    cache.complete(&info);
+                }
                 let listed = Listed {
+                    title: info.shown_title().to_owned(),
                     path: info.path,
                     cwd: info.cwd,
                     modified_ms: info.modified_ms,
                     seen: None,
-                    title,
                     created: info.created,
                 };
                 (info.id, listed)
@@ -76,8 +71,53 @@ impl Sessions {
                 (id, listed)
             })
             .collect();
+        let changed = *listing != previous;
         drop(listing);
-        self.listing_changed();
+        if changed {
+            self.listing_changed();
+        }
+    }
+
+    /// Whether the store may have changed since the last scan: always without a watch of
+    /// its directories; with one, when it saw a change or lost some. The watch is set up
+    /// (again) before a scan that follows, so that a change made during the scan shows
+    /// next time.
+    fn store_changed(&self) -> bool {
+        let mut watch = self.watch.lock();
+        if let Some(w) = watch.as_mut() {
+            if matches!(w.wait(Duration::ZERO), Ok(Changes::Paths(p)) if p.is_empty()) {
+                return false;
+            }
+        }
+        if watch.is_none() {
+            *watch = self.storage.watch().ok();
+        }
+        let dirs = match &self.source {
+            SessionSource::Dir(dir) => vec![dir.clone()],
+            SessionSource::SessionsRoot(root) => {
+                let mut dirs = self.storage.list_dirs(root).unwrap_or_default();
+                dirs.push(root.clone());
+                dirs
+            }
+        };
+        // Only where the kernel tells every writer's change (a local filesystem whose
+        // directory times tell their entries' changes too: not a network one).
+        let local = |dir: &PathBuf| {
+            self.storage
+                .dir_lookup(dir)
+                .and_then(Result::ok)
+                .and_then(|d| d.listing_version().ok().flatten())
+                .is_some()
+        };
+        let watched = watch
+            .as_mut()
+            .is_some_and(|w| dirs.iter().all(|dir| local(dir) && w.add(dir).is_ok()));
+        if !watched {
+            // A directory that cannot be watched (or a store not made yet): every scan
+            // looks at the store.
+            *watch = None;
+        }
+        true
     }
 
     /// Reports each session of `infos` (its id cannot name a directory) the first time.
