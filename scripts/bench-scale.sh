@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # How search, listings and usage scale with the number of sessions, next to the raw files
-# (`find -ls`, `rg -l`) and, where it is installed, the original engine's listing, in the
-# same hyperfine runs.
+# (`find -ls`, `rg -l`) in the same hyperfine runs.
 #
 # For each N in SIZES it writes target/bench/scale/store-N: N sessions of `gjcfs generate
 # --size SESSION_SIZE --seed K` (K = 1..N, so no two are alike), RARE planted in five of
@@ -13,14 +12,14 @@
 #      `gjcfs search RARE` trusting the index, `ls MP/search/RARE/`, `ls -l MP/sessions/`,
 #      next to `find DIR -ls`;
 #   3. `gjcfs ls --all` and `gjcfs usage`, warm (their saved listing and usage), next to
-#      `find DIR -ls` and, with GJC_PEER set, `gjc-peer ls` (the original engine's listAll);
+#      `find DIR -ls`;
 #   4. the peak memory of each command (/usr/bin/time -v) and of the mount's server, and
 #      the index's size next to the store's.
 # Every command runs after `sleep 1.1`, which outlasts the mount's one-second cache of
 # answers and attributes, so each `ls` searches and lists anew.
 #
 # Environment: SIZES (default "1000 10000"), SESSION_SIZE (default 8KB), RUNS (default 5),
-# WARMUP (default 1), GJC_PEER (the original engine's gjc-peer, optional).
+# WARMUP (default 1).
 set -euo pipefail
 
 SIZES=${SIZES:-1000 10000}
@@ -81,7 +80,7 @@ for n in $SIZES; do
 	"$BIN" usage --session-dir "$dir" >/dev/null
 
 	csv=$RUN/checked-$n.csv
-	hyperfine --style basic --runs "$RUNS" --warmup "$WARMUP" --export-csv "$csv" \
+	hyperfine -N --style basic --runs "$RUNS" --warmup "$WARMUP" --export-csv "$csv" \
 		-n "gjcfs search (checked)" "$search" \
 		-n "rg -l" "rg -l $RARE $dir"
 	checked=$(mean_of "$csv" "gjcfs search (checked)")
@@ -93,22 +92,14 @@ for n in $SIZES; do
 	shown=$(ls "$MP/search/$RARE/" | grep -c -v '^results.jsonl$')
 	[ "$shown" -ge 5 ] || die "the mount found $shown of the 5 planted sessions"
 	csv=$RUN/mounted-$n.csv
-	peer=()
-	if [ -n "${GJC_PEER:-}" ]; then
-		# The original engine lists the directories of an agent directory's sessions/.
-		mkdir -p "$RUN/peer-$n/sessions"
-		ln -sfn "$dir" "$RUN/peer-$n/sessions/store"
-		peer=(-n "gjc-peer ls (original)" "$GJC_PEER ls --agent-dir $RUN/peer-$n")
-	fi
-	hyperfine --style basic --runs "$RUNS" --warmup "$WARMUP" --prepare 'sleep 1.1' \
+	hyperfine -N --style basic --runs "$RUNS" --warmup "$WARMUP" --prepare 'sleep 1.1' \
 		--export-csv "$csv" \
 		-n "gjcfs search (trusted)" "$search" \
 		-n "ls MP/search/WORD/" "ls $MP/search/$RARE/" \
 		-n "find -ls" "find $dir -ls" \
 		-n "ls -l MP/sessions" "ls -l $MP/sessions/" \
 		-n "gjcfs ls --all" "$BIN ls --session-dir $dir" \
-		-n "gjcfs usage" "$BIN usage --session-dir $dir" \
-		"${peer[@]}"
+		-n "gjcfs usage" "$BIN usage --session-dir $dir"
 	trusted=$(mean_of "$csv" "gjcfs search (trusted)")
 	find_ls=$(mean_of "$csv" "find -ls")
 	within() { # within LABEL NAME FACTOR BASE BASE-NAME
