@@ -34,18 +34,27 @@ const WAIT: Duration = Duration::from_millis(200);
 /// How long it waits before it starts again after a failure.
 const RETRY: Duration = Duration::from_secs(2);
 
+/// How long dropping a [`Watching`] waits for its thread to end: one in the middle of a
+/// long update is left to end with the process (its transaction is SQLite's to roll back),
+/// so that an unmount never waits for an index build.
+const STOP_PATIENCE: Duration = Duration::from_secs(1);
+
 /// A watcher at work; dropping it stops it (and lets its claim go).
 #[derive(Debug)]
 pub struct Watching {
     stop: Arc<AtomicBool>,
+    /// Says when the thread ended.
+    ended: std::sync::mpsc::Receiver<()>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for Watching {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+        if self.ended.recv_timeout(STOP_PATIENCE).is_ok() {
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
         }
     }
 }
@@ -73,11 +82,16 @@ pub fn start(index: Arc<SearchIndex>, store: Store, threads: usize) -> io::Resul
         sync,
         stop: stop.clone(),
     };
+    let (end, ended) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("gjcfs-search-watch".into())
-        .spawn(move || watcher.run(watch))?;
+        .spawn(move || {
+            watcher.run(watch);
+            let _ = end.send(());
+        })?;
     Ok(Watching {
         stop,
+        ended,
         thread: Some(thread),
     })
 }

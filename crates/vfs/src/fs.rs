@@ -51,12 +51,13 @@ pub struct Opened {
 /// What a kernel may keep of an opened file's content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Caching {
-    /// Nothing: every read comes to the model (leaf, context, errors, the append point,
-    /// history views: contents that change with every write or query).
+    /// Nothing: every read comes to the model (leaf, errors, the append point, history
+    /// and store views: contents that change with every write or query).
     Direct,
-    /// Cached while open, dropped at the next open (header.json).
+    /// Cached while open, dropped at the next open (directories).
     UntilReopen,
-    /// Kept across opens until the model announces a change (entries, blobs).
+    /// Kept across opens until the model announces a change (entries, blobs, the
+    /// transcript), or for good (a session's views: one version a number).
     Keep,
 }
 

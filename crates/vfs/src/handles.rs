@@ -62,9 +62,10 @@ pub const PENDING_MAX: usize = 64 << 20;
 pub(super) enum Handle {
     /// A snapshot taken at open (entries and blobs: they change only by being replaced).
     Read(Bytes),
-    /// A rendered file (a view, the header, the leaf, `errors`…): its bytes as of the
-    /// last read from offset 0, which takes them afresh, so that a reader starting over
-    /// sees what `stat` reports.
+    /// A rendered file that is not one version a number (the leaf, `errors`, the store's
+    /// and the history's views…), and an entry (read lazily: the kernel keeps its pages):
+    /// its bytes as of the last read from offset 0, which takes them afresh, so that a
+    /// reader starting over sees what `stat` reports.
     View(Arc<View>),
     /// One version of a rendered file of a session: the bytes its inode number holds
     /// (`snapshots.rs`), which never change, so the kernel keeps its pages across opens;

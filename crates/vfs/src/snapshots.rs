@@ -1,12 +1,16 @@
-//! Reads served by node: the bytes of rendered files, one immutable version per inode
-//! number, for a platform whose kernel opens files without asking the model
-//! ([`super::Vfs::serve_reads_by_node`]).
+//! Rendered files as one immutable version per inode number: every rendered file for a
+//! platform whose kernel opens files without asking the model
+//! ([`super::Vfs::serve_reads_by_node`]), and in every mount a session's views, whose
+//! bytes come from its transcript alone ([`super::Vfs::is_versioned`]).
 //!
 //! With no open there is no handle to hold what a reader started reading, and the kernel
-//! keeps a file's pages across opens and readers. So every version of a rendered file gets
-//! a number of its own:
-//! - looking a rendered file up renders it; bytes that differ from what its number holds get
-//!   a new number, so a kernel sees a new file, with pages of its own;
+//! keeps a file's pages across opens and readers (through handles too, for the views:
+//! they are opened with `FOPEN_KEEP_CACHE`). So every version of such a file gets a number
+//! of its own:
+//! - looking a file up finds its number: the one that holds bytes rendered from the
+//!   transcript as it is now, known by the transcript's version without rendering, else
+//!   the bytes are rendered, and bytes that differ from what its number holds get a new
+//!   number, so a kernel sees a new file, with pages of its own;
 //! - the attributes and reads of a number serve what it holds, and only that: a file opened
 //!   before a change reads whole as it was, never half old and half new.
 //!
@@ -18,7 +22,8 @@
 //! dropped, least recently asked first, once more than [`KEPT_MAX`] files or
 //! [`KEPT_BYTES`] bytes are kept; a read then renders the file again, and serves it if it
 //! still has the digest. Only a version that is gone reads as stale (`ESTALE`): a file
-//! opened before it changed, read again after many other files were.
+//! opened before it changed, read again after many other files were. Read through handles,
+//! a file's bytes are kept only up to [`HANDLE_KEPT_MAX`]: an open holds what it read.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -113,14 +113,14 @@ impl Sessions {
     /// `by-date/` and `recent/` of the listing as it is, made anew only when it changed.
     pub(super) fn navigation(&self) -> Arc<Navigation> {
         let generation = self.listing_gen.load(std::sync::atomic::Ordering::SeqCst);
-        let mut cached = self.navigation.lock();
-        if let Some((made_at, navigation)) = &*cached {
+        if let Some((made_at, navigation)) = &*self.navigation.lock() {
             if *made_at == generation {
                 return navigation.clone();
             }
         }
+        // Made under the listing's lock alone (two callers may both make it).
         let navigation = Arc::new(Navigation::of(self.listing.lock().iter()));
-        *cached = Some((generation, navigation.clone()));
+        *self.navigation.lock() = Some((generation, navigation.clone()));
         navigation
     }
 
