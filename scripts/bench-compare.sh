@@ -37,9 +37,7 @@ STORE=$OUT/store-$SESSIONS
 BIG=$OUT/big-$SIZE
 if [ ! -d "$STORE" ]; then
 	echo "== generating $SESSIONS sessions of $SESSION_SIZE"
-	mkdir -p "$STORE.tmp"
-	seq "$SESSIONS" | xargs -P "$(nproc)" -I{} \
-		"$BIN" generate "$STORE.tmp/s{}.jsonl" --size "$SESSION_SIZE" --seed {} 2>/dev/null
+	generate_sessions "$STORE.tmp" "$SESSIONS" "$SESSION_SIZE"
 	mv "$STORE.tmp" "$STORE"
 fi
 if [ ! -d "$BIG" ]; then

@@ -40,9 +40,7 @@ RO=$OUT/mnt-ro
 STORE=${STORE:-$OUT/store-$SESSIONS}
 if [ ! -d "$STORE" ]; then
 	echo "== generating $SESSIONS sessions of $SESSION_SIZE"
-	mkdir -p "$STORE.tmp"
-	seq "$SESSIONS" | xargs -P "$(nproc)" -I{} \
-		"$BIN" generate "$STORE.tmp/s{}.jsonl" --size "$SESSION_SIZE" --seed {} 2>/dev/null
+	generate_sessions "$STORE.tmp" "$SESSIONS" "$SESSION_SIZE"
 	mv "$STORE.tmp" "$STORE"
 fi
 requests() { # requests MP COMMAND... -> the requests MP's server got while COMMAND ran

@@ -43,9 +43,7 @@ store_of() { # store_of N -> the store's directory, written when missing
 	local dir=$OUT/store-$1
 	if [ ! -d "$dir" ]; then
 		rm -rf "$dir.tmp"
-		mkdir -p "$dir.tmp"
-		seq 1 "$1" | xargs -P "$(nproc)" -I{} \
-			"$BIN" generate "$dir.tmp/s{}.jsonl" --size "$SESSION_SIZE" --seed {} 2>/dev/null
+		generate_sessions "$dir.tmp" "$1" "$SESSION_SIZE"
 		for k in 17 234 432 777 999; do
 			echo "{\"role\":\"user\",\"content\":\"Where did the $RARE parser fail?\"}" |
 				"$BIN" append "$dir.tmp/s$k.jsonl" --agent-dir "$RUN/agent" >/dev/null 2>&1

@@ -12,7 +12,9 @@
 #   `mount_store DIR [OPTION...]`, the same at MP;
 # - `unmount_at MP` (fusermount3 -u, then -uz, then the server is killed) and `unmount`,
 #   every mount of the script, installed as the EXIT trap so that no mount outlives it;
-# - `server_reads MP`, the read calls MP's server has made (one per kernel request).
+# - `server_reads MP`, the read calls MP's server has made (one per kernel request);
+# - `generate_sessions DIR N SIZE`, N sessions of SIZE written into DIR (`s1.jsonl` …,
+#   `gjcfs generate --seed K` for K = 1..N, on every core).
 
 BIN=$PWD/target/release/gjcfs
 MP=$OUT/mnt
@@ -64,6 +66,11 @@ mount_at() { # mount_at MP DIR [OPTION...]
 }
 mount_store() { # mount_store DIR [OPTION...]: at MP
 	mount_at "$MP" "$@"
+}
+
+generate_sessions() { # generate_sessions DIR N SIZE
+	mkdir -p "$1"
+	seq "$2" | xargs -P "$(nproc)" -I{} "$BIN" generate "$1/s{}.jsonl" --size "$3" --seed {} 2>/dev/null
 }
 
 server_reads() { # server_reads MP -> the read calls its server made so far (one a request)

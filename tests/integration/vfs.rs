@@ -55,6 +55,23 @@ fn setup(tmp: &Path) -> (String, Vec<String>) {
     (m.session_id(), ids)
 }
 
+/// A second session, in a second workspace (a second directory of the sessions root): a
+/// user question and a reply.
+fn second_session(tmp: &Path) -> SessionManager {
+    let ws = tmp.join("workspace2");
+    fs::create_dir_all(&ws).unwrap();
+    let m = SessionManager::create_managed(
+        &ws,
+        &tmp.join("agent/sessions"),
+        StorageConfig::files(tmp.join("agent/blobs")),
+    )
+    .unwrap();
+    m.append_message(message("user", "other")).unwrap();
+    m.append_message(message("assistant", "reply")).unwrap();
+    m.close().unwrap();
+    m
+}
+
 fn vfs_config(tmp: &Path, read_only: bool) -> VfsConfig {
     VfsConfig {
         storage: std::sync::Arc::new(gjcfs::vfs::FileStorage),
@@ -440,17 +457,7 @@ fn a_watched_store_lists_every_change_at_once() {
     // Unchanged: the same listing (a scan skipped where the store is watched).
     assert_eq!(listed(&v), first);
     // A new session in a new workspace (a new directory of the root).
-    let ws = tmp.path().join("workspace2");
-    fs::create_dir_all(&ws).unwrap();
-    let m = SessionManager::create_managed(
-        &ws,
-        &tmp.path().join("agent/sessions"),
-        StorageConfig::files(tmp.path().join("agent/blobs")),
-    )
-    .unwrap();
-    m.append_message(message("user", "other")).unwrap();
-    m.append_message(message("assistant", "reply")).unwrap();
-    m.close().unwrap();
+    let m = second_session(tmp.path());
     let two = listed(&v);
     assert_eq!(two.len(), 2, "{two:?}");
     // An append moves the session's time; a removal takes it away.
@@ -633,17 +640,7 @@ fn the_lru_closes_and_reloads_sessions_without_changing_numbers() {
     let tmp = tempfile::tempdir().unwrap();
     let (first, first_ids) = setup(tmp.path());
     // A second workspace, so a second session.
-    let ws = tmp.path().join("workspace2");
-    fs::create_dir_all(&ws).unwrap();
-    let m = SessionManager::create_managed(
-        &ws,
-        &tmp.path().join("agent/sessions"),
-        StorageConfig::files(tmp.path().join("agent/blobs")),
-    )
-    .unwrap();
-    m.append_message(message("user", "other")).unwrap();
-    m.append_message(message("assistant", "reply")).unwrap();
-    m.close().unwrap();
+    let m = second_session(tmp.path());
     let second = m.session_id();
 
     let v = vfs(tmp.path(), false); // max_loaded: 1

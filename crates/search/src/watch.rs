@@ -108,8 +108,10 @@ struct Watcher {
     stop: Arc<AtomicBool>,
 }
 
-/// What the watcher follows: the store's directories, and the claim while it holds it.
+/// What the watcher follows: the store's root (canonical, for a [`Store::Root`]), its
+/// directories, and the claim while it holds it.
 struct Following {
+    root: Option<PathBuf>,
     dirs: Vec<PathBuf>,
     claim: Option<Claim>,
 }
@@ -137,8 +139,12 @@ impl Watcher {
 
     /// Step 1: watch everything, bring the index up to date, claim it.
     fn start_following(&self, watch: &mut dyn DirWatch) -> io::Result<Following> {
-        if let Store::Root(root) = &self.store {
-            watch.add(&self.storage.canonicalize(root)?)?;
+        let root = match &self.store {
+            Store::Root(root) => Some(self.storage.canonicalize(root)?),
+            Store::Dir(_) => None,
+        };
+        if let Some(root) = &root {
+            watch.add(root)?;
         }
         watch.add(&self.sync)?;
         let dirs = self.watch_dirs(watch)?;
@@ -150,7 +156,7 @@ impl Watcher {
         } else {
             None
         };
-        Ok(Following { dirs, claim })
+        Ok(Following { root, dirs, claim })
     }
 
     /// The store's directories now, each watched.
@@ -197,9 +203,7 @@ impl Watcher {
         paths: &[PathBuf],
         following: &mut Following,
     ) -> io::Result<()> {
-        let dir_changed = paths
-            .iter()
-            .any(|p| self.is_store_dir_change(p, &following.dirs));
+        let dir_changed = paths.iter().any(|p| following.is_dir_change(p));
         if dir_changed {
             following.dirs = self.watch_dirs(watch)?;
             self.index
@@ -220,18 +224,17 @@ impl Watcher {
         claim::take_tokens(&self.sync, paths);
         Ok(())
     }
+}
 
+impl Following {
     /// Whether `path` names a directory of the store, or an entry of the root (a directory
     /// made, removed or renamed there).
-    fn is_store_dir_change(&self, path: &Path, dirs: &[PathBuf]) -> bool {
-        let in_root = match &self.store {
-            Store::Root(root) => self
-                .storage
-                .canonicalize(root)
-                .is_ok_and(|root| path == root || path.parent() == Some(&root)),
-            Store::Dir(_) => false,
-        };
-        in_root || dirs.iter().any(|d| d == path)
+    fn is_dir_change(&self, path: &Path) -> bool {
+        let in_root = self
+            .root
+            .as_deref()
+            .is_some_and(|root| path == root || path.parent() == Some(root));
+        in_root || self.dirs.iter().any(|d| d == path)
     }
 }
 
