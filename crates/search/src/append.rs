@@ -26,8 +26,9 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use super::doc_rows::{delete_text, insert_row, insert_text, write_file_row};
-use super::prepare::{distinct_words, row_of, title_row, Row, SessionFacts};
+use super::doc_rows::{delete_text, held_kind, insert_row, insert_text, write_file_row};
+use super::prepare::{distinct_words, kept_prompt, row_of, title_row, Row, SessionFacts};
+use super::stored_text::stored;
 use super::substring::{add_terms, Known};
 use super::{Change, FileState, Source};
 use gjcfs_engine::format::blob::BlobStore;
@@ -278,10 +279,9 @@ fn move_leaf(
 fn write_edits(tx: &Transaction, edits: &HashMap<i64, Row>) -> rusqlite::Result<()> {
     for (doc, row) in edits {
         delete_text(tx, *doc)?;
-        let text = &row.text;
         tx.prepare_cached("UPDATE docs SET text = ?2, kind = ?3 WHERE id = ?1")?
-            .execute(params![doc, (!text.is_empty()).then_some(text), row.kind])?;
-        if !text.is_empty() {
+            .execute(params![doc, stored(&row.text), held_kind(row)])?;
+        if !row.text.is_empty() {
             insert_text(tx, *doc, row)?;
         }
     }
@@ -357,7 +357,8 @@ impl Replay<'_> {
                 let seq = first_seq + self.records.len() as i64;
                 self.rows.push(row_of(seq, &record, self.blobs));
                 if self.facts.first_prompt.is_none() {
-                    self.facts.first_prompt = gjcfs_engine::store::discovery::user_text(&record);
+                    self.facts.first_prompt =
+                        gjcfs_engine::store::discovery::user_text(&record).map(kept_prompt);
                 }
                 self.records.push(record);
             }

@@ -5,6 +5,7 @@ use rusqlite::{params_from_iter, types::Value as Sql, Connection};
 use super::matches::{hit_of, sql_count, Matches, HIT_COLUMNS};
 use super::query::Query;
 use super::snippet::Snippet;
+use super::stored_text::text_of;
 use super::{Filters, Hit};
 use gjcfs_engine::storage::FileVersion;
 
@@ -51,7 +52,7 @@ pub(super) fn ranked_by_bm25(
             if hits.len() >= filters.limit {
                 break;
             }
-            let text: String = row.get(11)?;
+            let text = text_of(row.get_ref(11)?)?.unwrap_or_default();
             // A substring's candidates hold words it touches; the text says whether they
             // hold the substring.
             let Some(snippet) = Snippet::of(&text, query) else {

@@ -7,6 +7,7 @@ use rusqlite::{params, Connection};
 use super::file_rows::path_bytes;
 use super::file_rows::version_columns;
 use super::prepare::{Row, SessionFacts};
+use super::stored_text::stored;
 use super::FileState;
 use gjcfs_engine::read::load::ReadMark;
 use gjcfs_engine::storage::FileVersion;
@@ -25,8 +26,13 @@ pub(super) fn insert_text(conn: &Connection, doc: i64, row: &Row) -> rusqlite::R
     Ok(())
 }
 
+/// The kind `docs` holds of a row: `NULL` where it is the entry type (every entry but a
+/// message), which readers take instead ([`super::matches::KIND`]).
+pub(super) fn held_kind(row: &Row) -> Option<&str> {
+    (row.kind != row.entry_type).then_some(row.kind.as_str())
+}
+
 pub(super) fn insert_row(conn: &Connection, file: i64, row: &Row) -> rusqlite::Result<()> {
-    let text = (!row.text.is_empty()).then_some(row.text.as_str());
     conn.prepare_cached(
         "INSERT INTO docs(file, seq, entry_id, parent_id, entry_type, kind, time_ms, on_leaf, text) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -37,12 +43,12 @@ pub(super) fn insert_row(conn: &Connection, file: i64, row: &Row) -> rusqlite::R
         row.entry_id,
         row.parent_id,
         row.entry_type,
-        row.kind,
+        held_kind(row),
         row.time_ms,
         row.on_leaf,
-        text
+        stored(&row.text)
     ])?;
-    if text.is_some() {
+    if !row.text.is_empty() {
         insert_text(conn, conn.last_insert_rowid(), row)?;
     }
     Ok(())

@@ -10,6 +10,7 @@ use super::matches::{hit_of, sql_count, Matches, COUNTS_AT, HIT_COLUMNS};
 use super::query::Query;
 use super::rank;
 use super::snippet::Snippet;
+use super::stored_text::{len_of, text_of};
 use super::{Filters, Hit};
 use gjcfs_engine::storage::FileVersion;
 
@@ -36,11 +37,7 @@ pub(super) fn ranked_in_window(
     // The row's counts: (columns of the select, from the row).
     let (columns, phrases) = match query {
         Query::Terms(terms) => (
-            format!(
-                "{}, {}(words)",
-                HIT_COLUMNS.replace("d.text", "octet_length(d.text)"),
-                instances::FUNCTION
-            ),
+            format!("{}, {}(words)", HIT_COLUMNS, instances::FUNCTION),
             terms.len(),
         ),
         Query::Substring(_) => (HIT_COLUMNS.to_owned(), 0),
@@ -111,12 +108,11 @@ fn candidate_of(
                     )
                 },
             )?;
-            let len = row.get::<_, Option<i64>>(10)?.unwrap_or(0);
-            let len = u32::try_from(len).unwrap_or(u32::MAX);
+            let len = u32::try_from(len_of(row.get_ref(10)?)?).unwrap_or(u32::MAX);
             (rank::Counts { tf, len }, None)
         }
         Query::Substring(needle) => {
-            let text: String = row.get(10)?;
+            let text = text_of(row.get_ref(10)?)?.unwrap_or_default();
             let Some(counts) = rank::substring_counts(&text, needle) else {
                 return Ok(None);
             };
@@ -155,7 +151,7 @@ fn best_with_snippets(
             .then(b.id.cmp(&a.id))
     });
     found.truncate(limit);
-    let mut text_of = conn.prepare_cached("SELECT text FROM docs WHERE id = ?1")?;
+    let mut text_by_id = conn.prepare_cached("SELECT text FROM docs WHERE id = ?1")?;
     let mut hits = Vec::with_capacity(found.len());
     for Candidate {
         id,
@@ -166,8 +162,8 @@ fn best_with_snippets(
     {
         let text = match text {
             Some(text) => text,
-            None => text_of
-                .query_row([id], |r| r.get::<_, Option<String>>(0))?
+            None => text_by_id
+                .query_row([id], |r| text_of(r.get_ref(0)?))?
                 .unwrap_or_default(),
         };
         hit.snippet = Snippet::of(&text, query).unwrap_or_default();

@@ -12,8 +12,10 @@
 //! `PRAGMA application_id`):
 //! - `files`: one row per session file — its path, what tells whether it changed (device,
 //!   inode, length, modification time) and which bytes were indexed (a [`ReadMark`]), the
-//!   session's id, cwd, title and leaf;
-//! - `docs`: one row per entry (and title), its text included where it has some.
+//!   session's id, cwd, title, leaf and first prompt (as far as a title shows it:
+//!   [`PROMPT_CHARS`]);
+//! - `docs`: one row per entry (and title), its text included where it has some (from 64
+//!   bytes on compressed: [`stored_text`]), its kind only where that is not its type;
 //!   Documents are numbered in the order they were written: a first build writes the
 //!   sessions oldest first (by modification time), and later updates come after, so the
 //!   highest numbers are the newest — the window a common query is ranked over ([`rank`]);
@@ -86,6 +88,7 @@ mod schema;
 pub mod snippet;
 mod stamps;
 mod store;
+mod stored_text;
 pub mod substring;
 pub mod text;
 mod update;
@@ -103,6 +106,7 @@ use rusqlite::Connection;
 pub use filters::{Filters, Role};
 pub use index_file::{default_index_dir, INDEX_FILE};
 pub use json::hit_json;
+pub use prepare::PROMPT_CHARS;
 pub use query::{Query, QueryError};
 pub use schema::{APPLICATION_ID, FORMAT};
 pub use snippet::Snippet;
@@ -180,8 +184,9 @@ pub struct Hit {
     pub path: PathBuf,
     pub session_id: String,
     pub title: Option<String>,
-    /// The session's first user prompt, the title it is shown under without a title of its
-    /// own ([`gjcfs_engine::store::discovery::shown_title`]).
+    /// The first line of the session's first user prompt, the title it is shown under
+    /// without a title of its own ([`gjcfs_engine::store::discovery::shown_title`]), cut
+    /// after [`PROMPT_CHARS`] characters that are neither whitespace nor controls.
     pub first_prompt: Option<String>,
     pub cwd: String,
     /// `None` for a session's title.

@@ -61,7 +61,7 @@ impl Matches {
         if let Some(role) = filters.role {
             let kinds = role.kinds();
             from.push_str(&format!(
-                " AND d.kind IN ({})",
+                " AND {KIND} IN ({})",
                 vec!["?"; kinds.len()].join(",")
             ));
             params.extend(kinds.iter().map(|k| Sql::Text((*k).to_owned())));
@@ -92,10 +92,14 @@ pub(super) fn sql_count(n: usize) -> i64 {
     n.min(i64::MAX as usize) as i64
 }
 
-/// The columns of a hit, after its id and score.
+/// A document's kind ([`super::doc_rows::held_kind`]).
+pub(super) const KIND: &str = "coalesce(d.kind, d.entry_type)";
+
+/// The columns of a hit, after its id and score; the text as it is held
+/// ([`super::stored_text`]).
 pub(super) const HIT_COLUMNS: &str =
     "f.path, f.session_id, f.title, f.cwd, d.entry_id, d.entry_type, \
-     d.kind, d.time_ms, d.on_leaf, d.text, f.dev, f.ino, f.len, f.mtime_ns, f.first_prompt";
+     coalesce(d.kind, d.entry_type), d.time_ms, d.on_leaf, d.text, f.dev, f.ino, f.len, f.mtime_ns, f.first_prompt";
 
 /// Where a word query's window has each row's [`instances::FUNCTION`]: after the document's
 /// id and the 15 [`HIT_COLUMNS`].

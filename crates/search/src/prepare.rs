@@ -50,8 +50,36 @@ pub struct SessionFacts {
     pub cwd: String,
     pub title: Option<String>,
     pub created: String,
-    /// The first user prompt.
+    /// The first user prompt, as the index keeps it ([`kept_prompt`]).
     pub first_prompt: Option<String>,
+}
+
+/// How many characters of a first prompt's line the index keeps at most, whitespace and
+/// controls not counted ([`kept_prompt`]): twice what a hit's title shows in `gjcfs search`
+/// (40), and a third of an average first prompt.
+pub const PROMPT_CHARS: usize = 80;
+
+/// What the index keeps of a session's first prompt, where a hit's title comes from when
+/// the session has none: its first line, cut after [`PROMPT_CHARS`] characters that are
+/// neither whitespace nor controls. A title made of at most that many characters of the
+/// first line, whitespace runs shown as one space, is the same from this as from the
+/// whole prompt, which can be as long as a pasted file.
+pub fn kept_prompt(prompt: String) -> String {
+    let line = prompt.lines().next().unwrap_or_default();
+    let mut shown = 0;
+    let end = line
+        .char_indices()
+        .find(|&(_, c)| {
+            if !c.is_whitespace() && !c.is_control() {
+                shown += 1;
+            }
+            shown > PROMPT_CHARS
+        })
+        .map_or(line.len(), |(at, _)| at);
+    if end == prompt.len() {
+        return prompt;
+    }
+    line[..end].to_owned()
 }
 
 /// A file read whole.
@@ -212,7 +240,8 @@ pub fn prepare(source: &Source, path: &Path) -> Result<(Prepared, RowMaker), Loa
         created: header.timestamp().unwrap_or_default().to_owned(),
         first_prompt: session
             .entries()
-            .find_map(gjcfs_engine::store::discovery::user_text),
+            .find_map(gjcfs_engine::store::discovery::user_text)
+            .map(kept_prompt),
     };
     let mut on_leaf = vec![false; session.records().len()];
     if let Some(leaf) = session.leaf() {
@@ -247,4 +276,43 @@ pub fn prepare(source: &Source, path: &Path) -> Result<(Prepared, RowMaker), Loa
         entries: entries.into_iter(),
     };
     Ok((prepared, maker))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gjcfs_engine::views::one_line;
+    use proptest::prelude::*;
+
+    /// A title as the CLI makes one of a prompt: its first line in one line of `max`.
+    fn title(prompt: &str, max: usize) -> String {
+        one_line(prompt.lines().next().unwrap_or_default(), max)
+    }
+
+    #[test]
+    fn a_prompt_is_kept_as_its_first_line_up_to_its_limit() {
+        assert_eq!(kept_prompt("fix the parser".to_owned()), "fix the parser");
+        assert_eq!(kept_prompt("first\r\nsecond".to_owned()), "first");
+        assert_eq!(kept_prompt("\nsecond".to_owned()), "");
+        let long = format!("{}  tail\nnext", "y".repeat(PROMPT_CHARS));
+        // Cut just before the first character past the limit.
+        assert_eq!(kept_prompt(long), format!("{}  ", "y".repeat(PROMPT_CHARS)));
+        // Whitespace does not count: a spaced-out line keeps PROMPT_CHARS letters.
+        let spaced = "a \t ".repeat(PROMPT_CHARS + 5);
+        let kept = kept_prompt(spaced.clone());
+        assert_eq!(kept.chars().filter(|c| *c == 'a').count(), PROMPT_CHARS);
+        assert!(spaced.starts_with(&kept));
+    }
+
+    proptest! {
+        #[test]
+        fn a_title_from_the_kept_prompt_is_the_title_from_the_whole(
+            prompt in "([a-z]{1,9}|[ \t\u{7}]{1,40}|\n|é|\r\n){0,120}",
+            max in 1usize..=PROMPT_CHARS,
+        ) {
+            let kept = kept_prompt(prompt.clone());
+            prop_assert!(prompt.starts_with(&kept));
+            prop_assert_eq!(title(&kept, max), title(&prompt, max));
+        }
+    }
 }

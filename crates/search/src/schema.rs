@@ -8,7 +8,7 @@ use rusqlite::Connection;
 use super::instances;
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 8;
+pub const FORMAT: i64 = 9;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 
@@ -36,10 +36,12 @@ CREATE TABLE docs (
     file INTEGER NOT NULL,
     seq INTEGER NOT NULL,
     entry_id TEXT, parent_id TEXT,
-    entry_type TEXT NOT NULL, kind TEXT NOT NULL,
+    -- NULL where the kind is the entry type (doc_rows::held_kind).
+    entry_type TEXT NOT NULL, kind TEXT,
     time_ms INTEGER,
     on_leaf INTEGER NOT NULL,
-    text TEXT
+    -- TEXT, or a BLOB of zstd (stored_text.rs).
+    text
 );
 CREATE INDEX docs_entry ON docs(file, entry_id);
 -- Each document's words (words.rs), space-separated.

@@ -8,13 +8,29 @@ fn session(n: u32) -> String {
     )
 }
 
+/// The line of a user message `id` under `parent` holding `text`.
+fn message_line(id: &str, parent: &str, text: &str) -> String {
+    format!(
+        "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":\"{parent}\",\"timestamp\":\"2026-03-01T10:00:02.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"{text}\",\"timestamp\":2}}}}\n"
+    )
+}
+
 /// Appends a user message `m2` under `m1` holding `text` to the session at `path`.
 fn append_message(path: &Path, text: &str) {
     let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
-    let line = format!(
-        "{{\"type\":\"message\",\"id\":\"m2\",\"parentId\":\"m1\",\"timestamp\":\"2026-03-01T10:00:02.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"{text}\",\"timestamp\":2}}}}\n"
-    );
-    std::io::Write::write_all(&mut file, line.as_bytes()).unwrap();
+    std::io::Write::write_all(&mut file, message_line("m2", "m1", text).as_bytes()).unwrap();
+}
+
+/// An index of one session file holding `text`, in a directory of its own.
+fn index_of(text: &str) -> (tempfile::TempDir, SearchIndex) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("sessions");
+    std::fs::create_dir(&store).unwrap();
+    let path = store.join("s1.jsonl");
+    std::fs::write(&path, text).unwrap();
+    let index = SearchIndex::open(&dir.path().join("index")).unwrap();
+    index.update(&[path], 1, &|_| {}).unwrap();
+    (dir, index)
 }
 
 #[test]
@@ -135,4 +151,81 @@ fn a_watched_index_is_trusted_and_has_every_change_made_before_a_search() {
     drop(watching);
     assert!(!index.is_fresh(&dirs()), "no watcher, no trust");
     assert_eq!(search("numbat"), (false, 1));
+}
+
+#[test]
+fn long_texts_are_held_compressed_and_found_whole_by_words_phrases_and_substrings() {
+    let long_prompt = format!(
+        "{} pangolin\\nsecond line",
+        "tell me about parsers ".repeat(20)
+    );
+    let reply = format!("{} the torn-line marker", "parser ".repeat(50));
+    let text = session(1).replace("first words", &long_prompt) + &message_line("m2", "m1", &reply);
+    let (_dir, index) = index_of(&text);
+
+    let inner = index.inner.lock();
+    let held: Vec<(String, Option<String>, String)> = inner
+        .conn
+        .prepare("SELECT entry_id, kind, typeof(text) FROM docs ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        held,
+        [
+            ("m1".to_owned(), Some("user".to_owned()), "blob".to_owned()),
+            ("m2".to_owned(), Some("user".to_owned()), "blob".to_owned()),
+        ]
+    );
+    drop(inner);
+
+    let hits = |q: Query| index.search(&q, &Filters::default()).unwrap();
+    let found = hits(Query::parse("\"torn line marker\"").unwrap());
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].entry_id.as_deref(), Some("m2"));
+    assert_eq!(found[0].kind, "user");
+    assert!(found[0].snippet.text.contains("torn-line marker"));
+    // The first prompt is kept as its first line, cut after PROMPT_CHARS characters.
+    let prompt = found[0].first_prompt.as_deref().unwrap();
+    assert!(long_prompt.starts_with(prompt), "{prompt}");
+    assert_eq!(
+        prompt.chars().filter(|c| !c.is_whitespace()).count(),
+        PROMPT_CHARS
+    );
+    let found = hits(Query::substring("angoli").unwrap());
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].entry_id.as_deref(), Some("m1"));
+    assert!(found[0].snippet.text.contains("pangolin"));
+    let found = hits(Query::parse("parser").unwrap());
+    assert_eq!(found.len(), 1);
+}
+
+#[test]
+fn a_common_word_is_ranked_by_the_lengths_its_compressed_texts_hold() {
+    let mut text = session(1);
+    let n = rank::COMMON_FROM + 10;
+    for k in 0..n {
+        // One short message holding the word among the newest (the window ranked), the
+        // others long: the short one ranks first. The long ones compress to fewer bytes
+        // than it holds: ranked by what is stored, they would come first.
+        let filler = if k == n - 20 {
+            "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ"
+        } else {
+            &*"filler words ".repeat(40)
+        };
+        text.push_str(&message_line(
+            &format!("c{k}"),
+            "m1",
+            &format!("wombat {filler}"),
+        ));
+    }
+    let (_dir, index) = index_of(&text);
+    let found = index
+        .search(&Query::parse("wombat").unwrap(), &Filters::default())
+        .unwrap();
+    assert!(!found.is_empty());
+    let short = format!("c{}", n - 20);
+    assert_eq!(found[0].entry_id.as_deref(), Some(short.as_str()));
 }
