@@ -1918,6 +1918,41 @@ fn a_read_only_mount_serves_cached_files_without_a_request_each() {
 }
 
 #[test]
+fn a_view_read_in_small_pieces_costs_no_request_a_piece() {
+    require_fuse!();
+    const ADDED: usize = 200;
+    for mode in MODES {
+        let s = store();
+        for i in 0..ADDED {
+            append_outside(&s, &format!("more {i}"));
+        }
+        let mount = mount_in(&s, mode);
+        let view = mount.session_dir(&s.sid).join("context.json");
+        let whole = fs::read(&view).unwrap();
+        let pieces = whole.len() / 1024;
+        assert!(pieces > 20, "{} bytes", whole.len());
+        let before = mount.server_reads();
+        let copied = ok(
+            "dd",
+            &[
+                &format!("if={}", p(&view)),
+                "of=/dev/stdout",
+                "bs=1024",
+                "status=none",
+            ],
+        );
+        assert_eq!(copied.as_bytes(), whole, "{mode:?}");
+        let requests = mount.server_reads() - before;
+        // A lookup of the name, and on a writable mount an open, a flush and a release:
+        // the version's pages and attributes come from the kernel, not a request a read.
+        assert!(
+            requests <= 6,
+            "{requests} requests for {pieces} reads ({mode:?})"
+        );
+    }
+}
+
+#[test]
 fn on_a_read_only_mount_an_open_view_reads_on_after_many_other_files_are_read() {
     require_fuse!();
     use std::io::{Read, Seek, SeekFrom};

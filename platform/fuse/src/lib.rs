@@ -7,40 +7,29 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 #![cfg(unix)]
 
+mod attrs;
 pub mod lifecycle;
 mod serve;
 
 use std::ffi::OsStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use fuser::{
-    BackgroundSession, BsdFileFlags, Config, Errno, FileAttr, FileHandle, FileType, Filesystem,
-    FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, Notifier,
-    OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, SessionACL,
-    TimeOrNow, WriteFlags,
+    BackgroundSession, BsdFileFlags, Config, Errno, FileAttr, FileHandle, Filesystem, FopenFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, Notifier, OpenAccMode,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, SessionACL, TimeOrNow, WriteFlags,
 };
 pub use serve::{serve, Ended, CLOSE_PATIENCE, POLL_EVERY};
+
+use attrs::{attr_ttl, entry_ttl, file_attr, file_type};
 
 use gjcfs_vfs::{
     Attr, AttrChange, Caching, DirEntry, Invalidator, IoCause, NamespaceChange, NodeKind, OpenMode,
     Part, Vfs, VfsError,
 };
-
-/// How long the kernel keeps the attributes and name of a node that changes (leaf,
-/// context, listings): short, because a change made outside (the agent appending) is seen
-/// only when the kernel asks again. Every change the model knows of is also announced and
-/// invalidated at once. Never zero: the kernel would then look up every name again.
-const SHORT_TTL: Duration = Duration::from_secs(1);
-/// How long the kernel keeps a stable node (entries, blobs): they change only in ways the
-/// model announces.
-const LONG_TTL: Duration = Duration::from_secs(24 * 3600);
-
-/// While reads are served by node, a rendered file's name is looked up at every open: a
-/// change of its bytes gives it a new inode number ([`Attr::lookup_each_open`]).
-const NO_TTL: Duration = Duration::ZERO;
 
 /// The one mapping from model errors to error codes.
 pub fn to_errno(error: &VfsError) -> Errno {
@@ -242,47 +231,8 @@ impl FuseAdapter {
         }
     }
 
-    fn ttl(&self, attr: &Attr) -> &'static Duration {
-        if attr.stable {
-            &LONG_TTL
-        } else if attr.lookup_each_open {
-            &NO_TTL
-        } else {
-            &SHORT_TTL
-        }
-    }
-
     fn attr(&self, a: &Attr) -> FileAttr {
-        let mtime = if a.mtime_ms >= 0 {
-            UNIX_EPOCH + Duration::from_millis(a.mtime_ms as u64)
-        } else {
-            UNIX_EPOCH
-        };
-        FileAttr {
-            ino: INodeNo(a.ino),
-            size: a.size,
-            blocks: a.size.div_ceil(512),
-            atime: mtime,
-            mtime,
-            ctime: mtime,
-            crtime: mtime,
-            kind: file_type(a.kind),
-            perm: a.perm,
-            nlink: a.nlink,
-            uid: self.uid,
-            gid: self.gid,
-            rdev: 0,
-            flags: 0,
-            blksize: 4096,
-        }
-    }
-}
-
-fn file_type(kind: NodeKind) -> FileType {
-    match kind {
-        NodeKind::Directory => FileType::Directory,
-        NodeKind::File => FileType::RegularFile,
-        NodeKind::Symlink => FileType::Symlink,
+        file_attr(a, self.uid, self.gid)
     }
 }
 
@@ -383,7 +333,9 @@ impl Filesystem for FuseAdapter {
         match call("lookup", parent.0, || {
             self.vfs.lookup(parent.0, name_str(name)?)
         }) {
-            Ok(a) => reply.entry(self.ttl(&a), &self.attr(&a), Generation(0)),
+            Ok(a) => {
+                reply.entry_with_ttls(attr_ttl(&a), entry_ttl(&a), &self.attr(&a), Generation(0))
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -395,7 +347,7 @@ impl Filesystem for FuseAdapter {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match call("getattr", ino.0, || self.vfs.getattr(ino.0)) {
-            Ok(a) => reply.attr(self.ttl(&a), &self.attr(&a)),
+            Ok(a) => reply.attr(attr_ttl(&a), &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
@@ -438,7 +390,7 @@ impl Filesystem for FuseAdapter {
                 .set_attr(ino.0, fh.map(|f| f.0), change, Some(req.uid()))
         });
         match result {
-            Ok(a) => reply.attr(self.ttl(&a), &self.attr(&a)),
+            Ok(a) => reply.attr(attr_ttl(&a), &self.attr(&a)),
             Err(e) => reply.error(e),
         }
     }
@@ -713,7 +665,8 @@ impl Filesystem for FuseAdapter {
                 INodeNo(attr.ino),
                 next,
                 &entry.name,
-                self.ttl(&attr),
+                // One time for both: the name's (a listing gives no attribute time of its own).
+                entry_ttl(&attr),
                 &self.attr(&attr),
                 Generation(0),
             );
