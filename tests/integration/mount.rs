@@ -1885,16 +1885,24 @@ fn the_leaf_of_a_legacy_v1_session_moves_on_its_managed_copy() {
     assert_eq!(count, 1, "the copy resumes at the chosen entry");
 }
 
-#[test]
-fn a_read_only_mount_serves_cached_files_without_a_request_each() {
-    require_fuse!();
-    const ADDED: usize = 200;
+/// Messages added to the store of [`with_many_entries`].
+const ADDED: usize = 200;
+
+/// Runs `f` in each mode on a mount of a store whose session has [`ADDED`] more messages.
+fn with_many_entries(f: impl Fn(&Store, &Mount, &[&str])) {
     for mode in MODES {
         let s = store();
         for i in 0..ADDED {
             append_outside(&s, &format!("more {i}"));
         }
-        let mount = mount_in(&s, mode);
+        f(&s, &mount_in(&s, mode), mode);
+    }
+}
+
+#[test]
+fn a_read_only_mount_serves_cached_files_without_a_request_each() {
+    require_fuse!();
+    with_many_entries(|s, mount, mode| {
         let entries = mount.session_dir(&s.sid).join("entries");
         let files: Vec<String> = ok("ls", &[p(&entries)])
             .lines()
@@ -1914,19 +1922,13 @@ fn a_read_only_mount_serves_cached_files_without_a_request_each() {
             // Names, attributes and pages all come from the kernel's caches.
             assert!(requests < files.len() as u64 / 10, "{requests} requests");
         }
-    }
+    });
 }
 
 #[test]
 fn a_view_read_in_small_pieces_costs_no_request_a_piece() {
     require_fuse!();
-    const ADDED: usize = 200;
-    for mode in MODES {
-        let s = store();
-        for i in 0..ADDED {
-            append_outside(&s, &format!("more {i}"));
-        }
-        let mount = mount_in(&s, mode);
+    with_many_entries(|s, mount, mode| {
         let view = mount.session_dir(&s.sid).join("context.json");
         let whole = fs::read(&view).unwrap();
         let pieces = whole.len() / 1024;
@@ -1949,7 +1951,7 @@ fn a_view_read_in_small_pieces_costs_no_request_a_piece() {
             requests <= 6,
             "{requests} requests for {pieces} reads ({mode:?})"
         );
-    }
+    });
 }
 
 #[test]
