@@ -229,3 +229,32 @@ fn a_common_word_is_ranked_by_the_lengths_its_compressed_texts_hold() {
     let short = format!("c{}", n - 20);
     assert_eq!(found[0].entry_id.as_deref(), Some(short.as_str()));
 }
+
+#[test]
+fn a_patched_message_holds_its_new_text_compressed() {
+    let (dir, index) = index_of(&session(1));
+    let path = dir.path().join("sessions/s1.jsonl");
+    let patched = "patched outside, ".repeat(10);
+    let patch = format!(
+        "{{\"type\":\"entry_patch\",\"entryId\":\"m1\",\"patch\":{{\"message\":{{\"role\":\"user\",\"content\":\"{patched}\"}}}}}}\n"
+    );
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    std::io::Write::write_all(&mut file, patch.as_bytes()).unwrap();
+    index.update(&[path], 1, &|_| {}).unwrap();
+    let inner = index.inner.lock();
+    let (kind, text) = inner
+        .conn
+        .query_row(
+            "SELECT typeof(text), text FROM docs WHERE entry_id = 'm1'",
+            [],
+            |r| Ok((r.get::<_, String>(0)?, stored_text::text_of(r.get_ref(1)?)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (kind.as_str(), text.as_deref()),
+        ("blob", Some(patched.as_str()))
+    );
+}
