@@ -36,16 +36,21 @@ fn others() -> AttrChange {
     }
 }
 
-/// A managed session with q → a → q2, and its ids.
-fn setup(tmp: &Path) -> (String, Vec<String>) {
-    let ws = tmp.join("workspace");
+/// A new managed session of workspace `tmp/workspace` in the store under `tmp/agent`.
+fn managed(tmp: &Path, workspace: &str) -> SessionManager {
+    let ws = tmp.join(workspace);
     fs::create_dir_all(&ws).unwrap();
-    let m = SessionManager::create_managed(
+    SessionManager::create_managed(
         &ws,
         &tmp.join("agent/sessions"),
         StorageConfig::files(tmp.join("agent/blobs")),
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// A managed session with q → a → q2, and its ids.
+fn setup(tmp: &Path) -> (String, Vec<String>) {
+    let m = managed(tmp, "workspace");
     let ids = vec![
         m.append_message(message("user", "q")).unwrap(),
         m.append_message(message("assistant", "a")).unwrap(),
@@ -58,14 +63,7 @@ fn setup(tmp: &Path) -> (String, Vec<String>) {
 /// A second session, in a second workspace (a second directory of the sessions root): a
 /// user question and a reply.
 fn second_session(tmp: &Path) -> SessionManager {
-    let ws = tmp.join("workspace2");
-    fs::create_dir_all(&ws).unwrap();
-    let m = SessionManager::create_managed(
-        &ws,
-        &tmp.join("agent/sessions"),
-        StorageConfig::files(tmp.join("agent/blobs")),
-    )
-    .unwrap();
+    let m = managed(tmp, "workspace2");
     m.append_message(message("user", "other")).unwrap();
     m.append_message(message("assistant", "reply")).unwrap();
     m.close().unwrap();
@@ -681,12 +679,7 @@ fn an_open_directory_keeps_its_listing_and_a_new_open_rescans() {
     let before = v.opendir(sessions).unwrap();
     assert_eq!(names(before), vec![first.clone()]);
     // A second session written by the agent.
-    let m = SessionManager::create_managed(
-        &tmp.path().join("workspace"),
-        &tmp.path().join("agent/sessions"),
-        StorageConfig::files(tmp.path().join("agent/blobs")),
-    )
-    .unwrap();
+    let m = managed(tmp.path(), "workspace");
     m.append_message(message("user", "q")).unwrap();
     m.append_message(message("assistant", "a")).unwrap();
     m.close().unwrap();
