@@ -11,6 +11,7 @@ mod attrs;
 pub mod lifecycle;
 mod serve;
 
+use std::borrow::Cow;
 use std::ffi::OsStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -624,7 +625,7 @@ impl Filesystem for FuseAdapter {
             Ok(entries) => entries,
             Err(e) => return reply.error(e),
         };
-        for (next, entry) in with_dots(ino.0, &entries).skip(offset as usize) {
+        for (next, entry) in listing_from(ino.0, &entries, offset) {
             if reply.add(INodeNo(entry.ino), next, file_type(entry.kind), &entry.name) {
                 break;
             }
@@ -647,7 +648,7 @@ impl Filesystem for FuseAdapter {
             Ok(listed) => listed,
             Err(e) => return reply.error(e),
         };
-        for (next, entry) in with_dots(ino.0, &entries).skip(offset as usize) {
+        for (next, entry) in listing_from(ino.0, &entries, offset) {
             // The kernel makes no name of `.` and `..`; their attributes are not used.
             let dots = entry.name == "." || entry.name == "..";
             let attr = if dots {
@@ -734,18 +735,33 @@ pub fn invalidator(notifier: Notifier) -> Invalidator {
     })
 }
 
-/// `.`, `..` and the entries, each with the offset of the one after it.
-fn with_dots(ino: u64, entries: &[DirEntry]) -> impl Iterator<Item = (u64, DirEntry)> + '_ {
-    let dot = |name: &str| DirEntry {
-        ino,
-        kind: NodeKind::Directory,
-        name: name.to_owned(),
-    };
-    [dot("."), dot("..")]
+/// The listing of directory `ino` from `offset` on: `.`, `..` and the entries, each with
+/// the offset of the one after it. A large directory is read in many requests, each from
+/// where the last ended: what comes before `offset` is neither cloned nor walked.
+fn listing_from(
+    ino: u64,
+    entries: &[DirEntry],
+    offset: u64,
+) -> impl Iterator<Item = (u64, Cow<'_, DirEntry>)> {
+    let start = usize::try_from(offset).unwrap_or(usize::MAX);
+    let dots = [".", ".."]
         .into_iter()
-        .chain(entries.iter().cloned())
         .enumerate()
-        .map(|(i, entry)| (i as u64 + 1, entry))
+        .skip(start)
+        .map(move |(i, name)| {
+            let dot = DirEntry {
+                ino,
+                kind: NodeKind::Directory,
+                name: name.to_owned(),
+            };
+            (i as u64 + 1, Cow::Owned(dot))
+        });
+    let first = start.saturating_sub(2).min(entries.len());
+    let rest = entries[first..]
+        .iter()
+        .enumerate()
+        .map(move |(i, entry)| ((first + i) as u64 + 3, Cow::Borrowed(entry)));
+    dots.chain(rest)
 }
 
 #[cfg(test)]

@@ -124,3 +124,32 @@ fn macfuse_gets_no_option_it_does_not_know() {
         assert_eq!(acl, wanted);
     }
 }
+
+#[test]
+fn a_listing_read_from_any_offset_goes_on_where_the_whole_one_is() {
+    let entries: Vec<DirEntry> = (0..5)
+        .map(|i| DirEntry {
+            ino: 10 + i,
+            kind: NodeKind::File,
+            name: format!("f{i}"),
+        })
+        .collect();
+    let whole: Vec<(u64, u64, String)> = listing_from(1, &entries, 0)
+        .map(|(next, e)| (next, e.ino, e.name.clone()))
+        .collect();
+    assert_eq!(whole.len(), 7);
+    assert_eq!((whole[0].1, whole[0].2.as_str()), (1, "."));
+    assert_eq!((whole[1].1, whole[1].2.as_str()), (1, ".."));
+    // Each entry's offset is where the next read starts: offsets count 1, 2, 3, ...
+    for (i, (next, ..)) in whole.iter().enumerate() {
+        assert_eq!(*next, i as u64 + 1);
+    }
+    for offset in 0..10u64 {
+        let from: Vec<(u64, u64, String)> = listing_from(1, &entries, offset)
+            .map(|(next, e)| (next, e.ino, e.name.clone()))
+            .collect();
+        let expected: Vec<_> = whole.iter().skip(offset as usize).cloned().collect();
+        assert_eq!(from, expected, "from offset {offset}");
+    }
+    assert_eq!(listing_from(1, &entries, u64::MAX).count(), 0);
+}
