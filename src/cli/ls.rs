@@ -19,7 +19,7 @@ use gjcfs_engine::store::legacy::{list_candidates, LegacyRoots};
 
 use super::output::{terminal_safe, title_cell, token_count, NothingFound};
 use super::progress::Progress;
-use super::store::StoreArgs;
+use super::store::{left_to_exit, StoreArgs};
 use super::style;
 
 /// `gjcfs ls`' arguments.
@@ -156,6 +156,7 @@ pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> 
         }
     }
     out.flush()?;
+    left_to_exit((rows, usage));
     Ok(())
 }
 

@@ -109,6 +109,7 @@ impl StoreArgs {
             // A cache: one that cannot be written costs the next run its speed only.
             let _ = cache.save(&FileStorage, file);
         }
+        left_to_exit(cache);
         Ok(sessions)
     }
 
@@ -135,6 +136,7 @@ impl StoreArgs {
             // A cache: one that cannot be written costs the next run its speed only.
             let _ = cache.save(&FileStorage, file);
         }
+        left_to_exit(cache);
         Ok(scan)
     }
 
@@ -207,4 +209,13 @@ impl StoreArgs {
             }
         }
     }
+}
+
+/// Lets go of `value` without freeing it, for what a command holds of a whole store until
+/// it ends (the listing or usage of every session, and their saved caches): freeing tens of
+/// thousands of records one by one cost `gjcfs ls --all` an eighth of its time at 50,000
+/// sessions, and the process's end gives all of it back at once. Never for what a caller
+/// could call for again and again.
+pub fn left_to_exit<T>(value: T) {
+    std::mem::forget(value);
 }

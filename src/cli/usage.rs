@@ -14,7 +14,7 @@ use gjcfs_engine::views::thousands;
 use super::output::{terminal_safe, token_count as count, warn};
 use super::progress::Progress;
 use super::range::TimeRangeArgs;
-use super::store::StoreArgs;
+use super::store::{left_to_exit, StoreArgs};
 use super::style;
 
 /// How many unreadable files are named one by one before the rest are only counted.
@@ -88,6 +88,7 @@ pub fn run(args: UsageArgs) -> Result<()> {
         write_table(&mut out, &usage, by)?;
     }
     out.flush()?;
+    left_to_exit((contributions, usage));
     Ok(())
 }
 
