@@ -399,3 +399,39 @@ fn context_json_is_what_the_agent_sends_with_the_openai_replay_sanitized_in_memo
         "reading wrote nothing"
     );
 }
+
+#[test]
+fn a_long_listing_of_a_session_never_read_shows_each_view_at_its_size() {
+    require_fuse!();
+    let store = tempfile::tempdir().unwrap();
+    let (sid, _) = store_fixture(store.path(), "real/before-compaction.jsonl", true);
+    let views = [
+        "context.json",
+        "context.md",
+        "context.html",
+        "tree.txt",
+        "tree.svg",
+        "usage.json",
+    ];
+    for read_only in [false, true] {
+        let mut args = vec!["--session-dir", p(store.path())];
+        if read_only {
+            args.push("--read-only");
+        }
+        let mount = Mount::start(&args);
+        let dir = mount.path().join("sessions").join(&sid);
+        // The listing gives no size of a view not rendered yet; `ls -l` then asks each
+        // name's attributes, which must be the sizes the files read at.
+        let long = ok("ls", &["-ln", "--time-style=+", p(&dir)]);
+        for view in views {
+            let line = long
+                .lines()
+                .find(|l| l.split_whitespace().last() == Some(view))
+                .unwrap_or_else(|| panic!("{view} not in {long}"));
+            let size: u64 = line.split_whitespace().nth(4).unwrap().parse().unwrap();
+            let bytes = fs::read(dir.join(view)).unwrap();
+            assert!(size > 0, "{view}: {line}");
+            assert_eq!(size, bytes.len() as u64, "{view} (read-only: {read_only})");
+        }
+    }
+}

@@ -7,8 +7,8 @@ use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 use gjcfs::vfs::{
-    AttrChange, Caching, NamespaceChange, NodeKind, OpenMode, Part, SessionSource, Vfs, VfsConfig,
-    VfsError, ROOT_INO,
+    AttrChange, Caching, ListedAttr, NamespaceChange, NodeKind, OpenMode, Part, SessionSource, Vfs,
+    VfsConfig, VfsError, ROOT_INO,
 };
 
 use crate::common::vfs_io::{read_file, write_file};
@@ -778,7 +778,6 @@ fn changes_are_announced_with_the_nodes_they_touch() {
     assert!(v.close_all().is_empty());
 }
 
-/// The path of the one session file under `tmp`'s agent directory.
 /// A read-only model over the session of [`setup`] in `tmp`, read by node, and the
 /// session's directory.
 fn served_by_node(tmp: &Path) -> (Vfs, u64) {
@@ -802,6 +801,7 @@ fn append_later(tmp: &Path) -> String {
     added
 }
 
+/// The path of the one session file under `tmp`'s agent directory.
 fn load_session_path(tmp: &Path) -> std::path::PathBuf {
     let root = tmp.join("agent/sessions");
     let scope = fs::read_dir(&root)
@@ -1204,8 +1204,83 @@ fn a_listing_gives_a_renumbered_file_its_number_now() {
     for entry in v.dir_entries(fh).unwrap().iter() {
         let attr = v.listed_entry(session, entry).unwrap();
         if entry.name == "context.json" {
-            assert_eq!(attr, now);
+            assert_eq!(attr, ListedAttr::Known(now));
         }
     }
     v.release(fh).unwrap();
+}
+
+/// What a listing with attributes (`readdirplus`) tells of session `sdir`'s file `name`.
+fn listed_attr(v: &Vfs, sdir: u64, name: &str) -> ListedAttr {
+    let listing = v.readdir(sdir).unwrap();
+    let entry = listing.iter().find(|e| e.name == name).unwrap();
+    v.listed_entry(sdir, entry).unwrap()
+}
+
+#[test]
+fn a_listing_renders_no_view_and_the_first_lookup_gives_its_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    // Read through handles (a writable mount), then by node (read-only).
+    for by_node in [false, true] {
+        let v = vfs(tmp.path(), by_node);
+        if by_node {
+            v.serve_reads_by_node();
+        }
+        let read = |ino: u64| {
+            if by_node {
+                v.read_node(ino, 0, 1 << 20).unwrap()
+            } else {
+                read_all(&v, ino)
+            }
+        };
+        let sdir = session_ino(&v, &sid);
+        for view in [
+            "context.json",
+            "context.html",
+            "context.md",
+            "tree.svg",
+            "usage.json",
+        ] {
+            let ListedAttr::Unrendered(provisional) = listed_attr(&v, sdir, view) else {
+                panic!("{view} listed as rendered before any lookup");
+            };
+            assert_eq!(provisional.size, 0, "{view}");
+            let looked = v.lookup(sdir, view).unwrap();
+            assert!(looked.size > 0, "{view}");
+            assert_eq!(read(looked.ino).len() as u64, looked.size, "{view}");
+            // Rendered for the session as it is: a listing tells the same as the lookup.
+            assert_eq!(
+                listed_attr(&v, sdir, view),
+                ListedAttr::Known(looked),
+                "{view}"
+            );
+        }
+        // Files known without rendering are listed with their attributes.
+        let header = v.lookup(sdir, "header.json").unwrap();
+        assert_eq!(
+            listed_attr(&v, sdir, "header.json"),
+            ListedAttr::Known(header)
+        );
+        let ListedAttr::Known(_) = listed_attr(&v, sdir, "entries") else {
+            panic!("entries/ listed without its attributes");
+        };
+    }
+    // Once the agent appends, the rendered context is of the session as it was: a listing
+    // does not give its size as known, and the next lookup renders the change.
+    let v = vfs(tmp.path(), false);
+    let sdir = session_ino(&v, &sid);
+    let before = v.lookup(sdir, "context.json").unwrap();
+    let added = append_later(tmp.path());
+    let ListedAttr::Unrendered(_) = listed_attr(&v, sdir, "context.json") else {
+        panic!("context.json listed as rendered after an append");
+    };
+    let after = v.lookup(sdir, "context.json").unwrap();
+    assert!(after.size > before.size);
+    let bytes = read_all(&v, after.ino);
+    assert_eq!(bytes.len() as u64, after.size);
+    assert!(
+        String::from_utf8(bytes).unwrap().contains("later"),
+        "{added}"
+    );
 }

@@ -14,7 +14,7 @@ use super::inode::{InodeTable, Node, ROOT_INO};
 use super::sessions::{EntriesChanged, Events, Sessions};
 use super::slots::{Listed, Loaded};
 use super::store_usage::StoreUsageView;
-use super::{Attr, DirEntry, SessionSource, VfsError};
+use super::{Attr, DirEntry, ListedAttr, SessionSource, VfsError};
 use gjcfs_engine::manager::{SessionError, SessionManager};
 use gjcfs_engine::storage::SessionStorage;
 use gjcfs_search::Store;
@@ -302,15 +302,21 @@ impl Vfs {
     /// The attributes of `entry`, listed by [`Vfs::opendir`] of directory `dir`, as an entry
     /// the kernel keeps (FUSE `readdirplus`; one the reply has no room for is given back with
     /// [`Vfs::forget`]). While files are read by node, a rendered file's number is its name's
-    /// number now, which may have changed since the listing.
-    pub fn listed_entry(&self, dir: u64, entry: &DirEntry) -> Result<Attr, VfsError> {
+    /// number now, which may have changed since the listing. A view not rendered for its
+    /// session as it is now is not rendered for a listing ([`ListedAttr::Unrendered`]): a
+    /// listing of sessions' directories (`find`, `ls`) would otherwise render every view of
+    /// each session.
+    pub fn listed_entry(&self, dir: u64, entry: &DirEntry) -> Result<ListedAttr, VfsError> {
         let renumbered = self.snapshots.enabled() && !self.inodes.lock().is_current(entry.ino);
         let node = if renumbered {
             self.child(&self.node(dir)?, &entry.name)?
         } else {
             self.node(entry.ino)?
         };
-        self.entry_of(&node)
+        match self.unrendered_view(&node) {
+            Some(attr) => Ok(ListedAttr::Unrendered(attr)),
+            None => self.entry_of(&node).map(ListedAttr::Known),
+        }
     }
 
     /// The kernel dropped `count` references to `ino` (FUSE `forget`): a query's node is

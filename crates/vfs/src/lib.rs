@@ -47,7 +47,10 @@
 //!   it was, is forgotten with the kernel (`snapshots.rs`). A file read through a handle
 //!   never changes number.
 //! - Every file's size is the exact length of the bytes a read returns at that moment; the
-//!   bytes are computed by the engine and cached per session generation.
+//!   bytes are computed by the engine and cached per session generation. A listing that
+//!   gives attributes renders nothing: a view not rendered for its session as it is now is
+//!   listed with no size ([`ListedAttr::Unrendered`]), which a kernel must not keep, so
+//!   that the size any caller sees comes from a lookup, which renders the view.
 //! - Reading never writes: a session is loaded leniently for reading, migrations and the
 //!   load-time sanitizer run in memory only. The first write opens it for writing through
 //!   the engine's write rules (strict checks; a legacy transcript is copied into its
@@ -209,6 +212,18 @@ pub struct Attr {
     /// number holds one version of its bytes, and a change gives its name a new number,
     /// which only a lookup tells. A kernel must look its name up at every open.
     pub lookup_each_open: bool,
+}
+
+/// What a listing tells of one entry ([`Vfs::listed_entry`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListedAttr {
+    /// Its attributes, as a lookup gives them.
+    Known(Attr),
+    /// A view not rendered for its session as it is now: the number its name has now, and
+    /// the attributes that number holds (size 0 when it holds no bytes yet). A kernel must
+    /// keep neither the attributes nor the name: the name's first use looks it up, which
+    /// renders the view and may give it another number.
+    Unrendered(Attr),
 }
 
 /// One directory entry.

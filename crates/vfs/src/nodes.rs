@@ -108,6 +108,30 @@ impl Vfs {
         Ok(attr)
     }
 
+    /// For a listing that gives attributes: `node`'s number now and the attributes that
+    /// number holds, when `node` is a view whose bytes are not rendered for its session
+    /// file as it is (its size would take rendering it); `None` when its attributes are
+    /// known, or it is no such view. The reference is counted as [`Vfs::entry_of`] counts
+    /// it. A number that holds no bytes yet gets size 0: the kernel is told to keep
+    /// neither these attributes nor the name, so the name's first use looks it up, and the
+    /// lookup renders the view and gives its number as [`Vfs::entry_of`] chooses it.
+    pub(super) fn unrendered_view(&self, node: &Node) -> Option<Attr> {
+        let shape = self.unsized_view_shape(node)?;
+        let source = self.rendered_source(node);
+        let mut inodes = self.inodes.lock();
+        let ino = inodes.ino(node);
+        if let Some(source) = &source {
+            if self.snapshots.by_source(ino, source).is_some() {
+                return None;
+            }
+        }
+        inodes.remember(ino);
+        Some(self.snapshots.attr(ino).unwrap_or(Attr {
+            lookup_each_open: true,
+            ..attr_from(ino, &shape)
+        }))
+    }
+
     /// Whether `node` gets an inode number per version of its bytes in every mount
     /// (`snapshots.rs`): the files whose bytes come from their session file alone
     /// ([`Node::rendered_from_transcript`]). The kernel keeps their pages across opens,

@@ -295,6 +295,22 @@ impl Vfs {
         })
     }
 
+    /// The shape of a view or page (what [`Vfs::rendered_shape`] gives) without its size,
+    /// which takes rendering it: size 0. `None` for any other node.
+    pub(super) fn unsized_view_shape(&self, node: &Node) -> Option<Shape> {
+        match node {
+            Node::Context(s)
+            | Node::ContextMd(s)
+            | Node::ContextHtml(s)
+            | Node::Tree(s)
+            | Node::TreeSvg(s)
+            | Node::Usage(s)
+            | Node::LeafPage(s, _)
+            | Node::PageFile(s, _) => Some(file(0, self.file_ms(s).unwrap_or(0))),
+            _ => None,
+        }
+    }
+
     /// The shape of the context, a view or a page.
     fn rendered_shape(&self, node: &Node) -> Result<Shape, VfsError> {
         let file_ms = || node.session().and_then(|s| self.file_ms(s)).unwrap_or(0);

@@ -4,7 +4,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use fuser::{FileAttr, FileType, INodeNo};
-use gjcfs_vfs::{Attr, NodeKind};
+use gjcfs_vfs::{Attr, ListedAttr, NodeKind};
 
 /// How long the kernel keeps the attributes and name of a node that changes (leaf,
 /// context, listings): short, because a change made outside (the agent appending) is seen
@@ -39,6 +39,16 @@ pub(crate) fn attr_ttl(attr: &Attr) -> &'static Duration {
         &LONG_TTL
     } else {
         entry_ttl(attr)
+    }
+}
+
+/// The attributes a listing gives of an entry, and how long the kernel keeps them and the
+/// entry's name: those of a view not rendered yet for no time, so that the name's first
+/// use looks it up (and renders the view).
+pub(crate) fn listed_attr(listed: ListedAttr) -> (Attr, &'static Duration) {
+    match listed {
+        ListedAttr::Known(attr) => (attr, entry_ttl(&attr)),
+        ListedAttr::Unrendered(attr) => (attr, &NO_TTL),
     }
 }
 
@@ -111,5 +121,18 @@ mod tests {
             (entry_ttl(&changing), attr_ttl(&changing)),
             (&SHORT_TTL, &SHORT_TTL)
         );
+    }
+
+    #[test]
+    fn a_view_listed_before_it_is_rendered_is_kept_for_no_time() {
+        let version = attr(false, true);
+        assert_eq!(
+            listed_attr(ListedAttr::Unrendered(version)),
+            (version, &NO_TTL)
+        );
+        let stable = attr(true, false);
+        assert_eq!(listed_attr(ListedAttr::Known(stable)), (stable, &LONG_TTL));
+        let changing = attr(false, false);
+        assert_eq!(listed_attr(ListedAttr::Unrendered(changing)).1, &NO_TTL);
     }
 }

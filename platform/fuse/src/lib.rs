@@ -25,7 +25,7 @@ use fuser::{
 };
 pub use serve::{serve, Ended, CLOSE_PATIENCE, POLL_EVERY};
 
-use attrs::{attr_ttl, entry_ttl, file_attr, file_type};
+use attrs::{attr_ttl, entry_ttl, file_attr, file_type, listed_attr};
 
 use gjcfs_vfs::{
     Attr, AttrChange, Caching, DirEntry, Invalidator, IoCause, NamespaceChange, NodeKind, OpenMode,
@@ -651,14 +651,14 @@ impl Filesystem for FuseAdapter {
         for (next, entry) in listing_from(ino.0, &entries, offset) {
             // The kernel makes no name of `.` and `..`; their attributes are not used.
             let dots = entry.name == "." || entry.name == "..";
-            let attr = if dots {
-                own
+            let (attr, ttl) = if dots {
+                (own, entry_ttl(&own))
             } else {
                 // Counted as a lookup, as the kernel counts an entry with its attributes.
                 match call("readdirplus", ino.0, || {
                     self.vfs.listed_entry(ino.0, &entry)
                 }) {
-                    Ok(attr) => attr,
+                    Ok(listed) => listed_attr(listed),
                     Err(e) => return reply.error(e),
                 }
             };
@@ -667,7 +667,7 @@ impl Filesystem for FuseAdapter {
                 next,
                 &entry.name,
                 // One time for both: the name's (a listing gives no attribute time of its own).
-                entry_ttl(&attr),
+                ttl,
                 &self.attr(&attr),
                 Generation(0),
             );
