@@ -296,18 +296,12 @@ impl Vfs {
     }
 
     /// The shape of a view or page (what [`Vfs::rendered_shape`] gives) without its size,
-    /// which takes rendering it: size 0. `None` for any other node.
+    /// which takes rendering it: size 0. `None` for any other node (the header, rendered
+    /// from the transcript too, is known without rendering).
     pub(super) fn unsized_view_shape(&self, node: &Node) -> Option<Shape> {
-        match node {
-            Node::Context(s)
-            | Node::ContextMd(s)
-            | Node::ContextHtml(s)
-            | Node::Tree(s)
-            | Node::TreeSvg(s)
-            | Node::Usage(s)
-            | Node::LeafPage(s, _)
-            | Node::PageFile(s, _) => Some(file(0, self.file_ms(s).unwrap_or(0))),
-            _ => None,
+        match (node, node.rendered_from_transcript()) {
+            (Node::Header(_), _) | (_, None) => None,
+            (_, Some(s)) => Some(file(0, self.file_ms(s).unwrap_or(0))),
         }
     }
 
