@@ -1256,7 +1256,7 @@ fn a_listing_renders_no_view_and_the_first_lookup_gives_its_size() {
                 "{view}"
             );
         }
-        // Files known without rendering are listed with their attributes.
+        // The header and the directories need nothing past the session's load.
         let header = v.lookup(sdir, "header.json").unwrap();
         assert_eq!(
             listed_attr(&v, sdir, "header.json"),

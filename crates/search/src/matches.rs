@@ -92,14 +92,23 @@ pub(super) fn sql_count(n: usize) -> i64 {
     n.min(i64::MAX as usize) as i64
 }
 
+/// A document's kind ([`super::doc_rows::held_kind`]), as a literal for [`HIT_COLUMNS`].
+macro_rules! kind_sql {
+    () => {
+        "coalesce(d.kind, d.entry_type)"
+    };
+}
+
 /// A document's kind ([`super::doc_rows::held_kind`]).
-pub(super) const KIND: &str = "coalesce(d.kind, d.entry_type)";
+pub(super) const KIND: &str = kind_sql!();
 
 /// The columns of a hit, after its id and score; the text as it is held
 /// ([`super::stored_text`]).
-pub(super) const HIT_COLUMNS: &str =
-    "f.path, f.session_id, f.title, f.cwd, d.entry_id, d.entry_type, \
-     coalesce(d.kind, d.entry_type), d.time_ms, d.on_leaf, d.text, f.dev, f.ino, f.len, f.mtime_ns, f.first_prompt";
+pub(super) const HIT_COLUMNS: &str = concat!(
+    "f.path, f.session_id, f.title, f.cwd, d.entry_id, d.entry_type, ",
+    kind_sql!(),
+    ", d.time_ms, d.on_leaf, d.text, f.dev, f.ino, f.len, f.mtime_ns, f.first_prompt"
+);
 
 /// Where a word query's window has each row's [`instances::FUNCTION`]: after the document's
 /// id and the 15 [`HIT_COLUMNS`].

@@ -48,7 +48,7 @@
 //!   never changes number.
 //! - Every file's size is the exact length of the bytes a read returns at that moment; the
 //!   bytes are computed by the engine and cached per session generation. A listing that
-//!   gives attributes renders nothing: a view not rendered for its session as it is now is
+//!   gives attributes renders no view: a view not rendered for its session as it is now is
 //!   listed with no size ([`ListedAttr::Unrendered`]), which a kernel must not keep, so
 //!   that the size any caller sees comes from a lookup, which renders the view.
 //! - Reading never writes: a session is loaded leniently for reading, migrations and the

@@ -296,8 +296,9 @@ impl Vfs {
     }
 
     /// The shape of a view or page (what [`Vfs::rendered_shape`] gives) without its size,
-    /// which takes rendering it: size 0. `None` for any other node (the header, rendered
-    /// from the transcript too, is known without rendering).
+    /// which takes rendering it: size 0. `None` for any other node. (The header, rendered
+    /// from the transcript too, costs nothing past the load of the session, which the
+    /// listing's leaf and directories take anyway.)
     pub(super) fn unsized_view_shape(&self, node: &Node) -> Option<Shape> {
         match (node, node.rendered_from_transcript()) {
             (Node::Header(_), _) | (_, None) => None,
