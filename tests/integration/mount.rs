@@ -1925,6 +1925,61 @@ fn a_read_only_mount_serves_cached_files_without_a_request_each() {
     });
 }
 
+/// How many listing reads (`readdir`, `readdirplus`) the server of `mount` logged so far.
+fn listing_reads(mount: &Mount) -> usize {
+    let log = mount.log_text();
+    log.lines()
+        .filter(|l| l.contains(r#"request{op="readdir"#))
+        .count()
+}
+
+#[test]
+fn a_listing_the_kernel_kept_serves_again_until_the_directory_changes() {
+    require_fuse!();
+    for mode in MODES {
+        let s = store();
+        let agent = s.agent_dir();
+        let mut args = vec!["--agent-dir", agent.as_str()];
+        args.extend_from_slice(mode);
+        let mount = Mount::start_with_log(&args, "gjcfs_fuse=trace");
+        let entries = mount.session_dir(&s.sid).join("entries");
+        let first = ok("ls", &[p(&entries)]);
+        assert!(listing_reads(&mount) > 0, "{}", mount.log_text());
+        let reads = listing_reads(&mount);
+        assert_eq!(ok("ls", &[p(&entries)]), first);
+        assert_eq!(
+            listing_reads(&mount),
+            reads,
+            "the kernel's copy, not the server"
+        );
+
+        // An entry the agent appends is in the next listing, which the kernel keeps.
+        let id = append_outside(&s, "appended outside");
+        assert!(
+            within(Duration::from_secs(5), || ok("ls", &[p(&entries)])
+                .contains(&id)),
+            "{mode:?}: {id} never listed"
+        );
+        let reads = listing_reads(&mount);
+        let listed = ok("ls", &[p(&entries)]);
+        assert!(listed.contains(&id), "{listed}");
+        assert_eq!(listing_reads(&mount), reads, "{mode:?}");
+
+        if mode.is_empty() {
+            // One appended through the mount is listed at once.
+            let new = entries.join("new");
+            let line = r#"{"role":"user","content":"through the mount"}"#;
+            let out = sh(&format!("echo '{line}' >> {}", p(&new)));
+            assert!(out.status.success(), "{out:?}");
+            let loaded = load_session(&s.file).unwrap();
+            let last = loaded.session.entries().last().unwrap();
+            let id = last.id().unwrap().to_owned();
+            let listed = ok("ls", &[p(&entries)]);
+            assert!(listed.contains(&id), "{id} not in {listed}");
+        }
+    }
+}
+
 #[test]
 fn a_view_read_in_small_pieces_costs_no_request_a_piece() {
     require_fuse!();

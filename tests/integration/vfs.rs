@@ -7,8 +7,8 @@ use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 use gjcfs::vfs::{
-    AttrChange, Caching, ListedAttr, NamespaceChange, NodeKind, OpenMode, Part, SessionSource, Vfs,
-    VfsConfig, VfsError, ROOT_INO,
+    AttrChange, Caching, KeptListing, ListedAttr, NamespaceChange, NodeKind, OpenMode, Part,
+    SessionSource, Vfs, VfsConfig, VfsError, ROOT_INO,
 };
 
 use crate::common::vfs_io::{read_file, write_file};
@@ -676,7 +676,7 @@ fn an_open_directory_keeps_its_listing_and_a_new_open_rescans() {
         names.sort();
         names
     };
-    let before = v.opendir(sessions).unwrap();
+    let before = v.opendir(sessions).unwrap().fh;
     assert_eq!(names(before), vec![first.clone()]);
     // A second session written by the agent.
     let m = managed(tmp.path(), "workspace");
@@ -687,7 +687,7 @@ fn an_open_directory_keeps_its_listing_and_a_new_open_rescans() {
     assert_eq!(names(before), vec![first.clone()]);
     // A lookup of a session the scan has not seen yet still finds it.
     assert!(v.lookup(sessions, &second).is_ok());
-    let after = v.opendir(sessions).unwrap();
+    let after = v.opendir(sessions).unwrap().fh;
     let mut both = vec![first, second.clone()];
     both.sort();
     assert_eq!(names(after), both);
@@ -695,6 +695,39 @@ fn an_open_directory_keeps_its_listing_and_a_new_open_rescans() {
     assert_eq!(v.dir_entries(before), Err(VfsError::BadHandle));
     assert_eq!(names(after).len(), 2);
     assert_eq!(v.readdir(sessions).unwrap().len(), 2);
+}
+
+#[test]
+fn a_kernel_keeps_a_listing_only_while_every_open_of_it_lists_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
+    let mut opens = 0;
+    let mut opened = |kept: KeptListing| {
+        opens += 1;
+        let opened = v.opendir(sessions).unwrap();
+        assert_eq!(opened.kept, kept, "open {opens}");
+        opened.fh
+    };
+    let first = opened(KeptListing::Renewed);
+    v.release(first).unwrap();
+    let old = opened(KeptListing::Unchanged);
+    // A second session: the next open renews the copy, and so does every open while the
+    // handle of the old listing could still add to it.
+    second_session(tmp.path());
+    let new = opened(KeptListing::Renewed);
+    v.release(new).unwrap();
+    let new = opened(KeptListing::Renewed);
+    v.release(new).unwrap();
+    v.release(old).unwrap();
+    let new = opened(KeptListing::Renewed);
+    v.release(new).unwrap();
+    let new = opened(KeptListing::Unchanged);
+    v.release(new).unwrap();
+    // The kernel forgot the directory, and its copy with it.
+    v.forget(sessions, 1);
+    opened(KeptListing::Renewed);
 }
 
 #[test]
@@ -1195,7 +1228,7 @@ fn a_listing_gives_a_renumbered_file_its_number_now() {
     let tmp = tempfile::tempdir().unwrap();
     let (v, session) = served_by_node(tmp.path());
     let before = v.lookup(session, "context.json").unwrap();
-    let fh = v.opendir(session).unwrap();
+    let fh = v.opendir(session).unwrap().fh;
     append_later(tmp.path());
     // Renumbered by a lookup, and the old number forgotten, after the listing was made.
     let now = v.lookup(session, "context.json").unwrap();

@@ -11,6 +11,7 @@ use super::errors::ErrorLog;
 use super::handles::{Handle, Handles};
 use super::history::HistoryView;
 use super::inode::{InodeTable, Node, ROOT_INO};
+use super::kept_listings::{KeptListing, KeptListings};
 use super::sessions::{EntriesChanged, Events, Sessions};
 use super::slots::{Listed, Loaded};
 use super::store_usage::StoreUsageView;
@@ -48,6 +49,14 @@ pub struct Opened {
     pub caching: Caching,
 }
 
+/// An opened directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenedDir {
+    pub fh: u64,
+    /// What the kernel may keep of its listing.
+    pub kept: KeptListing,
+}
+
 /// What a kernel may keep of an opened file's content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Caching {
@@ -73,6 +82,8 @@ pub struct Vfs {
     /// The listing and the loaded sessions.
     pub(super) sessions: Sessions,
     pub(super) handles: Handles,
+    /// What a kernel may keep of each directory's listing across opens.
+    pub(super) kept_listings: KeptListings,
     pub(super) errors: ErrorLog,
     pub(super) history: HistoryView,
     pub(super) store_usage: StoreUsageView,
@@ -166,6 +177,7 @@ impl Vfs {
             config,
             inodes: Mutex::new(InodeTable::default()),
             handles: Handles::default(),
+            kept_listings: KeptListings::default(),
             errors: ErrorLog::default(),
             invalidator: std::sync::OnceLock::new(),
             stopped: AtomicBool::new(false),
@@ -325,6 +337,7 @@ impl Vfs {
     pub fn forget(&self, ino: u64, count: u64) {
         // Under the table's lock: a lookup counting a new reference to `ino` keeps its
         // version, or comes after and keeps one anew.
+        self.kept_listings.forgotten(ino);
         let mut inodes = self.inodes.lock();
         if inodes.forget(ino, count) {
             self.snapshots.forget(ino);
@@ -357,10 +370,13 @@ impl Vfs {
     /// Opens directory `ino`: its entries are listed now (the session listing rescanned)
     /// and [`Vfs::dir_entries`] serves them from this snapshot until [`Vfs::release`]. The
     /// kernel reads a large directory a buffer at a time; one scan per call made listing
-    /// 10,000 sessions quadratic.
-    pub fn opendir(&self, ino: u64) -> Result<u64, VfsError> {
+    /// 10,000 sessions quadratic. A kernel that keeps listings across opens is told
+    /// whether the copy it kept is this listing (`kept_listings.rs`).
+    pub fn opendir(&self, ino: u64) -> Result<OpenedDir, VfsError> {
         let entries = Arc::new(self.list(ino)?);
-        Ok(self.handles.insert(Handle::Dir(entries)))
+        let fh = self.handles.insert(Handle::Dir(entries.clone()));
+        let kept = self.kept_listings.opened(ino, fh, &entries);
+        Ok(OpenedDir { fh, kept })
     }
 
     /// The entries of an open directory, as listed at [`Vfs::opendir`].

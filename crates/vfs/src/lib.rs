@@ -77,6 +77,10 @@
 //!   with the inode numbers of the session's nodes — its entries too when their content may
 //!   have changed (an outside change, which may carry entry patches). Stable nodes
 //!   ([`Attr::stable`]: entries, blobs) may therefore be cached long; the others briefly.
+//!   A directory's listing may be kept across opens only as [`Vfs::opendir`] tells
+//!   ([`KeptListing`]): each open compares what the directory lists now with the copy's,
+//!   so a listing is never served from before a change once the handles that listed the
+//!   old entries are closed.
 //! - A leaf moved through `leaf` lives in the loaded session, as in the agent: the file
 //!   records it only through the next append. A session closed by the LRU or reloaded
 //!   after an outside change comes back with the file's leaf (its last entry).
@@ -100,6 +104,7 @@ mod fs;
 mod handles;
 mod history;
 mod inode;
+mod kept_listings;
 mod layout;
 mod listing;
 mod lookup;
@@ -123,8 +128,9 @@ pub use handles::{Part, LEAF_MAX, LINE_MAX, PENDING_MAX};
 pub use layout::{label_file_name, safe_session_name};
 pub use writes::AttrChange;
 
-pub use fs::{Caching, Invalidator, NamespaceChange, Opened, Summary, Vfs, VfsConfig};
+pub use fs::{Caching, Invalidator, NamespaceChange, Opened, OpenedDir, Summary, Vfs, VfsConfig};
 pub use inode::{Node, StoreFile, ROOT_INO};
+pub use kept_listings::{KeptListing, KEPT_MAX};
 pub use paths::{same_ignoring_case, Unresolved};
 
 /// Why an operation failed, in filesystem terms.

@@ -327,6 +327,7 @@ impl Vfs {
     pub fn release(&self, fh: u64) -> Result<(), VfsError> {
         let flushed = self.apply(fh, true, None);
         self.handles.remove(fh);
+        self.kept_listings.released(fh);
         flushed
     }
 

@@ -404,7 +404,7 @@ impl Adapter {
         if dir.kind != NodeKind::Directory {
             return Err(STATUS_NOT_A_DIRECTORY);
         }
-        let fh = self.vfs.opendir(dir.ino).map_err(|e| to_ntstatus(&e))?;
+        let fh = self.vfs.opendir(dir.ino).map_err(|e| to_ntstatus(&e))?.fh;
         let listed = self.vfs.dir_entries(fh);
         let _ = self.vfs.release(fh);
         let entries = listed.map_err(|e| to_ntstatus(&e))?;

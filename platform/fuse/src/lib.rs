@@ -28,8 +28,8 @@ pub use serve::{serve, Ended, CLOSE_PATIENCE, POLL_EVERY};
 use attrs::{attr_ttl, entry_ttl, file_attr, file_type, listed_attr};
 
 use gjcfs_vfs::{
-    Attr, AttrChange, Caching, DirEntry, Invalidator, IoCause, NamespaceChange, NodeKind, OpenMode,
-    Part, Vfs, VfsError,
+    Attr, AttrChange, Caching, DirEntry, Invalidator, IoCause, KeptListing, NamespaceChange,
+    NodeKind, OpenMode, Part, Vfs, VfsError,
 };
 
 /// The one mapping from model errors to error codes.
@@ -594,7 +594,7 @@ impl Filesystem for FuseAdapter {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match call("opendir", ino.0, || self.vfs.opendir(ino.0)) {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok(opened) => reply.opened(FileHandle(opened.fh), listing_flags(opened.kept)),
             Err(e) => reply.error(e),
         }
     }
@@ -733,6 +733,17 @@ pub fn invalidator(notifier: Notifier) -> Invalidator {
             let _ = done_rx.recv_timeout(INVALIDATION_WAIT);
         }
     })
+}
+
+/// How the kernel is told what it may keep of a directory's listing: `FOPEN_CACHE_DIR`
+/// fills a copy from this handle's reads, and `FOPEN_KEEP_CACHE` keeps the copy the
+/// kernel has (without it, an open drops the copy).
+fn listing_flags(kept: KeptListing) -> FopenFlags {
+    match kept {
+        KeptListing::No => FopenFlags::empty(),
+        KeptListing::Renewed => FopenFlags::FOPEN_CACHE_DIR,
+        KeptListing::Unchanged => FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE,
+    }
 }
 
 /// The listing of directory `ino` from `offset` on: `.`, `..` and the entries, each with
