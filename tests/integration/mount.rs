@@ -1980,6 +1980,58 @@ fn a_listing_the_kernel_kept_serves_again_until_the_directory_changes() {
     }
 }
 
+/// Only the disk on Linux can watch the store's directories.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sessions_fixed_names_cost_no_request_until_the_session_changes() {
+    require_fuse!();
+    // Names that are one node in both modes (a read-only mount gives each version of a
+    // rendered file a number of its own, looked up at each open).
+    let names = [
+        "entries",
+        "blobs",
+        "labels",
+        "pages",
+        "leaves",
+        "session.jsonl",
+    ];
+    for mode in MODES {
+        let s = store();
+        let mount = mount_in(&s, mode);
+        // Listed: the scan watches the store's directories.
+        ok("ls", &[p(&mount.path().join("sessions"))]);
+        let dir = mount.session_dir(&s.sid);
+        let paths: Vec<String> = names.iter().map(|n| p(&dir.join(n)).to_owned()).collect();
+        let args: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let stat = |args: &[&str]| ok("stat", &[&["-c", "%n %s"], args].concat());
+        let first = stat(&args);
+        // Past the brief time other names are kept.
+        std::thread::sleep(Duration::from_millis(1200));
+        let before = mount.server_reads();
+        for _ in 0..3 {
+            assert_eq!(stat(&args), first);
+        }
+        let requests = mount.server_reads() - before;
+        assert!(
+            requests < names.len() as u64,
+            "{mode:?}: {requests} requests"
+        );
+
+        // The agent appends: the next stat shows the transcript's new size.
+        append_outside(&s, "appended outside");
+        let size = fs::metadata(&s.file).unwrap().len();
+        let transcript = dir.join("session.jsonl");
+        let shown = || fs::metadata(&transcript).unwrap().len();
+        assert!(
+            within(Duration::from_secs(2), || shown() == size),
+            "{mode:?}: {} shown, {size} on disk",
+            shown()
+        );
+        std::thread::sleep(Duration::from_millis(1200));
+        assert_eq!(shown(), size, "{mode:?}");
+    }
+}
+
 #[test]
 fn a_view_read_in_small_pieces_costs_no_request_a_piece() {
     require_fuse!();

@@ -7,7 +7,7 @@ use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 use gjcfs::vfs::{
-    AttrChange, Caching, KeptListing, ListedAttr, NamespaceChange, NodeKind, OpenMode, Part,
+    Attr, AttrChange, Caching, KeptListing, ListedAttr, NamespaceChange, NodeKind, OpenMode, Part,
     SessionSource, Vfs, VfsConfig, VfsError, ROOT_INO,
 };
 
@@ -762,16 +762,21 @@ fn history_prompts_hold_every_prompt_and_follow_new_ones() {
     assert!(v.close_all().is_empty());
 }
 
-#[test]
-fn changes_are_announced_with_the_nodes_they_touch() {
+/// Collects the inode numbers `v` announces: a call takes those announced since the last.
+fn announcements(v: &Vfs) -> impl Fn() -> Vec<u64> {
     use std::sync::{Arc, Mutex};
-    let tmp = tempfile::tempdir().unwrap();
-    let (sid, ids) = setup(tmp.path());
-    let v = vfs(tmp.path(), false);
     let told: Arc<Mutex<Vec<u64>>> = Arc::default();
     let sink = told.clone();
     v.set_invalidator(Box::new(move |inos| sink.lock().unwrap().extend(inos)));
-    let take = || std::mem::take(&mut *told.lock().unwrap());
+    move || std::mem::take(&mut *told.lock().unwrap())
+}
+
+#[test]
+fn changes_are_announced_with_the_nodes_they_touch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, ids) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let take = announcements(&v);
 
     let sdir = session_ino(&v, &sid);
     let entries = v.lookup(sdir, "entries").unwrap().ino;
@@ -832,6 +837,105 @@ fn append_later(tmp: &Path) -> String {
     let added = m.append_message(message("assistant", "later")).unwrap();
     m.close().unwrap();
     added
+}
+
+/// Only the disk on Linux can watch the store's directories.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sessions_fixed_nodes_are_kept_while_its_changes_are_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, _) = setup(tmp.path());
+    let v = vfs(tmp.path(), false);
+    let take = announcements(&v);
+    // Listed by a scan, which set the watch of the store's directories up first.
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
+    assert_eq!(listed_names(&v, sessions), vec![sid.clone()]);
+    let dir = v.lookup(sessions, &sid).unwrap();
+    assert!(!dir.stable, "the session may go away");
+    // (A rendered view's number holds one version: it is looked up at every open instead.)
+    let kept = ["leaf", "session.jsonl", "entries", "blobs", "labels"];
+    let attrs: Vec<Attr> = kept.iter().map(|n| v.lookup(dir.ino, n).unwrap()).collect();
+    assert!(attrs.iter().all(|a| a.stable), "{attrs:?}");
+    assert!(!v.lookup(dir.ino, "errors").unwrap().stable);
+    v.follow_store_events();
+    take();
+    v.follow_store_events();
+    assert!(take().is_empty(), "nothing changed");
+
+    // The agent appends: the next follow announces every node kept, with the change
+    // already taken in.
+    append_later(tmp.path());
+    v.follow_store_events();
+    let announced = take();
+    assert!(
+        attrs.iter().all(|a| announced.contains(&a.ino)),
+        "{announced:?}"
+    );
+    let transcript = v.getattr(attrs[1].ino).unwrap();
+    assert!(transcript.size > attrs[1].size);
+
+    // A session no longer loaded (the model keeps one here) is announced whole.
+    let file = load_session_path(tmp.path());
+    let other = second_session(tmp.path()).session_id();
+    assert_eq!(listed_names(&v, sessions).len(), 2);
+    let other_leaf = v.lookup(v.lookup(sessions, &other).unwrap().ino, "leaf");
+    read_all(&v, other_leaf.unwrap().ino);
+    v.follow_store_events();
+    take();
+    let m = SessionManager::open_managed(&file, StorageConfig::files(tmp.path().join("b")));
+    m.unwrap()
+        .append_message(message("assistant", "again"))
+        .unwrap();
+    v.follow_store_events();
+    let announced = take();
+    assert!(
+        attrs.iter().all(|a| announced.contains(&a.ino)),
+        "{announced:?}"
+    );
+    assert!(v.close_all().is_empty());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn changes_lost_by_the_watch_announce_every_session() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, _) = setup(tmp.path());
+    let second = second_session(tmp.path()).session_id();
+    let v = vfs(tmp.path(), false);
+    let take = announcements(&v);
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
+    assert_eq!(listed_names(&v, sessions).len(), 2);
+    let leaves: Vec<u64> = [&first, &second]
+        .iter()
+        .map(|sid| {
+            let dir = v.lookup(sessions, sid).unwrap().ino;
+            v.lookup(dir, "leaf").unwrap().ino
+        })
+        .collect();
+    v.follow_store_events();
+    take();
+    // More events than the kernel queues: two files of a watched directory written in
+    // turn (alike events in a row are folded into one).
+    let limit: usize = fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .map_or(16384, |s| s.trim().parse().unwrap());
+    let scope = load_session_path(tmp.path()).parent().unwrap().to_owned();
+    let mut files = ["f", "g"].map(|name| {
+        fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(scope.join(name))
+            .unwrap()
+    });
+    for k in 0..=limit {
+        files[k % 2].write_all(b"x").unwrap();
+    }
+    // No session file changed; the first session, no longer loaded (the model keeps
+    // one here), is announced all the same. The loaded one was checked against its file.
+    v.follow_store_events();
+    let announced = take();
+    assert!(announced.contains(&leaves[0]), "{leaves:?} {announced:?}");
+    assert!(v.close_all().is_empty());
 }
 
 /// The path of the one session file under `tmp`'s agent directory.

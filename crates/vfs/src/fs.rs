@@ -286,6 +286,14 @@ impl Vfs {
         self.search.watch()
     }
 
+    /// Announces the sessions whose file changed since the last call, as the watch of the
+    /// store's directories reported it (`sessions/followed.rs`): while one covers the
+    /// store, a kernel keeps a session's fixed nodes until such an announcement. The mount
+    /// calls it ten times a second.
+    pub fn follow_store_events(&self) {
+        self.sessions.follow_store_events(self);
+    }
+
     /// Checks every loaded session's file and follows changes made outside (the agent
     /// appending), announcing them. The mount calls it about twice a second, so cached
     /// views follow the agent's writes even when nobody asks the model.

@@ -91,6 +91,31 @@ fn fixed_dir(dir: &Node) -> Option<(FixedDir, &str)> {
     }
 }
 
+/// Whether `node` is a file or directory of a session's directory whose attributes
+/// change only with the session's file or through the model (all of them but `errors`,
+/// which a failure to load changes): what a kernel may keep while the session's changes
+/// are followed (`sessions/followed.rs`). The session directory's own entry is not: the
+/// session may go away.
+pub(super) fn in_session_dir(node: &Node) -> bool {
+    matches!(
+        node,
+        Node::Header(_)
+            | Node::Transcript(_)
+            | Node::EntriesDir(_)
+            | Node::Leaf(_)
+            | Node::Context(_)
+            | Node::ContextMd(_)
+            | Node::ContextHtml(_)
+            | Node::PagesDir(_)
+            | Node::Tree(_)
+            | Node::TreeSvg(_)
+            | Node::LeavesDir(_)
+            | Node::Usage(_)
+            | Node::LabelsDir(_)
+            | Node::SessionBlobsDir(_)
+    )
+}
+
 /// Whether `dir` holds fixed names only (the root, `history/`, a session's directory).
 pub(super) fn is_fixed_dir(dir: &Node) -> bool {
     fixed_dir(dir).is_some()
@@ -259,6 +284,26 @@ pub(super) fn link_target(sid: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sessions_kept_nodes_are_its_fixed_names_but_errors() {
+        let kept: Vec<String> = fixed_children(&Node::SessionDir("s".into()))
+            .into_iter()
+            .filter(|(node, _)| in_session_dir(node))
+            .map(|(_, name)| name)
+            .collect();
+        let mut expected: Vec<String> = FIXED
+            .iter()
+            .filter(|f| f.dir == FixedDir::Session && f.name != "errors")
+            .map(|f| f.name.to_owned())
+            .collect();
+        expected.sort();
+        let mut sorted = kept.clone();
+        sorted.sort();
+        assert_eq!(sorted, expected);
+        assert!(!in_session_dir(&Node::SessionDir("s".into())));
+        assert!(!in_session_dir(&Node::Errors("s".into())));
+    }
 
     #[test]
     fn every_label_gets_a_distinct_usable_file_name() {

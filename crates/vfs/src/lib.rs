@@ -77,6 +77,10 @@
 //!   with the inode numbers of the session's nodes — its entries too when their content may
 //!   have changed (an outside change, which may carry entry patches). Stable nodes
 //!   ([`Attr::stable`]: entries, blobs) may therefore be cached long; the others briefly.
+//!   While a watch covers every directory of the store, a session's fixed files and
+//!   directories count as stable too: each change of a listed session's file is announced
+//!   as the watch reports it ([`Vfs::follow_store_events`]; a lost event announces every
+//!   session).
 //!   A directory's listing may be kept across opens only as [`Vfs::opendir`] tells
 //!   ([`KeptListing`]): each open compares what the directory lists now with the copy's,
 //!   so a listing is never served from before a change once the handles that listed the
@@ -211,8 +215,9 @@ pub struct Attr {
     /// Modification time, milliseconds since the epoch.
     pub mtime_ms: i64,
     /// The node's attributes and content change only in ways the model announces through
-    /// its invalidation hook (entries, blobs): a kernel may cache them long. Other nodes'
-    /// attributes are cached briefly.
+    /// its invalidation hook (entries, blobs; a session's fixed files and directories while
+    /// the store's change events are followed, [`Vfs::follow_store_events`]): a kernel may
+    /// cache them long. Other nodes' attributes are cached briefly.
     pub stable: bool,
     /// While files are read by node ([`Vfs::serve_reads_by_node`]), a rendered file: each
     /// number holds one version of its bytes, and a change gives its name a new number,

@@ -8,6 +8,7 @@ use super::disk;
 use super::errors::HISTORY_LOG;
 use super::fs::Vfs;
 use super::inode::Node;
+use super::layout::in_session_dir;
 use super::shapes::Shape;
 use super::snapshots::Compared;
 use super::{Attr, NodeKind, VfsError};
@@ -53,6 +54,11 @@ impl Vfs {
     }
 
     fn attr_for(&self, node: &Node, counted: bool) -> Result<Attr, VfsError> {
+        // Read before the session is: a change after it is announced (`followed.rs`).
+        let followed = in_session_dir(node)
+            && node
+                .session()
+                .is_some_and(|sid| self.sessions.changes_followed(sid));
         let shape = self.shape_of(node)?;
         let versioned =
             self.is_versioned(node) || self.snapshots.enabled() && is_rendered_file(node, &shape);
@@ -64,7 +70,11 @@ impl Vfs {
         if counted && node.forgettable() {
             inodes.remember(ino);
         }
-        Ok(attr_from(ino, &shape))
+        let attr = attr_from(ino, &shape);
+        Ok(Attr {
+            stable: attr.stable || followed,
+            ..attr
+        })
     }
 
     /// The number of rendered file `node` that holds its bytes as they are now: the one

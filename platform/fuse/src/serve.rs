@@ -1,7 +1,8 @@
 //! Serving a mount until it should end: a termination signal or an unmount from outside.
 //!
-//! While it runs, the loaded sessions are checked for changes made outside the mount every
-//! [`POLL_EVERY`] and the model's notices are logged. On a signal, writes are refused at
+//! While it runs, the store's change events are followed every tenth of a second, the
+//! loaded sessions are checked for changes made outside the mount every [`POLL_EVERY`] and
+//! the model's notices are logged. On a signal, writes are refused at
 //! once, the mount is detached (lazily if files are open) and the server waits up to
 //! [`CLOSE_PATIENCE`] for the open files to close; then every session is flushed and
 //! closed. The caller's exit then closes the device, which ends the connection of a
@@ -69,6 +70,7 @@ fn wait_for_end(
         match signals.recv_timeout(Duration::from_millis(100)) {
             Ok(name) => return Some(name),
             Err(mpsc::RecvTimeoutError::Timeout) if !mounted.is_finished() => {
+                vfs.follow_store_events();
                 if polled.elapsed() >= POLL_EVERY {
                     vfs.poll_outside_changes();
                     polled = Instant::now();

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+mod followed;
 mod kept;
 mod scan;
 
@@ -73,6 +74,12 @@ pub(super) struct Sessions {
     /// A watch of the store's directories, where the storage can watch them: a scan is
     /// skipped while it saw no change (`scan.rs`).
     watch: Mutex<Option<Box<dyn gjcfs_engine::storage::DirWatch>>>,
+    /// The watch covers every directory of the store ([`followed`]).
+    followed: std::sync::atomic::AtomicBool,
+    /// The watch reported a change the listing has not been scanned for since.
+    unscanned: std::sync::atomic::AtomicBool,
+    /// What the watch reported and no announcement has taken in yet ([`followed`]).
+    unannounced: Mutex<followed::Unannounced>,
     /// Counts the changes of the listing that `by-date/` and `recent/` show (sessions added,
     /// removed or moved, their times), and those two as of a count.
     listing_gen: std::sync::atomic::AtomicU64,
@@ -100,6 +107,9 @@ impl Sessions {
             cache: Mutex::new(SlotCache::default()),
             kept: Mutex::new(kept::Kept::default()),
             watch: Mutex::new(None),
+            followed: Default::default(),
+            unscanned: Default::default(),
+            unannounced: Default::default(),
             listing_gen: Default::default(),
             navigation: Mutex::new(None),
             notices: Mutex::new((Vec::new(), HashSet::new())),

@@ -6,13 +6,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use super::Sessions;
 use crate::layout::safe_session_name;
 use crate::slots::Listed;
 use crate::SessionSource;
-use gjcfs_engine::storage::Changes;
 use gjcfs_engine::store::discovery::{list_all_cached, list_dir_cached, SessionInfo};
 
 impl Sessions {
@@ -85,7 +84,8 @@ impl Sessions {
     fn store_changed(&self) -> bool {
         let mut watch = self.watch.lock();
         if let Some(w) = watch.as_mut() {
-            if matches!(w.wait(Duration::ZERO), Ok(Changes::Paths(p)) if p.is_empty()) {
+            self.take_events(w.as_mut());
+            if !self.unscanned.swap(false, Ordering::AcqRel) {
                 return false;
             }
         }
@@ -117,6 +117,7 @@ impl Sessions {
             // looks at the store.
             *watch = None;
         }
+        self.followed.store(watched, Ordering::Release);
         true
     }
 

@@ -1,0 +1,107 @@
+//! Following the store's change events, so that a kernel may keep what it was told of a
+//! session's fixed files and directories until the session changes.
+//!
+//! Where the storage watches every directory of the store (`scan.rs` sets the watch up
+//! before the scan that follows it), each event the watch reports is taken here, by the
+//! scan or by [`Sessions::follow_store_events`], and the session whose file it names is
+//! announced as changed (a loaded session is brought up to its file first): nothing a
+//! kernel keeps of it outlives a change by more than the time between two calls. A lost
+//! event (the watch's queue overflowed) announces every session. While no watch covers the
+//! store, or for a session no scan listed yet, nothing is followed
+//! ([`Sessions::changes_followed`] is false) and a kernel keeps such attributes briefly.
+//!
+//! Order matters: a caller reads [`Sessions::changes_followed`] before it reads the
+//! session, so a change after that read is seen by the watch and announced after the
+//! attributes were given; a kernel drops attributes that an announcement overtook.
+
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{EntriesChanged, Events, Sessions};
+use gjcfs_engine::storage::{Changes, DirWatch};
+
+/// What the watch reported and no announcement has taken in yet.
+#[derive(Default)]
+pub(super) struct Unannounced {
+    paths: Vec<PathBuf>,
+    /// Events were lost: every session may have changed.
+    lost: bool,
+}
+
+impl Sessions {
+    /// Whether every change of session `sid`'s file is announced as it is seen: a watch
+    /// covers every directory of the store, and a scan listed `sid` (a scan sets the
+    /// watch of a directory up before it lists it; a session found by a lookup before any
+    /// scan saw it may be in a directory not watched yet).
+    pub(crate) fn changes_followed(&self, sid: &str) -> bool {
+        self.followed.load(Ordering::Acquire) && self.listing.lock().contains_key(sid)
+    }
+
+    /// Takes what `watch` reported since the last call, for the next scan (which then
+    /// lists the store again) and the next [`Sessions::follow_store_events`].
+    pub(super) fn take_events(&self, watch: &mut dyn DirWatch) {
+        let mut unannounced = self.unannounced.lock();
+        match watch.wait(Duration::ZERO) {
+            Ok(Changes::Paths(paths)) if paths.is_empty() => return,
+            Ok(Changes::Paths(paths)) => unannounced.paths.extend(paths),
+            Ok(Changes::Lost) | Err(_) => unannounced.lost = true,
+        }
+        self.unscanned.store(true, Ordering::Release);
+    }
+
+    /// Announces every session whose file changed since the last call, as the watch of
+    /// the store's directories reported it; a loaded session is brought up to its file
+    /// first. Nothing while no watch is set up.
+    pub(crate) fn follow_store_events(&self, events: &dyn Events) {
+        if let Some(watch) = self.watch.lock().as_mut() {
+            self.take_events(watch.as_mut());
+        }
+        let Unannounced { paths, lost } = std::mem::take(&mut *self.unannounced.lock());
+        let changed: Vec<String> = {
+            let listing = self.listing.lock();
+            if lost {
+                listing.keys().cloned().collect()
+            } else if paths.is_empty() {
+                return;
+            } else {
+                // A few paths against every listed one: their names are compared first
+                // (no hashing of every listed path).
+                let paths: HashSet<PathBuf> = paths.into_iter().collect();
+                let names: Vec<&OsStr> = paths.iter().filter_map(|p| p.file_name()).collect();
+                listing
+                    .iter()
+                    .filter(|(_, listed)| {
+                        listed
+                            .path
+                            .file_name()
+                            .is_some_and(|name| names.contains(&name))
+                            && paths.contains(&listed.path)
+                    })
+                    .map(|(sid, _)| sid.clone())
+                    .collect()
+            }
+        };
+        for sid in changed {
+            self.announce_change(&sid, events);
+        }
+    }
+
+    /// Session `sid`'s file changed: a loaded session follows it (and announces what
+    /// changed); any other is announced whole, entries and all (an outside change may
+    /// patch entries).
+    fn announce_change(&self, sid: &str, events: &dyn Events) {
+        let slot = self.cache.lock().slots.get(sid).cloned();
+        if let Some(slot) = slot {
+            if let Some(mut state) = slot.try_lock() {
+                if state.loaded.is_some() {
+                    self.follow_outside_changes(sid, &mut state, events);
+                    return;
+                }
+            }
+        }
+        events.changed(sid, EntriesChanged::All);
+    }
+}
