@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every session's `context.json` read through a fresh mount, twice, by this build and by
 # another gjcfs binary (an older main), in turn: the first pass (each session's directory
-# listed by `find`, then every context loaded and rendered) and the second (what the kernel
-# and the server kept). Writable and read-only mounts, ROUNDS times each, alternating the
+# listed by `find`, then every context loaded and rendered), the second (what the kernel
+# and the server kept) and a third after 1.1 s (once what the kernel keeps briefly, one
+# second, is gone). Writable and read-only mounts, ROUNDS times each, alternating the
 # builds; prints each pass, the server's peak memory (VmHWM) and the means. Every mount is
 # undone on exit.
 #
@@ -48,15 +49,17 @@ for round in $(seq "$ROUNDS"); do
 			mount_store "$STORE" "${option[@]}"
 			first=$(seconds contexts "$MP")
 			second=$(seconds contexts "$MP")
+			sleep 1.1
+			later=$(seconds contexts "$MP")
 			peak=$(awk '/VmHWM/ { print int($2 / 1024) }' "/proc/${SERVERS[$MP]}/status")
 			unmount_at "$MP"
-			echo "round $round $who $mode: first pass $first s, second $second s, server peak $peak MiB" |
+			echo "round $round $who $mode: first pass $first s, second $second s, later $later s, server peak $peak MiB" |
 				tee -a "$RUN/passes"
 		done
 	done
 done
 echo "== means over $ROUNDS rounds (load average after: $(cut -d' ' -f1-3 /proc/loadavg))"
-awk '{ key = $3 " " $4; first[key] += $7; second[key] += $10; peak[key] += $14; n[key]++ }
-	END { for (k in n) printf "%-22s first pass %.2f s, second %.2f s, server peak %d MiB\n",
-		k, first[k] / n[k], second[k] / n[k], peak[k] / n[k] }' \
+awk '{ key = $3 " " $4; first[key] += $7; second[key] += $10; later[key] += $13; peak[key] += $17; n[key]++ }
+	END { for (k in n) printf "%-22s first pass %.2f s, second %.2f s, later %.2f s, server peak %d MiB\n",
+		k, first[k] / n[k], second[k] / n[k], later[k] / n[k], peak[k] / n[k] }' \
 	"$RUN/passes" | sort
