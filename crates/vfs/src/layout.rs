@@ -94,7 +94,8 @@ fn fixed_dir(dir: &Node) -> Option<(FixedDir, &str)> {
 /// Whether `node` is a file or directory of a session's directory whose attributes
 /// change only with the session's file or through the model (all of them but `errors`,
 /// which a failure to load changes): what a kernel may keep while the session's changes
-/// are followed (`sessions/followed.rs`). The session directory's own entry is not: the
+/// are followed (`sessions/followed.rs`; a view whose numbers hold one version each is
+/// looked up at every open all the same). The session directory's own entry is not: the
 /// session may go away.
 pub(super) fn in_session_dir(node: &Node) -> bool {
     matches!(
