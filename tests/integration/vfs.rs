@@ -7,7 +7,7 @@ use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 use gjcfs::vfs::{
-    Attr, AttrChange, Caching, KeptListing, ListedAttr, NamespaceChange, NodeKind, OpenMode, Part,
+    AttrChange, Caching, KeptListing, ListedAttr, NamespaceChange, NodeKind, OpenMode, Part,
     SessionSource, Vfs, VfsConfig, VfsError, ROOT_INO,
 };
 
@@ -854,7 +854,7 @@ fn a_sessions_fixed_nodes_are_kept_while_its_changes_are_followed() {
     assert!(!dir.stable, "the session may go away");
     // (A rendered view's number holds one version: it is looked up at every open instead.)
     let kept = ["leaf", "session.jsonl", "entries", "blobs", "labels"];
-    let attrs: Vec<Attr> = kept.iter().map(|n| v.lookup(dir.ino, n).unwrap()).collect();
+    let attrs: Vec<gjcfs::vfs::Attr> = kept.iter().map(|n| v.lookup(dir.ino, n).unwrap()).collect();
     assert!(attrs.iter().all(|a| a.stable), "{attrs:?}");
     assert!(!v.lookup(dir.ino, "errors").unwrap().stable);
     v.follow_store_events();
