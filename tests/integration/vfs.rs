@@ -938,6 +938,47 @@ fn changes_lost_by_the_watch_announce_every_session() {
     assert!(v.close_all().is_empty());
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn a_workspace_directory_replaced_announces_its_sessions_until_a_scan_watches_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, _) = setup(tmp.path());
+    let scope = load_session_path(tmp.path()).parent().unwrap().to_owned();
+    let second = second_session(tmp.path()).session_id();
+    let v = vfs(tmp.path(), false);
+    let take = announcements(&v);
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
+    assert_eq!(listed_names(&v, sessions).len(), 2);
+    let leaf_of = |sid: &str| {
+        let dir = v.lookup(sessions, sid).unwrap().ino;
+        v.lookup(dir, "leaf").unwrap()
+    };
+    let first_leaf = leaf_of(&first);
+    assert!(first_leaf.stable && leaf_of(&second).stable);
+    v.follow_store_events();
+    take();
+    // The first session's workspace directory is replaced by a copy: its files are no
+    // longer the ones watched.
+    let aside = tmp.path().join("aside");
+    fs::rename(&scope, &aside).unwrap();
+    std::os::unix::fs::DirBuilderExt::mode(&mut fs::DirBuilder::new(), 0o700)
+        .create(&scope)
+        .unwrap();
+    for entry in fs::read_dir(&aside).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            fs::copy(entry.path(), scope.join(entry.file_name())).unwrap();
+        }
+    }
+    v.follow_store_events();
+    assert!(take().contains(&first_leaf.ino));
+    // Nothing is kept long until a scan watches the directories as they are.
+    assert!(!leaf_of(&second).stable);
+    assert_eq!(listed_names(&v, sessions).len(), 2);
+    assert!(leaf_of(&first).stable && leaf_of(&second).stable);
+    assert!(v.close_all().is_empty());
+}
+
 /// The path of the one session file under `tmp`'s agent directory.
 fn load_session_path(tmp: &Path) -> std::path::PathBuf {
     let root = tmp.join("agent/sessions");

@@ -6,7 +6,10 @@
 //! scan or by [`Sessions::follow_store_events`], and the session whose file it names is
 //! announced as changed (a loaded session is brought up to its file first): nothing a
 //! kernel keeps of it outlives a change by more than the time between two calls. A lost
-//! event (the watch's queue overflowed) announces every session. While no watch covers the
+//! event (the watch's queue overflowed) announces every session; a change of one of the
+//! store's directories themselves (a workspace's directory moved, removed or replaced)
+//! announces every session listed under it, and nothing is followed until the next scan
+//! watches the directories as they are. While no watch covers the
 //! store, or for a session no scan listed yet, nothing is followed
 //! ([`Sessions::changes_followed`] is false) and a kernel keeps such attributes briefly.
 //!
@@ -16,17 +19,21 @@
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::{EntriesChanged, Events, Sessions};
+use crate::SessionSource;
 use gjcfs_engine::storage::{Changes, DirWatch};
 
 /// What the watch reported and no announcement has taken in yet.
 #[derive(Default)]
 pub(super) struct Unannounced {
     paths: Vec<PathBuf>,
+    /// The store's directories that changed themselves (moved, removed, replaced, made):
+    /// every session listed under one may now be a file no watch covers.
+    dirs: Vec<PathBuf>,
     /// Events were lost: every session may have changed.
     lost: bool,
 }
@@ -46,10 +53,30 @@ impl Sessions {
         let mut unannounced = self.unannounced.lock();
         match watch.wait(Duration::ZERO) {
             Ok(Changes::Paths(paths)) if paths.is_empty() => return,
-            Ok(Changes::Paths(paths)) => unannounced.paths.extend(paths),
+            Ok(Changes::Paths(paths)) => {
+                let (dirs, files): (Vec<PathBuf>, Vec<PathBuf>) =
+                    paths.into_iter().partition(|p| self.is_store_dir(p));
+                if !dirs.is_empty() {
+                    // Until the next scan watches the store's directories as they are now.
+                    self.followed.store(false, Ordering::Release);
+                }
+                unannounced.dirs.extend(dirs);
+                unannounced.paths.extend(files);
+            }
             Ok(Changes::Lost) | Err(_) => unannounced.lost = true,
         }
         self.unscanned.store(true, Ordering::Release);
+    }
+
+    /// Whether `path` names one of the store's directories (the store itself, or a
+    /// workspace's directory in a sessions root), or something in their place that is not
+    /// a file: what the watch covers may have changed with it.
+    fn is_store_dir(&self, path: &Path) -> bool {
+        let in_layout = match &self.source {
+            SessionSource::Dir(dir) => path == dir,
+            SessionSource::SessionsRoot(root) => path == root || path.parent() == Some(root),
+        };
+        in_layout && !self.storage.stat(path).is_ok_and(|stat| stat.is_file)
     }
 
     /// Announces every session whose file changed since the last call, as the watch of
@@ -59,12 +86,12 @@ impl Sessions {
         if let Some(watch) = self.watch.lock().as_mut() {
             self.take_events(watch.as_mut());
         }
-        let Unannounced { paths, lost } = std::mem::take(&mut *self.unannounced.lock());
+        let Unannounced { paths, dirs, lost } = std::mem::take(&mut *self.unannounced.lock());
         let changed: Vec<String> = {
             let listing = self.listing.lock();
             if lost {
                 listing.keys().cloned().collect()
-            } else if paths.is_empty() {
+            } else if paths.is_empty() && dirs.is_empty() {
                 return;
             } else {
                 // A few paths against every listed one: their names are compared first
@@ -79,6 +106,7 @@ impl Sessions {
                             .file_name()
                             .is_some_and(|name| names.contains(&name))
                             && paths.contains(&listed.path)
+                            || dirs.iter().any(|dir| listed.path.starts_with(dir))
                     })
                     .map(|(sid, _)| sid.clone())
                     .collect()
