@@ -323,8 +323,9 @@ impl Handles {
             .ok_or(VfsError::BadHandle)
     }
 
-    pub fn remove(&self, fh: u64) {
-        self.table.lock().remove(&fh);
+    /// Takes handle `fh` out of the table.
+    pub fn remove(&self, fh: u64) -> Option<Handle> {
+        self.table.lock().remove(&fh)
     }
 }
 

@@ -85,7 +85,7 @@ impl KeptListings {
         }
     }
 
-    /// Handle `fh` was released (a handle of anything: only a directory's is known here).
+    /// Directory handle `fh` was released.
     pub fn released(&self, fh: u64) {
         let mut state = self.state.lock();
         let Some(ino) = state.handles.remove(&fh) else {

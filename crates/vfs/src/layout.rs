@@ -91,27 +91,21 @@ fn fixed_dir(dir: &Node) -> Option<(FixedDir, &str)> {
     }
 }
 
-/// Whether `node` is a file or directory of a session's directory whose attributes
-/// change only with the session's file or through the model (all of them but `errors`,
-/// which a failure to load changes): what a kernel may keep while the session's changes
-/// are followed (`sessions/followed.rs`; a view whose numbers hold one version each is
-/// looked up at every open all the same). The session directory's own entry is not: the
-/// session may go away.
+/// Whether `node` is a file or directory of a session's directory that is one node for
+/// good and whose attributes change only with the session's file or through the model:
+/// what a kernel may keep while the session's changes are followed
+/// (`sessions/followed.rs`). Not `errors` (a failure to load changes it), not the views
+/// ([`Node::rendered_from_transcript`]: each version of their bytes has a number of its
+/// own, looked up at every open), and not the session directory's own entry (the session
+/// may go away).
 pub(super) fn in_session_dir(node: &Node) -> bool {
     matches!(
         node,
-        Node::Header(_)
-            | Node::Transcript(_)
+        Node::Transcript(_)
             | Node::EntriesDir(_)
             | Node::Leaf(_)
-            | Node::Context(_)
-            | Node::ContextMd(_)
-            | Node::ContextHtml(_)
             | Node::PagesDir(_)
-            | Node::Tree(_)
-            | Node::TreeSvg(_)
             | Node::LeavesDir(_)
-            | Node::Usage(_)
             | Node::LabelsDir(_)
             | Node::SessionBlobsDir(_)
     )
@@ -287,7 +281,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_sessions_kept_nodes_are_its_fixed_names_but_errors() {
+    fn a_sessions_kept_nodes_are_its_fixed_names_but_errors_and_the_views() {
         let kept: Vec<String> = fixed_children(&Node::SessionDir("s".into()))
             .into_iter()
             .filter(|(node, _)| in_session_dir(node))
@@ -296,6 +290,7 @@ mod tests {
         let mut expected: Vec<String> = FIXED
             .iter()
             .filter(|f| f.dir == FixedDir::Session && f.name != "errors")
+            .filter(|f| (f.node)("s").rendered_from_transcript().is_none())
             .map(|f| f.name.to_owned())
             .collect();
         expected.sort();

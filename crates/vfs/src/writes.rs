@@ -326,8 +326,9 @@ impl Vfs {
     /// Flushes what is still pending and forgets the handle.
     pub fn release(&self, fh: u64) -> Result<(), VfsError> {
         let flushed = self.apply(fh, true, None);
-        self.handles.remove(fh);
-        self.kept_listings.released(fh);
+        if let Some(Handle::Dir(_)) = self.handles.remove(fh) {
+            self.kept_listings.released(fh);
+        }
         flushed
     }
 

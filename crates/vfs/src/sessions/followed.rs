@@ -27,6 +27,10 @@ use super::{EntriesChanged, Events, Sessions};
 use crate::SessionSource;
 use gjcfs_engine::storage::{Changes, DirWatch};
 
+/// The most changed paths held for the next announcement; beyond, they count as lost
+/// (every session announced).
+const UNANNOUNCED_MAX: usize = 1 << 16;
+
 /// What the watch reported and no announcement has taken in yet.
 #[derive(Default)]
 pub(super) struct Unannounced {
@@ -50,7 +54,6 @@ impl Sessions {
     /// Takes what `watch` reported since the last call, for the next scan (which then
     /// lists the store again) and the next [`Sessions::follow_store_events`].
     pub(super) fn take_events(&self, watch: &mut dyn DirWatch) {
-        let mut unannounced = self.unannounced.lock();
         match watch.wait(Duration::ZERO) {
             Ok(Changes::Paths(paths)) if paths.is_empty() => return,
             Ok(Changes::Paths(paths)) => {
@@ -60,10 +63,16 @@ impl Sessions {
                     // Until the next scan watches the store's directories as they are now.
                     self.followed.store(false, Ordering::Release);
                 }
+                let mut unannounced = self.unannounced.lock();
                 unannounced.dirs.extend(dirs);
                 unannounced.paths.extend(files);
+                if unannounced.paths.len() > UNANNOUNCED_MAX {
+                    // Nobody took them in: held no longer, as if lost.
+                    unannounced.paths = Vec::new();
+                    unannounced.lost = true;
+                }
             }
-            Ok(Changes::Lost) | Err(_) => unannounced.lost = true,
+            Ok(Changes::Lost) | Err(_) => self.unannounced.lock().lost = true,
         }
         self.unscanned.store(true, Ordering::Release);
     }
@@ -131,5 +140,44 @@ impl Sessions {
             }
         }
         events.changed(sid, EntriesChanged::All);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gjcfs_engine::storage::FileStorage;
+
+    /// A watch that reports `count` changed files once.
+    #[derive(Debug)]
+    struct Burst(usize);
+
+    impl DirWatch for Burst {
+        fn add(&mut self, _dir: &Path) -> std::io::Result<()> {
+            Ok(())
+        }
+
+        fn wait(&mut self, _timeout: Duration) -> std::io::Result<Changes> {
+            let count = std::mem::take(&mut self.0);
+            let paths = (0..count).map(|i| PathBuf::from(format!("/store/w/{i}.jsonl")));
+            Ok(Changes::Paths(paths.collect()))
+        }
+    }
+
+    #[test]
+    fn changes_nobody_takes_in_are_held_up_to_a_bound_then_count_as_lost() {
+        let sessions = Sessions::new(
+            std::sync::Arc::new(FileStorage),
+            SessionSource::SessionsRoot(PathBuf::from("/store")),
+            PathBuf::from("/blobs"),
+            1,
+        );
+        sessions.take_events(&mut Burst(UNANNOUNCED_MAX));
+        assert_eq!(sessions.unannounced.lock().paths.len(), UNANNOUNCED_MAX);
+        assert!(!sessions.unannounced.lock().lost);
+        sessions.take_events(&mut Burst(1));
+        let unannounced = sessions.unannounced.lock();
+        assert!(unannounced.paths.is_empty() && unannounced.lost);
+        assert!(sessions.unscanned.load(Ordering::Acquire));
     }
 }
