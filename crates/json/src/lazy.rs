@@ -15,7 +15,7 @@
 
 use std::borrow::Cow;
 
-use super::parse::next_string_stop;
+use super::scan::next_string_stop;
 
 fn skip_ws(b: &[u8], mut p: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(p) {

@@ -16,6 +16,7 @@
 pub mod lazy;
 mod number;
 mod parse;
+mod scan;
 mod value;
 mod vocabulary;
 mod write;

@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use super::scan::{next_string_stop, string_end};
 use super::value::{JsString, Number, Object, RawJson, Value};
 
 /// How many levels [`parse`] builds before keeping deeper containers raw.
@@ -342,7 +343,14 @@ impl Parser<'_> {
     }
 
     fn skip_string(&mut self) -> Result<(), ParseError> {
-        self.pos += 1;
+        match string_end(self.bytes, self.pos + 1) {
+            Ok(end) => {
+                self.pos = end;
+                return Ok(());
+            }
+            // What is left is checked byte by byte, which names what is wrong.
+            Err(resume) => self.pos = resume,
+        }
         loop {
             self.plain_run();
             match self.peek() {
@@ -442,58 +450,6 @@ impl Parser<'_> {
             }
         }
     }
-}
-
-/// The position of the first string stop byte ([`is_string_stop`]) at or after `from`, or
-/// `bytes.len()`.
-///
-/// Long strings dominate session files, so the scan looks at eight bytes at a time; only
-/// the last few bytes are stepped through one by one. (Sixteen at a time with SSE2 was no
-/// faster: text escapes a newline or a quote every dozen bytes or so, and the time goes to
-/// the stops.)
-pub(super) fn next_string_stop(bytes: &[u8], from: usize) -> usize {
-    let mut pos = from;
-    while let Some(chunk) = bytes.get(pos..pos + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let stops = string_stops(u64::from_le_bytes(word));
-        if stops != 0 {
-            return pos + (stops.trailing_zeros() / 8) as usize;
-        }
-        pos += 8;
-    }
-    while let Some(&b) = bytes.get(pos) {
-        if is_string_stop(b) {
-            break;
-        }
-        pos += 1;
-    }
-    pos
-}
-
-/// Whether a string scan stops at `b`: a quote, a backslash or a control character.
-fn is_string_stop(b: u8) -> bool {
-    b == b'"' || b == b'\\' || b < 0x20
-}
-
-/// The string stop bytes ([`is_string_stop`]) among the eight bytes of `word` (read
-/// little-endian, so byte `i` is bits `8i..8i+8`): a mask whose lowest set bit is the high
-/// bit of the first stop byte, or 0 when there is none.
-///
-/// Classic word-at-a-time tests: `(x - 0x01..01) & !x & 0x80..80` flags the zero bytes of
-/// `x` (applied to `word` XOR the repeated quote and backslash), and
-/// `(word - 0x20..20) & !word & 0x80..80` flags the bytes below 0x20. A flag above a true
-/// match can be spurious (a borrow carries into the next byte), but a borrow only starts at a
-/// true match, so the lowest flag is always exact. Bytes of 0x80 and above (UTF-8
-/// sequences) are never flagged, because `!word` clears their high bit.
-fn string_stops(word: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x;
-    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
-    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
-    let control = word.wrapping_sub(ONES * 0x20) & !word;
-    (quote | backslash | control) & HIGH
 }
 
 /// Appends one UTF-16 code unit from a `\u` escape, pairing surrogates when the next escape
@@ -621,73 +577,6 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?} should fail");
             assert!(validate(bad).is_err(), "{bad:?} should fail validation");
-        }
-    }
-
-    #[test]
-    fn word_scan_finds_the_first_stop_byte() {
-        let first_stop = |word: u64| word.to_le_bytes().into_iter().position(is_string_stop);
-        let word_scan = |word: u64| {
-            let stops = string_stops(word);
-            (stops != 0).then_some((stops.trailing_zeros() / 8) as usize)
-        };
-        // Every byte value at every position, among plain ASCII and non-ASCII neighbours.
-        for fill in [b'a', 0x20, 0x21, 0x7F, 0x80, 0xC3, 0xFF] {
-            for at in 0..8 {
-                for b in 0..=255u8 {
-                    let mut bytes = [fill; 8];
-                    bytes[at] = b;
-                    let word = u64::from_le_bytes(bytes);
-                    assert_eq!(word_scan(word), first_stop(word), "{bytes:?}");
-                }
-            }
-        }
-        // Pseudo-random words, including several stop bytes at once.
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        for _ in 0..200_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            assert_eq!(word_scan(x), first_stop(x), "{:016x}", x);
-        }
-    }
-
-    #[test]
-    fn the_scan_stops_at_the_first_stop_byte_from_every_start() {
-        let first_stop = |bytes: &[u8], from: usize| {
-            bytes[from..]
-                .iter()
-                .position(|&b| is_string_stop(b))
-                .map_or(bytes.len(), |at| from + at)
-        };
-        // Runs of plain bytes (ASCII and not) of every length up to three blocks, with a
-        // stop byte of each kind, or none, at the end.
-        for len in 0..50 {
-            for fill in [b'a', 0x20, 0x7F, 0x80, 0xE9, 0xFF] {
-                for end in [None, Some(b'"'), Some(b'\\'), Some(0x00), Some(0x1F)] {
-                    let mut bytes = vec![fill; len];
-                    bytes.extend(end);
-                    for from in 0..=bytes.len().min(20) {
-                        assert_eq!(
-                            next_string_stop(&bytes, from),
-                            first_stop(&bytes, from),
-                            "{bytes:?} from {from}"
-                        );
-                    }
-                }
-            }
-        }
-        // Pseudo-random bytes, stops among them at random.
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let mut bytes = Vec::new();
-        for _ in 0..4096 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            bytes.push(x as u8 | if x >> 60 == 0 { 0 } else { 0x20 });
-        }
-        for from in 0..bytes.len() {
-            assert_eq!(next_string_stop(&bytes, from), first_stop(&bytes, from));
         }
     }
 

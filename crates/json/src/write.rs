@@ -13,7 +13,7 @@
 //!   without line breaks: indentation is quadratic in depth (a 40,000-deep array would
 //!   indent into gigabytes), so what a pretty rendering costs stays linear in its input.
 
-use super::parse::next_string_stop;
+use super::scan::next_string_stop;
 use super::value::{JsString, Object, Value};
 
 /// The compact serialization of `value`.
