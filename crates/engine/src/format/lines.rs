@@ -85,9 +85,9 @@ fn parse_line_checked(
     if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
         return (None, None);
     }
-    // Valid UTF-8 (the normal case) is checked by the fast validator and borrowed; only a
+    // Valid UTF-8 (the normal case) is checked by a vector validator and borrowed; only a
     // line with invalid bytes goes through the lossy decoder.
-    match std::str::from_utf8(line) {
+    match simdutf8::compat::from_utf8(line) {
         Ok(text) => (Some(Record::parse_line(text)), None),
         Err(e) => (
             Some(Record::parse_line(&String::from_utf8_lossy(line))),
