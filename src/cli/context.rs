@@ -7,10 +7,9 @@ use anyhow::{bail, Result};
 use std::sync::Arc;
 
 use gjcfs_engine::format::blob::BlobStore;
-use gjcfs_engine::load_session;
 use gjcfs_engine::storage::FileStorage;
 
-use super::output::warn_skipped;
+use super::output::load_for_command;
 use super::store::StoreArgs;
 
 /// `gjcfs context`'s arguments.
@@ -40,8 +39,7 @@ pub fn run(file: &Path, leaf: Option<&str>, agent_dir: Option<&Path>) -> Result<
         Some(_) => Some(super::agent::agent_dirs(agent_dir)?.blob_dir()),
         None => super::agent::agent_dirs(None).ok().map(|d| d.blob_dir()),
     };
-    let mut loaded = load_session(file)?;
-    warn_skipped(file, &loaded.skipped);
+    let loaded = load_for_command(file)?;
     // What the agent sends: its load-time sanitizer has run (in memory only: its patches
     // are dropped, the file is not written).
     loaded.session.sanitize_openai_replay();

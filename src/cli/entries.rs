@@ -7,10 +7,9 @@ use std::sync::Arc;
 use anyhow::Result;
 use gjcfs_engine::format::blob::BlobStore;
 use gjcfs_engine::format::cold_spill::rehydrate_record;
-use gjcfs_engine::load_session;
 use gjcfs_engine::storage::FileStorage;
 
-use super::output::warn_skipped;
+use super::output::load_for_command;
 use super::store::StoreArgs;
 
 /// `gjcfs entries`' arguments.
@@ -40,8 +39,7 @@ pub fn run(file: &Path, rehydrate: bool, agent_dir: Option<&Path>) -> Result<()>
         )),
         false => None,
     };
-    let loaded = load_session(file)?;
-    warn_skipped(file, &loaded.skipped);
+    let loaded = load_for_command(file)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut line = Vec::new();
     for record in loaded.session.records() {

@@ -5,6 +5,7 @@ use std::io;
 use std::path::Path;
 
 use gjcfs_engine::read::replay::SkippedLine;
+use gjcfs_engine::LoadedSession;
 
 use super::style;
 
@@ -50,6 +51,18 @@ pub use gjcfs_engine::views::token_count;
 
 /// How many skipped lines are named one by one before the rest are only counted.
 const SKIPPED_SHOWN: usize = 5;
+
+/// Loads the session one command reads, warning about the lines the lenient load skipped.
+///
+/// The session lives until the process exits and is never freed (as [`super::store::left_to_exit`]
+/// does for a whole store's listing): the process's end takes the memory back at once, where
+/// freeing a large session value by value costs a tenth of a second at 300 MB. Only for the
+/// one session a command reads before it ends.
+pub fn load_for_command(path: &Path) -> anyhow::Result<&'static mut LoadedSession> {
+    let loaded = Box::leak(Box::new(gjcfs_engine::load_session(path)?));
+    warn_skipped(path, &loaded.skipped);
+    Ok(loaded)
+}
 
 /// Warns on stderr about lines a lenient load skipped.
 pub fn warn_skipped(path: &Path, skipped: &[SkippedLine]) {

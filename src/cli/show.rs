@@ -6,13 +6,12 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use gjcfs_engine::format::blob::BlobStore;
-use gjcfs_engine::load_session;
 use gjcfs_engine::storage::FileStorage;
 use gjcfs_engine::views::html::{self, Images, PageOptions};
 use gjcfs_engine::views::tree_svg::TreeLinks;
 use gjcfs_engine::views::{markdown, tree, usage};
 
-use super::output::warn_skipped;
+use super::output::load_for_command;
 use super::store::StoreArgs;
 
 #[derive(Args)]
@@ -40,8 +39,7 @@ enum Format {
 
 pub fn run(args: ShowArgs) -> Result<()> {
     let path = args.store.resolve(&args.session)?;
-    let mut loaded = load_session(&path)?;
-    warn_skipped(&path, &loaded.skipped);
+    let loaded = load_for_command(&path)?;
     // The context the agent sends: its load-time sanitizer applied, in memory only.
     loaded.session.sanitize_openai_replay();
     let session = &loaded.session;
@@ -80,8 +78,5 @@ pub fn run(args: ShowArgs) -> Result<()> {
         (Format::Usage, _) => out.write_all(&usage::session_usage_json(session))?,
     }
     out.flush()?;
-    // The process ends next: leave the records to the OS instead of freeing them one by
-    // one (a tenth of a second for a 300 MB session).
-    std::mem::forget(loaded);
     Ok(())
 }
