@@ -129,9 +129,21 @@ fn temp_files_of_killed_full_rewrites_are_removed_by_the_next_write() {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(0x7e3);
     let mut left = 0;
     for kill in 0..10 {
+        let before = temp_files(dir.path());
         let mut child = append();
-        // The rewrite runs from the first tenths of a second on.
-        std::thread::sleep(Duration::from_millis(rng.random_range(50..700)));
+        // Killed at a random point of its rewrite: once its temp file is there (however
+        // long the load before it takes on a busy machine), within the next tenths of a
+        // second.
+        let waiting = std::time::Instant::now();
+        while temp_files(dir.path())
+            .iter()
+            .all(|name| before.contains(name))
+            && child.try_wait().unwrap().is_none()
+            && waiting.elapsed() < Duration::from_secs(60)
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..300)));
         child.kill().unwrap();
         child.wait().unwrap();
         left = left.max(temp_files(dir.path()).len());
