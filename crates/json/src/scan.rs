@@ -64,51 +64,84 @@ fn string_stops(word: u64) -> u64 {
 
 /// Where the string body starting at `from` ends, if its text is plain: `Ok` with the
 /// position just past the closing quote when every escape before it is one of JSON's and
-/// no control character comes first; otherwise `Err` with the position to go on from byte
-/// by byte — a stop byte that is not a plain escape, or the start of the input's last 63
-/// bytes. Everything before that position is valid string text, and it never lies inside
-/// an escape.
+/// no control character comes first; otherwise `Err` with a position to go on from byte by
+/// byte, at or before the first fault: the start of a block with a bad escape, a control
+/// character, or the start of the input's last 63 bytes. Everything before that position
+/// is valid string text, and it never lies inside an escape.
+///
+/// A block's backslashes are walked in order: each that is not itself escaped escapes the
+/// next byte. The first quote or control character no escape names ends the string.
 pub(super) fn string_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
     let mut pos = from;
     while let Some(block) = bytes.get(pos..pos + 64) {
-        let mut stops = block_stops(block);
-        // The first index of the block not yet covered by an escape.
-        let mut next = 0;
-        while stops != 0 {
-            let i = stops.trailing_zeros() as usize;
-            stops &= stops - 1;
-            if i < next {
-                // The quote or backslash an escape names.
-                continue;
+        let stops = block_stops(block);
+        // The bytes of the block escapes name, and whether the last byte escapes the
+        // next block's first.
+        let mut escaped = 0u64;
+        let mut carried = 0;
+        let mut backslashes = stops.backslashes;
+        while backslashes != 0 {
+            let i = backslashes.trailing_zeros() as usize;
+            // The escaped byte is text, even a backslash.
+            backslashes &= !(3u64 << i);
+            if !is_plain_escape(bytes, pos + i) {
+                return Err(pos);
             }
-            let at = pos + i;
-            match bytes[at] {
-                b'"' => return Ok(at + 1),
-                b'\\' => next = i + escape_len(bytes, at).ok_or(at)?,
-                _ => return Err(at),
+            if i == 63 {
+                carried = 1;
+            } else {
+                escaped |= 2 << i;
             }
         }
-        pos += next.max(64);
+        let ends = stops.ends & !escaped;
+        if ends != 0 {
+            let at = pos + ends.trailing_zeros() as usize;
+            return if bytes[at] == b'"' {
+                Ok(at + 1)
+            } else {
+                Err(at)
+            };
+        }
+        pos += 64 + carried;
     }
     Err(pos)
 }
 
-/// The length of the escape whose backslash is at `at`, if it is one JSON has.
-fn escape_len(bytes: &[u8], at: usize) -> Option<usize> {
-    match bytes.get(at + 1)? {
-        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(2),
-        b'u' => bytes
-            .get(at + 2..at + 6)?
-            .iter()
-            .all(u8::is_ascii_hexdigit)
-            .then_some(6),
-        _ => None,
+/// The bytes that follow a backslash in a two-byte escape.
+const SIMPLE_ESCAPES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut k = 0;
+    let simple = b"\"\\/bfnrt";
+    while k < simple.len() {
+        table[simple[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
+
+/// Whether the backslash at `at` starts an escape JSON has.
+fn is_plain_escape(bytes: &[u8], at: usize) -> bool {
+    match bytes.get(at + 1) {
+        Some(&c) if SIMPLE_ESCAPES[c as usize] => true,
+        Some(b'u') => bytes
+            .get(at + 2..at + 6)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)),
+        _ => false,
     }
 }
 
-/// The stop bytes of a 64-byte block: bit `i` is set when `block[i]` is one.
+/// The stop bytes of a 64-byte block, as two masks over its bytes (bit `i`: `block[i]`).
+#[derive(Debug, PartialEq, Eq)]
+struct BlockStops {
+    /// The backslashes.
+    backslashes: u64,
+    /// The quotes and the control characters.
+    ends: u64,
+}
+
+/// The stop bytes of a 64-byte block.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-fn block_stops(block: &[u8]) -> u64 {
+fn block_stops(block: &[u8]) -> BlockStops {
     // SAFETY: the build's target has SSE2 (every x86-64 processor does).
     unsafe { sse2_block_stops(block) }
 }
@@ -116,7 +149,7 @@ fn block_stops(block: &[u8]) -> u64 {
 /// [`block_stops`] with SSE2: sixteen bytes compared at a time.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[target_feature(enable = "sse2")]
-fn sse2_block_stops(block: &[u8]) -> u64 {
+fn sse2_block_stops(block: &[u8]) -> BlockStops {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128,
         _mm_set1_epi8,
@@ -125,50 +158,54 @@ fn sse2_block_stops(block: &[u8]) -> u64 {
     let quote = _mm_set1_epi8(b'"' as i8);
     let backslash = _mm_set1_epi8(b'\\' as i8);
     let below_space = _mm_set1_epi8(0x1F);
-    let mut mask = 0u64;
+    let mut stops = BlockStops {
+        backslashes: 0,
+        ends: 0,
+    };
     for (k, lane) in block[..64].chunks_exact(16).enumerate() {
         // SAFETY: `lane` holds 16 readable bytes, and the load takes no alignment.
         let x = unsafe { _mm_loadu_si128(lane.as_ptr().cast::<__m128i>()) };
         // A byte is below 0x20 exactly when its unsigned maximum with 0x1F is 0x1F.
         let control = _mm_cmpeq_epi8(_mm_max_epu8(x, below_space), below_space);
-        let stops = _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-            control,
-        );
-        mask |= u64::from(_mm_movemask_epi8(stops) as u16) << (16 * k);
+        let ends = _mm_or_si128(_mm_cmpeq_epi8(x, quote), control);
+        let bits = |v| u64::from(_mm_movemask_epi8(v) as u16) << (16 * k);
+        stops.backslashes |= bits(_mm_cmpeq_epi8(x, backslash));
+        stops.ends |= bits(ends);
     }
-    mask
+    stops
 }
 
-/// The stop bytes of a 64-byte block: bit `i` is set when `block[i]` is one.
+/// The stop bytes of a 64-byte block.
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-fn block_stops(block: &[u8]) -> u64 {
+fn block_stops(block: &[u8]) -> BlockStops {
     portable_block_stops(block)
 }
 
 /// [`block_stops`] without vector instructions: exact per-byte tests on eight bytes at a
-/// time (no borrow crosses a byte), each word's flags gathered into eight bits.
+/// time (no carry crosses a byte), each word's flags gathered into eight bits.
 #[cfg(any(test, not(all(target_arch = "x86_64", target_feature = "sse2"))))]
-fn portable_block_stops(block: &[u8]) -> u64 {
+fn portable_block_stops(block: &[u8]) -> BlockStops {
     const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // The high bit of each byte of `x` that is zero.
     let zero = |x: u64| !(((x & LOW7) + LOW7) | x) & HIGH;
-    let mut mask = 0u64;
+    // The high bits of eight bytes gathered into eight bits: byte `i` to bit `i`.
+    let gather = |flags: u64| (flags >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+    let mut stops = BlockStops {
+        backslashes: 0,
+        ends: 0,
+    };
     for (k, chunk) in block[..64].chunks_exact(8).enumerate() {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let w = u64::from_le_bytes(word);
         let quote = zero(w ^ 0x2222_2222_2222_2222);
-        let backslash = zero(w ^ 0x5C5C_5C5C_5C5C_5C5C);
         // Below 0x20: the high bit clear and the low seven bits plus 0x60 still below 0x80.
         let control = !(((w & LOW7) + 0x6060_6060_6060_6060) | w) & HIGH;
-        let flags = (quote | backslash | control) >> 7;
-        // Gather the low bit of each byte into the top byte, byte `i` to bit `56 + i`.
-        let gathered = flags.wrapping_mul(0x0102_0408_1020_4080) >> 56;
-        mask |= gathered << (8 * k);
+        stops.backslashes |= gather(zero(w ^ 0x5C5C_5C5C_5C5C_5C5C)) << (8 * k);
+        stops.ends |= gather(quote | control) << (8 * k);
     }
-    mask
+    stops
 }
 
 #[cfg(test)]
@@ -256,10 +293,16 @@ mod tests {
     }
 
     /// The stop bytes of a block, one byte at a time.
-    fn stops_of(block: &[u8]) -> u64 {
-        (0..64)
-            .filter(|&i| is_string_stop(block[i]))
-            .fold(0, |m, i| m | 1 << i)
+    fn stops_of(block: &[u8]) -> BlockStops {
+        let mask = |test: fn(u8) -> bool| {
+            (0..64)
+                .filter(|&i| test(block[i]))
+                .fold(0, |m, i| m | 1 << i)
+        };
+        BlockStops {
+            backslashes: mask(|b| b == b'\\'),
+            ends: mask(|b| b == b'"' || b < 0x20),
+        }
     }
 
     #[test]
@@ -294,7 +337,10 @@ mod tests {
         loop {
             match bytes.get(at) {
                 Some(b'"') => return Ok(at + 1),
-                Some(b'\\') => at += escape_len(bytes, at).ok_or(at)?,
+                Some(b'\\') if is_plain_escape(bytes, at) => {
+                    at += if bytes[at + 1] == b'u' { 6 } else { 2 }
+                }
+                Some(b'\\') => return Err(at),
                 Some(&b) if b < 0x20 => return Err(at),
                 Some(_) => at += 1,
                 None => return Err(at),
@@ -313,8 +359,16 @@ mod tests {
                 assert!(resume <= s, "{bytes:?} from {from}: {resume} past {s}");
                 assert!(resume >= from);
                 assert_eq!(string_end_by_byte(bytes, resume), slow);
+                // It gives up only at a fault, near the end, or before a bad escape.
                 let stop = bytes.get(resume).is_some_and(|&b| is_string_stop(b));
-                assert!(stop || bytes.len() - resume < 64, "resumes at {resume}");
+                let block = resume..bytes.len().min(resume + 64);
+                let bad_escape = block
+                    .into_iter()
+                    .any(|i| bytes[i] == b'\\' && !is_plain_escape(bytes, i));
+                assert!(
+                    stop || bad_escape || bytes.len() - resume < 64,
+                    "resumes at {resume}"
+                );
             }
         }
     }
