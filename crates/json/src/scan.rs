@@ -4,10 +4,12 @@
 //! Two scans, both exact and both safe on any input:
 //! - [`next_string_stop`] finds the first stop byte, eight bytes at a time. Callers that
 //!   act on each stop (decoding, escaping) use it.
-//! - [`string_end`] skips a whole string body, 64 bytes at a time: it takes the stop bytes
-//!   of a block as one 64-bit mask and walks its bits, so an escape costs a few bit
-//!   operations instead of a new scan. Text escapes a newline or a quote every dozen bytes
-//!   or so, and with a scan per stop most of the time went to restarting it. Anything that
+//! - [`string_end`] skips a whole string body, 64 bytes at a time: it takes a block's
+//!   backslashes and its quotes and control characters as two 64-bit masks, walks the
+//!   backslashes to mark the bytes they escape, and ends the string at the first quote or
+//!   control character left, so an escape costs a few bit operations instead of a new
+//!   scan. Text escapes a newline or a quote every dozen bytes or so, and with a scan per
+//!   stop most of the time went to restarting it. Anything that
 //!   is not a plain escape or the closing quote (a control character, a bad escape, the
 //!   last 63 bytes of the input) is handed back to the caller's byte-by-byte path, which
 //!   reports errors, so both paths accept and refuse exactly the same texts.
