@@ -37,8 +37,49 @@ pub enum Value {
 }
 
 /// A JSON number kept as its source text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Number(Box<str>);
+#[derive(Clone, PartialEq, Eq)]
+pub struct Number(NumberText);
+
+/// The longest number text held without an allocation: every number the format writes (a
+/// time in milliseconds, a count, a cost) is shorter.
+const INLINE_NUMBER: usize = 22;
+
+/// A number's text, held inline up to [`INLINE_NUMBER`] bytes and on the heap beyond.
+/// Which one a text takes depends only on its length, so equal texts are equal values.
+#[derive(Clone, PartialEq, Eq)]
+enum NumberText {
+    Inline { len: u8, bytes: [u8; INLINE_NUMBER] },
+    Heap(Box<str>),
+}
+
+impl NumberText {
+    fn new(text: &str) -> Self {
+        if text.len() <= INLINE_NUMBER {
+            let mut bytes = [0; INLINE_NUMBER];
+            bytes[..text.len()].copy_from_slice(text.as_bytes());
+            NumberText::Inline {
+                len: text.len() as u8,
+                bytes,
+            }
+        } else {
+            NumberText::Heap(text.into())
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            NumberText::Inline { len, bytes } => std::str::from_utf8(&bytes[..usize::from(*len)])
+                .expect("an inline number holds the whole of a text"),
+            NumberText::Heap(text) => text,
+        }
+    }
+}
+
+impl fmt::Debug for Number {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Number").field(&self.as_str()).finish()
+    }
+}
 
 /// A JavaScript string: UTF-8 in the common case, WTF-8 when it holds a lone surrogate.
 ///
@@ -84,7 +125,7 @@ pub struct Object(Vec<(JsString, Value)>);
 impl Number {
     /// Wraps source text the caller has checked against the JSON number grammar.
     pub(super) fn from_validated(text: &str) -> Self {
-        Number(text.into())
+        Number(NumberText::new(text))
     }
 
     /// The JavaScript representation of `value`; `None` for NaN and the infinities, which
@@ -92,23 +133,23 @@ impl Number {
     pub fn from_f64(value: f64) -> Option<Self> {
         value
             .is_finite()
-            .then(|| Number(format_js_number(value).into()))
+            .then(|| Number(NumberText::new(&format_js_number(value))))
     }
 
     /// The number whose text is the decimal digits of `value`; beyond ±2^53 that text keeps
     /// digits JavaScript would round.
     pub fn from_i64(value: i64) -> Self {
-        Number(value.to_string().into())
+        Number(NumberText::new(&value.to_string()))
     }
 
     /// The number's text: its source text when it was read, else the text it was built with.
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.as_str()
     }
 
     /// The number as JavaScript reads it (always finite unless the text overflows).
     pub fn as_f64(&self) -> f64 {
-        self.0.parse().unwrap_or(f64::NAN)
+        self.as_str().parse().unwrap_or(f64::NAN)
     }
 }
 
@@ -603,6 +644,22 @@ impl From<Vec<Value>> for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_numbers_text_is_kept_whole_at_every_length() {
+        let digits = "-12345678901234567890123456789.0123456789";
+        for len in 1..digits.len() {
+            let text = &digits[..len];
+            let n = Number::from_validated(text);
+            assert_eq!(n.as_str(), text);
+            assert_eq!(n, Number::from_validated(text));
+            assert_ne!(n, Number::from_validated(&digits[..len + 1]));
+            assert_eq!(format!("{n:?}"), format!("Number({text:?})"));
+        }
+        assert_eq!(Number::from_i64(-(1 << 53)).as_f64(), -9007199254740992.0);
+        // Held inline, a number costs a value no more room than before.
+        assert!(std::mem::size_of::<Value>() <= 32);
+    }
 
     #[test]
     fn insert_keeps_position_and_appends_new_keys() {
