@@ -388,8 +388,7 @@ impl Parser<'_> {
 
     /// Validates one object or array without recursion.
     fn skip_container(&mut self) -> Result<(), ParseError> {
-        // true = inside an object, false = inside an array.
-        let mut stack: Vec<bool> = Vec::new();
+        let mut stack = Nesting::default();
         loop {
             // Expecting a value.
             self.skip_ws();
@@ -419,7 +418,7 @@ impl Parser<'_> {
             }
             // After a value: close containers until one continues with ','.
             loop {
-                let Some(&is_object) = stack.last() else {
+                let Some(is_object) = stack.last() else {
                     return Ok(());
                 };
                 self.skip_ws();
@@ -449,6 +448,43 @@ impl Parser<'_> {
                 }
             }
         }
+    }
+}
+
+/// The containers a skipped value is inside, innermost last: `true` for an object, `false`
+/// for an array. The first 64 levels are bits of one word (a value nested deeper than any
+/// session holds goes on in a vector), so skipping a container allocates nothing.
+#[derive(Default)]
+struct Nesting {
+    depth: usize,
+    shallow: u64,
+    deep: Vec<bool>,
+}
+
+impl Nesting {
+    fn push(&mut self, is_object: bool) {
+        if self.depth < 64 {
+            self.shallow = self.shallow & !(1 << self.depth) | u64::from(is_object) << self.depth;
+        } else {
+            self.deep.push(is_object);
+        }
+        self.depth += 1;
+    }
+
+    fn last(&self) -> Option<bool> {
+        let level = self.depth.checked_sub(1)?;
+        if level < 64 {
+            Some(self.shallow >> level & 1 == 1)
+        } else {
+            self.deep.last().copied()
+        }
+    }
+
+    fn pop(&mut self) {
+        if self.depth > 64 {
+            self.deep.pop();
+        }
+        self.depth = self.depth.saturating_sub(1);
     }
 }
 
@@ -597,6 +633,38 @@ mod tests {
             assert!(validate(&format!("\"{plain}\t\"")).is_err());
             assert!(parse(&format!("\"{plain}")).is_err());
         }
+    }
+
+    #[test]
+    fn nesting_is_a_stack_across_its_word_and_its_vector() {
+        let (mut nesting, mut model) = (Nesting::default(), Vec::new());
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // The depth hovers about 66, so it goes past 64 and back again and again.
+            let pushes = if model.len() < 66 { 60 } else { 40 };
+            if x % 100 < pushes || model.is_empty() {
+                let is_object = x >> 40 & 1 == 1;
+                nesting.push(is_object);
+                model.push(is_object);
+            } else {
+                nesting.pop();
+                model.pop();
+            }
+            assert_eq!(
+                nesting.last(),
+                model.last().copied(),
+                "at depth {}",
+                model.len()
+            );
+        }
+        // Objects and arrays alternating 100 deep close in their own order.
+        let deep = "[{\"a\":".repeat(100) + "1" + &"}]".repeat(100);
+        assert!(validate(&deep).is_ok());
+        let crossed = "[{\"a\":".repeat(100) + "1" + &"]}".repeat(100);
+        assert!(validate(&crossed).is_err());
     }
 
     #[test]
