@@ -12,7 +12,7 @@ use gjcfs_engine::store::discovery::{
 use gjcfs_engine::store::usage::{scan_sessions_cached, StoreScan, UsageCache};
 use gjcfs_engine::AgentDirs;
 
-use super::output::terminal_safe;
+use super::output::{left_to_exit, terminal_safe};
 
 /// The saved listing's file in the store's cache directory ([`StoreArgs::cache_file`]).
 pub const LISTING_FILE: &str = "listing";
@@ -209,13 +209,4 @@ impl StoreArgs {
             }
         }
     }
-}
-
-/// Lets go of `value` without freeing it, for what a command holds of a whole store until
-/// it ends (the listing or usage of every session, and their saved caches): freeing tens of
-/// thousands of records one by one cost `gjcfs ls --all` an eighth of its time at 50,000
-/// sessions, and the process's end gives all of it back at once. Never for what a caller
-/// could call for again and again.
-pub fn left_to_exit<T>(value: T) {
-    std::mem::forget(value);
 }

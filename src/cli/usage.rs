@@ -11,10 +11,11 @@ use gjcfs_engine::store::discovery::keep_live_copies;
 use gjcfs_engine::store::usage::{Grouping, StoreUsage};
 use gjcfs_engine::views::thousands;
 
+use super::output::left_to_exit;
 use super::output::{terminal_safe, token_count as count, warn};
 use super::progress::Progress;
 use super::range::TimeRangeArgs;
-use super::store::{left_to_exit, StoreArgs};
+use super::store::StoreArgs;
 use super::style;
 
 /// How many unreadable files are named one by one before the rest are only counted.

@@ -78,9 +78,9 @@
 //!   have changed (an outside change, which may carry entry patches). Stable nodes
 //!   ([`Attr::stable`]: entries, blobs) may therefore be cached long; the others briefly.
 //!   While a watch covers every directory of the store, a session's fixed files and
-//!   directories count as stable too (not its views, whose numbers hold one version each): each change of a listed session's file is announced
-//!   as the watch reports it ([`Vfs::follow_store_events`]; a lost event announces every
-//!   session).
+//!   directories count as stable too (not its views, whose numbers hold one version
+//!   each): each change of a listed session's file is announced as the watch reports it
+//!   ([`Vfs::follow_store_events`]; a lost event announces every session).
 //!   A directory's listing may be kept across opens only as [`Vfs::opendir`] tells
 //!   ([`KeptListing`]): each open compares what the directory lists now with the copy's,
 //!   so a listing is never served from before a change once the handles that listed the

@@ -110,12 +110,10 @@ impl Sessions {
                 listing
                     .iter()
                     .filter(|(_, listed)| {
-                        listed
-                            .path
-                            .file_name()
-                            .is_some_and(|name| names.contains(&name))
-                            && paths.contains(&listed.path)
-                            || dirs.iter().any(|dir| listed.path.starts_with(dir))
+                        let path = &listed.path;
+                        let named = path.file_name().is_some_and(|name| names.contains(&name));
+                        (named && paths.contains(path))
+                            || dirs.iter().any(|dir| path.starts_with(dir))
                     })
                     .map(|(sid, _)| sid.clone())
                     .collect()
