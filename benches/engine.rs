@@ -188,6 +188,14 @@ fn json_lines(c: &mut Criterion) {
             }
         })
     });
+    // The least any load must do with a line: check that it is JSON, building nothing.
+    group.bench_function(format!("validate/{}_lines", lines.len()), |b| {
+        b.iter(|| {
+            for line in &lines {
+                json::validate(black_box(line)).expect("valid");
+            }
+        })
+    });
     group.bench_function(format!("parse_full/{}_lines", lines.len()), |b| {
         b.iter(|| {
             for line in &lines {

@@ -40,25 +40,22 @@ pub fn parse(text: &str) -> Result<Value, ParseError> {
 /// Parses one JSON value, building objects and arrays only down to nesting level `depth`
 /// (the outermost value is level 0); deeper containers become [`Value::Raw`].
 pub fn parse_shallow(text: &str, depth: usize) -> Result<Value, ParseError> {
-    let mut p = Parser {
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
-        depth,
-        members: Vec::new(),
-        items: Vec::new(),
-    };
+    let mut p = Parser::new(text, depth);
     let value = p.value(0)?;
-    p.skip_ws();
-    if p.pos != p.bytes.len() {
-        return Err(p.error("unexpected text after the JSON value"));
-    }
+    p.at_end()?;
     Ok(value)
 }
 
-/// Checks that `text` is one JSON value without building anything.
+/// Checks that `text` is one JSON value without building anything: a container is
+/// skipped as the parser skips one below its depth, and its text is not copied.
 pub fn validate(text: &str) -> Result<(), ParseError> {
-    parse_shallow(text, 0).map(|_| ())
+    let mut p = Parser::new(text, 0);
+    p.skip_ws();
+    match p.peek() {
+        Some(b'{' | b'[') => p.skip_container()?,
+        _ => drop(p.value(0)?),
+    }
+    p.at_end()
 }
 
 /// Parses raw container text; the parser made it, so it is valid.
@@ -85,7 +82,28 @@ struct Parser<'a> {
     items: Vec<Value>,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    fn new(text: &'a str, depth: usize) -> Self {
+        Parser {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+            depth,
+            members: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+
+    /// Succeeds when only whitespace follows the value.
+    fn at_end(&mut self) -> Result<(), ParseError> {
+        self.skip_ws();
+        if self.pos == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(self.error("unexpected text after the JSON value"))
+        }
+    }
+
     fn error(&self, reason: &'static str) -> ParseError {
         ParseError {
             offset: self.pos,
@@ -613,6 +631,28 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?} should fail");
             assert!(validate(bad).is_err(), "{bad:?} should fail validation");
+        }
+    }
+
+    #[test]
+    fn validation_agrees_with_parsing_on_every_cut_and_changed_byte() {
+        let doc =
+            r#" {"a":[1,-2.5e3,true,null,{"b":"x\"y\\","c":[]}],"d":"\u00e9\ud83d\ude00","e":{}} "#;
+        let mut texts = vec![doc.to_owned()];
+        texts.extend(
+            (0..doc.len())
+                .filter_map(|n| doc.get(..n))
+                .map(str::to_owned),
+        );
+        for at in 0..doc.len() {
+            for byte in [b'"', b'\\', b'{', b']', b',', b':', b'0', b' ', b'x', 0x01] {
+                let mut bytes = doc.as_bytes().to_vec();
+                bytes[at] = byte;
+                texts.extend(String::from_utf8(bytes).ok());
+            }
+        }
+        for text in &texts {
+            assert_eq!(validate(text).is_ok(), parse(text).is_ok(), "{text:?}");
         }
     }
 
