@@ -5,14 +5,16 @@
 //! - [`next_string_stop`] finds the first stop byte, eight bytes at a time. Callers that
 //!   act on each stop (decoding, escaping) use it.
 //! - [`string_end`] skips a whole string body, 64 bytes at a time: it takes a block's
-//!   backslashes and its quotes and control characters as two 64-bit masks, walks the
-//!   backslashes to mark the bytes they escape, and ends the string at the first quote or
-//!   control character left, so an escape costs a few bit operations instead of a new
-//!   scan. Text escapes a newline or a quote every dozen bytes or so, and with a scan per
-//!   stop most of the time went to restarting it. Anything that
-//!   is not a plain escape or the closing quote (a control character, a bad escape, the
-//!   last 63 bytes of the input) is handed back to the caller's byte-by-byte path, which
-//!   reports errors, so both paths accept and refuse exactly the same texts.
+//!   backslashes, its quotes and control characters, and the bytes an escape commonly
+//!   names as 64-bit masks, finds the bytes the backslashes escape with a few additions
+//!   and shifts ([`escaped_bytes`], no loop over them), and ends the string at the first
+//!   quote or control character left. Text escapes a newline or a quote every dozen bytes
+//!   or so: with a scan per stop most of the time went to restarting it, and with a loop
+//!   over a block's backslashes to mispredicting its end. Only an escape of a byte other
+//!   than `"`, `\`, `n` and `t` is looked at on its own. Anything that is not a plain escape or
+//!   the closing quote (a control character, a bad escape, the last 63 bytes of the input)
+//!   is handed back to the caller's byte-by-byte path, which reports errors, so both paths
+//!   accept and refuse exactly the same texts.
 
 /// The position of the first string stop byte ([`is_string_stop`]) at or after `from`, or
 /// `bytes.len()`.
@@ -71,31 +73,34 @@ fn string_stops(word: u64) -> u64 {
 /// character, or the start of the input's last 63 bytes. Everything before that position
 /// is valid string text, and it never lies inside an escape.
 ///
-/// A block's backslashes are walked in order: each that is not itself escaped escapes the
-/// next byte. The first quote or control character no escape names ends the string.
+/// Each backslash that is not itself escaped escapes the next byte. The first quote or
+/// control character no escape names ends the string. A block whose first byte the one
+/// before escapes is given up on at that backslash, never inside the escape.
 pub(super) fn string_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
+    // Most strings are short (keys, ids, types): a quote among the first eight bytes, with
+    // no other stop before it, ends one without a block.
+    if let Some(chunk) = bytes.get(from..from + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let stops = string_stops(u64::from_le_bytes(word));
+        let at = from + (stops.trailing_zeros() / 8) as usize;
+        if stops != 0 && bytes[at] == b'"' {
+            return Ok(at + 1);
+        }
+    }
     let mut pos = from;
+    // 1 when the last byte of the block before escapes this block's first.
+    let mut carry = 0u64;
     while let Some(block) = bytes.get(pos..pos + 64) {
         let stops = block_stops(block);
-        // The bytes of the block escapes name, and whether the last byte escapes the
-        // next block's first.
-        let mut escaped = 0u64;
-        let mut carried = 0;
-        let mut backslashes = stops.backslashes;
-        while backslashes != 0 {
-            let i = backslashes.trailing_zeros() as usize;
-            // The escaped byte is text, even a backslash.
-            backslashes &= !(3u64 << i);
-            if !is_plain_escape(bytes, pos + i) {
-                return Err(pos);
-            }
-            if i == 63 {
-                carried = 1;
-            } else {
-                escaped |= 2 << i;
-            }
-        }
+        let escaped = escaped_bytes(stops.backslashes, carry);
         let ends = stops.ends & !escaped;
+        // The bytes before the end: all of them when the string goes on.
+        let before_end = (ends & ends.wrapping_neg()).wrapping_sub(1);
+        let unusual = escaped & !stops.common_escapes & before_end;
+        if unusual != 0 && !all_plain_escapes(bytes, pos, unusual) {
+            return Err(pos - carry as usize);
+        }
         if ends != 0 {
             let at = pos + ends.trailing_zeros() as usize;
             return if bytes[at] == b'"' {
@@ -104,9 +109,42 @@ pub(super) fn string_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
                 Err(at)
             };
         }
-        pos += 64 + carried;
+        carry = (stops.backslashes & !escaped) >> 63;
+        pos += 64;
     }
-    Err(pos)
+    Err(pos - carry as usize)
+}
+
+/// The bytes of a block that a backslash escapes, given its backslashes and `carry` (1 when
+/// the block before ends in a backslash that escapes this block's first byte).
+///
+/// Backslashes come in runs. A run that starts at `s` (its first backslash not escaped)
+/// escapes the bytes after `s` at an odd distance from it, up to the byte after the run:
+/// its odd members and, when the run is odd in length, the byte that follows it. Adding
+/// their first bits to the backslashes clears exactly the runs that start at an even
+/// position (the carry runs through each and stops past it), which tells the two kinds of
+/// run apart without a loop; each escapes the bytes after it of the other parity.
+fn escaped_bytes(backslashes: u64, carry: u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    // A first byte the block before escapes is text, even a backslash.
+    let runs = backslashes & !carry;
+    let starts = runs & !(runs << 1);
+    let from_even = runs & !runs.wrapping_add(starts & EVEN);
+    let from_odd = runs & !from_even;
+    ((from_even << 1) & !EVEN) | ((from_odd << 1) & EVEN) | carry
+}
+
+/// Whether each byte of the block at `pos` that `escaped` flags completes a JSON escape
+/// with the backslash before it (which may end the block before).
+fn all_plain_escapes(bytes: &[u8], pos: usize, mut escaped: u64) -> bool {
+    while escaped != 0 {
+        let i = escaped.trailing_zeros() as usize;
+        escaped &= escaped - 1;
+        if !is_plain_escape(bytes, pos + i - 1) {
+            return false;
+        }
+    }
+    true
 }
 
 /// The bytes that follow a backslash in a two-byte escape.
@@ -132,13 +170,16 @@ fn is_plain_escape(bytes: &[u8], at: usize) -> bool {
     }
 }
 
-/// The stop bytes of a 64-byte block, as two masks over its bytes (bit `i`: `block[i]`).
+/// The stop bytes of a 64-byte block, as masks over its bytes (bit `i`: `block[i]`).
 #[derive(Debug, PartialEq, Eq)]
 struct BlockStops {
     /// The backslashes.
     backslashes: u64,
     /// The quotes and the control characters.
     ends: u64,
+    /// The bytes that, after a backslash, make the escapes text uses most: `"`, `\\`, `n`,
+    /// `t`.
+    common_escapes: u64,
 }
 
 /// The stop bytes of a 64-byte block.
@@ -159,20 +200,27 @@ fn sse2_block_stops(block: &[u8]) -> BlockStops {
     assert!(block.len() >= 64);
     let quote = _mm_set1_epi8(b'"' as i8);
     let backslash = _mm_set1_epi8(b'\\' as i8);
+    let letter_n = _mm_set1_epi8(b'n' as i8);
+    let letter_t = _mm_set1_epi8(b't' as i8);
     let below_space = _mm_set1_epi8(0x1F);
     let mut stops = BlockStops {
         backslashes: 0,
         ends: 0,
+        common_escapes: 0,
     };
     for (k, lane) in block[..64].chunks_exact(16).enumerate() {
         // SAFETY: `lane` holds 16 readable bytes, and the load takes no alignment.
         let x = unsafe { _mm_loadu_si128(lane.as_ptr().cast::<__m128i>()) };
         // A byte is below 0x20 exactly when its unsigned maximum with 0x1F is 0x1F.
         let control = _mm_cmpeq_epi8(_mm_max_epu8(x, below_space), below_space);
-        let ends = _mm_or_si128(_mm_cmpeq_epi8(x, quote), control);
+        let quotes = _mm_cmpeq_epi8(x, quote);
+        let backslashes = _mm_cmpeq_epi8(x, backslash);
+        let letters = _mm_or_si128(_mm_cmpeq_epi8(x, letter_n), _mm_cmpeq_epi8(x, letter_t));
+        let common = _mm_or_si128(_mm_or_si128(quotes, backslashes), letters);
         let bits = |v| u64::from(_mm_movemask_epi8(v) as u16) << (16 * k);
-        stops.backslashes |= bits(_mm_cmpeq_epi8(x, backslash));
-        stops.ends |= bits(ends);
+        stops.backslashes |= bits(backslashes);
+        stops.ends |= bits(_mm_or_si128(quotes, control));
+        stops.common_escapes |= bits(common);
     }
     stops
 }
@@ -196,16 +244,20 @@ fn portable_block_stops(block: &[u8]) -> BlockStops {
     let mut stops = BlockStops {
         backslashes: 0,
         ends: 0,
+        common_escapes: 0,
     };
     for (k, chunk) in block[..64].chunks_exact(8).enumerate() {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let w = u64::from_le_bytes(word);
         let quote = zero(w ^ 0x2222_2222_2222_2222);
+        let backslash = zero(w ^ 0x5C5C_5C5C_5C5C_5C5C);
         // Below 0x20: the high bit clear and the low seven bits plus 0x60 still below 0x80.
         let control = !(((w & LOW7) + 0x6060_6060_6060_6060) | w) & HIGH;
-        stops.backslashes |= gather(zero(w ^ 0x5C5C_5C5C_5C5C_5C5C)) << (8 * k);
+        let letters = zero(w ^ 0x6E6E_6E6E_6E6E_6E6E) | zero(w ^ 0x7474_7474_7474_7474);
+        stops.backslashes |= gather(backslash) << (8 * k);
         stops.ends |= gather(quote | control) << (8 * k);
+        stops.common_escapes |= gather(quote | backslash | letters) << (8 * k);
     }
     stops
 }
@@ -304,6 +356,7 @@ mod tests {
         BlockStops {
             backslashes: mask(|b| b == b'\\'),
             ends: mask(|b| b == b'"' || b < 0x20),
+            common_escapes: mask(|b| matches!(b, b'"' | b'\\' | b'n' | b't')),
         }
     }
 
@@ -329,6 +382,51 @@ mod tests {
             for block in bytes.chunks_exact(64) {
                 assert_eq!(block_stops(block), stops_of(block));
                 assert_eq!(portable_block_stops(block), stops_of(block));
+            }
+        }
+    }
+
+    /// [`escaped_bytes`] one byte at a time: a backslash not itself escaped escapes the
+    /// next byte.
+    fn escaped_by_byte(backslashes: u64, carry: u64) -> u64 {
+        let mut escapes_next = carry == 1;
+        let mut escaped = 0;
+        for i in 0..64 {
+            if escapes_next {
+                escaped |= 1 << i;
+                escapes_next = false;
+            } else {
+                escapes_next = backslashes >> i & 1 == 1;
+            }
+        }
+        escaped
+    }
+
+    #[test]
+    fn escaped_bytes_are_the_ones_a_byte_by_byte_walk_finds() {
+        let mut masks = vec![0, u64::MAX, 1, 1 << 63, 0x5555_5555_5555_5555];
+        // A run of every length at every position, alone and after another run.
+        for len in 1..=64 {
+            for at in 0..=64 - len {
+                let run = (u64::MAX >> (64 - len)) << at;
+                masks.extend([run, run | 1, run | 0b101, run | 1 << 63]);
+            }
+        }
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Dense and sparse backslashes.
+            masks.extend([x, x & x.rotate_left(17), x | x.rotate_left(9)]);
+        }
+        for backslashes in masks {
+            for carry in [0, 1] {
+                assert_eq!(
+                    escaped_bytes(backslashes, carry),
+                    escaped_by_byte(backslashes, carry),
+                    "{backslashes:064b} carry {carry}"
+                );
             }
         }
     }
@@ -396,13 +494,23 @@ mod tests {
                 }
             }
         }
-        // A backslash run of every length before a quote: escaped or closing.
-        for run in 0..8 {
-            let mut bytes = vec![b'x'; 60];
-            bytes.extend(std::iter::repeat_n(b'\\', run));
-            bytes.extend_from_slice(b"\"more\"");
-            bytes.extend(std::iter::repeat_n(b'y', 80));
-            agrees(&bytes, 0);
+        // A backslash run of every length, starting on either side of a block boundary,
+        // before a quote, a letter or a bad escape: escaped or closing.
+        for start in 54..72 {
+            for run in 0..10 {
+                for after in [&b"\"more\""[..], b"n\"", b"x\""] {
+                    // The input ending soon after, or going on for more than a block.
+                    for tail in [0, 80] {
+                        let mut bytes = vec![b'x'; start];
+                        bytes.extend(std::iter::repeat_n(b'\\', run));
+                        bytes.extend_from_slice(after);
+                        bytes.extend(std::iter::repeat_n(b'y', tail));
+                        for from in [0, 1, 7] {
+                            agrees(&bytes, from);
+                        }
+                    }
+                }
+            }
         }
         // Random text with stops of every kind, dense and sparse, from every start.
         for one_in in [3, 12, 100] {
