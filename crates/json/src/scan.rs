@@ -88,11 +88,46 @@ pub(super) fn string_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
             return Ok(at + 1);
         }
     }
+    blocks_end(bytes, from)
+}
+
+/// [`string_end`] a block at a time, with the widest vectors the processor has: AVX2 where
+/// it has them (checked once, then read from a cache), SSE2 otherwise.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+fn blocks_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2, as just checked.
+        unsafe { avx2_blocks_end(bytes, from) }
+    } else {
+        blocks_end_with(bytes, from, block_stops)
+    }
+}
+
+/// [`blocks_end`] compiled for AVX2, its blocks' stops taken 32 bytes at a time.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "avx2")]
+fn avx2_blocks_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
+    blocks_end_with(bytes, from, |block| avx2_block_stops(block))
+}
+
+/// [`string_end`] a block at a time.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+fn blocks_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
+    blocks_end_with(bytes, from, block_stops)
+}
+
+/// [`string_end`] a block at a time, each block's stops taken by `stops_of`.
+#[inline(always)]
+fn blocks_end_with(
+    bytes: &[u8],
+    from: usize,
+    stops_of: impl Fn(&[u8]) -> BlockStops,
+) -> Result<usize, usize> {
     let mut pos = from;
     // 1 when the last byte of the block before escapes this block's first.
     let mut carry = 0u64;
     while let Some(block) = bytes.get(pos..pos + 64) {
-        let stops = block_stops(block);
+        let stops = stops_of(block);
         let escaped = escaped_bytes(stops.backslashes, carry);
         let ends = stops.ends & !escaped;
         // The bytes before the end: all of them when the string goes on.
@@ -220,6 +255,45 @@ fn sse2_block_stops(block: &[u8]) -> BlockStops {
         let bits = |v| u64::from(_mm_movemask_epi8(v) as u16) << (16 * k);
         stops.backslashes |= bits(backslashes);
         stops.ends |= bits(_mm_or_si128(quotes, control));
+        stops.common_escapes |= bits(common);
+    }
+    stops
+}
+
+/// [`block_stops`] with AVX2: thirty-two bytes compared at a time.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "avx2")]
+fn avx2_block_stops(block: &[u8]) -> BlockStops {
+    use std::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_max_epu8, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_set1_epi8,
+    };
+    assert!(block.len() >= 64);
+    let quote = _mm256_set1_epi8(b'"' as i8);
+    let backslash = _mm256_set1_epi8(b'\\' as i8);
+    let letter_n = _mm256_set1_epi8(b'n' as i8);
+    let letter_t = _mm256_set1_epi8(b't' as i8);
+    let below_space = _mm256_set1_epi8(0x1F);
+    let mut stops = BlockStops {
+        backslashes: 0,
+        ends: 0,
+        common_escapes: 0,
+    };
+    for (k, lane) in block[..64].chunks_exact(32).enumerate() {
+        // SAFETY: `lane` holds 32 readable bytes, and the load takes no alignment.
+        let x = unsafe { _mm256_loadu_si256(lane.as_ptr().cast::<__m256i>()) };
+        // A byte is below 0x20 exactly when its unsigned maximum with 0x1F is 0x1F.
+        let control = _mm256_cmpeq_epi8(_mm256_max_epu8(x, below_space), below_space);
+        let quotes = _mm256_cmpeq_epi8(x, quote);
+        let backslashes = _mm256_cmpeq_epi8(x, backslash);
+        let letters = _mm256_or_si256(
+            _mm256_cmpeq_epi8(x, letter_n),
+            _mm256_cmpeq_epi8(x, letter_t),
+        );
+        let common = _mm256_or_si256(_mm256_or_si256(quotes, backslashes), letters);
+        let bits = |v| u64::from(_mm256_movemask_epi8(v) as u32) << (32 * k);
+        stops.backslashes |= bits(backslashes);
+        stops.ends |= bits(_mm256_or_si256(quotes, control));
         stops.common_escapes |= bits(common);
     }
     stops
@@ -368,22 +442,35 @@ mod tests {
                 for b in 0..=255u8 {
                     let mut block = [fill; 64];
                     block[at] = b;
-                    assert_eq!(block_stops(&block), stops_of(&block), "{b} at {at}");
-                    assert_eq!(
-                        portable_block_stops(&block),
-                        stops_of(&block),
-                        "{b} at {at}"
-                    );
+                    for (name, stops) in block_scans() {
+                        assert_eq!(stops(&block), stops_of(&block), "{name}: {b} at {at}");
+                    }
                 }
             }
         }
         for one_in in [2, 7, 64] {
             let bytes = noise(0x9E37_79B9_7F4A_7C15 ^ one_in, 64 * 500, one_in);
             for block in bytes.chunks_exact(64) {
-                assert_eq!(block_stops(block), stops_of(block));
-                assert_eq!(portable_block_stops(block), stops_of(block));
+                for (name, stops) in block_scans() {
+                    assert_eq!(stops(block), stops_of(block), "{name}");
+                }
             }
         }
+    }
+
+    /// A way to take a block's stops.
+    type BlockScan = fn(&[u8]) -> BlockStops;
+
+    /// Every way this build and processor take a block's stops, each by name.
+    fn block_scans() -> Vec<(&'static str, BlockScan)> {
+        let mut scans: Vec<(&'static str, BlockScan)> =
+            vec![("default", block_stops), ("portable", portable_block_stops)];
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: only where the processor has AVX2, as just checked.
+            scans.push(("avx2", |block| unsafe { avx2_block_stops(block) }));
+        }
+        scans
     }
 
     /// [`escaped_bytes`] one byte at a time: a backslash not itself escaped escapes the
@@ -448,11 +535,25 @@ mod tests {
         }
     }
 
-    /// Whether `fast` agrees with the byte-by-byte scan: the same end, or a position to go
-    /// on from at or before the byte-by-byte answer's, from which that answer follows.
+    /// Whether [`string_end`], and the block scan with each way of taking a block's stops,
+    /// agree with the byte-by-byte scan ([`agrees_with`]).
     fn agrees(bytes: &[u8], from: usize) {
+        agrees_with(string_end(bytes, from), bytes, from);
+        for (name, stops) in block_scans() {
+            let by_blocks = blocks_end_with(bytes, from, stops);
+            if let Ok(end) = by_blocks {
+                assert_eq!(Ok(end), string_end(bytes, from), "{name}");
+            }
+            agrees_with(by_blocks, bytes, from);
+        }
+    }
+
+    /// Whether `fast`, a scan's answer, agrees with the byte-by-byte scan: the same end, or
+    /// a position to go on from at or before the byte-by-byte answer's, from which that
+    /// answer follows.
+    fn agrees_with(fast: Result<usize, usize>, bytes: &[u8], from: usize) {
         let slow = string_end_by_byte(bytes, from);
-        match string_end(bytes, from) {
+        match fast {
             Ok(end) => assert_eq!(Ok(end), slow, "{bytes:?} from {from}"),
             Err(resume) => {
                 let (Ok(s) | Err(s)) = slow;
