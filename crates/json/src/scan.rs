@@ -224,80 +224,63 @@ fn block_stops(block: &[u8]) -> BlockStops {
     unsafe { sse2_block_stops(block) }
 }
 
-/// [`block_stops`] with SSE2: sixteen bytes compared at a time.
+/// Defines a [`block_stops`] over vectors of `$width` bytes: the x86-64 intrinsics of one
+/// vector width, named by their prefix and the vector type.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[target_feature(enable = "sse2")]
-fn sse2_block_stops(block: &[u8]) -> BlockStops {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
+macro_rules! vector_block_stops {
+    ($(#[$doc:meta])* $name:ident, $feature:literal, $width:literal, $vector:ident,
+     $load:ident, $set1:ident, $cmpeq:ident, $max:ident, $or:ident, $movemask:ident) => {
+        $(#[$doc])*
+        #[target_feature(enable = $feature)]
+        fn $name(block: &[u8]) -> BlockStops {
+            use std::arch::x86_64::{$cmpeq, $load, $max, $movemask, $or, $set1, $vector};
+            assert!(block.len() >= 64);
+            let quote = $set1(b'"' as i8);
+            let backslash = $set1(b'\\' as i8);
+            let letter_n = $set1(b'n' as i8);
+            let letter_t = $set1(b't' as i8);
+            let below_space = $set1(0x1F);
+            let mut stops = BlockStops {
+                backslashes: 0,
+                ends: 0,
+                common_escapes: 0,
+            };
+            for (k, lane) in block[..64].chunks_exact($width).enumerate() {
+                // SAFETY: `lane` holds `$width` readable bytes, and the load takes no
+                // alignment.
+                let x = unsafe { $load(lane.as_ptr().cast::<$vector>()) };
+                // A byte is below 0x20 exactly when its unsigned maximum with 0x1F is 0x1F.
+                let control = $cmpeq($max(x, below_space), below_space);
+                let quotes = $cmpeq(x, quote);
+                let backslashes = $cmpeq(x, backslash);
+                let letters = $or($cmpeq(x, letter_n), $cmpeq(x, letter_t));
+                let common = $or($or(quotes, backslashes), letters);
+                // The mask of one vector: one bit a byte, as many bits as bytes.
+                let bits = |v| {
+                    u64::from($movemask(v) as u32 & (u32::MAX >> (32 - $width))) << ($width * k)
+                };
+                stops.backslashes |= bits(backslashes);
+                stops.ends |= bits($or(quotes, control));
+                stops.common_escapes |= bits(common);
+            }
+            stops
+        }
     };
-    assert!(block.len() >= 64);
-    let quote = _mm_set1_epi8(b'"' as i8);
-    let backslash = _mm_set1_epi8(b'\\' as i8);
-    let letter_n = _mm_set1_epi8(b'n' as i8);
-    let letter_t = _mm_set1_epi8(b't' as i8);
-    let below_space = _mm_set1_epi8(0x1F);
-    let mut stops = BlockStops {
-        backslashes: 0,
-        ends: 0,
-        common_escapes: 0,
-    };
-    for (k, lane) in block[..64].chunks_exact(16).enumerate() {
-        // SAFETY: `lane` holds 16 readable bytes, and the load takes no alignment.
-        let x = unsafe { _mm_loadu_si128(lane.as_ptr().cast::<__m128i>()) };
-        // A byte is below 0x20 exactly when its unsigned maximum with 0x1F is 0x1F.
-        let control = _mm_cmpeq_epi8(_mm_max_epu8(x, below_space), below_space);
-        let quotes = _mm_cmpeq_epi8(x, quote);
-        let backslashes = _mm_cmpeq_epi8(x, backslash);
-        let letters = _mm_or_si128(_mm_cmpeq_epi8(x, letter_n), _mm_cmpeq_epi8(x, letter_t));
-        let common = _mm_or_si128(_mm_or_si128(quotes, backslashes), letters);
-        let bits = |v| u64::from(_mm_movemask_epi8(v) as u16) << (16 * k);
-        stops.backslashes |= bits(backslashes);
-        stops.ends |= bits(_mm_or_si128(quotes, control));
-        stops.common_escapes |= bits(common);
-    }
-    stops
 }
 
-/// [`block_stops`] with AVX2: thirty-two bytes compared at a time.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[target_feature(enable = "avx2")]
-fn avx2_block_stops(block: &[u8]) -> BlockStops {
-    use std::arch::x86_64::{
-        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_max_epu8, _mm256_movemask_epi8,
-        _mm256_or_si256, _mm256_set1_epi8,
-    };
-    assert!(block.len() >= 64);
-    let quote = _mm256_set1_epi8(b'"' as i8);
-    let backslash = _mm256_set1_epi8(b'\\' as i8);
-    let letter_n = _mm256_set1_epi8(b'n' as i8);
-    let letter_t = _mm256_set1_epi8(b't' as i8);
-    let below_space = _mm256_set1_epi8(0x1F);
-    let mut stops = BlockStops {
-        backslashes: 0,
-        ends: 0,
-        common_escapes: 0,
-    };
-    for (k, lane) in block[..64].chunks_exact(32).enumerate() {
-        // SAFETY: `lane` holds 32 readable bytes, and the load takes no alignment.
-        let x = unsafe { _mm256_loadu_si256(lane.as_ptr().cast::<__m256i>()) };
-        // A byte is below 0x20 exactly when its unsigned maximum with 0x1F is 0x1F.
-        let control = _mm256_cmpeq_epi8(_mm256_max_epu8(x, below_space), below_space);
-        let quotes = _mm256_cmpeq_epi8(x, quote);
-        let backslashes = _mm256_cmpeq_epi8(x, backslash);
-        let letters = _mm256_or_si256(
-            _mm256_cmpeq_epi8(x, letter_n),
-            _mm256_cmpeq_epi8(x, letter_t),
-        );
-        let common = _mm256_or_si256(_mm256_or_si256(quotes, backslashes), letters);
-        let bits = |v| u64::from(_mm256_movemask_epi8(v) as u32) << (32 * k);
-        stops.backslashes |= bits(backslashes);
-        stops.ends |= bits(_mm256_or_si256(quotes, control));
-        stops.common_escapes |= bits(common);
-    }
-    stops
-}
+vector_block_stops!(
+    /// [`block_stops`] with SSE2: sixteen bytes compared at a time.
+    sse2_block_stops, "sse2", 16, __m128i, _mm_loadu_si128, _mm_set1_epi8, _mm_cmpeq_epi8,
+    _mm_max_epu8, _mm_or_si128, _mm_movemask_epi8
+);
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+vector_block_stops!(
+    /// [`block_stops`] with AVX2: thirty-two bytes compared at a time.
+    avx2_block_stops, "avx2", 32, __m256i, _mm256_loadu_si256, _mm256_set1_epi8,
+    _mm256_cmpeq_epi8, _mm256_max_epu8, _mm256_or_si256, _mm256_movemask_epi8
+);
 
 /// The stop bytes of a 64-byte block.
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
