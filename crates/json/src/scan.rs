@@ -11,10 +11,11 @@
 //!   quote or control character left. Text escapes a newline or a quote every dozen bytes
 //!   or so: with a scan per stop most of the time went to restarting it, and with a loop
 //!   over a block's backslashes to mispredicting its end. Only an escape of a byte other
-//!   than `"`, `\`, `n` and `t` is looked at on its own. Anything that is not a plain escape or
-//!   the closing quote (a control character, a bad escape, the last 63 bytes of the input)
-//!   is handed back to the caller's byte-by-byte path, which reports errors, so both paths
-//!   accept and refuse exactly the same texts.
+//!   than `"`, `\`, `n` and `t` is looked at on its own. A string whose first stop byte is
+//!   its closing quote within eight bytes ends in one word. Anything that is not a plain
+//!   escape or the closing quote (a control character, a bad escape, the last 63 bytes of
+//!   the input) is handed back to the caller's byte-by-byte path, which reports errors, so
+//!   both paths accept and refuse exactly the same texts.
 
 /// The position of the first string stop byte ([`is_string_stop`]) at or after `from`, or
 /// `bytes.len()`.
@@ -69,13 +70,13 @@ fn string_stops(word: u64) -> u64 {
 /// Where the string body starting at `from` ends, if its text is plain: `Ok` with the
 /// position just past the closing quote when every escape before it is one of JSON's and
 /// no control character comes first; otherwise `Err` with a position to go on from byte by
-/// byte, at or before the first fault: the start of a block with a bad escape, a control
-/// character, or the start of the input's last 63 bytes. Everything before that position
-/// is valid string text, and it never lies inside an escape.
+/// byte, at or before the first fault: the start of a block with a bad escape (or the
+/// backslash before it, when that one escapes the block's first byte), a control
+/// character, or where the input's last 63 bytes start (likewise). Everything before that
+/// position is valid string text, and it never lies inside an escape.
 ///
 /// Each backslash that is not itself escaped escapes the next byte. The first quote or
-/// control character no escape names ends the string. A block whose first byte the one
-/// before escapes is given up on at that backslash, never inside the escape.
+/// control character no escape names ends the string.
 pub(super) fn string_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
     // Most strings are short (keys, ids, types): a quote among the first eight bytes, with
     // no other stop before it, ends one without a block.
@@ -155,10 +156,11 @@ fn blocks_end_with(
 ///
 /// Backslashes come in runs. A run that starts at `s` (its first backslash not escaped)
 /// escapes the bytes after `s` at an odd distance from it, up to the byte after the run:
-/// its odd members and, when the run is odd in length, the byte that follows it. Adding
-/// their first bits to the backslashes clears exactly the runs that start at an even
-/// position (the carry runs through each and stops past it), which tells the two kinds of
-/// run apart without a loop; each escapes the bytes after it of the other parity.
+/// every second backslash of it and, when the run is odd in length, the byte that follows
+/// it. Adding to the backslashes the first bit of each run that starts at an even position
+/// clears exactly those runs (the carry runs through each and stops past it), which tells
+/// the two kinds of run apart without a loop: a run escapes the bytes after its start whose
+/// position has the other parity.
 fn escaped_bytes(backslashes: u64, carry: u64) -> u64 {
     const EVEN: u64 = 0x5555_5555_5555_5555;
     // A first byte the block before escapes is text, even a backslash.
