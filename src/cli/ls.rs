@@ -17,8 +17,7 @@ use gjcfs_engine::store::discovery::{
 };
 use gjcfs_engine::store::legacy::{list_candidates, LegacyRoots};
 
-use super::output::left_to_exit;
-use super::output::{terminal_safe, title_cell, token_count, NothingFound};
+use super::output::{left_to_exit, terminal_safe, title_cell, token_count, NothingFound};
 use super::progress::Progress;
 use super::store::StoreArgs;
 use super::style;

@@ -11,8 +11,7 @@ use gjcfs_engine::store::discovery::keep_live_copies;
 use gjcfs_engine::store::usage::{Grouping, StoreUsage};
 use gjcfs_engine::views::thousands;
 
-use super::output::left_to_exit;
-use super::output::{terminal_safe, token_count as count, warn};
+use super::output::{left_to_exit, terminal_safe, token_count as count, warn};
 use super::progress::Progress;
 use super::range::TimeRangeArgs;
 use super::store::StoreArgs;
