@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod lazy;
+mod members;
 mod number;
 mod parse;
 mod scan;
@@ -21,9 +22,10 @@ mod value;
 mod vocabulary;
 mod write;
 
+pub use members::{last_member, object_spans, MemberSpan, ObjectSpans};
 pub use number::format_js_number;
-pub use parse::{parse, parse_shallow, validate, ParseError};
-pub use value::{JsIter, JsString, Number, Object, RawJson, Value};
+pub use parse::{parse, parse_shallow, parse_shallow_in, validate, ParseError};
+pub use value::{JsIter, JsString, Number, Object, RawJson, SharedText, Value};
 pub use write::{
     to_compact, to_pretty, write_compact, write_object_compact, write_pretty, write_pretty_object,
     write_string,

@@ -10,9 +10,10 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 
 use super::scan::{next_string_stop, string_end};
-use super::value::{JsString, Number, Object, RawJson, Value};
+use super::value::{JsString, Number, Object, RawJson, SharedText, Value};
 
 /// How many levels [`parse`] builds before keeping deeper containers raw.
 const FULL_DEPTH: usize = 128;
@@ -46,16 +47,56 @@ pub fn parse_shallow(text: &str, depth: usize) -> Result<Value, ParseError> {
     Ok(value)
 }
 
+/// [`parse_shallow`] of `block[range]`, whose deeper containers point into `block`
+/// instead of copying their text. Returns an error when `range` is not within `block` or
+/// not on character boundaries.
+pub fn parse_shallow_in(
+    block: &SharedText,
+    range: Range<usize>,
+    depth: usize,
+) -> Result<Value, ParseError> {
+    let Some(text) = block.as_str().get(range.clone()) else {
+        return Err(ParseError {
+            offset: 0,
+            reason: "range outside the shared text",
+        });
+    };
+    let mut p = Parser::new(text, depth);
+    p.shared = Some((block, range.start));
+    let value = p.value(0)?;
+    p.at_end()?;
+    Ok(value)
+}
+
 /// Checks that `text` is one JSON value without building anything: a container is
 /// skipped as the parser skips one below its depth, and its text is not copied.
 pub fn validate(text: &str) -> Result<(), ParseError> {
     let mut p = Parser::new(text, 0);
-    p.skip_ws();
-    match p.peek() {
-        Some(b'{' | b'[') => p.skip_container()?,
-        _ => drop(p.value(0)?),
-    }
+    p.skip_value()?;
     p.at_end()
+}
+
+/// `doc`, each of its prefixes, and `doc` with each byte in turn replaced by one that matters
+/// to JSON (where that leaves UTF-8): texts near a document, valid and not, on which two
+/// readers must agree.
+#[cfg(test)]
+pub(super) fn near_texts(doc: &str) -> Vec<String> {
+    let mut texts = vec![doc.to_owned()];
+    texts.extend(
+        (0..doc.len())
+            .filter_map(|n| doc.get(..n))
+            .map(str::to_owned),
+    );
+    for at in 0..doc.len() {
+        for byte in [
+            b'"', b'\\', b'{', b'}', b']', b',', b':', b'0', b' ', b'x', 0x01,
+        ] {
+            let mut bytes = doc.as_bytes().to_vec();
+            bytes[at] = byte;
+            texts.extend(String::from_utf8(bytes).ok());
+        }
+    }
+    texts
 }
 
 /// Parses raw container text; the parser made it, so it is valid.
@@ -69,11 +110,14 @@ pub(super) fn expand_raw(raw: &RawJson) -> Value {
     }
 }
 
-struct Parser<'a> {
+pub(super) struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
-    pos: usize,
+    pub(super) pos: usize,
     depth: usize,
+    /// The shared text `text` is a range of, and where that range starts: raw containers
+    /// then point into it.
+    shared: Option<(&'a SharedText, usize)>,
     /// The members of the objects being parsed, innermost last: an object is collected
     /// here and then moved into an allocation of exactly its size (no growth copies, no
     /// spare capacity held for the life of the value).
@@ -83,19 +127,20 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
-    fn new(text: &'a str, depth: usize) -> Self {
+    pub(super) fn new(text: &'a str, depth: usize) -> Self {
         Parser {
             text,
             bytes: text.as_bytes(),
             pos: 0,
             depth,
+            shared: None,
             members: Vec::new(),
             items: Vec::new(),
         }
     }
 
     /// Succeeds when only whitespace follows the value.
-    fn at_end(&mut self) -> Result<(), ParseError> {
+    pub(super) fn at_end(&mut self) -> Result<(), ParseError> {
         self.skip_ws();
         if self.pos == self.bytes.len() {
             Ok(())
@@ -104,24 +149,24 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn error(&self, reason: &'static str) -> ParseError {
+    pub(super) fn error(&self, reason: &'static str) -> ParseError {
         ParseError {
             offset: self.pos,
             reason,
         }
     }
 
-    fn peek(&self) -> Option<u8> {
+    pub(super) fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
 
-    fn skip_ws(&mut self) {
+    pub(super) fn skip_ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.pos += 1;
         }
     }
 
-    fn expect(&mut self, byte: u8, reason: &'static str) -> Result<(), ParseError> {
+    pub(super) fn expect(&mut self, byte: u8, reason: &'static str) -> Result<(), ParseError> {
         self.skip_ws();
         if self.peek() == Some(byte) {
             self.pos += 1;
@@ -131,15 +176,26 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Checks one value, after any whitespace, without building it.
+    pub(super) fn skip_value(&mut self) -> Result<(), ParseError> {
+        self.skip_ws();
+        match self.peek() {
+            Some(b'{' | b'[') => self.skip_container(),
+            Some(b'"') => self.skip_string(),
+            _ => self.value(0).map(drop),
+        }
+    }
+
     fn value(&mut self, level: usize) -> Result<Value, ParseError> {
         self.skip_ws();
         match self.peek() {
             Some(b'{' | b'[') if level >= self.depth => {
                 let start = self.pos;
                 self.skip_container()?;
-                Ok(Value::Raw(RawJson::from_validated(
-                    &self.text[start..self.pos],
-                )))
+                Ok(Value::Raw(match self.shared {
+                    Some((block, base)) => RawJson::in_shared(block, base + start, base + self.pos),
+                    None => RawJson::from_validated(&self.text[start..self.pos]),
+                }))
             }
             Some(b'{') => self.object(level).map(Value::Object),
             Some(b'[') => self.array(level).map(Value::Array),
@@ -187,16 +243,23 @@ impl<'a> Parser<'a> {
                 Some(slot) => slot.1 = value,
                 None => self.members.push((key, value)),
             }
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                _ => return Err(self.error("expected ',' or '}' in an object")),
+            if self.after_member()? {
+                return Ok(());
             }
         }
+    }
+
+    /// After a member's value: moves past the `,` before the next member (`false`) or past
+    /// the object's closing `}` (`true`).
+    pub(super) fn after_member(&mut self) -> Result<bool, ParseError> {
+        self.skip_ws();
+        let closed = match self.peek() {
+            Some(b',') => false,
+            Some(b'}') => true,
+            _ => return Err(self.error("expected ',' or '}' in an object")),
+        };
+        self.pos += 1;
+        Ok(closed)
     }
 
     fn array(&mut self, level: usize) -> Result<Vec<Value>, ParseError> {
@@ -602,6 +665,21 @@ mod tests {
     }
 
     #[test]
+    fn parsing_in_shared_text_points_raw_containers_into_it() {
+        let block = SharedText::new(r#"xx{"a":{"b":[1]},"c":"d"} yy"#.to_owned());
+        let value = parse_shallow_in(&block, 2..26, 1).unwrap();
+        assert_eq!(value, parse_shallow(&block.as_str()[2..26], 1).unwrap());
+        let Some(Value::Raw(raw)) = value.as_object().and_then(|o| o.get("a")) else {
+            panic!("a raw member")
+        };
+        assert_eq!(raw.as_str(), r#"{"b":[1]}"#);
+        let inside = block.as_str().as_bytes().as_ptr_range();
+        assert!(inside.contains(&raw.as_str().as_ptr()), "not a copy");
+        assert!(parse_shallow_in(&block, 2..40, 1).is_err());
+        assert!(parse_shallow_in(&block, 0..26, 1).is_err());
+    }
+
+    #[test]
     fn duplicate_keys_keep_first_position_and_last_value() {
         let v = parse(r#"{"a":1,"b":2,"a":3}"#).unwrap();
         let o = v.as_object().unwrap();
@@ -638,20 +716,7 @@ mod tests {
     fn validation_agrees_with_parsing_on_every_cut_and_changed_byte() {
         let doc =
             r#" {"a":[1,-2.5e3,true,null,{"b":"x\"y\\","c":[]}],"d":"\u00e9\ud83d\ude00","e":{}} "#;
-        let mut texts = vec![doc.to_owned()];
-        texts.extend(
-            (0..doc.len())
-                .filter_map(|n| doc.get(..n))
-                .map(str::to_owned),
-        );
-        for at in 0..doc.len() {
-            for byte in [b'"', b'\\', b'{', b']', b',', b':', b'0', b' ', b'x', 0x01] {
-                let mut bytes = doc.as_bytes().to_vec();
-                bytes[at] = byte;
-                texts.extend(String::from_utf8(bytes).ok());
-            }
-        }
-        for text in &texts {
+        for text in &near_texts(doc) {
             assert_eq!(validate(text).is_ok(), parse(text).is_ok(), "{text:?}");
         }
     }

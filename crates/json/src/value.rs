@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use super::number::format_js_number;
 
@@ -110,9 +111,34 @@ impl std::hash::Hash for JsString {
     }
 }
 
-/// The validated source text of an object or array.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RawJson(Box<str>);
+/// The validated source text of an object or array: a copy of its own, or a range of the
+/// [`SharedText`] it was parsed from ([`parse_shallow_in`](super::parse_shallow_in)), so that
+/// a line kept as text and the raw containers built from it hold its bytes once.
+#[derive(Clone, Debug)]
+pub struct RawJson(RawText);
+
+#[derive(Clone, Debug)]
+enum RawText {
+    Owned(Box<str>),
+    Shared(Box<(SharedText, usize, usize)>),
+}
+
+/// Text that values parsed from it point into instead of copying ([`RawJson`]); cloning it
+/// shares it.
+#[derive(Clone, Debug, Default)]
+pub struct SharedText(Arc<String>);
+
+impl SharedText {
+    /// Shares `text`, without copying it.
+    pub fn new(text: String) -> Self {
+        SharedText(Arc::new(text))
+    }
+
+    /// The whole text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
 
 /// An insertion-ordered JSON object.
 ///
@@ -303,19 +329,38 @@ impl PartialEq<str> for JsString {
 
 impl RawJson {
     pub(super) fn from_validated(text: &str) -> Self {
-        RawJson(text.into())
+        RawJson(RawText::Owned(text.into()))
+    }
+
+    /// `block[start..end]`, which the parser validated.
+    pub(super) fn in_shared(block: &SharedText, start: usize, end: usize) -> Self {
+        RawJson(RawText::Shared(Box::new((block.clone(), start, end))))
     }
 
     /// The container's exact source text, inner whitespace included.
     pub fn as_str(&self) -> &str {
-        &self.0
+        match &self.0 {
+            RawText::Owned(text) => text,
+            RawText::Shared(shared) => {
+                let (block, start, end) = &**shared;
+                block.as_str().get(*start..*end).unwrap_or_default()
+            }
+        }
     }
 
     /// Whether the raw text is an object (as opposed to an array).
     pub fn is_object(&self) -> bool {
-        self.0.starts_with('{')
+        self.as_str().starts_with('{')
     }
 }
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for RawJson {}
 
 impl Object {
     /// An object without members.
