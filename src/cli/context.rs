@@ -42,7 +42,7 @@ pub fn run(file: &Path, leaf: Option<&str>, agent_dir: Option<&Path>) -> Result<
     let loaded = load_for_command(file)?;
     // What the agent sends: its load-time sanitizer has run (in memory only: its patches
     // are dropped, the file is not written).
-    loaded.session.sanitize_openai_replay();
+    loaded.sanitize();
     let session = &loaded.session;
     let context = match leaf {
         None => session.build_context(),

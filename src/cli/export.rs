@@ -213,7 +213,7 @@ fn export_one(
         Format::Jsonl => FileStorage.read(path)?,
         Format::Md => {
             // The context the agent sends: its load-time sanitizer applied, in memory only.
-            loaded.session.sanitize_openai_replay();
+            loaded.sanitize();
             match blobs {
                 Some(blobs) => {
                     let prefix = format!("{}/", blobs.dir().display());
@@ -223,7 +223,7 @@ fn export_one(
             }
         }
         Format::Html => {
-            loaded.session.sanitize_openai_replay();
+            loaded.sanitize();
             write_leaf_pages(&loaded.session, &id, blobs, out)?
         }
     };

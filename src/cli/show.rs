@@ -41,7 +41,7 @@ pub fn run(args: ShowArgs) -> Result<()> {
     let path = args.store.resolve(&args.session)?;
     let loaded = load_for_command(&path)?;
     // The context the agent sends: its load-time sanitizer applied, in memory only.
-    loaded.session.sanitize_openai_replay();
+    loaded.sanitize();
     let session = &loaded.session;
     // Image links point into the agent's blob store, and cold-spilled content is read back
     // from it, when it can be named.

@@ -7,7 +7,8 @@
 //! - A header version above 5 (or not an integer) is an error; nothing is replayed.
 //!
 //! The file is read in chunks on several threads ([`crate::format::lines`]) up to the length it has
-//! when opened, so memory holds the records and a read buffer per thread, never the file.
+//! when opened, so memory holds the records (each line's text, shared per chunk, and the
+//! places of its members) and a read buffer per thread.
 //! [`LoadedEntries::mark`] says exactly which bytes of which file were read.
 
 use std::io;
@@ -253,6 +254,18 @@ pub struct LoadedSession {
     pub migration: Migration,
     /// The lines that are not one JSON object, in file order.
     pub skipped: Vec<SkippedLine>,
+    /// The entries the load-time sanitizer may change (all of them when not known), in
+    /// file order; [`LoadedSession::sanitize`] takes them.
+    pub to_sanitize: Vec<usize>,
+}
+
+impl LoadedSession {
+    /// Applies the agent's load-time sanitizer to the session in memory, as the agent does
+    /// before it builds a context, and returns the patches that would record it.
+    pub fn sanitize(&mut self) -> Vec<Record> {
+        let candidates = std::mem::take(&mut self.to_sanitize);
+        self.session.sanitize_entries(candidates)
+    }
 }
 
 /// Loads, migrates and indexes a session file; a missing or non-session file is an error.
@@ -268,5 +281,6 @@ pub fn load_session(path: &Path) -> Result<LoadedSession, LoadError> {
         session: built.session,
         migration: built.migration,
         skipped: loaded.skipped,
+        to_sanitize: built.to_sanitize,
     })
 }
