@@ -44,6 +44,30 @@ fn context_prints_pretty_json_of_the_current_leaf() {
 }
 
 #[test]
+fn context_is_what_the_agent_sends_after_its_load_time_sanitizer() {
+    let path = fixture("openai-replay-sanitize.jsonl");
+    let before = std::fs::read(&path).unwrap();
+    let out = gjcfs(&["context", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ctx = json::parse(&stdout(&out)).unwrap();
+    let message = &ctx
+        .as_object()
+        .unwrap()
+        .get("messages")
+        .unwrap()
+        .as_array()
+        .unwrap()[0];
+    let message = message.as_object().unwrap();
+    assert_eq!(message.get_str("role"), Some("assistant"));
+    assert!(message.get("providerPayload").is_none(), "{message:?}");
+    let content = message.get("content").unwrap().expanded();
+    let block = content.as_array().unwrap()[0].as_object().unwrap();
+    assert_eq!(block.get_str("thinking"), Some("private"));
+    assert!(block.get("thinkingSignature").is_none(), "{block:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "in memory only");
+}
+
+#[test]
 fn context_at_a_leaf_and_unknown_leaf_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");
