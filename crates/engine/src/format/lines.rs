@@ -13,13 +13,18 @@
 //! - Reading never goes past the end of the range. When the file ends first (it shrank while
 //!   being read) or a read fails, the lines before that point are kept and every later chunk
 //!   is dropped: the result is what one pass reading up to there gives.
-//! - Memory holds the parsed records and one read buffer per chunk, never the file.
+//! - Memory holds the records and one read buffer per thread. A record keeps its line's text
+//!   (see `format::record`); the kept lines of a chunk share one allocation, so a chunk's
+//!   records cost one allocation and their text is copied once.
 
+use std::borrow::Cow;
 use std::io;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::format::record::{LineError, Record};
+use crate::format::record::{check_line, CheckedLine, LineError, Record};
 use crate::format::summary::Summary;
+use crate::json::SharedText;
 use crate::storage::ReadAt;
 
 /// How many bytes before the end of what was read [`Lines::tail`] keeps.
@@ -69,30 +74,79 @@ pub struct Lines {
 /// line is not one. `first_in_file` says whether the line starts at offset 0 (a BOM there is
 /// dropped).
 pub fn parse_line(first_in_file: bool, bytes: &[u8]) -> Option<Result<Record, LineError>> {
-    parse_line_checked(first_in_file, bytes).0
+    let (text, _) = line_text(first_in_file, bytes)?;
+    Some(Record::parse_line(&text))
 }
 
-/// [`parse_line`], and the offset in `bytes` of the first byte that is not valid UTF-8.
-fn parse_line_checked(
-    first_in_file: bool,
-    bytes: &[u8],
-) -> (Option<Result<Record, LineError>>, Option<usize>) {
+/// The text of one line's bytes without its `\n` (`None` for a blank line), and the offset
+/// in `bytes` of the first byte that is not valid UTF-8.
+fn line_text(first_in_file: bool, bytes: &[u8]) -> Option<(Cow<'_, str>, Option<usize>)> {
     let line = bytes.strip_suffix(b"\r").unwrap_or(bytes);
     let (line, skipped) = match line.strip_prefix("\u{FEFF}".as_bytes()) {
         Some(rest) if first_in_file => (rest, 3),
         _ => (line, 0),
     };
     if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
-        return (None, None);
+        return None;
     }
     // Valid UTF-8 (the normal case) is checked by a vector validator and borrowed; only a
     // line with invalid bytes goes through the lossy decoder.
-    match simdutf8::compat::from_utf8(line) {
-        Ok(text) => (Some(Record::parse_line(text)), None),
+    Some(match simdutf8::compat::from_utf8(line) {
+        Ok(text) => (Cow::Borrowed(text), None),
         Err(e) => (
-            Some(Record::parse_line(&String::from_utf8_lossy(line))),
+            String::from_utf8_lossy(line),
             Some(skipped + e.valid_up_to()),
         ),
+    })
+}
+
+/// The texts of the lines of a chunk that are kept as records, one after another: the
+/// records of a chunk share one allocation ([`SharedText`]) instead of one each.
+struct ChunkText {
+    text: String,
+    /// The lines checked so far.
+    lines: Vec<CheckedInChunk>,
+}
+
+/// A line's number in the chunk, and what checking found with the range of the chunk's
+/// text it is kept at.
+type CheckedInChunk = (usize, Result<(CheckedLine, Range<usize>), LineError>);
+
+impl ChunkText {
+    fn with_capacity(bytes: usize) -> Self {
+        ChunkText {
+            text: String::with_capacity(bytes),
+            lines: Vec::new(),
+        }
+    }
+
+    /// Checks the line numbered `number`, keeping its text when it is a record to keep.
+    fn check(&mut self, number: usize, line: &str) {
+        let checked = check_line(line).map(|checked| {
+            let start = self.text.len();
+            if let CheckedLine::Text(_) = checked {
+                self.text.push_str(line);
+            }
+            (checked, start..self.text.len())
+        });
+        self.lines.push((number, checked));
+    }
+
+    /// The records, sharing the text; each with its summary.
+    fn into_parsed(self) -> Vec<ParsedLine> {
+        let block = SharedText::new(self.text);
+        self.lines
+            .into_iter()
+            .map(|(number, checked)| {
+                let record =
+                    checked.map(|(checked, range)| Record::from_checked(&block, range, checked));
+                ParsedLine {
+                    number,
+                    summary: record.as_ref().ok().map(Summary::of),
+                    record,
+                }
+            })
+            .collect()
     }
 }
 
@@ -301,6 +355,7 @@ fn read_chunk<R: ReadAt + ?Sized>(
         }
     }
     let region_start = line_start;
+    let mut texts = ChunkText::with_capacity(to.saturating_sub(line_start) as usize);
     while line_start < to && line_start < end {
         let keep = line_start.saturating_sub(TAIL as u64);
         let (line_end, terminated) = match window.find_newline(line_start, keep) {
@@ -318,17 +373,13 @@ fn read_chunk<R: ReadAt + ?Sized>(
                 break;
             }
         };
-        let (record, invalid) =
-            parse_line_checked(line_start == 0, window.bytes(line_start, line_end));
-        if let Some(record) = record {
-            chunk.parsed.push(ParsedLine {
-                number: chunk.count,
-                summary: record.as_ref().ok().map(Summary::of),
-                record,
-            });
-        }
-        if let (None, Some(at)) = (chunk.invalid_utf8, invalid) {
-            chunk.invalid_utf8 = Some(line_start + at as u64);
+        if let Some((line, invalid)) =
+            line_text(line_start == 0, window.bytes(line_start, line_end))
+        {
+            texts.check(chunk.count, &line);
+            if let (None, Some(at)) = (chunk.invalid_utf8, invalid) {
+                chunk.invalid_utf8 = Some(line_start + at as u64);
+            }
         }
         chunk.count += 1;
         line_start = line_end + u64::from(terminated);
@@ -337,6 +388,7 @@ fn read_chunk<R: ReadAt + ?Sized>(
             break;
         }
     }
+    chunk.parsed = texts.into_parsed();
     chunk.stop = line_start;
     if line_start > region_start {
         let from = line_start

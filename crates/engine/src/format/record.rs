@@ -5,11 +5,21 @@
 //! goes through views ([`Header`], [`Record::message`]) that borrow from the object; the object stays
 //! the single source of truth.
 //!
-//! Records are parsed two levels deep (the record and the objects directly under it, such as
-//! `message`); anything deeper (message content, usage, details) stays raw JSON until asked
-//! for.
+//! A record read from a file is kept as its validated line and the places of its members;
+//! its type, ids and plain string members are read from the text. Its members are built the
+//! first time something asks for them, two levels deep (the record and the objects directly
+//! under it, such as `message`); anything deeper (message content, usage, details) stays raw
+//! JSON pointing into the line's text until asked for.
 
-use crate::json::{self, Object, ParseError, Value};
+use std::ops::Range;
+use std::sync::OnceLock;
+
+mod kept_line;
+
+pub use kept_line::{check_line, CheckedLine, CheckedText, ReadLine};
+
+use crate::json::{self, Object, ParseError, SharedText, Value};
+use kept_line::{KeptLine, LineString};
 
 /// Containers at this nesting level and deeper stay raw when a line is parsed.
 pub const RECORD_PARSE_DEPTH: usize = 2;
@@ -92,24 +102,66 @@ impl RecordType {
 }
 
 /// One line of a session file.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// A record read from a file keeps the line's validated text and where its members are
+/// ([`kept_line`]): its type, ids and other plain string members are read
+/// from the text, and its members are built as values only the first time something asks
+/// for more. The text is let go when a member is changed. A record made in memory holds
+/// only its members.
+///
+/// Invariant: the members built from a line are what the line parses to.
+#[derive(Clone, Debug)]
 pub struct Record {
     ty: RecordType,
-    fields: Object,
+    body: Body,
+}
+
+#[derive(Clone, Debug)]
+enum Body {
+    /// Read from a file and unchanged: the line, and its members once built.
+    Read(KeptLine, OnceLock<Object>),
+    /// Made or changed in memory.
+    Built(Object),
+}
+
+impl PartialEq for Record {
+    fn eq(&self, other: &Self) -> bool {
+        self.ty == other.ty && self.fields() == other.fields()
+    }
 }
 
 impl Record {
     /// The record of these members; its type is read from the `type` member now.
     pub fn new(fields: Object) -> Self {
         let ty = RecordType::from_type(fields.get_str("type"));
-        Record { ty, fields }
+        Record {
+            ty,
+            body: Body::Built(fields),
+        }
     }
 
-    /// Parses one line; anything but a JSON object is an error.
+    /// Parses one line; anything but a JSON object is an error. The line is validated
+    /// whole and kept as text; its members are built when first asked for.
     pub fn parse_line(line: &str) -> Result<Self, LineError> {
-        match json::parse_shallow(line, RECORD_PARSE_DEPTH)? {
-            Value::Object(fields) => Ok(Record::new(fields)),
-            _ => Err(LineError::NotAnObject),
+        let checked = check_line(line)?;
+        let block = match &checked {
+            CheckedLine::Text(_) => SharedText::new(line.to_owned()),
+            CheckedLine::Built(_) => SharedText::default(),
+        };
+        Ok(Record::from_checked(&block, 0..line.len(), checked))
+    }
+
+    /// The record of a line checked by [`check_line`] and kept at `block[range]`.
+    pub fn from_checked(block: &SharedText, range: Range<usize>, checked: CheckedLine) -> Self {
+        match checked {
+            CheckedLine::Text(checked) => Record {
+                ty: checked.ty,
+                body: Body::Read(
+                    KeptLine::new(block.clone(), range, checked),
+                    OnceLock::new(),
+                ),
+            },
+            CheckedLine::Built(fields) => Record::new(fields),
         }
     }
 
@@ -123,29 +175,61 @@ impl Record {
         self.ty == RecordType::Session
     }
 
-    /// The record's members, in their order on the line.
+    /// The record's members, in their order on the line (built from the line the first
+    /// time).
     pub fn fields(&self) -> &Object {
-        &self.fields
+        match &self.body {
+            Body::Read(line, fields) => fields.get_or_init(|| line.build()),
+            Body::Built(fields) => fields,
+        }
     }
 
-    /// Mutable access to the members. The `type` member must not be changed through it.
+    /// Mutable access to the members; the line's text is dropped, as it may no longer be
+    /// what the members are. The `type` member must not be changed through it.
     pub fn fields_mut(&mut self) -> &mut Object {
-        &mut self.fields
+        if let Body::Read(line, fields) = &mut self.body {
+            let fields = fields.take().unwrap_or_else(|| line.build());
+            self.body = Body::Built(fields);
+        }
+        match &mut self.body {
+            Body::Built(fields) => fields,
+            Body::Read(..) => unreachable!("made Built above"),
+        }
     }
 
     /// The record's members, taking them out of the record.
     pub fn into_fields(self) -> Object {
-        self.fields
+        match self.body {
+            Body::Read(line, fields) => fields.into_inner().unwrap_or_else(|| line.build()),
+            Body::Built(fields) => fields,
+        }
     }
 
     /// The member `key`, if there is one.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.fields.get(key)
+        self.fields().get(key)
     }
 
     /// The member `key` when it is a string; `None` when it is absent or not a string.
+    /// A string without escapes is read from the line without building the members.
     pub fn get_str(&self, key: &str) -> Option<&str> {
-        self.fields.get_str(key)
+        if let Body::Read(line, _) = &self.body {
+            match line.string(key) {
+                LineString::Plain(s) => return Some(s),
+                LineString::NotAString => return None,
+                LineString::Escaped => {}
+            }
+        }
+        self.fields().get_str(key)
+    }
+
+    /// The line the record was read from, while no member has been changed; `None` for a
+    /// record made or changed in memory.
+    pub fn as_read(&self) -> Option<ReadLine<'_>> {
+        match &self.body {
+            Body::Read(line, _) => Some(ReadLine(line)),
+            Body::Built(_) => None,
+        }
     }
 
     /// The `id` when it is a string: an entry's id (8 lower-case hex digits, 16 when ids
@@ -168,19 +252,19 @@ impl Record {
     /// The compact line for this record, without the newline.
     pub fn to_line(&self) -> String {
         let mut out = Vec::new();
-        json::write_object_compact(&self.fields, &mut out);
+        json::write_object_compact(self.fields(), &mut out);
         String::from_utf8_lossy(&out).into_owned()
     }
 
     /// Appends the compact line and a newline to `out`.
     pub fn write_line(&self, out: &mut Vec<u8>) {
-        json::write_object_compact(&self.fields, out);
+        json::write_object_compact(self.fields(), out);
         out.push(b'\n');
     }
 
     /// The header view, when this is a `session` record.
     pub fn as_header(&self) -> Option<Header<'_>> {
-        self.is_header().then_some(Header(&self.fields))
+        self.is_header().then(|| Header(self.fields()))
     }
 
     /// The message payload of a `message` entry.

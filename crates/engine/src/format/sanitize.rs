@@ -9,8 +9,8 @@
 //! This module holds the rule, record by record; [`crate::session::tree::Session::sanitize_openai_replay`]
 //! applies it to a session.
 
-use crate::format::record::Record;
-use crate::json::{Object, Value};
+use crate::format::record::{ReadLine, Record, RecordType};
+use crate::json::{lazy, Object, Value};
 
 const REPLAY_PAYLOAD_TYPE: &str = "openaiResponsesHistory";
 
@@ -32,6 +32,12 @@ pub fn sanitize_record(record: &Record) -> Option<(Value, Record)> {
 
 /// Whether the sanitizer changes this record.
 pub fn needs_sanitizing(record: &Record) -> bool {
+    if record.record_type() != RecordType::Message {
+        return false;
+    }
+    if let Some(line) = record.as_read() {
+        return read_message_needs_sanitizing(line);
+    }
     let Some(message) = record.message() else {
         return false;
     };
@@ -41,6 +47,22 @@ pub fn needs_sanitizing(record: &Record) -> bool {
                 .as_object()
                 .is_some_and(|o| o.get_str("type") == Some(REPLAY_PAYLOAD_TYPE))
         })
+}
+
+/// [`needs_sanitizing`] for a `message` record as read from a file, answered from the
+/// places of its members without building them: the same rule on the last `role`,
+/// `providerPayload` and `type` members, as `JSON.parse` keeps them.
+fn read_message_needs_sanitizing(line: ReadLine<'_>) -> bool {
+    let role = line.nested_member("message", "role");
+    let payload_type = || {
+        let payload = line.nested_member("message", "providerPayload")?;
+        lazy::object_members(payload)
+            .filter(|(key, _)| key == "type")
+            .last()
+            .map(|(_, ty)| ty)
+    };
+    role.is_some_and(|role| lazy::is_string(role, "assistant"))
+        && payload_type().is_some_and(|ty| lazy::is_string(ty, REPLAY_PAYLOAD_TYPE))
 }
 
 fn sanitized_message(message: &Object) -> Object {
