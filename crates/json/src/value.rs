@@ -125,18 +125,30 @@ enum RawText {
 
 /// Text that values parsed from it point into instead of copying ([`RawJson`]); cloning it
 /// shares it.
-#[derive(Clone, Debug, Default)]
-pub struct SharedText(Arc<String>);
+#[derive(Clone)]
+pub struct SharedText(Arc<dyn AsRef<str> + Send + Sync>);
 
 impl SharedText {
-    /// Shares `text`, without copying it.
-    pub fn new(text: String) -> Self {
+    /// Shares `text` (a `String`, or any owner of text), without copying it.
+    pub fn new(text: impl AsRef<str> + Send + Sync + 'static) -> Self {
         SharedText(Arc::new(text))
     }
 
     /// The whole text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        (*self.0).as_ref()
+    }
+}
+
+impl Default for SharedText {
+    fn default() -> Self {
+        SharedText::new(String::new())
+    }
+}
+
+impl fmt::Debug for SharedText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SharedText({} bytes)", self.as_str().len())
     }
 }
 

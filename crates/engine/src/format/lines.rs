@@ -22,6 +22,7 @@ use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::format::huge_text::HugeText;
 use crate::format::record::{check_line, CheckedLine, LineError, Record};
 use crate::format::summary::Summary;
 use crate::json::SharedText;
@@ -31,6 +32,9 @@ use crate::storage::ReadAt;
 pub const TAIL: usize = 64;
 
 const BUFFER: usize = 1 << 20;
+
+/// Room kept past a large chunk's text for its last line, which goes on past the chunk.
+const HEADROOM: usize = 1 << 20;
 
 /// Ranges are cut into chunks of about this many bytes (a range below it is read on the
 /// calling thread alone)...
@@ -103,7 +107,7 @@ fn line_text(first_in_file: bool, bytes: &[u8]) -> Option<(Cow<'_, str>, Option<
 /// The texts of the lines of a chunk that are kept as records, one after another: the
 /// records of a chunk share one allocation ([`SharedText`]) instead of one each.
 struct ChunkText {
-    text: String,
+    text: HugeText,
     /// The lines checked so far.
     lines: Vec<CheckedInChunk>,
 }
@@ -113,9 +117,11 @@ struct ChunkText {
 type CheckedInChunk = (usize, Result<(CheckedLine, Range<usize>), LineError>);
 
 impl ChunkText {
+    /// Room for the lines starting in `bytes` bytes of the file: the last of them may go on
+    /// past that ([`HEADROOM`]).
     fn with_capacity(bytes: usize) -> Self {
         ChunkText {
-            text: String::with_capacity(bytes),
+            text: HugeText::with_capacity(bytes, if bytes > HEADROOM { HEADROOM } else { 0 }),
             lines: Vec::new(),
         }
     }

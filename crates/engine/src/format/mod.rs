@@ -6,6 +6,7 @@
 
 pub mod blob;
 pub mod cold_spill;
+pub(crate) mod huge_text;
 pub mod ids;
 pub(crate) mod js_text;
 pub mod lines;

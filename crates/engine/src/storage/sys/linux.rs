@@ -171,6 +171,20 @@ pub fn process_start_id(pid: i64) -> Option<String> {
     Some(format!("{pid}:{start}"))
 }
 
+/// `madvise(MADV_HUGEPAGE)` over `region`, which starts on a page boundary; failure (no
+/// transparent huge pages) leaves ordinary pages, so it is not reported.
+pub fn advise_huge_pages(region: &mut [std::mem::MaybeUninit<u8>]) {
+    // SAFETY: the region is memory this process owns, borrowed mutably for the call; the
+    // advice changes how it is backed, never its contents.
+    unsafe {
+        libc::madvise(
+            region.as_mut_ptr().cast(),
+            region.len(),
+            libc::MADV_HUGEPAGE,
+        )
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

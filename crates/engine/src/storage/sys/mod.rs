@@ -1,7 +1,8 @@
 //! The platform calls behind the storage seam, one module per platform, and nowhere else in
 //! the engine: file identity, no-follow opens, modes and owners, ACLs, `statfs`, positional
 //! I/O, the effective user, the terminal on stdin, which processes hold a file open, a
-//! no-replace rename, and what tells one run of a process (or of the system) from another.
+//! no-replace rename, what tells one run of a process (or of the system) from another, and
+//! the advice that memory be backed by huge pages.
 //!
 //! - [`unix`]: what every POSIX system has (open flags, `fstat` fields, `pread`, `geteuid`,
 //!   `ttyname`).
@@ -65,6 +66,16 @@ pub use unsupported::{
 pub use windows::{
     boot_id, has_posix_acl, is_network_fs, process_start_id, rename_no_replace, writers_elsewhere,
 };
+
+/// Asks that `region` (starting on a page boundary) be backed by huge pages: Linux's
+/// transparent huge pages; elsewhere nothing. Advice only: the memory works the same either
+/// way.
+pub fn advise_huge_pages(region: &mut [std::mem::MaybeUninit<u8>]) {
+    #[cfg(target_os = "linux")]
+    linux::advise_huge_pages(region);
+    #[cfg(not(target_os = "linux"))]
+    let _ = region;
+}
 
 /// A new watch of directories' entries: inotify on Linux; elsewhere not supported yet
 /// (macOS's FSEvents and Windows's `ReadDirectoryChangesW` would serve).
