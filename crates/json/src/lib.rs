@@ -22,7 +22,7 @@ mod value;
 mod vocabulary;
 mod write;
 
-pub use members::{last_member, object_spans, MemberSpan, ObjectSpans};
+pub use members::{last_member, object_at_depth_two, object_spans, MemberSpan, ObjectSpans};
 pub use number::format_js_number;
 pub use parse::{parse, parse_shallow, parse_shallow_in, validate, ParseError};
 pub use value::{JsIter, JsString, Number, Object, RawJson, SharedText, Value};

@@ -10,7 +10,10 @@
 //! Offsets are `u32`: text of 4 GiB or more is refused ([`object_spans`]), to be parsed
 //! whole instead.
 
-use super::parse::{ParseError, Parser};
+use std::ops::Range;
+
+use super::parse::{parse_shallow, parse_shallow_in, ParseError, Parser};
+use super::value::{JsString, Object, RawJson, SharedText, Value};
 
 /// Where one member of an object is in the text the spans were found in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,10 +145,56 @@ pub fn last_member<'s>(text: &str, members: &'s [MemberSpan], key: &str) -> Opti
     members.iter().rev().find(|span| span.key(text) == key)
 }
 
+/// What [`parse_shallow_in`](super::parse_shallow_in) gives for `block[range]` at depth 2
+/// (the object and the containers directly in it built, deeper containers raw), built from
+/// the spans [`object_spans`] found in that text: a raw container in an object member is its
+/// span, taken without reading its text again, so building costs the decoding of the
+/// scalars near the top, not a second pass over the text. `None` when `range` is not within
+/// `block` or a key has escapes (the spans do not decode keys).
+pub fn object_at_depth_two(
+    block: &SharedText,
+    range: Range<usize>,
+    spans: &ObjectSpans,
+) -> Option<Object> {
+    let text = block.as_str().get(range.clone())?;
+    let shared = |span: &MemberSpan| {
+        let [start, end] = span.value.map(|at| range.start + at as usize);
+        Value::Raw(RawJson::in_shared(block, start, end))
+    };
+    let key = |span: &MemberSpan| {
+        let key = span.key(text);
+        (!key.contains('\\')).then(|| JsString::from_parsed(key))
+    };
+    let mut object = Object::with_capacity(spans.members().len());
+    for member in spans.members() {
+        let value = match *member.value(text).as_bytes().first()? {
+            b'{' => {
+                let nested = spans.nested(member);
+                let mut inner = Object::with_capacity(nested.len());
+                for m in nested {
+                    let value = match *m.value(text).as_bytes().first()? {
+                        b'{' | b'[' => shared(m),
+                        _ => parse_shallow(m.value(text), 0).ok()?,
+                    };
+                    inner.push_parsed(key(m)?, value);
+                }
+                Value::Object(inner)
+            }
+            b'[' => {
+                let [start, end] = member.value.map(|at| range.start + at as usize);
+                parse_shallow_in(block, start..end, 1).ok()?
+            }
+            _ => parse_shallow(member.value(text), 0).ok()?,
+        };
+        object.push_parsed(key(member)?, value);
+    }
+    Some(object)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::parse::near_texts;
-    use super::super::{parse, parse_shallow, Object, Value};
+    use super::super::{parse, parse_shallow, parse_shallow_in, Object, SharedText, Value};
     use super::*;
 
     /// The object `JSON.parse` makes of `text` with members below it kept raw, built from
@@ -198,6 +247,49 @@ mod tests {
         check_spans(text, &spans);
     }
 
+    /// Checks [`object_at_depth_two`] against parsing at depth 2, with `text` in the middle
+    /// of a shared block: equal members, and raw exactly where parsing leaves them raw.
+    fn check_built(text: &str, spans: &ObjectSpans) {
+        let block = SharedText::new(format!("[{text}]"));
+        let range = 1..1 + text.len();
+        let built = object_at_depth_two(&block, range.clone(), spans);
+        let parsed = parse_shallow_in(&block, range, 2).unwrap();
+        let escaped_key = spans.all().iter().any(|m| m.key(text).contains('\\'));
+        if escaped_key {
+            return assert_eq!(built, None, "{text:?}");
+        }
+        let built = Value::Object(built.unwrap());
+        assert_eq!(built, parsed, "{text:?}");
+        assert_eq!(
+            super::super::to_compact(&built),
+            super::super::to_compact(&parsed),
+            "{text:?}"
+        );
+        assert_eq!(raw_places(&built), raw_places(&parsed), "{text:?}");
+    }
+
+    /// The nesting levels at which a value holds raw containers, in order.
+    fn raw_places(value: &Value) -> Vec<usize> {
+        fn walk(value: &Value, level: usize, out: &mut Vec<usize>) {
+            match value {
+                Value::Raw(_) => out.push(level),
+                Value::Object(o) => o.iter().for_each(|(_, v)| walk(v, level + 1, out)),
+                Value::Array(items) => items.iter().for_each(|v| walk(v, level + 1, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(value, 0, &mut out);
+        out
+    }
+
+    #[test]
+    fn building_from_spans_is_parsing_at_depth_two() {
+        let text = r#"{"type":"message","id":"a","message":{"role":"user","content":[{"type":"text","text":"x"}],"n":1.5,"o":{},"s":"\u00e9"},"l":[1,[2],{"a":3}],"e":{},"message":{"role":"x","role":"y"},"z":null}"#;
+        let spans = object_spans(text).unwrap().unwrap();
+        check_built(text, &spans);
+    }
+
     #[test]
     fn other_values_and_empty_objects() {
         let spans = object_spans(" {} ").unwrap().unwrap();
@@ -216,7 +308,10 @@ mod tests {
         let doc = r#" {"a":[1,-2.5e3,true,null,{"b":"x\"y\\","c":[]}],"d":{"\u00e9":"\ud83d\ude00","f":{"g":[]},"f":2},"e":{},"a":"z"} "#;
         for text in &near_texts(doc) {
             match (object_spans(text), parse_shallow(text, 1)) {
-                (Ok(Some(spans)), Ok(Value::Object(_))) => check_spans(text, &spans),
+                (Ok(Some(spans)), Ok(Value::Object(_))) => {
+                    check_spans(text, &spans);
+                    check_built(text, &spans);
+                }
                 (Ok(None), Ok(value)) => assert!(!value.is_object(), "{text:?}"),
                 (Err(_), Err(_)) => {}
                 (spans, parsed) => panic!("{text:?}: {spans:?} but {parsed:?}"),

@@ -114,12 +114,14 @@ impl KeptLine {
         plain_string(self.text(), &self.spans, key)
     }
 
-    /// The members, built from the text; raw containers point into the shared text.
+    /// The members, built from the spans (as the line parses at [`RECORD_PARSE_DEPTH`]);
+    /// raw containers point into the shared text.
     pub(crate) fn build(&self) -> Object {
-        match json::parse_shallow_in(&self.block, self.range.clone(), RECORD_PARSE_DEPTH) {
-            Ok(Value::Object(fields)) => fields,
-            _ => {
-                debug_assert!(false, "a kept line is a validated object");
+        const _: () = assert!(RECORD_PARSE_DEPTH == 2, "members are built two levels deep");
+        match json::object_at_depth_two(&self.block, self.range.clone(), &self.spans) {
+            Some(fields) => fields,
+            None => {
+                debug_assert!(false, "a kept line is a validated object with plain keys");
                 Object::new()
             }
         }
