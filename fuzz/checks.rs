@@ -17,6 +17,7 @@ use gjcfs::search::substring::pieces;
 use gjcfs::search::words::{index_text, words};
 
 /// Any text: `parse`, `validate` and `parse_shallow` agree on whether it is JSON; when it is,
+/// an object's spans and a record read from it agree with parsing ([`check_object_spans`]),
 /// the compact and pretty writers produce JSON that parses back to an equal value, and a
 /// value kept raw below any depth writes the same bytes as the fully parsed value.
 pub fn json_roundtrip(data: &[u8]) {
@@ -31,6 +32,7 @@ pub fn json_roundtrip(data: &[u8]) {
         }
     }
     let Ok(value) = parsed else { return };
+    check_object_spans(&text, &value);
 
     let compact = json::to_compact(&value);
     let again = json::parse(&compact).expect("compact output is JSON");
@@ -52,6 +54,36 @@ pub fn json_roundtrip(data: &[u8]) {
         assert_eq!(json::to_compact(&shallow), compact, "depth {depth}");
         assert_eq!(json::to_pretty(&shallow), pretty, "depth {depth}");
     }
+}
+
+/// A JSON text and its value: the spans of an object build what parsing two levels deep
+/// builds, and a record read from the text (kept as text, its members built when asked)
+/// answers as the record of the object parsed two levels deep (raw containers are written
+/// as they were read, so a record of the fully parsed object may write other whitespace).
+fn check_object_spans(text: &str, value: &json::Value) {
+    let spans = json::object_spans(text).expect("valid JSON has spans or none");
+    let shallow = json::parse_shallow(text, 2).expect("valid JSON");
+    let (Some(spans), Some(object)) = (spans, shallow.as_object()) else {
+        assert!(!value.is_object(), "an object has spans");
+        return;
+    };
+    let block = json::SharedText::new(text.to_owned());
+    match json::object_at_depth_two(&block, 0..text.len(), &spans) {
+        Some(built) => {
+            let built = json::Value::Object(built);
+            assert_eq!(built, shallow);
+            assert_eq!(json::to_compact(&built), json::to_compact(&shallow));
+        }
+        None => assert!(spans.all().iter().any(|m| m.key(text).contains('\\'))),
+    }
+    let read = Record::parse_line(text).expect("an object is a record");
+    let built = Record::new(object.clone());
+    assert_eq!(read.record_type(), built.record_type());
+    for key in ["type", "id", "parentId", "timestamp", "title", "cwd"] {
+        assert_eq!(read.get_str(key), built.get_str(key), "{key}");
+    }
+    assert_eq!(read.fields(), built.fields());
+    assert_eq!(read.to_line(), built.to_line());
 }
 
 /// Any bytes as a session file: lenient replay, then everything a loaded session offers.
