@@ -1,9 +1,9 @@
 //! Session records: the header and every entry type, as ordered JSON objects with typed views.
 //!
-//! A record is the object on one line of a session file. It is kept as an ordered
+//! A record is the object on one line of a session file. Its members are an ordered
 //! [`Object`], so every key — known or not — and its position survive a rewrite. Typed access
-//! goes through views ([`Header`], [`Record::message`]) that borrow from the object; the object stays
-//! the single source of truth.
+//! goes through views ([`Header`], [`Record::message`]) that borrow from the members, which
+//! stay the single source of truth.
 //!
 //! A record read from a file is kept as its validated line and the places of its members;
 //! its type, ids and plain string members are read from the text. Its members are built the
