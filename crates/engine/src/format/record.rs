@@ -104,7 +104,7 @@ impl RecordType {
 /// One line of a session file.
 ///
 /// A record read from a file keeps the line's validated text and where its members are
-/// ([`kept_line`]): its type, ids and other plain string members are read
+/// ([`check_line`], [`ReadLine`]): its type, ids and other plain string members are read
 /// from the text, and its members are built as values only the first time something asks
 /// for more. The text is let go when a member is changed. A record made in memory holds
 /// only its members.

@@ -28,7 +28,7 @@ pub enum CheckedLine {
     Built(Object),
 }
 
-/// A line checked to be kept as text ([`KeptLine::new`]).
+/// A line checked to be kept as text ([`Record::from_checked`](super::Record::from_checked)).
 #[derive(Debug)]
 pub struct CheckedText {
     pub(crate) ty: RecordType,
