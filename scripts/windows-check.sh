@@ -19,7 +19,8 @@
 # lacks that DLL; Rust's std imports ProcessPrng from it). windows/cc-wrapper.sh is the C
 # compiler: mingw gcc, except that an .exe a build script must run becomes a wine launcher.
 #
-# Environment: OUT (default /tmp/gjcfs-windows-check): logs and the wine prefix;
+# Environment: OUT (default /tmp/gjcfs-windows-check): logs, the wine prefix and the run's
+# temporary files (TMPDIR, removed at the end);
 # CARGO_TARGET_DIR (default: target/ of the checkout).
 # Exit status: 0 when every step passed; 1 when a check or a test failed; 2 when the
 # tools could not be set up.
@@ -37,6 +38,12 @@ case "${1:-}" in
 esac
 out=${OUT:-/tmp/gjcfs-windows-check}
 mkdir -p "$out"
+# The cross compiler's and wine's temporary files go under $out and are removed on exit, so
+# a run leaves nothing in the system's temporary directory.
+export TMPDIR="$out/tmp"
+rm -rf "$TMPDIR"
+mkdir -p "$TMPDIR"
+trap 'rm -rf "$TMPDIR"' EXIT
 target=x86_64-pc-windows-gnu
 t0=$(date +%s)
 step() { echo "[$(($(date +%s) - t0))s] $*"; }
