@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 mod kept_line;
 
-pub use kept_line::{check_line, CheckedLine, CheckedText, ReadLine};
+pub(crate) use kept_line::{check_line, CheckedLine, CheckedText, ReadLine};
 
 use crate::json::{self, Object, ParseError, SharedText, Value};
 use kept_line::{KeptLine, LineString};
@@ -104,7 +104,7 @@ impl RecordType {
 /// One line of a session file.
 ///
 /// A record read from a file keeps the line's validated text and where its members are
-/// ([`check_line`], [`ReadLine`]): its type, ids and other plain string members are read
+/// (module `kept_line`): its type, ids and other plain string members are read
 /// from the text, and its members are built as values only the first time something asks
 /// for more. The text is let go when a member is changed. A record made in memory holds
 /// only its members.
@@ -143,25 +143,30 @@ impl Record {
     /// Parses one line; anything but a JSON object is an error. The line is validated
     /// whole and kept as text; its members are built when first asked for.
     pub fn parse_line(line: &str) -> Result<Self, LineError> {
-        let checked = check_line(line)?;
-        let block = match &checked {
-            CheckedLine::Text(_) => SharedText::new(line.to_owned()),
-            CheckedLine::Built(_) => SharedText::default(),
-        };
-        Ok(Record::from_checked(&block, 0..line.len(), checked))
+        Ok(match check_line(line)? {
+            CheckedLine::Text(checked) => {
+                Record::kept(SharedText::new(line.to_owned()), 0..line.len(), checked)
+            }
+            CheckedLine::Built(fields) => Record::new(fields),
+        })
     }
 
-    /// The record of a line checked by [`check_line`] and kept at `block[range]`.
-    pub fn from_checked(block: &SharedText, range: Range<usize>, checked: CheckedLine) -> Self {
+    /// The record of a line checked by `check_line` and kept at `block[range]`.
+    pub(crate) fn from_checked(
+        block: &SharedText,
+        range: Range<usize>,
+        checked: CheckedLine,
+    ) -> Self {
         match checked {
-            CheckedLine::Text(checked) => Record {
-                ty: checked.ty,
-                body: Body::Read(
-                    KeptLine::new(block.clone(), range, checked),
-                    OnceLock::new(),
-                ),
-            },
+            CheckedLine::Text(checked) => Record::kept(block.clone(), range, checked),
             CheckedLine::Built(fields) => Record::new(fields),
+        }
+    }
+
+    fn kept(block: SharedText, range: Range<usize>, checked: CheckedText) -> Self {
+        Record {
+            ty: checked.ty,
+            body: Body::Read(KeptLine::new(block, range, checked), OnceLock::new()),
         }
     }
 
@@ -225,7 +230,7 @@ impl Record {
 
     /// The line the record was read from, while no member has been changed; `None` for a
     /// record made or changed in memory.
-    pub fn as_read(&self) -> Option<ReadLine<'_>> {
+    pub(crate) fn as_read(&self) -> Option<ReadLine<'_>> {
         match &self.body {
             Body::Read(line, _) => Some(ReadLine(line)),
             Body::Built(_) => None,

@@ -21,7 +21,7 @@ use crate::json::{self, Object, ObjectSpans, SharedText, Value};
 
 /// What checking one line found.
 #[derive(Debug)]
-pub enum CheckedLine {
+pub(crate) enum CheckedLine {
     /// A record to keep as text: its type and the places of its members.
     Text(CheckedText),
     /// A record whose members were built at once.
@@ -30,13 +30,13 @@ pub enum CheckedLine {
 
 /// A line checked to be kept as text ([`Record::from_checked`](super::Record::from_checked)).
 #[derive(Debug)]
-pub struct CheckedText {
+pub(crate) struct CheckedText {
     pub(crate) ty: RecordType,
     spans: ObjectSpans,
 }
 
 /// Checks that `text` is one JSON object and finds its members.
-pub fn check_line(text: &str) -> Result<CheckedLine, LineError> {
+pub(crate) fn check_line(text: &str) -> Result<CheckedLine, LineError> {
     let built = |text| match json::parse_shallow(text, RECORD_PARSE_DEPTH)? {
         Value::Object(fields) => Ok(CheckedLine::Built(fields)),
         _ => Err(LineError::NotAnObject),
@@ -131,17 +131,12 @@ impl KeptLine {
 /// The line a record was read from, while the record is unchanged: members found in its
 /// text without building values.
 #[derive(Clone, Copy, Debug)]
-pub struct ReadLine<'a>(pub(crate) &'a KeptLine);
+pub(crate) struct ReadLine<'a>(pub(crate) &'a KeptLine);
 
 impl<'a> ReadLine<'a> {
-    /// The JSON text of the member `key` (the last one, as `JSON.parse` keeps it).
-    pub fn member(&self, key: &str) -> Option<&'a str> {
-        member(self.0.text(), &self.0.spans, key)
-    }
-
     /// The JSON text of the member `inner` of the object that is the member `key`; `None`
     /// when either is missing or `key` is not an object.
-    pub fn nested_member(&self, key: &str, inner: &str) -> Option<&'a str> {
+    pub(crate) fn nested_member(&self, key: &str, inner: &str) -> Option<&'a str> {
         let (text, spans) = (self.0.text(), &self.0.spans);
         let outer = json::last_member(text, spans.members(), key)?;
         json::last_member(text, spans.nested(outer), inner).map(|m| m.value(text))
@@ -244,7 +239,8 @@ mod tests {
     #[test]
     fn a_changed_record_lets_its_line_go() {
         let mut record = Record::parse_line(r#"{"type":"message","id":"a","n":1}"#).unwrap();
-        assert_eq!(record.as_read().and_then(|l| l.member("n")), Some("1"));
+        assert!(record.as_read().is_some());
+        assert_eq!(record.get("n").and_then(Value::as_f64), Some(1.0));
         record.fields_mut().insert("n", Value::number(2.0));
         assert!(record.as_read().is_none());
         assert_eq!(record.to_line(), r#"{"type":"message","id":"a","n":2}"#);
