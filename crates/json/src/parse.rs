@@ -181,8 +181,20 @@ impl<'a> Parser<'a> {
         self.skip_ws();
         match self.peek() {
             Some(b'{' | b'[') => self.skip_container(),
+            _ => self.skip_scalar(),
+        }
+    }
+
+    /// Checks the string, number or literal at the parser's position without building it.
+    fn skip_scalar(&mut self) -> Result<(), ParseError> {
+        match self.peek() {
             Some(b'"') => self.skip_string(),
-            _ => self.value(0).map(drop),
+            Some(b't') => self.literal("true", Value::Null).map(drop),
+            Some(b'f') => self.literal("false", Value::Null).map(drop),
+            Some(b'n') => self.literal("null", Value::Null).map(drop),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => Err(self.error("unexpected character")),
+            None => Err(self.error("unexpected end of input")),
         }
     }
 
@@ -489,13 +501,7 @@ impl<'a> Parser<'a> {
                         continue;
                     }
                 }
-                Some(b'"') => self.skip_string()?,
-                Some(b't') => self.literal("true", Value::Null).map(drop)?,
-                Some(b'f') => self.literal("false", Value::Null).map(drop)?,
-                Some(b'n') => self.literal("null", Value::Null).map(drop)?,
-                Some(b'-' | b'0'..=b'9') => self.number()?,
-                Some(_) => return Err(self.error("unexpected character")),
-                None => return Err(self.error("unexpected end of input")),
+                _ => self.skip_scalar()?,
             }
             // After a value: close containers until one continues with ','.
             loop {
