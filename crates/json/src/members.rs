@@ -77,20 +77,38 @@ pub fn object_spans(text: &str) -> Result<Option<ObjectSpans>, ParseError> {
         p.skip_value()?;
         return p.at_end().map(|()| None);
     }
-    let mut outer = Vec::new();
-    let mut nested = Vec::new();
-    object(&mut p, &mut outer, Some(&mut nested))?;
-    p.at_end()?;
-    let count = outer.len() as u32;
-    for span in &mut outer {
-        span.nested = span.nested.map(|i| i + count);
+    let (mut outer, mut nested) = SCRATCH.take();
+    let found = object(&mut p, &mut outer, Some(&mut nested)).and_then(|()| p.at_end());
+    let spans = found.map(|()| {
+        let count = outer.len() as u32;
+        let mut spans = Vec::with_capacity(outer.len() + nested.len());
+        spans.extend(outer.iter().map(|span| MemberSpan {
+            nested: span.nested.map(|i| i + count),
+            ..span.clone()
+        }));
+        spans.extend_from_slice(&nested);
+        ObjectSpans {
+            spans: spans.into_boxed_slice(),
+            outer: outer.len(),
+        }
+    });
+    if outer.capacity() + nested.capacity() <= SCRATCH_KEPT {
+        outer.clear();
+        nested.clear();
+        SCRATCH.set((outer, nested));
     }
-    let outer_len = outer.len();
-    outer.append(&mut nested);
-    Ok(Some(ObjectSpans {
-        spans: outer.into(),
-        outer: outer_len,
-    }))
+    spans.map(Some)
+}
+
+/// The most spans a thread's [`SCRATCH`] keeps room for between texts.
+const SCRATCH_KEPT: usize = 4096;
+
+thread_local! {
+    /// The spans of the text being read, outer and nested, collected here and then copied
+    /// into one allocation of exactly their size: a text costs one allocation, not the
+    /// growth of two vectors.
+    static SCRATCH: std::cell::Cell<(Vec<MemberSpan>, Vec<MemberSpan>)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
 
 /// Records the members of the object at the parser's `{` into `spans`, and, when `nested`
@@ -301,6 +319,28 @@ mod tests {
         for text in ["[1]", "\"s\"", "3", "null", " true "] {
             assert_eq!(object_spans(text).unwrap(), None, "{text}");
         }
+    }
+
+    #[test]
+    fn each_text_gets_only_its_own_spans() {
+        // A text that fails midway, and one with more members than a thread's scratch
+        // keeps room for, leave nothing behind for the next text.
+        let failed = r#"{"a":1,"b":{"c":2},"d":"#;
+        assert!(object_spans(failed).is_err());
+        let text = r#"{"x":{"y":1}}"#;
+        let spans = object_spans(text).unwrap().unwrap();
+        assert_eq!(spans.all().len(), 2);
+        check_spans(text, &spans);
+        let members: Vec<String> = (0..SCRATCH_KEPT + 1)
+            .map(|i| format!("\"k{i}\":{{\"v\":{i}}}"))
+            .collect();
+        let large = format!("{{{}}}", members.join(","));
+        let spans = object_spans(&large).unwrap().unwrap();
+        assert_eq!(spans.all().len(), 2 * (SCRATCH_KEPT + 1));
+        check_spans(&large, &spans);
+        let spans = object_spans(text).unwrap().unwrap();
+        assert_eq!(spans.all().len(), 2);
+        check_spans(text, &spans);
     }
 
     #[test]
