@@ -175,8 +175,13 @@ pub fn object_at_depth_two(
     spans: &ObjectSpans,
 ) -> Option<Object> {
     let text = block.as_str().get(range.clone())?;
-    let shared = |span: &MemberSpan| {
+    // A member's value as a range of `block`.
+    let in_block = |span: &MemberSpan| {
         let [start, end] = span.value.map(|at| range.start + at as usize);
+        start..end
+    };
+    let shared = |span: &MemberSpan| {
+        let Range { start, end } = in_block(span);
         Value::Raw(RawJson::in_shared(block, start, end))
     };
     let key = |span: &MemberSpan| {
@@ -198,10 +203,7 @@ pub fn object_at_depth_two(
                 }
                 Value::Object(inner)
             }
-            b'[' => {
-                let [start, end] = member.value.map(|at| range.start + at as usize);
-                parse_shallow_in(block, start..end, 1).ok()?
-            }
+            b'[' => parse_shallow_in(block, in_block(member), 1).ok()?,
             _ => parse_shallow(member.value(text), 0).ok()?,
         };
         object.push_parsed(key(member)?, value);

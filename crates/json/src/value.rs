@@ -140,12 +140,6 @@ impl SharedText {
     }
 }
 
-impl Default for SharedText {
-    fn default() -> Self {
-        SharedText::new(String::new())
-    }
-}
-
 impl fmt::Debug for SharedText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "SharedText({} bytes)", self.as_str().len())
