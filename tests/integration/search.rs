@@ -791,6 +791,45 @@ fn damaged_or_foreign_index_files_are_replaced() {
     }
 }
 
+/// Opening reads the first row of every table: damage to the first page of one that a
+/// search or an update reads late, or not at all, replaces the index at once.
+#[test]
+fn an_index_with_a_damaged_table_is_replaced_on_opening() {
+    let store = Store::new(1);
+    let file = store.index_dir.join(INDEX_FILE);
+    for table in ["listing", "terms", "meta"] {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+        }
+        let index = SearchIndex::open(&store.index_dir).unwrap();
+        assert_eq!(update_files(&index, &store).len(), 1, "{table}: indexed");
+        drop(index);
+        let (root, page_size) = {
+            let conn = rusqlite::Connection::open(&file).unwrap();
+            conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+                .unwrap();
+            let root: i64 = conn
+                .query_row(
+                    "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
+                    [table],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            let size: i64 = conn
+                .query_row("PRAGMA page_size", [], |r| r.get(0))
+                .unwrap();
+            (root as usize, size as usize)
+        };
+        let mut bytes = std::fs::read(&file).unwrap();
+        let at = (root - 1) * page_size;
+        bytes[at..at + page_size].fill(0x5a);
+        std::fs::write(&file, bytes).unwrap();
+        let index = SearchIndex::open(&store.index_dir).unwrap();
+        assert_eq!(update_files(&index, &store).len(), 1, "{table}: rebuilt");
+        assert_agrees(&store, &index, table);
+    }
+}
+
 #[cfg(unix)]
 #[test]
 fn the_index_files_are_owner_only() {
