@@ -16,7 +16,7 @@ use gjcfs::search::snippet::contains_folded;
 use gjcfs::search::text::record_text;
 use gjcfs::search::words::word_list;
 use gjcfs::search::{
-    Change, Filters, Query, QueryError, SearchIndex, UpdateReport, FORMAT, INDEX_FILE,
+    remove_index, Change, Filters, Query, QueryError, SearchIndex, UpdateReport, FORMAT, INDEX_FILE,
 };
 
 /// (session id, entry id or "title", on the leaf path).
@@ -751,9 +751,7 @@ fn damaged_or_foreign_index_files_are_replaced() {
         }),
     ];
     for (n, damage) in cases.iter().enumerate() {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
-        }
+        remove_index(&store.index_dir).unwrap();
         if n >= 2 {
             // A real index, then made another format or damaged.
             let index = SearchIndex::open(&store.index_dir).unwrap();
@@ -798,9 +796,7 @@ fn an_index_with_a_damaged_table_is_replaced_on_opening() {
     let store = Store::new(1);
     let file = store.index_dir.join(INDEX_FILE);
     for table in ["listing", "terms", "meta"] {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
-        }
+        remove_index(&store.index_dir).unwrap();
         let index = SearchIndex::open(&store.index_dir).unwrap();
         assert_eq!(update_files(&index, &store).len(), 1, "{table}: indexed");
         drop(index);
