@@ -45,6 +45,7 @@ fn from_scope(error: &ScopeError, reason: String) -> VfsError {
         ScopeError::Io { source, .. } => from_io(source, reason),
         ScopeError::InvalidWorkspace { .. }
         | ScopeError::NetworkUnsupported { .. }
+        | ScopeError::ServedElsewhere { .. }
         | ScopeError::BindingInvalid { .. }
         | ScopeError::BindingConflict { .. }
         | ScopeError::Unsafe { .. }

@@ -28,7 +28,7 @@ pub fn breadcrumb_dir(dirs: &AgentDirs) -> PathBuf {
 }
 
 fn same_dir(a: &str, b: &Path) -> bool {
-    let canon = |p: &Path| FileStorage.canonicalize(p).ok();
+    let canon = |p: &Path| FileStorage.canonicalize_local(p).ok();
     canon(Path::new(a)).is_some_and(|a| Some(a) == canon(b))
 }
 

@@ -197,6 +197,10 @@ impl SessionStorage for FileStorage {
         os::canonicalize(path)
     }
 
+    fn canonicalize_local(&self, path: &Path) -> io::Result<PathBuf> {
+        sys::canonicalize_local(path)
+    }
+
     fn create_dir(&self, dir: &Path) -> io::Result<()> {
         os::create_dir(dir)
     }

@@ -31,6 +31,39 @@ pub use file::{
 };
 pub use memory::{Fault, FaultKind, MemoryStorage};
 
+/// Why [`SessionStorage::canonicalize_local`] refused a path: it leads onto a filesystem
+/// that another process or host serves (FUSE, a network filesystem), where a lookup waits as
+/// long as that one does not answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedElsewhere {
+    /// The mount it would reach.
+    pub point: PathBuf,
+    /// That mount's filesystem type (`fuse.sshfs`, `nfs4`, …).
+    pub fstype: String,
+    /// Whether it is a network filesystem (not FUSE).
+    pub network: bool,
+}
+
+impl std::fmt::Display for ServedElsewhere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the path leads onto {} ({}), a filesystem served by another process or host, \
+             which gjcfs never waits on",
+            self.point.display(),
+            self.fstype
+        )
+    }
+}
+
+impl std::error::Error for ServedElsewhere {}
+
+/// The [`ServedElsewhere`] an error of [`SessionStorage::canonicalize_local`] carries, if
+/// it is one.
+pub fn served_elsewhere(error: &io::Error) -> Option<&ServedElsewhere> {
+    error.get_ref()?.downcast_ref()
+}
+
 /// What [`SessionStorage::stat`] reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStat {
@@ -243,6 +276,13 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     fn is_network_fs(&self, path: &Path) -> io::Result<bool>;
     /// The absolute path of `path` with every symlink, `.` and `..` resolved.
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// [`SessionStorage::canonicalize`] for a path outside the store (a workspace): on
+    /// Linux it never steps onto a FUSE or network filesystem, where a lookup can wait as
+    /// long as another process or host does not answer; such a path is an
+    /// [`io::ErrorKind::Unsupported`] error that names the mount.
+    fn canonicalize_local(&self, path: &Path) -> io::Result<PathBuf> {
+        self.canonicalize(path)
+    }
     /// Creates the one directory `dir` with mode `0700`; fails with
     /// [`io::ErrorKind::AlreadyExists`] if something is there.
     fn create_dir(&self, dir: &Path) -> io::Result<()>;

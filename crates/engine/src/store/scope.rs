@@ -36,8 +36,8 @@ use sha2::{Digest, Sha256};
 
 use crate::io_cause::{io_cause, IoCause};
 use crate::storage::{
-    check_owner_only, write_new_durable, EntryKind, Exposure, FileStorage, PrivacyError,
-    SessionStorage,
+    check_owner_only, served_elsewhere, write_new_durable, EntryKind, Exposure, FileStorage,
+    PrivacyError, SessionStorage,
 };
 
 /// The file that binds a scope directory to its workspace.
@@ -65,6 +65,15 @@ pub enum ScopeError {
     NetworkUnsupported {
         /// The workspace path, as given.
         path: PathBuf,
+    },
+    /// The workspace path leads onto a FUSE filesystem, which is never looked up: its
+    /// server may not answer (a network filesystem is [`ScopeError::NetworkUnsupported`]).
+    #[error("{path}: {why} (served_elsewhere)")]
+    ServedElsewhere {
+        /// The workspace path, as given.
+        path: PathBuf,
+        /// Which mount it leads onto.
+        why: crate::storage::ServedElsewhere,
     },
     /// The binding file is missing where one is required, unreadable, a symlink, hard-linked,
     /// or does not hold a well-formed binding in the canonical encoding.
@@ -142,6 +151,8 @@ pub fn resolve_identity(cwd: &Path) -> Result<Identity, ScopeError> {
 
 /// The canonical identity of the workspace at `cwd` in `storage`: its canonical path, which
 /// must be an existing directory with a UTF-8 path that is not on a network filesystem.
+/// The path is resolved without stepping onto a FUSE or network mount
+/// ([`SessionStorage::canonicalize_local`]): one that leads there is refused unanswered.
 pub fn resolve_identity_in(
     storage: &dyn SessionStorage,
     cwd: &Path,
@@ -149,7 +160,18 @@ pub fn resolve_identity_in(
     let invalid = || ScopeError::InvalidWorkspace {
         path: cwd.to_owned(),
     };
-    let real = storage.canonicalize(cwd).map_err(|_| invalid())?;
+    let real = storage
+        .canonicalize_local(cwd)
+        .map_err(|e| match served_elsewhere(&e) {
+            Some(why) if why.network => ScopeError::NetworkUnsupported {
+                path: cwd.to_owned(),
+            },
+            Some(why) => ScopeError::ServedElsewhere {
+                path: cwd.to_owned(),
+                why: why.clone(),
+            },
+            None => invalid(),
+        })?;
     if storage.lstat(&real).map_err(|_| invalid())?.kind != EntryKind::Dir {
         return Err(invalid());
     }

@@ -1,11 +1,11 @@
-//! Linux: POSIX ACL attributes, the filesystem type from `statfs`, `/proc` (writers of a
-//! file, the boot id, a process's start time), and the no-replace rename.
+//! Linux: POSIX ACL attributes, the filesystem type from `statfs`, `/proc` (the boot id, a
+//! process's start time), and the no-replace rename. Which processes write a file is
+//! `writers.rs`; the mount table, `mountinfo.rs`.
 
 use std::ffi::CString;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 fn c_path(path: &Path) -> io::Result<CString> {
@@ -80,52 +80,6 @@ pub fn is_network_fs(path: &Path) -> io::Result<bool> {
 /// (its filesystem is one of [`DIR_TIMES_TELL_ENTRIES`]).
 pub fn dir_times_tell_entries(path: &Path) -> io::Result<bool> {
     Ok(DIR_TIMES_TELL_ENTRIES.contains(&fs_type(path)?))
-}
-
-/// Whether `/proc/<pid>/fdinfo/<fd>` shows the descriptor open for writing.
-fn fd_writes(fdinfo: &Path) -> bool {
-    let Ok(text) = fs::read_to_string(fdinfo) else {
-        return false;
-    };
-    text.lines()
-        .find_map(|line| line.strip_prefix("flags:"))
-        .and_then(|flags| i32::from_str_radix(flags.trim(), 8).ok())
-        .is_some_and(|flags| matches!(flags & libc::O_ACCMODE, libc::O_WRONLY | libc::O_RDWR))
-}
-
-/// The other processes holding the file at `path` open for writing: every `/proc/<pid>/fd`
-/// entry that is the same file (device and inode) with write access in its `fdinfo` flags.
-/// Processes whose descriptors cannot be read (another user's, or gone meanwhile) are
-/// skipped.
-pub fn writers_elsewhere(path: &Path) -> io::Result<Vec<u32>> {
-    let target = fs::symlink_metadata(path)?;
-    let own = std::process::id();
-    let mut pids = Vec::new();
-    for entry in fs::read_dir("/proc")? {
-        let Ok(entry) = entry else { continue };
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == own {
-            continue;
-        }
-        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
-            continue;
-        };
-        for fd in fds.flatten() {
-            let same = fs::metadata(fd.path())
-                .is_ok_and(|m| m.dev() == target.dev() && m.ino() == target.ino());
-            if same && fd_writes(&entry.path().join("fdinfo").join(fd.file_name())) {
-                pids.push(pid);
-                break;
-            }
-        }
-    }
-    Ok(pids)
 }
 
 /// Renames `from` to `to` only if nothing is at `to` (`renameat2` with `RENAME_NOREPLACE`).

@@ -27,8 +27,14 @@
 mod inotify;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod local_path;
+#[cfg(target_os = "linux")]
+mod mountinfo;
 #[cfg(unix)]
 pub mod unix;
+#[cfg(target_os = "linux")]
+mod writers;
 // Its pure parts are built for the tests everywhere, so that they run on Linux too.
 #[cfg(any(target_os = "macos", test))]
 mod macos;
@@ -49,8 +55,12 @@ mod unsupported;
 #[cfg(target_os = "linux")]
 pub use linux::{
     boot_id, dir_times_tell_entries, has_posix_acl, is_network_fs, process_start_id,
-    rename_no_replace, writers_elsewhere,
+    rename_no_replace,
 };
+#[cfg(target_os = "linux")]
+pub use local_path::canonicalize_local;
+#[cfg(target_os = "linux")]
+pub use writers::writers_elsewhere;
 // The seam's ACL check is the extended ACL there.
 #[cfg(target_os = "macos")]
 pub use macos::{
@@ -66,6 +76,13 @@ pub use unsupported::{
 pub use windows::{
     boot_id, has_posix_acl, is_network_fs, process_start_id, rename_no_replace, writers_elsewhere,
 };
+
+/// `path` with every symlink resolved as [`os::canonicalize`] does, where the platform can
+/// tell which mounts another process or host serves (Linux) without stepping onto one.
+#[cfg(not(target_os = "linux"))]
+pub fn canonicalize_local(path: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+    os::canonicalize(path)
+}
 
 /// Asks that `region` (starting on a page boundary) be backed by huge pages: Linux's
 /// transparent huge pages; elsewhere nothing. Advice only: the memory works the same either

@@ -46,7 +46,8 @@ pub(super) fn ownership(storage: &dyn SessionStorage, cwd: &str, identity: &Iden
         Ok(resolved) if &resolved == identity => Ownership::Owned,
         Ok(_) => Ownership::Foreign,
         Err(ScopeError::NetworkUnsupported { .. }) => Ownership::Invalid("cwd_network_unsupported"),
-        Err(_) => match storage.canonicalize(Path::new(cwd)) {
+        Err(ScopeError::ServedElsewhere { .. }) => Ownership::Invalid("cwd_served_elsewhere"),
+        Err(_) => match storage.canonicalize_local(Path::new(cwd)) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ownership::Invalid("cwd_not_found"),
             Ok(real) if storage.lstat(&real).is_ok_and(|s| s.kind != EntryKind::Dir) => {
                 Ownership::Invalid("cwd_not_directory")

@@ -254,6 +254,7 @@ impl LegacyError {
             LegacyError::DurabilityFailed { .. } => "durability_failed",
             LegacyError::Scope(ScopeError::BindingConflict { .. }) => "binding_conflict",
             LegacyError::Scope(ScopeError::NetworkUnsupported { .. }) => "network_unsupported",
+            LegacyError::Scope(ScopeError::ServedElsewhere { .. }) => "served_elsewhere",
             LegacyError::Scope(ScopeError::InvalidWorkspace { .. }) => "cwd_missing",
             LegacyError::Scope(_) => "binding_invalid",
             LegacyError::Io { .. } => "io_error",
