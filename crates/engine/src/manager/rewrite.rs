@@ -16,7 +16,10 @@
 //!
 //! - [`atomic_replace_checked`] runs a check before the temp file is written and again right
 //!   before the rename; if it fails nothing is replaced and the temp file is removed. The
-//!   manager uses it to replace only the very file memory reflects.
+//!   manager uses it to replace only the very file memory reflects. The second check and
+//!   the rename are made holding a lock on the file being replaced, so that of two
+//!   processes replacing one file at once the second finds the first one's file and is
+//!   refused, instead of renaming over it and losing what was appended to it meanwhile.
 //! - Recovery ([`recover_dir`]) runs only where sessions are opened for writing or created,
 //!   never while listing, and never in a legacy directory (a name starting with `-`), whose
 //!   files gjcfs does not change.
@@ -88,12 +91,17 @@ pub fn atomic_replace_checked(
     // recovery sees it held and leaves it alone.
     let result = write(writer.as_mut())
         .and_then(|()| writer.fsync())
-        .and_then(|()| check())
-        .and_then(|()| match storage.rename(&temp, target) {
-            Err(e) if crate::storage::is_rename_refused(&e) => {
-                replace_with_backup(storage, &temp, target, e)
+        .and_then(|()| {
+            // Checked and renamed under the lock: another process's replacement of the
+            // same file waits, then its check finds this one's file.
+            let _lock = lock_target(storage, target)?;
+            check()?;
+            match storage.rename(&temp, target) {
+                Err(e) if crate::storage::is_rename_refused(&e) => {
+                    replace_with_backup(storage, &temp, target, e)
+                }
+                other => other,
             }
-            other => other,
         });
     if result.is_err() {
         let _ = storage.unlink(&temp);
@@ -102,6 +110,27 @@ pub fn atomic_replace_checked(
     // file is in place.
     let _ = writer.close();
     result
+}
+
+/// The file at `target` open and locked ([`StorageWriter::lock`]) while a replacement checks
+/// it and renames over it, so that two processes replacing one file do so one after the
+/// other; `None` when nothing is there yet. The lock is on the file the rename replaces:
+/// a process that waited for it finds, once it has it, another file at the path, which its
+/// check refuses. Unix only: Windows refuses to rename over a file held open this way.
+fn lock_target(
+    storage: &dyn SessionStorage,
+    target: &Path,
+) -> io::Result<Option<Box<dyn StorageWriter>>> {
+    if !cfg!(unix) {
+        return Ok(None);
+    }
+    let mut file = match storage.open_writer(target, OpenMode::AppendExisting) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    file.lock()?;
+    Ok(Some(file))
 }
 
 /// The temp files this process is writing now, which its own recoveries must leave alone
@@ -314,8 +343,9 @@ mod tests {
     #[test]
     fn eperm_rename_falls_back_to_a_backup_dance() {
         let (storage, target) = setup();
-        // open_writer, write, fsync, rename(EPERM), rename to .bak, rename in, unlink, close.
-        let rename_at = storage.op_count() + 3;
+        // open_writer, write, fsync, the target opened and locked, rename(EPERM), rename to
+        // .bak, rename in, unlink, close.
+        let rename_at = storage.op_count() + 5;
         storage.set_fault(Some(Fault {
             at: rename_at,
             kind: FaultKind::Errno(libc::EPERM),
@@ -329,15 +359,15 @@ mod tests {
     fn failed_rollback_is_reported_and_the_backup_is_recovered() {
         let (storage, target) = setup();
         let base = storage.op_count();
-        // rename(EPERM) at +3, target→backup at +4, temp→target fails at +5, rollback at +6.
+        // rename(EPERM) at +5, target→backup at +6, temp→target fails at +7, rollback at +8.
         let fail = |at, errno| Fault {
             at: base + at,
             kind: FaultKind::Errno(errno),
         };
         storage.set_faults(vec![
-            fail(3, libc::EPERM),
-            fail(5, libc::EIO),
-            fail(6, libc::EIO),
+            fail(5, libc::EPERM),
+            fail(7, libc::EIO),
+            fail(8, libc::EIO),
         ]);
         let err = replace(&storage, &target).unwrap_err();
         assert!(err.to_string().contains("rollback from"), "{err}");
