@@ -1454,7 +1454,7 @@ fn snapshot(root: &Path) -> std::collections::BTreeMap<PathBuf, (Vec<u8>, std::t
 
 /// A store holding a managed session, a legacy v1 session, an OpenAI-history session, an
 /// orphaned backup in each kind of directory and a temp file left by a crashed rewrite.
-fn mixed_store() -> (Store, PathBuf, String) {
+pub(crate) fn mixed_store() -> (Store, PathBuf, String) {
     let s = store();
     let ws = s.tmp.path().join("workspace");
     let root = s.tmp.path().join("agent/sessions");

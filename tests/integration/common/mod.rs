@@ -42,6 +42,7 @@ pub mod pty;
 #[cfg(target_os = "linux")]
 pub mod tmpfs;
 pub mod vfs_io;
+pub mod watchdog;
 
 use std::path::PathBuf;
 

@@ -1,5 +1,7 @@
 //! A mounted `gjcfs mount` for tests: started on a temporary mountpoint, waited for in
-//! /proc/mounts, and always unmounted and reaped on drop, also when the test panics.
+//! /proc/mounts, and always unmounted and reaped on drop, also when the test panics. Every
+//! mount serves under a [`Watchdog`]: past its bound the mount's FUSE connection is
+//! aborted and the test fails when the `Mount` is dropped, instead of hanging.
 //!
 //! A test that mounts starts with `require_fuse!()`: without /dev/fuse or fusermount3 it
 //! returns at once and says so on the terminal (`skipped: <test>: …`, past the harness's
@@ -17,6 +19,8 @@ const PATIENCE: Duration = Duration::from_secs(20);
 const POLL: Duration = Duration::from_millis(20);
 
 pub use gjcfs::fuse::lifecycle::{answers, is_mounted};
+
+use super::watchdog::{abort_if_mounted, connection_of, Watchdog, BOUND};
 
 /// Runs a tool to completion.
 pub fn run(program: &str, args: &[&str]) -> std::process::Output {
@@ -114,6 +118,13 @@ pub struct Mount {
     cache: PathBuf,
     /// The server's `GJCFS_LOG`, if the test sets one.
     log_filter: Option<String>,
+    /// How long the mount may serve before its watchdog aborts it.
+    bound: Duration,
+    watchdog: Option<Watchdog>,
+    /// The FUSE connection of the current server's mount.
+    connection: Option<u32>,
+    /// Whether a watchdog of an earlier server on this mountpoint fired.
+    fired: bool,
     _dir: tempfile::TempDir,
 }
 
@@ -135,7 +146,21 @@ impl Mount {
         Mount::start_in(args, None, Some(filter.to_owned()))
     }
 
+    /// [`Mount::start`] with a watchdog bound of its own instead of [`BOUND`].
+    pub fn start_with_bound(args: &[&str], bound: Duration) -> Mount {
+        Mount::start_bounded(args, None, None, bound)
+    }
+
     fn start_in(args: &[&str], cache: Option<PathBuf>, log_filter: Option<String>) -> Mount {
+        Mount::start_bounded(args, cache, log_filter, BOUND)
+    }
+
+    fn start_bounded(
+        args: &[&str],
+        cache: Option<PathBuf>,
+        log_filter: Option<String>,
+        bound: Duration,
+    ) -> Mount {
         let dir = tempfile::tempdir().expect("temp dir");
         let mountpoint = dir.path().join("mnt");
         fs::create_dir(&mountpoint).unwrap();
@@ -146,6 +171,10 @@ impl Mount {
             log,
             cache: cache.unwrap_or_else(|| dir.path().join("cache")),
             log_filter,
+            bound,
+            watchdog: None,
+            connection: None,
+            fired: false,
             _dir: dir,
         };
         mount.spawn(args);
@@ -189,6 +218,21 @@ impl Mount {
             );
             sleep(POLL);
         }
+        let pid = self.pid();
+        self.connection = connection_of(&self.mountpoint);
+        self.watchdog = Some(Watchdog::start(
+            pid,
+            &self.mountpoint,
+            self.connection,
+            self.bound,
+        ));
+    }
+
+    /// Ends the watch of the current server; whether any watchdog of this mount fired.
+    fn end_watch(&mut self) -> bool {
+        let fired = self.watchdog.take().is_some_and(|mut w| w.stop());
+        self.fired |= fired;
+        self.fired
     }
 
     /// Kills the server with SIGKILL, leaving whatever the kernel keeps of the mount.
@@ -197,6 +241,18 @@ impl Mount {
             let _ = child.kill();
             let _ = child.wait();
         }
+        self.end_watch();
+    }
+
+    /// Stops the server (SIGSTOP): every request to the mount then waits, as on a FUSE
+    /// mount whose server hangs. [`Mount::resume`] and the drop let it go on.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
     }
 
     /// Waits for the server to exit on its own (after an outside unmount).
@@ -211,6 +267,7 @@ impl Mount {
         while start.elapsed() < limit {
             if let Some(status) = child.try_wait().unwrap() {
                 self.child = None;
+                self.end_watch();
                 return Some(status);
             }
             sleep(POLL);
@@ -269,7 +326,11 @@ impl Mount {
 
 impl Drop for Mount {
     fn drop(&mut self) {
+        self.resume();
         if self.child.is_some() && self.stop().is_none() {
+            // A server that does not stop may wait on its own mount: ending the connection
+            // ends every wait on it, the server's own included.
+            abort_if_mounted(&self.mountpoint, self.connection);
             for flag in ["-u", "-uz"] {
                 if is_mounted(&self.mountpoint) {
                     let _ = Command::new("fusermount3")
@@ -288,6 +349,15 @@ impl Drop for Mount {
                 .arg("-uz")
                 .arg(&self.mountpoint)
                 .status();
+        }
+        if self.end_watch() && !std::thread::panicking() {
+            panic!(
+                "watchdog: the mount at {} served past its bound of {:?} and was aborted; \
+                 server log: {}",
+                self.mountpoint.display(),
+                self.bound,
+                self.log_text()
+            );
         }
     }
 }
