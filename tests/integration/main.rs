@@ -32,6 +32,7 @@ mod html_browser;
 mod identity;
 mod inspect;
 mod legacy;
+mod legacy_refusals;
 mod liveness;
 mod load;
 mod managed;

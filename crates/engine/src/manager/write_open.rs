@@ -22,8 +22,10 @@ use std::path::{Path, PathBuf};
 
 use super::{absolute, read_error, recover_dir, torn_tail, SessionError, SessionManager, State};
 use super::{PersistError, SessionResult, StorageConfig};
+use crate::format::blob::sha256_hex;
 use crate::format::record::Record;
 use crate::manager::is_legacy_dir_name;
+use crate::read::inspect::parse_strict;
 use crate::read::load::LoadError;
 use crate::storage::{check_private_file, SessionStorage};
 use crate::store::legacy::{
@@ -160,6 +162,31 @@ fn locate(
     Ok((path.to_owned(), rules))
 }
 
+/// Refuses the legacy transcript at `path` before anything is copied into the managed scope
+/// when the strict checks of the managed open would refuse its copy: its bytes as listed
+/// (`sha256`), less a torn last line the open would cut off the copy. Bytes that are no
+/// longer the listed ones are left for the migration, which refuses a changed source.
+fn refuse_before_copy(
+    storage: &dyn SessionStorage,
+    path: &Path,
+    sha256: &str,
+) -> SessionResult<()> {
+    let bytes = storage.read(path).map_err(read_error(path))?;
+    if sha256_hex(&bytes) != sha256 {
+        return Ok(());
+    }
+    let end = match torn_tail::find_torn_tail(storage, path) {
+        Some(cut) if cut.offset + cut.len == bytes.len() as u64 => cut.offset as usize,
+        _ => bytes.len(),
+    };
+    parse_strict(&bytes[..end])
+        .map(drop)
+        .map_err(|failure| SessionError::Inspect {
+            path: path.to_owned(),
+            failure,
+        })
+}
+
 /// Whether `path` is a transcript directly inside a legacy directory of `root`.
 fn is_legacy_transcript(root: &Path, path: &Path) -> bool {
     let Some(dir) = path.parent() else {
@@ -205,6 +232,9 @@ fn migrate_for_writing(
     };
     let listed = abs_root.join(dir).join(name);
     if let Some(candidate) = listing.owned.iter().find(|c| c.path == listed) {
+        if policy != MigrationPolicy::Disabled {
+            refuse_before_copy(storage, path, &candidate.identity.sha256)?;
+        }
         return Ok(path_for_writing(root, cwd, candidate, policy)?);
     }
     // Migrated before: the listing shows the copy (same name in the scope) instead.
