@@ -23,7 +23,9 @@ pub struct CheckArgs {
     /// temp file of an interrupted rewrite whose session is intact, put back a backup whose
     /// session is missing, restore owner-only modes, move away a migration lock a crash
     /// left. A copy of every file whose bytes change is kept, and what is removed is moved,
-    /// into <store>/gjcfs-repairs/<time>/ with a manifest; no session is ever deleted.
+    /// into <store>/gjcfs-repairs/<time>/ with a manifest that records each change before it
+    /// is made (a run that did not finish is reported by the next check); no session is ever
+    /// deleted.
     #[arg(long)]
     repair: bool,
     /// Print one JSON object: {"sessions","blobs","errors","warnings","notes","findings",
@@ -49,6 +51,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
                 sessions_root: None,
                 session_dir: Some(dir.clone()),
                 blob_dir: dirs.blob_dir(),
+                repair_base: Some(dir.clone()),
             },
             dir.clone(),
         ),
@@ -57,6 +60,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
                 sessions_root: Some(dirs.sessions_root()),
                 session_dir: None,
                 blob_dir: dirs.blob_dir(),
+                repair_base: Some(dirs.agent_dir().to_owned()),
             },
             dirs.agent_dir().to_owned(),
         ),

@@ -391,12 +391,22 @@ fn repair_fixes_only_what_is_safe_keeps_copies_and_deletes_no_session() {
         .scope
         .join(".gjc-managed-session-internal/locks/abc.lock")
         .exists());
-    // The manifest names each change.
+    // The manifest names each change, begun then done, and the run complete.
     let manifest = fs::read_to_string(kept_in.join("manifest.jsonl")).unwrap();
-    assert_eq!(manifest.lines().count(), 6, "{manifest}");
-    for line in manifest.lines() {
-        json::parse(line).unwrap();
-    }
+    let states: Vec<String> = manifest
+        .lines()
+        .map(|line| {
+            let line = json::parse(line).unwrap();
+            line.as_object()
+                .unwrap()
+                .get_str("state")
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let mut expected = ["begun", "done"].repeat(6);
+    expected.push("complete");
+    assert_eq!(states, expected, "{manifest}");
     // No session was deleted; the backup came back as one.
     let after = snapshot(&agent);
     for path in &transcripts_before {
@@ -455,4 +465,44 @@ fn the_mount_shows_the_report_in_its_check_file_and_changes_nothing() {
     assert!(ok("ls", &[p(mount.path())]).lines().any(|l| l == "check"));
     drop(mount);
     assert_eq!(snapshot(&agent), before, "reading the check file wrote");
+}
+
+#[test]
+fn the_command_reports_a_repair_that_did_not_finish() {
+    let s = store();
+    let run = s
+        .tmp
+        .path()
+        .join("agent/gjcfs-repairs/2026-01-01T00-00-00.000Z");
+    fs::create_dir_all(&run).unwrap();
+    let wide = s.file.to_str().unwrap();
+    fs::write(
+        run.join("manifest.jsonl"),
+        format!(
+            "{{\"step\":1,\"state\":\"begun\",\"path\":\"{wide}\",\"kind\":\"wide_mode\",\
+             \"repair\":\"set its mode from 644 to 600\"}}\n"
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(gjcfs_bin())
+        .args(["check", "--agent-dir", &s.agent_dir()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("unfinished_repair"), "{text}");
+    assert!(text.contains(run.to_str().unwrap()), "{text}");
+    assert!(
+        text.contains(&format!("{wide}: set its mode from 644 to 600")),
+        "{text}"
+    );
+    // Once the run says it is complete, nothing is reported.
+    let mut manifest = fs::read(run.join("manifest.jsonl")).unwrap();
+    manifest.extend_from_slice(b"{\"state\":\"complete\",\"steps\":1}\n");
+    fs::write(run.join("manifest.jsonl"), manifest).unwrap();
+    let out = std::process::Command::new(gjcfs_bin())
+        .args(["check", "--agent-dir", &s.agent_dir()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
 }

@@ -44,6 +44,7 @@ mod mount_views;
 mod peer_cases;
 mod properties;
 mod refresh;
+mod repair_crash;
 mod resume;
 mod scope;
 mod search;

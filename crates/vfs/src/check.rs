@@ -48,6 +48,8 @@ impl CheckView {
                 sessions_root,
                 session_dir,
                 blob_dir: blob_dir.to_owned(),
+                // Repairs are the command's: their directories are not looked at.
+                repair_base: None,
             },
             storage,
             report: Mutex::new(None),

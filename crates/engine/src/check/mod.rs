@@ -12,19 +12,22 @@
 //! - leftovers of interrupted full rewrites: temp files and backups;
 //! - legacy directories: each legacy session with or without its managed copy (notes);
 //! - the blob store: blobs whose bytes do not match their name, blobs no session
-//!   references, temp files of interrupted writes, modes.
+//!   references, temp files of interrupted writes, modes;
+//! - earlier repairs that did not finish: a repair directory whose manifest is not marked
+//!   complete, with the changes it began and did not confirm.
 //!
 //! [`repair`] fixes only what is safe ([`Repair`]): it cuts a torn last line the rules of
 //! [`crate::manager::cut_torn_tail`] allow, moves away a temp file no process writes (a
 //! rewrite's only when its session is intact), puts back a backup whose session is
 //! missing, restores owner-only modes, and moves away a migration lock a crash left. Before
 //! a file's bytes change a copy of the whole file is kept, and what is removed is moved,
-//! not deleted, into one directory per repair ([`repairs_dir`]) with a manifest of every
-//! change. It never deletes or rewrites a session, never touches a legacy directory, and
+//! not deleted, into one directory per repair ([`repairs_dir`]) with a manifest that
+//! records each change, durably, before it is made, and marks it done after. It never deletes or rewrites a session, never touches a legacy directory, and
 //! checks each precondition again right before it acts. Everything else is left for a
 //! person, and the report says what to do.
 
 mod blobs;
+mod journal;
 mod privacy;
 mod repair;
 mod report;
@@ -32,6 +35,7 @@ mod store;
 
 use std::path::PathBuf;
 
+pub use journal::MANIFEST_NAME;
 pub use repair::{repair, repairs_dir, RepairOutcome, Repaired, REPAIRS_DIR_NAME};
 pub use store::check_store;
 
@@ -125,6 +129,10 @@ pub struct CheckTarget {
     pub session_dir: Option<PathBuf>,
     /// The blob store.
     pub blob_dir: PathBuf,
+    /// The directory whose `gjcfs-repairs/` holds the repair directories of earlier runs
+    /// (the `base` of [`repair`] and [`repairs_dir`]): each run there that did not finish is
+    /// reported (`unfinished_repair`). `None`: not looked at.
+    pub repair_base: Option<PathBuf>,
 }
 
 /// What [`check_store`] found.

@@ -1,11 +1,12 @@
 //! The safe repairs of a check's findings ([`repair`]), each preceded by a copy of what it
-//! changes, in one repair directory per run with a manifest of every change.
+//! changes, in one repair directory per run with a manifest that records each change before
+//! it is made.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::journal::Journal;
 use super::{Finding, Repair, Report, Severity};
-use crate::json::{self, Object, Value};
 use crate::manager::{cut_torn_tail, temp_file_unused};
 use crate::storage::{EntryKind, OpenMode, SessionStorage};
 use crate::store::legacy::{lock_state, LockState};
@@ -60,9 +61,11 @@ impl RepairOutcome {
 }
 
 /// Applies the repairs `report` offers. Copies go to `dir` (created owner-only when first
-/// needed), under their path relative to `base`; a manifest of every change is written
-/// there (`manifest.jsonl`). Each repair checks again that it still applies right before
-/// it acts, and one that does not is left, saying why.
+/// needed), under their path relative to `base`. The manifest there (`manifest.jsonl`, see
+/// [`super::journal`]) records each change, appended and synced, before it is made, and
+/// what became of it after; a change that cannot be recorded first is not made. Each repair
+/// checks again that it still applies right before it acts, and one that does not is left,
+/// saying why.
 pub fn repair(
     storage: &dyn SessionStorage,
     report: &Report,
@@ -70,37 +73,32 @@ pub fn repair(
     dir: &Path,
 ) -> RepairOutcome {
     let mut outcome = RepairOutcome::default();
-    let mut manifest = Vec::new();
     let keep = Keep { storage, base, dir };
+    let mut journal = Journal::new(storage, dir);
     for (index, finding) in report.findings.iter().enumerate() {
         let Some(repair) = &finding.repair else {
             continue;
         };
-        let result = apply(storage, finding, repair, &keep);
-        if let Ok(done) = &result {
-            let mut line = Object::with_capacity(4);
-            line.insert(
-                "path",
-                Value::string(finding.path.to_string_lossy().into_owned()),
-            );
-            line.insert("kind", Value::string(finding.kind));
-            line.insert("repair", Value::string(repair.describe()));
-            line.insert("done", Value::string(done.as_str()));
-            manifest.push(json::to_compact(&Value::Object(line)));
-        }
+        let result = match journal.begin(finding, repair) {
+            Ok(step) => {
+                let result = apply(storage, finding, repair, &keep);
+                match (journal.end(step, &result), result) {
+                    (Err(e), Ok(done)) => Ok(format!(
+                        "{done} (not confirmed in the manifest, which the next check \
+                         reports: {e})"
+                    )),
+                    (_, result) => result,
+                }
+            }
+            Err(e) => Err(format!(
+                "not repaired: the change could not be recorded in the manifest first ({e})"
+            )),
+        };
         outcome.results.push(Repaired { index, result });
     }
-    if !manifest.is_empty() {
-        let mut bytes = manifest.join("\n").into_bytes();
-        bytes.push(b'\n');
-        let written = storage.ensure_dir(dir).and_then(|()| {
-            crate::storage::write_new_durable(storage, &dir.join("manifest.jsonl"), &bytes)
-        });
-        if written.is_ok() {
-            outcome.kept_in = Some(dir.to_owned());
-        }
-    }
-    if outcome.kept_in.is_none() && storage.exists(dir) {
+    // A run not marked complete is reported by the next check.
+    let _ = journal.complete();
+    if storage.exists(dir) {
         outcome.kept_in = Some(dir.to_owned());
     }
     outcome
@@ -153,7 +151,10 @@ impl Keep<'_> {
             writer.fsync()
         })();
         let closed = writer.close();
-        if let Err(e) = copied.and(closed) {
+        if let Err(e) = copied
+            .and(closed)
+            .and_then(|()| sync_parent(self.storage, &target))
+        {
             let _ = self.storage.unlink(&target);
             return Err(e);
         }
@@ -165,14 +166,27 @@ impl Keep<'_> {
         let target = self.place_of(path);
         self.prepare(&target)?;
         match self.storage.rename_no_replace(path, &target) {
-            Ok(()) => Ok(target),
+            Ok(()) => {
+                sync_parent(self.storage, &target)?;
+                sync_parent(self.storage, path)?;
+                Ok(target)
+            }
             Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
                 let copy = self.copy(path)?;
                 self.storage.unlink(path)?;
+                sync_parent(self.storage, path)?;
                 Ok(copy)
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+/// Makes the entry of `path` in its directory durable.
+fn sync_parent(storage: &dyn SessionStorage, path: &Path) -> io::Result<()> {
+    match path.parent() {
+        Some(dir) => storage.sync_dir(dir),
+        None => Ok(()),
     }
 }
 
@@ -227,8 +241,10 @@ fn apply(
             }
             storage
                 .rename_no_replace(path, to)
+                .map_err(|e| format!("not renamed: {e}"))?;
+            sync_parent(storage, to)
                 .map(|()| format!("renamed back to {}", to.display()))
-                .map_err(|e| format!("not renamed: {e}"))
+                .map_err(|e| format!("renamed back to {}, but not synced: {e}", to.display()))
         }
         Repair::RestoreMode { from, to } => {
             let stat = storage.lstat(path).map_err(|e| format!("left: {e}"))?;

@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::privacy::privacy_of;
-use super::{blobs, CheckProgress, CheckTarget, Repair, Report, Severity};
+use super::{blobs, journal, CheckProgress, CheckTarget, Repair, Report, Severity};
 use crate::format::blob::{is_valid_hash, BLOB_REF_PREFIX};
 use crate::manager::temp_file_unused;
 use crate::manager::{backup_primary, find_torn_tail, is_legacy_dir_name, temp_file_primary};
@@ -94,6 +94,9 @@ pub fn check_store(
     }
     note_legacy_copies(&seen, &mut report);
     blobs::check_blobs(storage, &target.blob_dir, &seen.blob_refs, &mut report)?;
+    if let Some(base) = &target.repair_base {
+        journal::report_unfinished(storage, base, &mut report);
+    }
     Ok(report)
 }
 
