@@ -506,3 +506,32 @@ fn the_command_reports_a_repair_that_did_not_finish() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn the_command_reports_a_record_the_strict_checks_refuse_with_its_line() {
+    let s = store();
+    let mut bytes = fs::read(&s.file).unwrap();
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+    bytes.extend_from_slice(
+        br#"{"type":"message","id":"late","parentId":null,"message":{"role":"user","content":"x"}}"#,
+    );
+    bytes.push(b'\n');
+    write_private(&s.file, &bytes);
+    let out = std::process::Command::new(gjcfs_bin())
+        .args(["check", "--agent-dir", &s.agent_dir()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(
+        text.contains(&format!("error     refused_record  {}", s.file.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "line {} is refused by the strict checks (an entry needs a string timestamp)",
+            lines + 1
+        )),
+        "{text}"
+    );
+}

@@ -11,6 +11,7 @@
 mod common;
 
 mod check;
+mod check_strict;
 mod cli;
 mod code_shape;
 mod cold_spill;

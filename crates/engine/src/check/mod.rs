@@ -3,10 +3,11 @@
 //!
 //! [`check_store`] reads the store — it never writes — and reports each finding with its
 //! file, what it means and how bad it is ([`Severity`]):
-//! - transcripts: a torn last line, malformed lines, a file that is not a session, a
-//!   version newer than 5, entries whose parent is not in the session, references to blobs
-//!   the blob store lacks or holds damaged; in a managed scope also a mode wider than
-//!   `0600`, another owner, more than one link, an ACL;
+//! - transcripts: a torn last line, malformed lines, records and bytes the strict checks
+//!   refuse (each named by its line), a file that is not a session, a version newer than
+//!   5, entries whose parent is not in the session, references to blobs the blob store
+//!   lacks or holds damaged; in a managed scope also a mode wider than `0600`, another
+//!   owner, more than one link, an ACL;
 //! - managed scopes: the binding (missing, damaged, naming another directory), the scope's
 //!   mode and owner, migration locks a crash left, files that are not sessions;
 //! - leftovers of interrupted full rewrites: temp files and backups;
@@ -32,6 +33,7 @@ mod privacy;
 mod repair;
 mod report;
 mod store;
+mod strict;
 
 use std::path::PathBuf;
 

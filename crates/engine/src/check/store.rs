@@ -7,6 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::privacy::privacy_of;
+use super::strict::{self, lines_named};
 use super::{blobs, journal, CheckProgress, CheckTarget, Repair, Report, Severity};
 use crate::format::blob::{is_valid_hash, BLOB_REF_PREFIX};
 use crate::manager::temp_file_unused;
@@ -279,7 +280,8 @@ fn check_internal(storage: &dyn SessionStorage, internal: &Path, report: &mut Re
     }
 }
 
-/// One transcript: privacy (managed), whether it loads, its lines, its tree, its blobs.
+/// One transcript: privacy (managed), whether it loads, its lines, what the strict checks
+/// refuse, its tree, its blobs.
 fn check_transcript(
     storage: &dyn SessionStorage,
     path: &Path,
@@ -290,13 +292,18 @@ fn check_transcript(
     if place == Place::Managed {
         privacy_of(storage, path, false, report);
     }
-    let Some(loaded) = loaded_session(storage, path, report) else {
+    let Some(mut loaded) = loaded_session(storage, path, report) else {
         return;
     };
     seen.loadable.insert(path.to_owned());
     report_damaged_lines(storage, path, place, &loaded, report);
+    if let Some(at) = loaded.invalid_utf8 {
+        strict::report_invalid_utf8(storage, path, at, report);
+    }
+    let record_lines = std::mem::take(&mut loaded.record_lines);
     let built = build_session(loaded.records, loaded.summaries);
     let session = built.session;
+    strict::report_refused_records(&session, &record_lines, path, report);
     report_orphans(&session, path, report);
     let id = session.header().id().unwrap_or_default().to_owned();
     match place {
@@ -416,21 +423,6 @@ fn report_orphans(session: &Session, path: &Path, report: &mut Report) {
             ),
             None,
         );
-    }
-}
-
-/// "line 3", "lines 3, 7 and 9", "lines 3, 7, 9 and 12 more".
-fn lines_named(lines: &[usize]) -> String {
-    const SHOWN: usize = 5;
-    let shown: Vec<String> = lines.iter().take(SHOWN).map(usize::to_string).collect();
-    match lines.len() {
-        1 => format!("line {} is", shown[0]),
-        n if n <= SHOWN => format!(
-            "lines {} and {} are",
-            shown[..n - 1].join(", "),
-            shown[n - 1]
-        ),
-        n => format!("lines {} and {} more are", shown.join(", "), n - SHOWN),
     }
 }
 
@@ -633,15 +625,5 @@ mod tests {
         scan_blob_refs(&storage, Path::new("/s/t.jsonl"), &mut refs).unwrap();
         let found: Vec<&String> = refs.keys().collect();
         assert_eq!(found, [&hash, &"b".repeat(64)]);
-    }
-
-    #[test]
-    fn line_lists_read_well() {
-        assert_eq!(lines_named(&[3]), "line 3 is");
-        assert_eq!(lines_named(&[3, 7, 9]), "lines 3, 7 and 9 are");
-        assert_eq!(
-            lines_named(&[1, 2, 3, 4, 5, 6, 7]),
-            "lines 1, 2, 3, 4, 5 and 2 more are"
-        );
     }
 }

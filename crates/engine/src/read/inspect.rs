@@ -242,13 +242,54 @@ pub fn strict_session(lines: Lines) -> Result<Built, InspectFailure> {
         ));
     }
     let built = build_session(loaded.records, replayed.summaries);
-    for record in built.session.records() {
-        if let Some(why) = schema_violation(record) {
-            let id = record.id().unwrap_or("?");
-            return Err(malformed(format!("record {id}: {why}")));
-        }
+    if let Some(refused) = schema_refusals(&built.session, &replayed.lines).next() {
+        return Err(malformed(refused.to_string()));
     }
     Ok(built)
+}
+
+/// A record the schema check refuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// The record's 1-based line number in the file (0 when not known).
+    pub line: usize,
+    /// The record's `id`, if it has a string one.
+    pub id: Option<String>,
+    /// The rule it breaks ([`schema_violation`]).
+    pub why: &'static str,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}: record {}: {}",
+            self.line,
+            self.id.as_deref().unwrap_or("?"),
+            self.why
+        )
+    }
+}
+
+/// The records of `session` (migrated) that the schema check refuses, in file order; `lines`
+/// holds the line number of each record as read ([`crate::read::replay::Replayed::lines`]),
+/// which migration keeps in order.
+pub fn schema_refusals<'a>(
+    session: &'a Session,
+    lines: &'a [usize],
+) -> impl Iterator<Item = Refused> + 'a {
+    session
+        .records()
+        .iter()
+        .enumerate()
+        .filter_map(move |(at, record)| {
+            let why = schema_violation(record)?;
+            Some(Refused {
+                line: lines.get(at).copied().unwrap_or(0),
+                id: record.id().map(str::to_owned),
+                why,
+            })
+        })
 }
 
 fn is_string(v: Option<&Value>) -> bool {
@@ -276,11 +317,14 @@ pub fn schema_violation(record: &Record) -> Option<&'static str> {
         let ok = is_string(get("id")) && is_string(get("cwd")) && is_string(get("timestamp"));
         return (!ok).then_some("a header needs string id, cwd and timestamp");
     }
-    let base_ok = is_string(get("id"))
-        && matches!(get("parentId"), Some(Value::Null | Value::String(_)))
-        && is_string(get("timestamp"));
-    if !base_ok {
-        return Some("an entry needs a string id and timestamp and a null or string parentId");
+    if !is_string(get("id")) {
+        return Some("an entry needs a string id");
+    }
+    if !matches!(get("parentId"), Some(Value::Null | Value::String(_))) {
+        return Some("an entry needs a null or string parentId");
+    }
+    if !is_string(get("timestamp")) {
+        return Some("an entry needs a string timestamp");
     }
     let ok = match record.record_type() {
         RecordType::Message => record.message().is_some_and(|m| is_string(m.get("role"))),

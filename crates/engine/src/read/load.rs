@@ -104,6 +104,11 @@ pub struct LoadedEntries {
     pub summaries: Option<Vec<Summary>>,
     /// What was read, when the file exists.
     pub mark: Option<ReadMark>,
+    /// The 1-based line number of each record of `records`, when the load kept them.
+    pub record_lines: Vec<usize>,
+    /// The offset of the first byte that is not UTF-8 (the lines are read as if it were
+    /// U+FFFD), if any.
+    pub invalid_utf8: Option<u64>,
 }
 
 /// Why a session file could not be loaded.
@@ -167,6 +172,8 @@ pub fn load_entries_from_storage(
                 skipped: Vec::new(),
                 summaries: None,
                 mark: None,
+                record_lines: Vec::new(),
+                invalid_utf8: None,
             })
         }
         Err(e) => return Err(io_error(e)),
@@ -174,6 +181,7 @@ pub fn load_entries_from_storage(
     let size = file.size().map_err(io_error)?;
     let lines = read_lines(file.as_ref(), 0, size, 1);
     let mark = ReadMark::of(file.id(), &lines);
+    let invalid_utf8 = lines.invalid_utf8;
     let replayed = replay_lines(lines).map_err(|e| match e {
         ReplayError::UnsupportedVersion { version } => LoadError::UnsupportedVersion {
             path: path.to_owned(),
@@ -184,8 +192,10 @@ pub fn load_entries_from_storage(
     let mut loaded = entries_from_records(replayed.records, replayed.skipped);
     if loaded.status == LoadStatus::Loaded {
         loaded.summaries = replayed.summaries;
+        loaded.record_lines = replayed.lines;
     }
     loaded.mark = Some(mark);
+    loaded.invalid_utf8 = invalid_utf8;
     Ok(loaded)
 }
 
@@ -204,6 +214,8 @@ pub fn entries_from_records(records: Vec<Record>, skipped: Vec<SkippedLine>) -> 
         skipped,
         summaries: None,
         mark: None,
+        record_lines: Vec::new(),
+        invalid_utf8: None,
     }
 }
 

@@ -49,6 +49,8 @@ pub struct Replayed {
     /// One summary per record, as the records are after replay, when the lines came with
     /// them.
     pub summaries: Option<Vec<Summary>>,
+    /// The 1-based line number of each record of `records`.
+    pub lines: Vec<usize>,
 }
 
 /// Why a file's lines could not be replayed.
@@ -166,6 +168,8 @@ pub fn resume_lines(base: &Session, patches_apply: bool, lines: Vec<ParsedLine>)
 /// Streaming replay state.
 struct Replayer<'b> {
     out: Vec<Record>,
+    /// The line number of each record of `out`.
+    lines: Vec<usize>,
     skipped: Vec<SkippedLine>,
     /// Index of the first `session` record in `out`.
     header: Option<usize>,
@@ -190,6 +194,7 @@ impl Default for Replayer<'_> {
     fn default() -> Self {
         Replayer {
             out: Vec::new(),
+            lines: Vec::new(),
             skipped: Vec::new(),
             header: None,
             base: None,
@@ -216,7 +221,7 @@ impl Replayer<'_> {
 
     fn push_parsed(&mut self, line: ParsedLine) -> Result<(), ReplayError> {
         match line.record {
-            Ok(record) => self.push(record, line.summary),
+            Ok(record) => self.push(line.number, record, line.summary),
             Err(reason) => {
                 self.skipped.push(SkippedLine {
                     line: line.number,
@@ -227,7 +232,12 @@ impl Replayer<'_> {
         }
     }
 
-    fn push(&mut self, record: Record, summary: Option<Summary>) -> Result<(), ReplayError> {
+    fn push(
+        &mut self,
+        number: usize,
+        record: Record,
+        summary: Option<Summary>,
+    ) -> Result<(), ReplayError> {
         match record.record_type() {
             RecordType::HeaderPatch => {
                 if self.patches_apply {
@@ -260,6 +270,7 @@ impl Replayer<'_> {
                     _ => self.summaries = None,
                 }
                 self.out.push(record);
+                self.lines.push(number);
             }
         }
         Ok(())
@@ -312,6 +323,7 @@ impl Replayer<'_> {
             records: self.out,
             skipped: self.skipped,
             summaries: self.summaries,
+            lines: self.lines,
         }
     }
 }
