@@ -216,6 +216,20 @@ fn a_legacy_transcript_the_strict_checks_refuse_is_refused_before_anything_is_co
         );
     }
 
+    // A header the listing cannot attribute is refused before any copy too.
+    let headers = [
+        format!(r#"{{"type":"session",{TS},"cwd":"{}"}}"#, ws.display()),
+        format!(r#"{{"type":"session","id":"legacy",{TS}}}"#),
+        "not json".to_owned(),
+    ];
+    for (n, header) in headers.iter().enumerate() {
+        let file = legacy.join(format!("2026-01-04T00-00-00-000Z_header-{n}.jsonl"));
+        fs::write(&file, format!("{header}\n{}\n", user("q"))).unwrap();
+        let before = tree(&scope);
+        SessionManager::open_for_writing(&file, &target, config()).unwrap_err();
+        assert_eq!(tree(&scope), before, "{header}: the scope changed");
+    }
+
     // A torn last line is not a refusal: the copy's open cuts it.
     let torn = legacy.join("2026-01-03T00-00-00-000Z_torn.jsonl");
     fs::write(&torn, format!("{header}\n{}\n{{\"type\":\"mess", user("q"))).unwrap();
