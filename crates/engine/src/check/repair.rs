@@ -161,21 +161,21 @@ impl Keep<'_> {
         Ok(target)
     }
 
-    /// Moves the file at `path` here (copied, then removed, across filesystems); where to.
-    fn take(&self, path: &Path) -> io::Result<PathBuf> {
+    /// Moves the file at `path` here (copied, then removed, across filesystems); where to,
+    /// and whether the directories' entries were then synced.
+    fn take(&self, path: &Path) -> io::Result<(PathBuf, io::Result<()>)> {
         let target = self.place_of(path);
         self.prepare(&target)?;
         match self.storage.rename_no_replace(path, &target) {
             Ok(()) => {
-                sync_parent(self.storage, &target)?;
-                sync_parent(self.storage, path)?;
-                Ok(target)
+                let synced = sync_parent(self.storage, &target)
+                    .and_then(|()| sync_parent(self.storage, path));
+                Ok((target, synced))
             }
             Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
                 let copy = self.copy(path)?;
                 self.storage.unlink(path)?;
-                sync_parent(self.storage, path)?;
-                Ok(copy)
+                Ok((copy, sync_parent(self.storage, path)))
             }
             Err(e) => Err(e),
         }
@@ -231,9 +231,12 @@ fn apply(
             if !still {
                 return Err("left: it is in use again".into());
             }
-            keep.take(path)
-                .map(|to| format!("moved to {}", to.display()))
-                .map_err(|e| format!("not moved: {e}"))
+            let (to, synced) = keep.take(path).map_err(|e| format!("not moved: {e}"))?;
+            let done = format!("moved to {}", to.display());
+            Ok(match synced {
+                Ok(()) => done,
+                Err(e) => format!("{done} (the directories could not be synced: {e})"),
+            })
         }
         Repair::RestoreBackup { to } => {
             if storage.exists(to) {
@@ -242,9 +245,11 @@ fn apply(
             storage
                 .rename_no_replace(path, to)
                 .map_err(|e| format!("not renamed: {e}"))?;
-            sync_parent(storage, to)
-                .map(|()| format!("renamed back to {}", to.display()))
-                .map_err(|e| format!("renamed back to {}, but not synced: {e}", to.display()))
+            let done = format!("renamed back to {}", to.display());
+            Ok(match sync_parent(storage, to) {
+                Ok(()) => done,
+                Err(e) => format!("{done} (its directory could not be synced: {e})"),
+            })
         }
         Repair::RestoreMode { from, to } => {
             let stat = storage.lstat(path).map_err(|e| format!("left: {e}"))?;
