@@ -46,11 +46,6 @@ impl<'a> Journal<'a> {
         }
     }
 
-    /// Whether the manifest was created.
-    pub(super) fn created(&self) -> bool {
-        self.steps > 0
-    }
-
     /// Records, durably, that the repair of `finding` is about to be made; its step number.
     pub(super) fn begin(&mut self, finding: &Finding, repair: &Repair) -> io::Result<usize> {
         let step = self.steps + 1;
@@ -84,7 +79,7 @@ impl<'a> Journal<'a> {
     /// Records that the run is complete (when it recorded anything) and closes the
     /// manifest.
     pub(super) fn complete(mut self) -> io::Result<()> {
-        if !self.created() {
+        if self.steps == 0 {
             return Ok(());
         }
         let mut line = Object::with_capacity(2);
@@ -193,11 +188,7 @@ pub(super) fn report_unfinished(storage: &dyn SessionStorage, base: &Path, repor
             continue;
         }
         let what = match storage.read(&dir.join(MANIFEST_NAME)) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                "a repair stopped before it recorded anything in a manifest, so before it \
-                 changed anything (or one is starting now): remove the directory"
-                    .to_owned()
-            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => NOTHING_BEGUN.to_owned(),
             Err(e) => format!("the manifest of a repair cannot be read ({e})"),
             Ok(bytes) => match unfinished(&Run::of(&String::from_utf8_lossy(&bytes))) {
                 Some(what) => what,
@@ -208,10 +199,17 @@ pub(super) fn report_unfinished(storage: &dyn SessionStorage, base: &Path, repor
     }
 }
 
+/// What is said of a repair directory whose manifest records no change.
+const NOTHING_BEGUN: &str = "a repair stopped (or is starting now) before its manifest \
+     recorded any change, so before it changed anything: remove the directory";
+
 /// What to say of a run that is not complete; `None` for a complete one.
 fn unfinished(run: &Run) -> Option<String> {
     if run.complete {
         return None;
+    }
+    if run.begun.is_empty() {
+        return Some(NOTHING_BEGUN.to_owned());
     }
     let unconfirmed = run.unconfirmed();
     if unconfirmed.is_empty() {
@@ -253,6 +251,7 @@ mod tests {
         assert!(Run::of(&format!("{whole}\n")).complete);
         let stopped = Run::of(&format!("{begun}\n{done}\n"));
         assert!(!stopped.complete && stopped.unconfirmed().is_empty());
+        assert_eq!(unfinished(&Run::of("")).as_deref(), Some(NOTHING_BEGUN));
         let torn = Run::of(&format!("{begun}\n{{\"step\":1,\"sta"));
         assert_eq!(torn.unconfirmed(), [&("/a".to_owned(), "r".to_owned())]);
         let said = unfinished(&torn).unwrap();
