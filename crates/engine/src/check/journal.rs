@@ -21,7 +21,8 @@ use super::{Finding, Repair, Report, Severity, REPAIRS_DIR_NAME};
 use crate::json::{self, Object, Value};
 use crate::storage::{EntryKind, OpenMode, SessionStorage, StorageWriter};
 
-/// The manifest's name in a repair directory.
+/// The manifest's name in a repair directory: one JSON line per event of the run, `begun`
+/// before each change, `done` or `left` after it, `complete` at the end.
 pub const MANIFEST_NAME: &str = "manifest.jsonl";
 
 /// The manifest of one repair run, created with its directory when the first change is

@@ -61,9 +61,10 @@ impl RepairOutcome {
 }
 
 /// Applies the repairs `report` offers. Copies go to `dir` (created owner-only when first
-/// needed), under their path relative to `base`. The manifest there (`manifest.jsonl`, see
-/// [`super::journal`]) records each change, appended and synced, before it is made, and
-/// what became of it after; a change that cannot be recorded first is not made. Each repair
+/// needed), under their path relative to `base`. The manifest there
+/// ([`MANIFEST_NAME`](super::MANIFEST_NAME)) records each change as `begun`, appended and
+/// synced, before it is made, and `done` or `left` after; a last line marks the run
+/// `complete`. A change that cannot be recorded first is not made. Each repair
 /// checks again that it still applies right before it acts, and one that does not is left,
 /// saying why.
 pub fn repair(
