@@ -49,6 +49,7 @@ mod repair_crash;
 mod resume;
 mod scope;
 mod search;
+mod search_trust;
 mod shell;
 mod terminal;
 mod tree;

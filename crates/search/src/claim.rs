@@ -4,13 +4,21 @@
 //! Beside the index file `search.sqlite` lie:
 //! - `search.sqlite.watch`, the claim: the watcher holds its lock ([`StorageWriter::lock`])
 //!   while it follows the store's changes, and the file holds the digest of the store's
-//!   directories it follows ([`dirs_digest`]). A watcher that stops, dies or loses changes
-//!   lets the lock go.
+//!   directories it follows ([`dirs_digest`]) and the name of the index file it writes
+//!   ([`IndexId`]: device, inode and the stamp made with the index's tables). A watcher
+//!   that stops, dies or loses changes lets the lock go; one whose index file was removed,
+//!   replaced, truncated or damaged (the file at the path is no longer the one it has open)
+//!   lets it go too, and claims again only once it has the file at the path open.
+//! - A query trusts the claim only for the file it has open itself: the claim must name
+//!   that file, as it is at the index's path when the query looks ([`super::index_id`]). An index
+//!   made anew beside a watcher that still writes the old one is never trusted for it; the
+//!   query then checks the store's files itself, as it does with no watcher.
 //! - `search.sqlite.sync/`, where a query leaves a token ([`synced`]) and waits for the
 //!   watcher to remove it. The watcher reads the changes of the store and the tokens from
 //!   one queue in the order they happened, and removes a token only once every change
 //!   before it is indexed: a query that sees its token gone finds every change made before
 //!   it started, with no file stat'ed.
+//!
 //!
 //! The claim and the tokens are the cache's, on the disk beside it; nothing of the store is
 //! written.
@@ -22,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use super::index_id::IndexId;
 use gjcfs_engine::storage::{path_to_bytes, FileStorage, OpenMode, SessionStorage, StorageWriter};
 
 /// How long a query waits for the watcher to take its token before it checks the store
@@ -57,25 +66,33 @@ pub fn dirs_digest(dirs: &[PathBuf]) -> String {
     gjcfs_engine::format::blob::hex(&hash.finalize())
 }
 
+/// What a claim holds: the directories' digest, then the index file's name.
+fn claim_text(digest: &str, id: &IndexId) -> String {
+    format!("{digest}\n{}\n", id.line())
+}
+
 /// A watcher's hold of the claim.
 #[derive(Debug)]
 pub struct Claim {
     file: Box<dyn StorageWriter>,
+    /// The index file the watcher writes.
+    id: IndexId,
 }
 
 impl Claim {
-    /// Takes the claim of the index at `index` for the directories of `digest`; `None` when
-    /// another watcher holds it (the lock stayed taken for [`LOCK_PATIENCE`]).
+    /// Takes the claim of the index at `index`, the file `id`, for the directories of
+    /// `digest`; `None` when another watcher holds it (the lock stayed taken for
+    /// [`LOCK_PATIENCE`]).
     ///
     /// [`LOCK_PATIENCE`]: gjcfs_engine::storage::LOCK_PATIENCE
-    pub fn take(index: &Path, digest: &str) -> io::Result<Option<Claim>> {
+    pub fn take(index: &Path, digest: &str, id: IndexId) -> io::Result<Option<Claim>> {
         let mut file = FileStorage.open_writer(&claim_path(index), OpenMode::Append)?;
         match file.lock() {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::TimedOut => return Ok(None),
             Err(e) => return Err(e),
         }
-        let mut claim = Claim { file };
+        let mut claim = Claim { file, id };
         claim.follow(digest)?;
         Ok(Some(claim))
     }
@@ -83,19 +100,23 @@ impl Claim {
     /// Says that the watcher follows the directories of `digest` now.
     pub fn follow(&mut self, digest: &str) -> io::Result<()> {
         self.file.truncate(0)?;
-        self.file.write_all(format!("{digest}\n").as_bytes())
+        self.file.write_all(claim_text(digest, &self.id).as_bytes())
     }
 }
 
 /// Whether a watcher holds the claim of the index at `index` for the directories `dirs` and
-/// has indexed every change made before this call ([`synced`]).
-pub fn is_fresh(index: &Path, dirs: &[PathBuf]) -> bool {
+/// the index file `id` (the one the caller has open), and has indexed every change made
+/// before this call ([`synced`]).
+pub fn is_fresh(index: &Path, dirs: &[PathBuf], id: &IndexId) -> bool {
     let claim = claim_path(index);
     if !FileStorage.is_locked(&claim).unwrap_or(false) {
         return false;
     }
-    let followed = FileStorage.read_prefix(&claim, 128).unwrap_or_default();
-    followed.strip_suffix(b"\n") == Some(dirs_digest(dirs).as_bytes()) && synced(index)
+    let expected = claim_text(&dirs_digest(dirs), id);
+    let held = FileStorage
+        .read_prefix(&claim, expected.len() + 1)
+        .unwrap_or_default();
+    held == expected.as_bytes() && synced(index)
 }
 
 /// Leaves a token for the watcher and waits up to [`SYNC_PATIENCE`] for it to go: whether
@@ -163,11 +184,22 @@ mod tests {
         let index = tmp.path().join("search.sqlite");
         FileStorage.ensure_dir(&sync_dir(&index)).unwrap();
         let dirs = vec![tmp.path().join("s")];
-        assert!(!is_fresh(&index, &dirs), "no watcher");
-        let mut claim = Claim::take(&index, &dirs_digest(&dirs)).unwrap().unwrap();
+        let id = IndexId {
+            file: gjcfs_engine::storage::FileId { dev: 1, ino: 2 },
+            stamp: "0123".into(),
+        };
+        let other_file = IndexId {
+            stamp: "4567".into(),
+            ..id.clone()
+        };
+        let is_fresh = |dirs: &[PathBuf]| is_fresh(&index, dirs, &id);
+        assert!(!is_fresh(&dirs), "no watcher");
+        let mut claim = Claim::take(&index, &dirs_digest(&dirs), id.clone())
+            .unwrap()
+            .unwrap();
         // Nobody takes the token: the query gives up after its patience, leaving nothing.
         let started = Instant::now();
-        assert!(!is_fresh(&index, &dirs));
+        assert!(!is_fresh(&dirs));
         assert!(started.elapsed() >= SYNC_PATIENCE);
         assert_eq!(std::fs::read_dir(sync_dir(&index)).unwrap().count(), 0);
         // A watcher that takes tokens: fresh, for its directories only.
@@ -183,18 +215,19 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             });
-            assert!(is_fresh(&index, &dirs));
-            assert!(!is_fresh(&index, &[tmp.path().join("other")]));
+            assert!(is_fresh(&dirs));
+            assert!(
+                !super::is_fresh(&index, &dirs, &other_file),
+                "another index file"
+            );
+            assert!(!is_fresh(&[tmp.path().join("other")]));
             claim
                 .follow(&dirs_digest(&[tmp.path().join("other")]))
                 .unwrap();
-            assert!(!is_fresh(&index, &dirs));
-            assert!(is_fresh(&index, &[tmp.path().join("other")]));
+            assert!(!is_fresh(&dirs));
+            assert!(is_fresh(&[tmp.path().join("other")]));
             drop(claim);
-            assert!(
-                !is_fresh(&index, &[tmp.path().join("other")]),
-                "claim let go"
-            );
+            assert!(!is_fresh(&[tmp.path().join("other")]), "claim let go");
             stop.store(true, Ordering::Relaxed);
         });
     }

@@ -61,6 +61,9 @@ pub fn open_file(dir: &Path, path: &Path) -> Result<Connection, SearchError> {
         path: path.to_owned(),
         source,
     };
+    if lost_its_pages(path) {
+        return recreate(path);
+    }
     create_owner_only(path);
     let attempt = || -> rusqlite::Result<Option<Connection>> {
         let conn = Connection::open(path)?;
@@ -87,6 +90,20 @@ pub fn open_file(dir: &Path, path: &Path) -> Result<Connection, SearchError> {
         Err(e) => return Err(sql(e)),
     }
     recreate(path)
+}
+
+/// The length of SQLite's file header: a shorter file holds no page of a database.
+pub(super) const HEADER_LEN: u64 = 100;
+
+/// Whether the file at `path` is shorter than SQLite's header while a write-ahead log lies
+/// beside it: an index truncated (a new one is empty with no log, and has its first page
+/// before it writes a log). SQLite would apply the log to the empty file, or wait for the
+/// connections that still have it open, so the three files are replaced.
+fn lost_its_pages(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    FileStorage.version(path).is_ok_and(|v| v.len < HEADER_LEN)
+        && FileStorage.exists(Path::new(&wal))
 }
 
 /// Creates the index file empty and owner-only (0600, or a DACL for the owner on Windows) if

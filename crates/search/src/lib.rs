@@ -73,6 +73,7 @@ mod file_rows;
 mod filters;
 mod in_window;
 mod index_file;
+mod index_id;
 mod instances;
 mod json;
 mod listing;
@@ -91,6 +92,7 @@ mod store;
 mod stored_text;
 pub mod substring;
 pub mod text;
+mod trust;
 mod update;
 mod watch;
 pub mod words;
@@ -393,9 +395,10 @@ impl SearchIndex {
     /// before this call: the index can then be searched without checking a file. Costs a
     /// lock probe and a round trip to the watcher, which is given a quarter of a second.
     pub fn is_fresh(&self, dirs: &[PathBuf]) -> bool {
-        self.path
-            .as_deref()
-            .is_some_and(|path| claim::is_fresh(path, &distinct(dirs)))
+        match (self.path.as_deref(), self.file_id()) {
+            (Some(path), Some(id)) => claim::is_fresh(path, &distinct(dirs), &id),
+            _ => false,
+        }
     }
 
     fn sql_error(&self, source: rusqlite::Error) -> SearchError {
@@ -472,8 +475,7 @@ impl SearchIndex {
         query: &Query,
         filters: &Filters,
     ) -> Result<(UpdateReport, Vec<Hit>), SearchError> {
-        if self.is_fresh(dirs) {
-            let hits = self.search(query, filters)?;
+        if let Some(hits) = self.search_vouched(dirs, query, filters)? {
             let report = UpdateReport {
                 trusted: true,
                 ..UpdateReport::default()

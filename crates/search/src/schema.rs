@@ -8,7 +8,7 @@ use rusqlite::Connection;
 use super::instances;
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 9;
+pub const FORMAT: i64 = 10;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 
@@ -52,9 +52,10 @@ CREATE VIRTUAL TABLE words USING fts5(text, content='', contentless_delete=1,
 CREATE TABLE terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE term_grams USING fts5(text, content='', tokenize='ascii', detail='none');
 -- files_gen counts the transactions that may have changed files (update.rs): each adds
--- one first.
-CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), files_gen INTEGER NOT NULL);
-INSERT INTO meta VALUES (1, 0);
+-- one first. stamp names this index among every index made (trust.rs).
+CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), files_gen INTEGER NOT NULL,
+    stamp TEXT NOT NULL);
+INSERT INTO meta VALUES (1, 0, lower(hex(randomblob(16))));
 -- What the last update saw of the store's directories (listing.rs), as of files_gen: it
 -- agrees with files while files_gen is that of meta.
 CREATE TABLE listing (id INTEGER PRIMARY KEY CHECK (id = 1), files_gen INTEGER NOT NULL,

@@ -9,8 +9,10 @@
 //!    alone ([`SearchIndex::update_session`]), a change of the store's directories watches
 //!    the new ones and checks them all again, and a query's token is removed once every
 //!    change before it is indexed;
-//! 3. when changes were lost, or the index could not be written, it lets the claim go and
-//!    starts again at 1 — queries check the store themselves meanwhile.
+//! 3. when changes were lost, or the index could not be written, or the index file is no
+//!    longer the one at the index's path (removed, replaced, truncated, damaged: looked at
+//!    five times a second), it lets the claim go and starts again at 1, on the file at the
+//!    path once there is one — queries check the store themselves meanwhile.
 //!
 //! It claims only a store whose every directory is on a local filesystem whose directory
 //! times tell every change of their entries ([`DirLookup::listing_version`]): there a watch
@@ -22,9 +24,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::claim::{self, Claim};
+use super::index_id::IndexId;
 use super::{SearchIndex, Store};
 use gjcfs_engine::storage::{Changes, DirWatch, FileStorage, SessionStorage};
 use gjcfs_engine::store::discovery::is_transcript_name;
@@ -109,10 +112,13 @@ struct Watcher {
 }
 
 /// What the watcher follows: the store's root (canonical, for a [`Store::Root`]), its
-/// directories, and the claim while it holds it.
+/// directories, the index file it writes, and the claim while it holds it.
 struct Following {
     root: Option<PathBuf>,
     dirs: Vec<PathBuf>,
+    /// The index file written, and when it was last found at the index's path.
+    id: IndexId,
+    checked: Instant,
     claim: Option<Claim>,
 }
 
@@ -137,8 +143,10 @@ impl Watcher {
         }
     }
 
-    /// Step 1: watch everything, bring the index up to date, claim it.
+    /// Step 1: open the file at the index's path (if it is not the one open: a file removed
+    /// is waited for), watch everything, bring the index up to date, claim the file.
     fn start_following(&self, watch: &mut dyn DirWatch) -> io::Result<Following> {
+        self.index.reopen().map_err(io::Error::other)?;
         let root = match &self.store {
             Store::Root(root) => Some(self.storage.canonicalize(root)?),
             Store::Dir(_) => None,
@@ -151,12 +159,20 @@ impl Watcher {
         self.index
             .update_dirs(&dirs, self.threads, &|_| {})
             .map_err(io::Error::other)?;
+        // The update replaces a file it finds damaged.
+        let id = self.index.reopen().map_err(io::Error::other)?;
         let claim = if self.all_local(&dirs) {
-            Claim::take(&self.path, &claim::dirs_digest(&dirs))?
+            Claim::take(&self.path, &claim::dirs_digest(&dirs), id.clone())?
         } else {
             None
         };
-        Ok(Following { root, dirs, claim })
+        Ok(Following {
+            root,
+            dirs,
+            id,
+            checked: Instant::now(),
+            claim,
+        })
     }
 
     /// The store's directories now, each watched.
@@ -184,13 +200,21 @@ impl Watcher {
         })
     }
 
-    /// Step 2, until the watcher stops (`Ok`) or changes are lost or cannot be indexed.
+    /// Step 2, until the watcher stops (`Ok`) or changes are lost or cannot be indexed, or
+    /// the index file written is no longer the one at the index's path (looked at every
+    /// [`WAIT`]).
     fn follow(&self, watch: &mut dyn DirWatch, mut following: Following) -> io::Result<()> {
         while !self.stopped() {
             match watch.wait(WAIT)? {
                 Changes::Lost => return Err(io::Error::other("changes were lost")),
                 Changes::Paths(paths) if paths.is_empty() => {}
                 Changes::Paths(paths) => self.take_in(watch, &paths, &mut following)?,
+            }
+            if following.checked.elapsed() >= WAIT {
+                if self.index.file_id().as_ref() != Some(&following.id) {
+                    return Err(io::Error::other("the index file was replaced or removed"));
+                }
+                following.checked = Instant::now();
             }
         }
         Ok(())
