@@ -125,15 +125,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
         }
         answer => answer?,
     };
-    for (path, err) in report.failed.iter().take(FAILED_SHOWN) {
-        warn(format_args!("not indexed: {}: {err}", path.display()));
-    }
-    if report.failed.len() > FAILED_SHOWN {
-        warn(format_args!(
-            "{} more files could not be indexed",
-            report.failed.len() - FAILED_SHOWN
-        ));
-    }
+    warn_report(&report);
     if hits.is_empty() {
         if let Some(prefix) = &args.session {
             if !index.has_session(prefix)? {
@@ -161,6 +153,27 @@ pub fn run(args: SearchArgs) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// Says what the update could not do: the files it could not read, and an index another
+/// process kept writing.
+fn warn_report(report: &gjcfs_search::UpdateReport) {
+    if report.busy {
+        warn(format_args!(
+            "the index is being written by another process (waited {} s for it): sessions \
+             changed since it last took them in may be missing or out of date in these results",
+            gjcfs_search::BUSY_TIMEOUT.as_secs()
+        ));
+    }
+    for (path, err) in report.failed.iter().take(FAILED_SHOWN) {
+        warn(format_args!("not indexed: {}: {err}", path.display()));
+    }
+    if report.failed.len() > FAILED_SHOWN {
+        warn(format_args!(
+            "{} more files could not be indexed",
+            report.failed.len() - FAILED_SHOWN
+        ));
+    }
 }
 
 /// The directories whose transcripts make up the store (as [`StoreArgs::transcripts`]

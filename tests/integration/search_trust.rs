@@ -1,6 +1,6 @@
 //! A search never answers from an index it cannot vouch for: the index file removed,
 //! truncated, damaged or replaced while a watcher follows the store, and an index another
-//! process is writing (a flood of appends, a long transaction).
+//! process is writing (a long transaction).
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -191,4 +191,34 @@ fn a_search_after_the_watched_index_is_removed_truncated_damaged_or_replaced_fin
         assert_eq!(sessions.hits("numbat"), 1, "{case:?}: after");
         drop(watching);
     }
+}
+
+/// Whether a search's error output says the index was busy.
+fn said_busy(out: &Output) -> bool {
+    String::from_utf8_lossy(&out.stderr).contains("being written by another process")
+}
+
+#[test]
+fn a_search_while_another_process_holds_the_index_write_lock_answers_from_what_is_committed() {
+    let sessions = Sessions::new("quokka");
+    assert_eq!(sessions.hits("quokka"), 1, "the index is built");
+    // A session the next search must index, while another connection holds the write lock
+    // (a mount stopped in the middle of a transaction, or one indexing a large session).
+    std::fs::write(sessions.file(2), session(2, "wombat")).unwrap();
+    let writer = rusqlite::Connection::open(sessions.index_file()).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let out = sessions.search("quokka");
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+    assert!(said_busy(&out), "the search says it could not update");
+    writer.execute_batch("ROLLBACK").unwrap();
+    drop(writer);
+    // Once the lock is free the new session is indexed.
+    let out = sessions.search("wombat");
+    assert!(out.status.success() && !said_busy(&out), "{out:?}");
 }

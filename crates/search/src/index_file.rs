@@ -122,6 +122,14 @@ pub fn is_corrupt(e: &rusqlite::Error) -> bool {
     ))
 }
 
+/// Whether an error says another connection kept the write lock past the busy timeout.
+pub fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if matches!(
+        f.code,
+        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+    ))
+}
+
 /// Replaces the index file by a new empty index.
 pub fn recreate(path: &Path) -> Result<Connection, SearchError> {
     let sql = |source| SearchError::Sqlite {

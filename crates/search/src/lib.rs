@@ -110,7 +110,7 @@ pub use index_file::{default_index_dir, INDEX_FILE};
 pub use json::hit_json;
 pub use prepare::PROMPT_CHARS;
 pub use query::{Query, QueryError};
-pub use schema::{APPLICATION_ID, FORMAT};
+pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, FORMAT};
 pub use snippet::Snippet;
 use stamps::{Stamp, Stamps};
 pub use store::Store;
@@ -242,6 +242,10 @@ pub struct UpdateReport {
     /// Whether a watcher kept the index fresh, so that no file was checked
     /// ([`SearchIndex::is_fresh`]; the other fields are then empty).
     pub trusted: bool,
+    /// Whether another connection kept the index's write lock for longer than
+    /// [`BUSY_TIMEOUT`]: files found changed were then not all brought up to date (the rest
+    /// are at the next update), and a search answered from what the index held.
+    pub busy: bool,
 }
 
 /// Progress of an update: files and bytes done of the files that need reading.
@@ -475,16 +479,18 @@ impl SearchIndex {
         query: &Query,
         filters: &Filters,
     ) -> Result<(UpdateReport, Vec<Hit>), SearchError> {
-        if let Some(hits) = self.search_vouched(dirs, query, filters)? {
+        if let Some((hits, busy)) = self.search_vouched(dirs, query, filters)? {
             let report = UpdateReport {
                 trusted: true,
+                busy,
                 ..UpdateReport::default()
             };
             return Ok((report, hits));
         }
         let run = |conn: &Connection| run::run_search(conn, query, filters);
-        let (report, early) = self.update_dirs_while(dirs, threads, progress, &run)?;
-        let hits = self.recovering(|| self.search_once(query, filters, early.clone()))?;
+        let (mut report, early) = self.update_dirs_while(dirs, threads, progress, &run)?;
+        let (hits, busy) = self.recovering(|| self.search_once(query, filters, early.clone()))?;
+        report.busy |= busy;
         Ok((report, hits))
     }
 
@@ -526,7 +532,7 @@ impl SearchIndex {
                 }
             }
             let report = self.update_found(&mut inner, &look.found(), threads, progress)?;
-            if report.failed.is_empty() {
+            if report.failed.is_empty() && !report.busy {
                 // For the next check's speed, as above.
                 let _ = saved_listing::write_listing(
                     &inner.conn,
@@ -591,7 +597,7 @@ impl SearchIndex {
                 // Gone since it was listed: dropped like a removed file.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     if inner.files.contains(path) {
-                        update::remove(inner, path).map_err(|e| self.sql_error(e))?;
+                        self.remove_or_busy(inner, path, &mut report)?;
                         report.changes.push(SessionChange {
                             path: path.clone(),
                             change: Change::Removed,
@@ -619,21 +625,42 @@ impl SearchIndex {
                 .map(Path::to_owned)
                 .collect();
             for path in gone {
-                update::remove(inner, &path).map_err(|e| self.sql_error(e))?;
+                self.remove_or_busy(inner, &path, &mut report)?;
                 report.changes.push(SessionChange {
                     path,
                     change: Change::Removed,
                 });
             }
         }
-        update::apply(inner, changed, threads, progress, &mut report).map_err(|e| {
+        if let Err(e) = update::apply(inner, changed, threads, progress, &mut report) {
             // Part of it may be committed: the files are read again at the next call.
             inner.data_version = -1;
-            self.sql_error(e)
-        })?;
+            report.busy = index_file::is_busy(&e);
+            if !report.busy {
+                return Err(self.sql_error(e));
+            }
+        }
         // `data_version` stays the one the stamps were read at: this connection's commits do
         // not change it, and another's during the update must make the next call read them.
         Ok(report)
+    }
+
+    /// Drops `path` from the index, unless another connection holds the write lock
+    /// ([`UpdateReport::busy`]: nothing more is written then).
+    fn remove_or_busy(
+        &self,
+        inner: &mut Inner,
+        path: &Path,
+        report: &mut UpdateReport,
+    ) -> Result<(), SearchError> {
+        if report.busy {
+            return Ok(());
+        }
+        match update::remove(inner, path) {
+            Err(e) if index_file::is_busy(&e) => report.busy = true,
+            done => done.map_err(|e| self.sql_error(e))?,
+        }
+        Ok(())
     }
 
     /// Brings one file up to date (indexing it if new, dropping it if gone); `None` when it
@@ -704,6 +731,7 @@ impl SearchIndex {
     /// again and the search repeated.
     pub fn search(&self, query: &Query, filters: &Filters) -> Result<Vec<Hit>, SearchError> {
         self.recovering(|| self.search_once(query, filters, None))
+            .map(|(hits, _)| hits)
     }
 
     /// Whether a session indexed has an id starting with `prefix` (what `--session`
@@ -721,13 +749,14 @@ impl SearchIndex {
     }
 
     /// The search, starting from `first`, the hits of a run of it on the index as it is
-    /// now, when there is one.
+    /// now, when there is one; with whether a hit's file could not be brought up to date
+    /// because another connection held the write lock (its hits are those indexed).
     fn search_once(
         &self,
         query: &Query,
         filters: &Filters,
         mut first: Option<Vec<(Hit, FileVersion)>>,
-    ) -> Result<Vec<Hit>, SearchError> {
+    ) -> Result<(Vec<Hit>, bool), SearchError> {
         let mut inner = self.inner.lock();
         // Each file is checked once per search: one that changes again after it was
         // brought up to date keeps the hits of the state just read.
@@ -748,11 +777,16 @@ impl SearchIndex {
                 }
             }
             if stale.is_empty() {
-                return Ok(hits.into_iter().map(|(hit, _)| hit).collect());
+                return Ok((hits.into_iter().map(|(hit, _)| hit).collect(), false));
             }
             self.sync_files(&mut inner)?;
-            for path in stale {
-                self.refresh_one(&mut inner, &path)?;
+            for path in &stale {
+                match self.refresh_one(&mut inner, path) {
+                    Err(SearchError::Sqlite { source, .. }) if index_file::is_busy(&source) => {
+                        return Ok((hits.into_iter().map(|(hit, _)| hit).collect(), true));
+                    }
+                    done => done?,
+                };
             }
         }
     }

@@ -12,7 +12,8 @@ pub const FORMAT: i64 = 10;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 
-pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection waits for another to let the index's write lock go.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 const SCHEMA: &str = "
 CREATE TABLE files (

@@ -58,7 +58,7 @@ impl SearchIndex {
         dirs: &[std::path::PathBuf],
         query: &Query,
         filters: &Filters,
-    ) -> Result<Option<Vec<Hit>>, SearchError> {
+    ) -> Result<Option<(Vec<Hit>, bool)>, SearchError> {
         let (Some(path), Some(id)) = (self.path.as_deref(), self.file_id()) else {
             return Ok(None);
         };

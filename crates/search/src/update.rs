@@ -186,7 +186,20 @@ fn append_known(
 ) -> rusqlite::Result<Vec<Whole>> {
     let mut whole = Vec::new();
     for (path, stat) in changed {
-        let Some(stamp) = inner.files.get(&path).copied() else {
+        if !inner.files.contains(&path) {
+            whole.push(Whole {
+                path,
+                stat,
+                known: false,
+            });
+            continue;
+        }
+        let tx = begin(&inner.conn)?;
+        // By its path: another connection may have indexed it anew (another row) since the
+        // stamps were read, or dropped it.
+        let Some(id) = file_id(&tx, &path)? else {
+            drop(tx);
+            inner.files.remove(&path);
             whole.push(Whole {
                 path,
                 stat,
@@ -194,8 +207,7 @@ fn append_known(
             });
             continue;
         };
-        let tx = begin(&inner.conn)?;
-        let old = load_state(&tx, stamp.id)?;
+        let old = load_state(&tx, id)?;
         match append(&tx, &path, &old, stat, &inner.source)? {
             Appended::Whole => {
                 drop(tx);

@@ -156,9 +156,7 @@ impl Watcher {
         }
         watch.add(&self.sync)?;
         let dirs = self.watch_dirs(watch)?;
-        self.index
-            .update_dirs(&dirs, self.threads, &|_| {})
-            .map_err(io::Error::other)?;
+        self.update_all(&dirs)?;
         // The update replaces a file it finds damaged.
         let id = self.index.reopen().map_err(io::Error::other)?;
         let claim = if self.all_local(&dirs) {
@@ -173,6 +171,21 @@ impl Watcher {
             checked: Instant::now(),
             claim,
         })
+    }
+
+    /// Brings the index up to date with every file of `dirs`: an error when another
+    /// connection kept the index's write lock and some were not.
+    fn update_all(&self, dirs: &[PathBuf]) -> io::Result<()> {
+        let report = self
+            .index
+            .update_dirs(dirs, self.threads, &|_| {})
+            .map_err(io::Error::other)?;
+        if report.busy {
+            return Err(io::Error::other(
+                "the index was written by another connection",
+            ));
+        }
+        Ok(())
     }
 
     /// The store's directories now, each watched.
@@ -230,9 +243,7 @@ impl Watcher {
         let dir_changed = paths.iter().any(|p| following.is_dir_change(p));
         if dir_changed {
             following.dirs = self.watch_dirs(watch)?;
-            self.index
-                .update_dirs(&following.dirs, self.threads, &|_| {})
-                .map_err(io::Error::other)?;
+            self.update_all(&following.dirs)?;
             if let Some(claim) = &mut following.claim {
                 claim.follow(&claim::dirs_digest(&following.dirs))?;
             }
