@@ -30,6 +30,7 @@ pub use file::{
     FileStorage,
 };
 pub use memory::{Fault, FaultKind, MemoryStorage};
+pub use sys::mountinfo;
 
 /// Why [`SessionStorage::canonicalize_local`] refused a path: it leads onto a filesystem
 /// that another process or host serves (FUSE, a network filesystem), where a lookup waits as

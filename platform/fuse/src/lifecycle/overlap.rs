@@ -20,6 +20,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use gjcfs_vfs::mountinfo::{self, Mount};
+
 use super::MountError;
 
 /// `path` (absolute) with every symlink resolved, as far as it exists: its nearest
@@ -146,22 +148,10 @@ impl Location {
     }
 }
 
-/// One line of the mount table.
-#[derive(Debug, Clone)]
-struct MountEntry {
-    id: u64,
-    parent: u64,
-    device: String,
-    /// The directory of its filesystem the mount shows.
-    root: PathBuf,
-    /// Where it is mounted.
-    point: PathBuf,
-}
-
 /// The mount table of this process's mount namespace.
 #[derive(Debug, Clone)]
 pub(crate) struct MountTable {
-    mounts: Vec<MountEntry>,
+    mounts: Vec<Mount>,
 }
 
 /// The mount table, where the system has one to read (Linux); `None` elsewhere or when
@@ -176,32 +166,18 @@ fn mount_table() -> Option<MountTable> {
 }
 
 impl MountTable {
-    /// Parses `/proc/self/mountinfo`: `ID PARENT MAJOR:MINOR ROOT POINT …`, the paths
-    /// escaped as octal (`\040` for a space). `None` for a table with a line it cannot read.
+    /// Parses `/proc/self/mountinfo` ([`mountinfo::parse`]); `None` for a table with a line
+    /// it cannot read.
     fn parse(text: &str) -> Option<MountTable> {
-        let mut mounts = Vec::new();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let mut fields = line.split(' ');
-            let id = fields.next()?.parse().ok()?;
-            let parent = fields.next()?.parse().ok()?;
-            let device = fields.next()?.to_owned();
-            let root = PathBuf::from(unescape(fields.next()?));
-            let point = PathBuf::from(unescape(fields.next()?));
-            mounts.push(MountEntry {
-                id,
-                parent,
-                device,
-                root,
-                point,
-            });
-        }
-        Some(MountTable { mounts })
+        Some(MountTable {
+            mounts: mountinfo::parse(text)?,
+        })
     }
 
     /// The mount `path` is on: the last one (the one on top) whose point is the longest
     /// prefix of it.
-    fn mount_of(&self, path: &Path) -> Option<&MountEntry> {
-        let mut best: Option<&MountEntry> = None;
+    fn mount_of(&self, path: &Path) -> Option<&Mount> {
+        let mut best: Option<&Mount> = None;
         for mount in &self.mounts {
             if path.starts_with(&mount.point)
                 && best.is_none_or(|b| {
@@ -259,30 +235,6 @@ impl MountTable {
         }
         out
     }
-}
-
-/// A mount table path with its octal escapes (`\040`, `\011`, `\012`, `\134`) undone.
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
-        match (bytes[i], octal) {
-            (b'\\', Some(digits)) => {
-                let value = digits.iter().fold(0u32, |v, d| v * 8 + u32::from(d - b'0'));
-                out.push(u8::try_from(value).unwrap_or(b'?'));
-                i += 4;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -357,10 +309,8 @@ mod tests {
     }
 
     #[test]
-    fn escapes_are_undone_and_a_damaged_table_is_not_read() {
-        assert_eq!(unescape(r"a\040b\134c\012"), "a b\\c\n");
-        assert_eq!(unescape(r"a\9b\04"), r"a\9b\04");
-        assert!(MountTable::parse("22 x 8:1 / /\n").is_none());
+    fn a_damaged_table_is_not_read() {
+        assert!(MountTable::parse("22 x 8:1 / / rw - ext4 /dev/sda1 rw\n").is_none());
         assert!(MountTable::parse("22 1 8:1 /\n").is_none());
     }
 

@@ -135,7 +135,9 @@ mod tests {
         let mut mounts = mountinfo::read(None).unwrap();
         mounts.push(Mount {
             id: u64::MAX,
+            parent: 1,
             device: "0:0".into(),
+            root: "/".into(),
             point: root.join("served"),
             fstype: "fuse.test".into(),
         });

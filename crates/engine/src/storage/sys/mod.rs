@@ -29,8 +29,7 @@ mod inotify;
 mod linux;
 #[cfg(target_os = "linux")]
 mod local_path;
-#[cfg(target_os = "linux")]
-mod mountinfo;
+pub mod mountinfo;
 #[cfg(unix)]
 pub mod unix;
 #[cfg(target_os = "linux")]

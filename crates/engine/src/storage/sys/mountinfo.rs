@@ -1,15 +1,13 @@
 //! Linux's mount table as `/proc/<pid>/mountinfo` states it: read from procfs, so learning
 //! which filesystem a path or a descriptor is on never sends a request to that filesystem.
+//! The parsing is built everywhere (its tests run on every platform); reading the table,
+//! on Linux.
 //!
 //! A line is `ID PARENT MAJOR:MINOR ROOT POINT OPTIONS [TAGS…] - TYPE SOURCE SUPER`, the
 //! paths escaped as octal (`\040` for a space). Mount ids are unique across mount
 //! namespaces, so a descriptor's `mnt_id` (its `fdinfo`) is looked up in the table of the
 //! process that holds it when it is not in this process's own.
 
-use std::ffi::OsString;
-use std::fs;
-use std::io;
-use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
 /// One mount.
@@ -17,8 +15,12 @@ use std::path::PathBuf;
 pub struct Mount {
     /// The mount's id (`mnt_id` in `fdinfo`, `STATX_MNT_ID`).
     pub id: u64,
+    /// The id of the mount it is mounted on (itself or one not listed, for the root).
+    pub parent: u64,
     /// The filesystem's device, `major:minor`: the same for every mount of one filesystem.
     pub device: String,
+    /// The directory of its filesystem that the mount shows.
+    pub root: PathBuf,
     /// Where it is mounted.
     pub point: PathBuf,
     /// The filesystem type (`ext4`, `fuse.sshfs`, `nfs4`, …).
@@ -54,13 +56,15 @@ impl Mount {
 }
 
 /// The mounts of `pid`'s mount namespace (`None`: this process's own).
-pub fn read(pid: Option<u32>) -> io::Result<Vec<Mount>> {
+#[cfg(target_os = "linux")]
+pub fn read(pid: Option<u32>) -> std::io::Result<Vec<Mount>> {
     let path = match pid {
         Some(pid) => format!("/proc/{pid}/mountinfo"),
         None => "/proc/self/mountinfo".to_owned(),
     };
-    parse(&fs::read_to_string(path)?)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "unreadable mountinfo line"))
+    parse(&std::fs::read_to_string(path)?).ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, "unreadable mountinfo line")
+    })
 }
 
 /// Parses a mount table; `None` when a line cannot be read.
@@ -71,14 +75,16 @@ pub fn parse(text: &str) -> Option<Vec<Mount>> {
             let (mount, fs) = line.split_once(" - ")?;
             let mut fields = mount.split(' ');
             let id = fields.next()?.parse().ok()?;
-            let _parent = fields.next()?;
+            let parent = fields.next()?.parse().ok()?;
             let device = fields.next()?.to_owned();
-            let _root = fields.next()?;
+            let root = unescape(fields.next()?);
             let point = unescape(fields.next()?);
             let fstype = fs.split(' ').next()?.to_owned();
             Some(Mount {
                 id,
+                parent,
                 device,
+                root,
                 point,
                 fstype,
             })
@@ -87,7 +93,7 @@ pub fn parse(text: &str) -> Option<Vec<Mount>> {
 }
 
 /// A path field with its octal escapes (`\040`, `\011`, `\012`, `\134`) decoded.
-fn unescape(field: &str) -> PathBuf {
+pub fn unescape(field: &str) -> PathBuf {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -98,7 +104,7 @@ fn unescape(field: &str) -> PathBuf {
         match octal {
             Some(d) => {
                 let value = d.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
-                out.push(value as u8);
+                out.push(u8::try_from(value).unwrap_or(b'?'));
                 i += 4;
             }
             None => {
@@ -107,7 +113,18 @@ fn unescape(field: &str) -> PathBuf {
             }
         }
     }
-    PathBuf::from(OsString::from_vec(out))
+    path_from_bytes(out)
+}
+
+#[cfg(unix)]
+fn path_from_bytes(bytes: Vec<u8>) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    PathBuf::from(std::ffi::OsString::from_vec(bytes))
+}
+
+#[cfg(not(unix))]
+fn path_from_bytes(bytes: Vec<u8>) -> PathBuf {
+    PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 #[cfg(test)]
@@ -136,6 +153,18 @@ mod tests {
             parse("22 1 252:0 / /\n").is_none(),
             "a line without its type"
         );
+        assert!(
+            parse("22 x 8:1 / / rw - ext4 /dev/sda1 rw\n").is_none(),
+            "a bad parent"
+        );
+        assert_eq!(mounts[5].root, Path::new("/home"));
+        assert_eq!(mounts[5].parent, 42);
+    }
+
+    #[test]
+    fn escapes_are_undone_and_a_broken_one_is_kept() {
+        assert_eq!(unescape(r"a\040b\134c\012"), Path::new("a b\\c\n"));
+        assert_eq!(unescape(r"a\9b\04"), Path::new(r"a\9b\04"));
     }
 
     #[test]
@@ -146,6 +175,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
     fn this_process_reads_its_own_table() {
         let mounts = read(None).unwrap();
         assert!(mounts.iter().any(|m| m.point == Path::new("/")));
