@@ -53,7 +53,7 @@ pub(super) enum Appended {
     /// The file must be read whole; nothing was written.
     Whole,
     /// The file's new state, and what changed (`None`: no new complete line).
-    Done(FileState, Option<Change>),
+    Done(Box<FileState>, Option<Change>),
 }
 
 /// Where the new leaf's path joins the entries indexed before.
@@ -141,7 +141,7 @@ pub(super) fn append(
         records,
         edited: edits.len(),
     });
-    Ok(Appended::Done(state, change))
+    Ok(Appended::Done(Box::new(state), change))
 }
 
 /// Reads the complete lines appended to `path` after `mark`: the mark moved past them, and

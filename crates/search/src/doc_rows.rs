@@ -68,7 +68,7 @@ pub(super) fn write_file_row(
     leaf: Option<&(i64, String)>,
     facts: &SessionFacts,
 ) -> rusqlite::Result<FileState> {
-    let [dev, ino, len, mtime_ns] = version_columns(&stat);
+    let [dev, ino, len, mtime_ns, ctime_ns] = version_columns(&stat);
     let values = params![
         path_bytes(path),
         dev,
@@ -89,16 +89,18 @@ pub(super) fn write_file_row(
         facts.created,
         id,
         facts.first_prompt,
+        ctime_ns,
     ];
     conn.prepare_cached(
         "INSERT INTO files(path, dev, ino, len, mtime_ns, mark_end, mark_newlines, mark_tail, \
          patches_apply, incremental, next_seq, leaf_seq, leaf_id, session_id, cwd, title, created, id, \
-         first_prompt) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) \
+         first_prompt, ctime_ns) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, \
+         ?20) \
          ON CONFLICT(id) DO UPDATE SET dev=?2, ino=?3, len=?4, mtime_ns=?5, mark_end=?6, \
          mark_newlines=?7, mark_tail=?8, patches_apply=?9, incremental=?10, next_seq=?11, \
          leaf_seq=?12, leaf_id=?13, session_id=?14, cwd=?15, title=?16, created=?17, \
-         first_prompt=?19",
+         first_prompt=?19, ctime_ns=?20",
     )?
     .execute(values)?;
     Ok(FileState {

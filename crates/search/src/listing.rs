@@ -11,8 +11,8 @@
 //! Encoding (little-endian): `gjcL`, a `u32` version ([`VERSION`]), a `u32` count of
 //! directories; each directory is its path (bytes), a `u8` that is 1 when a version
 //! [`FileVersion`] follows, a `u32` count of files, and each file as its name (bytes) and its
-//! [`FileVersion`]. A [`FileVersion`] is device, inode and length as `u64` and the modification time in
-//! nanoseconds as `i64`; bytes are a `u32` length and that many bytes of a path
+//! [`FileVersion`]. A [`FileVersion`] is device, inode and length as `u64` and the
+//! modification and change times in nanoseconds as `i64`; bytes are a `u32` length and that many bytes of a path
 //! ([`path_to_bytes`]). Anything else — another version, a short or long blob — decodes to
 //! nothing, and the directories are listed.
 
@@ -23,8 +23,8 @@ use gjcfs_engine::storage::{path_from_bytes, path_to_bytes};
 use gjcfs_engine::storage::{FileId, FileVersion};
 
 const MAGIC: &[u8; 4] = b"gjcL";
-/// The encoding's version.
-pub const VERSION: u32 = 1;
+/// The encoding's version (2: a [`FileVersion`] has its change time).
+pub const VERSION: u32 = 2;
 
 /// The store's directories as the last update saw them, decoded from its encoding, which it
 /// keeps: the files' names are read from it where they are needed.
@@ -108,7 +108,7 @@ impl DirState {
 }
 
 /// The length of an encoded [`FileVersion`].
-pub const STAT_LEN: usize = 32;
+pub const STAT_LEN: usize = 40;
 
 /// The encoding of `stat`, which a listing holds at a [`Listing::stat_offsets`] offset.
 pub fn stat_bytes(stat: &FileVersion) -> [u8; STAT_LEN] {
@@ -116,7 +116,8 @@ pub fn stat_bytes(stat: &FileVersion) -> [u8; STAT_LEN] {
     for (k, n) in [stat.id.dev, stat.id.ino, stat.len].into_iter().enumerate() {
         out[k * 8..k * 8 + 8].copy_from_slice(&n.to_le_bytes());
     }
-    out[24..].copy_from_slice(&(stat.mtime_ns as i64).to_le_bytes());
+    out[24..32].copy_from_slice(&(stat.mtime_ns as i64).to_le_bytes());
+    out[32..].copy_from_slice(&(stat.ctime_ns as i64).to_le_bytes());
     out
 }
 
@@ -219,6 +220,7 @@ impl<'a> Reader<'a> {
             },
             len: self.u64()?,
             mtime_ns: i128::from(self.u64()? as i64),
+            ctime_ns: i128::from(self.u64()? as i64),
         })
     }
 }
@@ -233,6 +235,7 @@ mod tests {
             id: FileId { dev: n, ino: n + 1 },
             len: n * 100,
             mtime_ns: -i128::from(n),
+            ctime_ns: i128::from(n) * 3,
         }
     }
 
@@ -301,13 +304,19 @@ mod tests {
     }
 
     fn any_stat() -> impl Strategy<Value = FileVersion> {
-        (any::<u64>(), any::<u64>(), any::<u64>(), any::<i64>()).prop_map(
-            |(dev, ino, len, mtime_ns)| FileVersion {
+        (
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<i64>(),
+            any::<i64>(),
+        )
+            .prop_map(|(dev, ino, len, mtime_ns, ctime_ns)| FileVersion {
                 id: FileId { dev, ino },
                 len,
                 mtime_ns: i128::from(mtime_ns),
-            },
-        )
+                ctime_ns: i128::from(ctime_ns),
+            })
     }
 
     fn any_dirs() -> impl Strategy<Value = Vec<Dir>> {
@@ -371,8 +380,8 @@ mod tests {
         longer.push(0);
         assert_eq!(Listing::decode(longer), None);
         let mut other = bytes.clone();
-        other[4] = 2;
-        assert_eq!(Listing::decode(other), None, "another version");
+        other[4..8].copy_from_slice(&(VERSION - 1).to_le_bytes());
+        assert_eq!(Listing::decode(other), None, "the version before");
         let mut flag = bytes.clone();
         let at = 4 + 4 + 4 + 4 + "/store/--work--".len();
         assert_eq!(flag[at], 1);

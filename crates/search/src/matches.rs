@@ -107,12 +107,12 @@ pub(super) const KIND: &str = kind_sql!();
 pub(super) const HIT_COLUMNS: &str = concat!(
     "f.path, f.session_id, f.title, f.cwd, d.entry_id, d.entry_type, ",
     kind_sql!(),
-    ", d.time_ms, d.on_leaf, d.text, f.dev, f.ino, f.len, f.mtime_ns, f.first_prompt"
+    ", d.time_ms, d.on_leaf, d.text, f.dev, f.ino, f.len, f.mtime_ns, f.ctime_ns, f.first_prompt"
 );
 
 /// Where a word query's window has each row's [`instances::FUNCTION`]: after the document's
-/// id and the 15 [`HIT_COLUMNS`].
-pub(super) const COUNTS_AT: usize = 16;
+/// id and the 16 [`HIT_COLUMNS`].
+pub(super) const COUNTS_AT: usize = 17;
 
 /// A hit from a row holding [`HIT_COLUMNS`] from column `at` on, and the stat its file was
 /// indexed at.
@@ -133,7 +133,7 @@ pub(super) fn hit_of(
         kind: row.get(at + 6)?,
         time_ms: row.get(at + 7)?,
         on_leaf_path: row.get(at + 8)?,
-        first_prompt: row.get(at + 14)?,
+        first_prompt: row.get(at + 15)?,
         score,
         snippet,
     };

@@ -8,7 +8,7 @@ use rusqlite::Connection;
 use super::instances;
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 10;
+pub const FORMAT: i64 = 11;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 
@@ -20,6 +20,7 @@ CREATE TABLE files (
     id INTEGER PRIMARY KEY,
     path BLOB NOT NULL UNIQUE,
     dev INTEGER NOT NULL, ino INTEGER NOT NULL, len INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
     mark_end INTEGER, mark_newlines INTEGER, mark_tail BLOB, patches_apply INTEGER,
     incremental INTEGER NOT NULL,
     next_seq INTEGER NOT NULL,
@@ -31,7 +32,7 @@ CREATE INDEX files_cwd ON files(cwd);
 -- The copies of one session (discovery::keep_live_copies), for the live-copy filter.
 CREATE INDEX files_session ON files(session_id, mtime_ns);
 -- What a check for changes reads of every file, in a few pages.
-CREATE INDEX files_stamp ON files(path, id, dev, ino, len, mtime_ns);
+CREATE INDEX files_stamp ON files(path, id, dev, ino, len, mtime_ns, ctime_ns);
 CREATE TABLE docs (
     id INTEGER PRIMARY KEY,
     file INTEGER NOT NULL,

@@ -275,6 +275,7 @@ mod tests {
             id: gjcfs_engine::storage::FileId { dev: 1, ino: 2 },
             len,
             mtime_ns: 3,
+            ctime_ns: 4,
         };
         let snapshots = Snapshots::default();
         snapshots.take(bytes("abc"), attr(7, 3), Some(v(10)));

@@ -518,4 +518,41 @@ mod tests {
         crate::storage::remove_tree(&FileStorage, &c).unwrap();
         assert!(!FileStorage.exists(&c));
     }
+
+    #[test]
+    fn a_same_length_rewrite_with_its_mtime_put_back_is_another_version() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("session.jsonl");
+        crate::storage::write_new_durable(&FileStorage, &file, b"{\"secret\":\"hunter2\"}\n")
+            .unwrap();
+        let before = FileStorage.version(&file).unwrap();
+        // Past the tick of the file system's clock the file was written in.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let open = fs::OpenOptions::new().write(true).open(&file).unwrap();
+        std::io::Write::write_all(&mut &open, b"{\"secret\":\"*******\"}\n").unwrap();
+        let mtime = std::time::UNIX_EPOCH
+            + std::time::Duration::from_nanos(before.mtime_ns.try_into().unwrap());
+        open.set_times(fs::FileTimes::new().set_modified(mtime))
+            .unwrap();
+        drop(open);
+        let after = FileStorage.version(&file).unwrap();
+        assert_eq!(
+            (after.id, after.len, after.mtime_ns),
+            (before.id, before.len, before.mtime_ns),
+            "a rewrite a stat of identity, length and mtime cannot see"
+        );
+        assert_ne!(after, before);
+        assert!(after.ctime_ns > before.ctime_ns);
+        // Every way of asking says the same.
+        let lookup = DirLookup::open(tmp.path()).unwrap();
+        assert_eq!(
+            lookup
+                .version(std::ffi::OsStr::new("session.jsonl"))
+                .unwrap(),
+            after
+        );
+        assert_eq!(FileStorage.lstat(&file).unwrap().version(), after);
+        let read = FileStorage.open_read_at(&file).unwrap();
+        assert_eq!(read.ctime_ns().unwrap(), after.ctime_ns);
+    }
 }

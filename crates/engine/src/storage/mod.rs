@@ -78,8 +78,13 @@ pub struct FileStat {
     pub is_file: bool,
 }
 
-/// What tells whether a file on disk changed without reading it: its identity, length and
-/// modification time (in nanoseconds since the epoch), following symlinks.
+/// What tells whether a file on disk changed without reading it: its identity, length,
+/// modification time and change time (in nanoseconds since the epoch), following symlinks.
+///
+/// The change time is what makes it honest: a rewrite that keeps the length and puts the
+/// modification time back (`touch -r`, `utimes`, a redaction in place, two writes within
+/// one tick of the clock followed by a `utimes`) still sets it, for no call sets it to a
+/// chosen time. It also moves on a rename, a mode or owner change and a new hard link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileVersion {
     /// The file's identity (device and inode).
@@ -88,6 +93,9 @@ pub struct FileVersion {
     pub len: u64,
     /// Modification time in nanoseconds since the epoch.
     pub mtime_ns: i128,
+    /// Change time (of the contents or of the inode: `st_ctime`; on Windows the
+    /// `ChangeTime`) in nanoseconds since the epoch.
+    pub ctime_ns: i128,
 }
 
 impl FileVersion {
@@ -142,12 +150,13 @@ pub struct EntryStat {
 }
 
 impl EntryStat {
-    /// The entry's version: its identity, length and modification time.
+    /// The entry's version: its identity, length, modification and change times.
     pub fn version(&self) -> FileVersion {
         FileVersion {
             id: self.id,
             len: self.len,
             mtime_ns: self.mtime_ns,
+            ctime_ns: self.ctime_ns,
         }
     }
 }

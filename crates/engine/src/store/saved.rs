@@ -23,6 +23,10 @@ use crate::storage::{
 /// The first bytes of every saved file.
 const MAGIC: &[u8; 8] = b"gjcfs\0sv";
 
+/// The length of an encoded [`FileVersion`]: device, inode and length as `u64`, the
+/// modification and change times as `i128`.
+const VERSION_LEN: usize = 8 * 3 + 16 * 2;
+
 /// Writes a saved file's body.
 #[derive(Debug)]
 pub struct Encoder(Vec<u8>);
@@ -74,6 +78,7 @@ impl Encoder {
         self.u64(v.id.ino);
         self.u64(v.len);
         self.0.extend_from_slice(&v.mtime_ns.to_le_bytes());
+        self.0.extend_from_slice(&v.ctime_ns.to_le_bytes());
     }
 
     /// The whole file.
@@ -160,6 +165,7 @@ impl<'a> Decoder<'a> {
             },
             len: self.u64()?,
             mtime_ns: i128::from_le_bytes(self.array()?),
+            ctime_ns: i128::from_le_bytes(self.array()?),
         })
     }
 
@@ -301,7 +307,7 @@ impl<T: Saved> ByVersion<T> {
     fn decode(bytes: &[u8]) -> Option<HashMap<OsString, (FileVersion, T)>> {
         let mut d = Decoder::new(bytes, T::KIND, T::FORMAT)?;
         // A path's length and a version at least.
-        let n = d.count(8 + 40)?;
+        let n = d.count(8 + VERSION_LEN)?;
         let mut known = HashMap::with_capacity(n);
         for _ in 0..n {
             let path = path_from_bytes(d.bytes()?).into_owned();
@@ -372,6 +378,7 @@ mod tests {
             id: FileId { dev: 1, ino: 2 },
             len: 3,
             mtime_ns: -4,
+            ctime_ns: 5,
         });
         e.finish()
     }
@@ -388,7 +395,10 @@ mod tests {
         assert_eq!(d.opt_str(), Some(None));
         assert_eq!(d.opt_str(), Some(Some("")));
         let v = d.version().unwrap();
-        assert_eq!((v.id.dev, v.id.ino, v.len, v.mtime_ns), (1, 2, 3, -4));
+        assert_eq!(
+            (v.id.dev, v.id.ino, v.len, v.mtime_ns, v.ctime_ns),
+            (1, 2, 3, -4, 5)
+        );
         assert!(d.is_done());
     }
 
@@ -455,6 +465,7 @@ mod tests {
             id: FileId { dev: 1, ino: 2 },
             len,
             mtime_ns: 3,
+            ctime_ns: 4,
         };
         let mut cache: ByVersion<Option<Text>> = ByVersion::load(&storage, at);
         cache.insert(Path::new("/s/a"), v(1), Some(Text("a".into())));

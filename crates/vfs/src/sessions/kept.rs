@@ -125,6 +125,7 @@ mod tests {
             id: FileId { dev: 1, ino: 2 },
             len,
             mtime_ns: 3,
+            ctime_ns: 4,
         }
     }
 

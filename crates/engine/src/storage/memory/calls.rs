@@ -32,7 +32,7 @@ impl SessionStorage for MemoryStorage {
                     ino: s.id_of(path),
                 },
                 len: bytes.len() as u64,
-                mtime_ms: s.mtimes.get(path).copied().unwrap_or(0),
+                mtime_ms: s.times_of(path).modified,
                 is_file: true,
             });
         }
@@ -59,11 +59,13 @@ impl SessionStorage for MemoryStorage {
         check(&mut s, "open_read_at")?;
         let bytes = s.files.get(path).cloned().ok_or_else(|| not_found(path))?;
         let ino = s.ids.get(path).copied().unwrap_or_default();
+        let times = s.times_of(path);
         Ok(Box::new(MemoryReadFile {
             bytes,
             id: FileId { dev: 0, ino },
             links: s.links_of(ino),
-            mtime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
+            mtime_ns: time_ns(times.modified),
+            ctime_ns: time_ns(times.changed),
         }))
     }
 
@@ -93,9 +95,7 @@ impl SessionStorage for MemoryStorage {
             s.files.insert(path.to_owned(), Vec::new());
             new_identity(&mut s, path);
         }
-        s.clock += 1;
-        let now = s.clock;
-        s.mtimes.insert(path.to_owned(), now);
+        s.touch(path);
         s.next_writer += 1;
         Ok(Box::new(MemoryWriter {
             storage: self.clone(),
@@ -116,7 +116,7 @@ impl SessionStorage for MemoryStorage {
         let mut s = self.lock();
         check(&mut s, "unlink")?;
         s.forget(path);
-        s.mtimes.remove(path);
+        s.times.remove(path);
         s.ids.remove(path);
         s.files
             .remove(path)
@@ -250,6 +250,9 @@ impl SessionStorage for MemoryStorage {
             return Err(not_found(path));
         }
         s.modes.insert(path.to_owned(), mode & 0o7777);
+        if s.files.contains_key(path) {
+            s.mark_changed(path);
+        }
         Ok(())
     }
 
@@ -266,10 +269,13 @@ impl SessionStorage for MemoryStorage {
             }
         }
         let id = s.id_of(from);
-        let mtime = s.mtimes.get(from).copied().unwrap_or(0);
+        let times = s.times_of(from);
         s.files.insert(to.to_owned(), bytes);
         s.ids.insert(to.to_owned(), id);
-        s.mtimes.insert(to.to_owned(), mtime);
+        s.times.insert(to.to_owned(), times);
+        // A new link changes the file's inode: both its names see it.
+        s.mark_changed(from);
+        s.mark_changed(to);
         let state = &mut *s;
         for table in [&mut state.modes, &mut state.owners] {
             if let Some(v) = table.get(from).copied() {
@@ -330,7 +336,7 @@ impl SessionStorage for MemoryStorage {
             state.dirs.extend(moved(&dir, from, to));
         }
         move_keys(&mut state.files, from, to);
-        move_keys(&mut state.mtimes, from, to);
+        move_keys(&mut state.times, from, to);
         move_keys(&mut state.ids, from, to);
         move_keys(&mut state.modes, from, to);
         move_keys(&mut state.owners, from, to);
@@ -394,8 +400,8 @@ impl MemoryStorage {
                 1
             },
             len,
-            mtime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
-            ctime_ns: mtime_ns(s.mtimes.get(path).copied().unwrap_or(0)),
+            mtime_ns: time_ns(s.times_of(path).modified),
+            ctime_ns: time_ns(s.times_of(path).changed),
         })
     }
 }

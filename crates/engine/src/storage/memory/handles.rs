@@ -13,6 +13,7 @@ pub(super) struct MemoryReadFile {
     pub(super) id: FileId,
     pub(super) links: u64,
     pub(super) mtime_ns: i128,
+    pub(super) ctime_ns: i128,
 }
 
 impl ReadAt for MemoryReadFile {
@@ -38,9 +39,8 @@ impl ReadFile for MemoryReadFile {
         Ok(self.mtime_ns)
     }
 
-    /// Memory keeps no separate change time: it is the modification time.
     fn ctime_ns(&self) -> io::Result<i128> {
-        Ok(self.mtime_ns)
+        Ok(self.ctime_ns)
     }
 }
 
@@ -103,9 +103,7 @@ impl MemoryWriter {
             Some(FaultKind::Errno(_)) => &bytes[..0],
             None => bytes,
         };
-        s.clock += 1;
-        let now = s.clock;
-        s.mtimes.insert(self.path.clone(), now);
+        s.touch(&self.path);
         let file = s
             .files
             .get_mut(&self.path)
@@ -159,6 +157,7 @@ impl StorageWriter for MemoryWriter {
             .get_mut(&self.path)
             .ok_or_else(|| not_found(&self.path))?;
         file.truncate(len as usize);
+        s.touch(&self.path);
         Ok(())
     }
 

@@ -23,9 +23,12 @@
 //! Owners and modes: every entry belongs to [`MEMORY_USER`], the storage's effective user,
 //! and is private — files `0600`, directories `0700` — unless a test changes it
 //! ([`MemoryStorage::set_owner`], [`SessionStorage::set_mode`]). There are no symlinks, ACLs
-//! or network filesystems, and directories have no identity (every one is inode 0). Modification
+//! or network filesystems, and directories have no identity (every one is inode 0). A file's
 //! times come from a counter that every change advances (milliseconds, as far as the
-//! engine can tell); change times are the modification times. Hard links share their file's identity (and its durable
+//! engine can tell): a write, a truncation or opening a writer sets both its modification
+//! and its change time; a rename, a mode or owner change, a new hard link and
+//! [`MemoryStorage::set_modified_ms`] (which puts a modification time back, as `utimes`
+//! does) set its change time alone. Hard links share their file's identity (and its durable
 //! contents) but not later writes: a write through one name is not seen through the other,
 //! which the engine never relies on (it links only files it has finished writing).
 
@@ -63,10 +66,17 @@ pub struct Fault {
     pub kind: FaultKind,
 }
 
+/// A file's times, in the counter's milliseconds.
+#[derive(Debug, Default, Clone, Copy)]
+struct Times {
+    modified: i64,
+    changed: i64,
+}
+
 #[derive(Debug, Default)]
 struct State {
     files: BTreeMap<PathBuf, Vec<u8>>,
-    mtimes: BTreeMap<PathBuf, i64>,
+    times: BTreeMap<PathBuf, Times>,
     /// Each file's identity (its "inode"): new for a created or put file, moved by a rename.
     ids: BTreeMap<PathBuf, u64>,
     next_id: u64,
@@ -102,6 +112,33 @@ impl State {
     /// How many names the file with identity `id` has.
     fn links_of(&self, id: u64) -> u64 {
         self.ids.values().filter(|&&i| i == id).count() as u64
+    }
+
+    /// The times of the file at `path` (zero for anything else).
+    fn times_of(&self, path: &Path) -> Times {
+        self.times.get(path).copied().unwrap_or_default()
+    }
+
+    /// Advances the counter and sets the modification and change times of `path` to it: its
+    /// contents changed.
+    fn touch(&mut self, path: &Path) {
+        self.clock += 1;
+        let now = self.clock;
+        self.times.insert(
+            path.to_owned(),
+            Times {
+                modified: now,
+                changed: now,
+            },
+        );
+    }
+
+    /// Advances the counter and sets the change time of `path` to it: its entry or its
+    /// attributes changed.
+    fn mark_changed(&mut self, path: &Path) {
+        self.clock += 1;
+        let now = self.clock;
+        self.times.entry(path.to_owned()).or_default().changed = now;
     }
 
     /// Forgets what was set about the entry at `path` (it is gone or replaced).
@@ -172,10 +209,8 @@ impl MemoryStorage {
     /// counting an operation (test set-up). It is durable at once.
     pub fn put_file(&self, path: &Path, bytes: &[u8]) {
         let mut s = self.lock();
-        s.clock += 1;
-        let now = s.clock;
         s.files.insert(path.to_owned(), bytes.to_vec());
-        s.mtimes.insert(path.to_owned(), now);
+        s.touch(path);
         s.forget(path);
         new_identity(&mut s, path);
         let id = s.id_of(path);
@@ -193,7 +228,7 @@ impl MemoryStorage {
     fn rename_unchecked(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut s = self.lock();
         let bytes = s.files.remove(from).ok_or_else(|| not_found(from))?;
-        let mtime = s.mtimes.remove(from).unwrap_or(0);
+        let times = s.times.remove(from).unwrap_or_default();
         let id = s.ids.remove(from).unwrap_or_default();
         s.forget(to);
         if let Some(mode) = s.modes.remove(from) {
@@ -203,8 +238,9 @@ impl MemoryStorage {
             s.owners.insert(to.to_owned(), owner);
         }
         s.files.insert(to.to_owned(), bytes);
-        s.mtimes.insert(to.to_owned(), mtime);
+        s.times.insert(to.to_owned(), times);
         s.ids.insert(to.to_owned(), id);
+        s.mark_changed(to);
         Ok(())
     }
 
@@ -221,7 +257,24 @@ impl MemoryStorage {
 
     /// Makes the entry at `path` belong to `uid` (test set-up, not counted).
     pub fn set_owner(&self, path: &Path, uid: u32) {
-        self.lock().owners.insert(path.to_owned(), uid);
+        let mut s = self.lock();
+        s.owners.insert(path.to_owned(), uid);
+        if s.files.contains_key(path) {
+            s.mark_changed(path);
+        }
+    }
+
+    /// Sets the modification time of the file at `path` to `ms` (a time the counter gave,
+    /// as [`crate::storage::FileVersion::modified_ms`] reports it), as `utimes` does: its
+    /// change time moves on (test set-up, not counted).
+    pub fn set_modified_ms(&self, path: &Path, ms: i64) -> io::Result<()> {
+        let mut s = self.lock();
+        if !s.files.contains_key(path) {
+            return Err(not_found(path));
+        }
+        s.mark_changed(path);
+        s.times.entry(path.to_owned()).or_default().modified = ms;
+        Ok(())
     }
 
     /// Simulates a power loss: what is visible becomes the durable image (see the module
@@ -241,7 +294,7 @@ impl MemoryStorage {
                 ids.insert(path.clone(), *id);
             }
         }
-        s.mtimes.retain(|p, _| files.contains_key(p));
+        s.times.retain(|p, _| files.contains_key(p));
         s.files = files;
         s.ids = ids;
     }
@@ -258,8 +311,8 @@ impl MemoryStorage {
     }
 }
 
-/// A modification time of the counter, in nanoseconds.
-fn mtime_ns(ms: i64) -> i128 {
+/// A time of the counter, in nanoseconds.
+fn time_ns(ms: i64) -> i128 {
     i128::from(ms) * 1_000_000
 }
 

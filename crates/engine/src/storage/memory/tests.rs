@@ -162,3 +162,59 @@ fn writers_opened_before_a_crash_reach_nothing_and_hold_no_lock() {
     storage.crash();
     assert_eq!(storage.file(file).unwrap(), b"kept\nnew\n");
 }
+
+#[test]
+fn a_same_length_rewrite_with_its_mtime_put_back_is_another_version() {
+    let storage = MemoryStorage::new();
+    let dir = Path::new("/d");
+    storage.ensure_dir(dir).unwrap();
+    let file = dir.join("f");
+    storage.put_file(&file, b"secret\n");
+    let before = storage.version(&file).unwrap();
+    let mut w = storage
+        .open_writer(&file, OpenMode::AppendExisting)
+        .unwrap();
+    w.write_at(b"******\n", 0).unwrap();
+    w.close().unwrap();
+    storage
+        .set_modified_ms(&file, before.modified_ms())
+        .unwrap();
+    let after = storage.version(&file).unwrap();
+    assert_eq!(storage.file(&file).unwrap(), b"******\n");
+    assert_eq!(
+        (after.id, after.len, after.mtime_ns),
+        (before.id, before.len, before.mtime_ns)
+    );
+    assert_ne!(after, before);
+    let read = storage.open_read_at(&file).unwrap();
+    assert_eq!(read.ctime_ns().unwrap(), after.ctime_ns);
+    assert_eq!(read.mtime_ns().unwrap(), before.mtime_ns);
+}
+
+#[test]
+fn renames_mode_changes_links_and_truncations_move_the_change_time_on() {
+    let storage = MemoryStorage::new();
+    let dir = Path::new("/d");
+    storage.ensure_dir(dir).unwrap();
+    let (a, b, c) = (dir.join("a"), dir.join("b"), dir.join("c"));
+    storage.put_file(&a, b"abc");
+    let mut last = storage.version(&a).unwrap();
+    let mut changed = |path: &Path, what: &str| {
+        let now = storage.version(path).unwrap();
+        assert!(now.ctime_ns > last.ctime_ns, "{what}");
+        last = now;
+    };
+    storage.rename(&a, &b).unwrap();
+    changed(&b, "rename");
+    storage.set_mode(&b, 0o644).unwrap();
+    changed(&b, "mode");
+    storage.hard_link(&b, &c).unwrap();
+    changed(&b, "link");
+    let mut w = storage.open_writer(&b, OpenMode::AppendExisting).unwrap();
+    changed(&b, "a writer opened");
+    let opened = storage.version(&b).unwrap();
+    w.truncate(1).unwrap();
+    drop(w);
+    changed(&b, "truncate");
+    assert!(storage.version(&b).unwrap().mtime_ns > opened.mtime_ns);
+}

@@ -181,7 +181,7 @@ pub fn sync_file(path: &Path) -> io::Result<()> {
     open(path, Open::READ)?.sync_all()
 }
 
-/// The identity, length and modification time of `path` (following symlinks).
+/// The identity, length, modification and change times of `path` (following symlinks).
 pub fn version(path: &Path) -> io::Result<FileVersion> {
     fs::metadata(path).map(|meta| version_of(&meta))
 }
@@ -191,6 +191,7 @@ fn version_of(meta: &fs::Metadata) -> FileVersion {
         id: file_id(meta),
         len: meta.len(),
         mtime_ns: mtime_ns(meta),
+        ctime_ns: ctime_ns(meta),
     }
 }
 
@@ -246,6 +247,7 @@ impl DirLookup {
             },
             len: st.st_size as u64,
             mtime_ns: st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128,
+            ctime_ns: st.st_ctime as i128 * 1_000_000_000 + st.st_ctime_nsec as i128,
         })
     }
 

@@ -411,7 +411,8 @@ pub fn stat(path: &Path) -> io::Result<FileStat> {
     })
 }
 
-/// The identity, length and modification time of `path` (following links).
+/// The identity, length, last-write time and change time (`FILE_BASIC_INFO`'s
+/// `ChangeTime`, which `SetFileTime` cannot set) of `path` (following links).
 pub fn version(path: &Path) -> io::Result<FileVersion> {
     let file = open_following(path)?;
     let info = handle_info(&file)?;
@@ -419,6 +420,7 @@ pub fn version(path: &Path) -> io::Result<FileVersion> {
         id: id_of(&info),
         len: file_size(&info),
         mtime_ns: filetime_ns(filetime_of(info.ftLastWriteTime)),
+        ctime_ns: filetime_ns(basic_info(&file)?.ChangeTime),
     })
 }
 

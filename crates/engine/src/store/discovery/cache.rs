@@ -77,7 +77,8 @@ impl ListingCache {
 
 impl Saved for SessionInfo {
     const KIND: &'static [u8; 8] = b"listing\0";
-    const FORMAT: u32 = 1;
+    /// 2: each file's version has its change time.
+    const FORMAT: u32 = 2;
 
     fn encode(&self, e: &mut Encoder) {
         e.str(&self.id);

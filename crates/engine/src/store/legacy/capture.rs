@@ -32,6 +32,7 @@ impl Stat {
                 id: file.id(),
                 len: file.size()?,
                 mtime_ns: file.mtime_ns()?,
+                ctime_ns: file.ctime_ns()?,
             },
             nlink: file.links()?,
         })
@@ -45,7 +46,7 @@ impl Stat {
         self.version.len
     }
 
-    /// Same object, same size, same mtime.
+    /// Same object, same size, same modification and change times.
     pub(super) fn same_version(&self, other: &Stat) -> bool {
         self.version == other.version
     }

@@ -162,7 +162,8 @@ fn read_in_parallel(
 
 impl Saved for SessionUsageContribution {
     const KIND: &'static [u8; 8] = b"usage\0\0\0";
-    const FORMAT: u32 = 1;
+    /// 2: each file's version has its change time.
+    const FORMAT: u32 = 2;
 
     fn encode(&self, e: &mut Encoder) {
         e.str(&self.session_id);
@@ -247,7 +248,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cached_scan_reads_only_files_whose_version_changed() {
+    fn a_cached_scan_reads_only_files_whose_version_changed_even_with_its_mtime_put_back() {
         let tmp = tempfile::tempdir().unwrap();
         let paths: Vec<PathBuf> = ["a", "b"]
             .iter()
@@ -268,26 +269,24 @@ mod tests {
         assert_eq!(input(&first, 0), 10.0);
         cache.save(&FileStorage, &saved_at).unwrap();
 
-        // a.jsonl changes but keeps its identity, length and time: the saved contribution
-        // counts (it was not read); b.jsonl grows and is read again.
-        let a = &paths[0];
-        let time = std::fs::metadata(a).unwrap().modified().unwrap();
-        std::fs::write(a, session("a", 90)).unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(a)
-            .unwrap()
-            .set_modified(time)
-            .unwrap();
-        std::fs::write(&paths[1], session("b", 700) + "\n").unwrap();
+        // a.jsonl is as it was: its saved contribution counts (it is not read). b.jsonl is
+        // rewritten in place, a usage number digit for digit, and its modification time put
+        // back: it keeps its identity, length and mtime, and is read again all the same.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let b = &paths[1];
+        let time = std::fs::metadata(b).unwrap().modified().unwrap();
+        let file = std::fs::File::options().write(true).open(b).unwrap();
+        std::io::Write::write_all(&mut &file, session("b", 90).as_bytes()).unwrap();
+        file.set_modified(time).unwrap();
+        drop(file);
         let mut cache = UsageCache::load(&FileStorage, &saved_at);
-        let done = AtomicUsize::new(0);
+        let done = std::sync::Mutex::new(Vec::new());
         let again = scan_sessions_cached(&paths, 2, &mut cache, &|n| {
-            done.store(n, Ordering::Relaxed);
+            done.lock().unwrap().push(n);
         });
-        assert_eq!(done.load(Ordering::Relaxed), 2);
+        assert_eq!(done.lock().unwrap()[..], [1, 2], "one taken from the cache");
         assert_eq!(input(&again, 0), 10.0, "taken from the cache");
-        assert_eq!(input(&again, 1), 700.0, "read again");
+        assert_eq!(input(&again, 1), 90.0, "read again");
         assert!(again.failed.is_empty());
     }
 
