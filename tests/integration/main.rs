@@ -53,6 +53,7 @@ mod search_trust;
 mod shell;
 mod terminal;
 mod tree;
+mod unseen_rewrites;
 mod vfs;
 mod vfs_kept;
 mod vfs_model;

@@ -1243,12 +1243,13 @@ fn a_refused_session_answers_eacces_says_why_and_recovers_when_put_right() {
     let set_mode = |mode| fs::set_permissions(&s.file, fs::Permissions::from_mode(mode)).unwrap();
     ok("cat", &[p(&dir.join("header.json"))]);
     set_mode(0o644);
-    // A write finds the transcript no longer private: refused with EACCES, not EIO.
+    // A write finds the transcript no longer private: refused with EACCES, not EIO — at
+    // the open when the mount has seen the mode change (its change time moved the file's
+    // version on: the session is loaded afresh, and refused), else at the write.
     let append = |line: &str| {
         let mut file = fs::OpenOptions::new()
             .append(true)
-            .open(dir.join("entries/new"))
-            .unwrap();
+            .open(dir.join("entries/new"))?;
         file.write_all(format!("{line}\n").as_bytes())
     };
     let refused = append(r#"{"role":"user","content":"while 0644"}"#).unwrap_err();

@@ -1,8 +1,9 @@
 //! Indexing only the lines appended to a file since it was indexed.
 //!
 //! Appended lines are read as [`SessionManager::refresh_from_file`] reads them: the file
-//! must be the one indexed (same device and inode), not shorter, with the same last bytes
-//! before where indexing stopped; only complete lines are read, a last line without its
+//! must be the one indexed (same device and inode), longer than it was (a new version of
+//! the same length was rewritten in place), with the same last bytes before where indexing
+//! stopped; only complete lines are read, a last line without its
 //! newline is left for later, and a line torn when it was indexed must have been ended by
 //! a newline. The lines replay on top of what is indexed exactly as one pass over the
 //! whole file would replay them:
@@ -78,7 +79,9 @@ pub(super) fn append(
     let Some(mark) = old.mark.as_ref().filter(|_| old.incremental) else {
         return Ok(Appended::Whole);
     };
-    if stat.id != mark.id || stat.len < mark.end {
+    // A new version of the same length appended nothing: it was rewritten in place (a
+    // redaction with its mtime put back), which only a whole read shows.
+    if stat.id != mark.id || stat.len < mark.end || stat.len == old.stat.len {
         return Ok(Appended::Whole);
     }
     let Some((next, lines)) = read_appended(source.storage.as_ref(), path, mark) else {

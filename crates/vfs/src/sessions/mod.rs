@@ -443,16 +443,22 @@ impl Sessions {
         if now == loaded.synced {
             return;
         }
+        // The refresh reads on from where memory ends and checks the bytes just before: a
+        // file whose version changed while its length did not may have been rewritten in
+        // place anywhere before them (a redaction with its mtime put back), which only a
+        // load from the start shows.
+        let in_place = now.zip(loaded.synced).is_some_and(|(a, b)| a.len == b.len);
         match loaded.manager.refresh_from_file() {
-            Ok(Refresh::Unchanged) => loaded.synced = now,
+            Ok(Refresh::Unchanged) if !in_place => loaded.synced = now,
             Ok(Refresh::Appended { edited, .. }) => {
                 loaded.synced = now;
                 self.note_stamp(sid, now);
                 self.took_in(sid, loaded, &edited, events);
                 events.file_changed(&loaded.path);
             }
-            // Replaced, shortened or unreadable: load it afresh on the next touch.
-            Ok(Refresh::NeedsReload(_)) | Err(_) => {
+            // Rewritten in place, replaced, shortened or unreadable: load it afresh on the
+            // next touch.
+            Ok(Refresh::Unchanged | Refresh::NeedsReload(_)) | Err(_) => {
                 events.file_changed(&loaded.path);
                 if let Some(loaded) = state.loaded.take() {
                     if let Err(e) = loaded.manager.close() {
