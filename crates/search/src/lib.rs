@@ -11,9 +11,9 @@
 //! Storage (one SQLite file, [`FORMAT`] in `PRAGMA user_version`, [`APPLICATION_ID`] in
 //! `PRAGMA application_id`):
 //! - `files`: one row per session file — its path, what tells whether it changed (device,
-//!   inode, length, modification time) and which bytes were indexed (a [`ReadMark`]), the
-//!   session's id, cwd, title, leaf and first prompt (as far as a title shows it:
-//!   [`PROMPT_CHARS`]);
+//!   inode, length, modification and change times) and which bytes were indexed (a
+//!   [`ReadMark`]), the session's id, cwd, title, leaf and first prompt (as far as a title
+//!   shows it: [`PROMPT_CHARS`]);
 //! - `docs`: one row per entry (and title), its text included where it has some (from 64
 //!   bytes on compressed: [`stored_text`]), its kind only where that is not its type;
 //!   Documents are numbered in the order they were written: a first build writes the
@@ -38,10 +38,10 @@
 //!   nothing in it is trusted before those checks.
 //! - After [`SearchIndex::update`], the index holds exactly the documents a full read of
 //!   each file would give ([`prepare`]), for every file of the store, and none of a file
-//!   no longer in it. A file whose device, inode, length and modification time are those
-//!   indexed is not read. A file that only grew — same identity, not shorter, the same last
-//!   bytes before where indexing stopped — has its complete new lines read and replayed
-//!   on top of what is indexed ([`update`]); anything else is read again whole.
+//!   no longer in it. A file whose device, inode, length and both times are those indexed
+//!   is not read. A file that only grew — same identity, longer, the same last bytes
+//!   before where indexing stopped — has its complete new lines read and replayed on top
+//!   of what is indexed ([`update`]); anything else is read again whole.
 //! - Telling whether anything changed ([`SearchIndex::update_dirs`]) costs a `stat` of each
 //!   file, on several threads, compared in order with the [`listing`] the last update
 //!   recorded: each directory's settled version and its files' names and stats. A
@@ -50,7 +50,7 @@
 //!   agrees with the index; an update that changed stats alone writes them into it, one
 //!   that changed more records it anew, and neither records one when another connection
 //!   changed the index meanwhile. When anything differs, the stamps (path, device, inode,
-//!   length, modification time) of `files` are read from one covering index and compared;
+//!   length, both times) of `files` are read from one covering index and compared;
 //!   the rest of a file's row is read only when it changed.
 //! - [`SearchIndex::search_dirs`] runs the search during that check and keeps its answer
 //!   only when nothing changed.

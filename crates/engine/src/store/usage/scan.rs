@@ -41,7 +41,7 @@ impl Scanned {
 }
 
 /// What scanning each file gave ([`scan_sessions_cached`]), which counts while the file
-/// keeps the version it had when it was read (identity, length, modification time); saved
+/// keeps the version it had when it was read (identity, length, both times); saved
 /// between runs ([`UsageCache::load`], [`UsageCache::save`]). A file that could not be
 /// loaded is not kept: it is tried again.
 #[derive(Debug, Default)]
