@@ -77,6 +77,7 @@ mod index_id;
 mod instances;
 mod json;
 mod listing;
+mod lock_wait;
 mod matches;
 mod occurrences;
 mod prepare;
@@ -297,6 +298,8 @@ struct Inner {
     /// SQLite's `PRAGMA data_version` when `files` was read: another connection's commit
     /// changes it.
     data_version: i64,
+    /// What the operation under way may still wait for the write lock.
+    lock_wait: lock_wait::LockWait,
 }
 
 /// A search index over a session store, in one SQLite file or in memory.
@@ -341,6 +344,7 @@ impl SearchIndex {
                 conn,
                 files: Stamps::default(),
                 data_version: -1,
+                lock_wait: lock_wait::LockWait::new(),
             }),
             path,
         })
@@ -576,6 +580,7 @@ impl SearchIndex {
         threads: usize,
         progress: &dyn Fn(Progress),
     ) -> Result<UpdateReport, SearchError> {
+        inner.lock_wait.restart();
         self.sync_files(inner)?;
         let mut report = UpdateReport::default();
         let mut changed = Vec::new();
@@ -597,7 +602,8 @@ impl SearchIndex {
                 // Gone since it was listed: dropped like a removed file.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     if inner.files.contains(path) {
-                        self.remove_or_busy(inner, path, &mut report)?;
+                        update::remove_unless_busy(inner, path, &mut report)
+                            .map_err(|e| self.sql_error(e))?;
                         report.changes.push(SessionChange {
                             path: path.clone(),
                             change: Change::Removed,
@@ -625,7 +631,8 @@ impl SearchIndex {
                 .map(Path::to_owned)
                 .collect();
             for path in gone {
-                self.remove_or_busy(inner, &path, &mut report)?;
+                update::remove_unless_busy(inner, &path, &mut report)
+                    .map_err(|e| self.sql_error(e))?;
                 report.changes.push(SessionChange {
                     path,
                     change: Change::Removed,
@@ -645,29 +652,12 @@ impl SearchIndex {
         Ok(report)
     }
 
-    /// Drops `path` from the index, unless another connection holds the write lock
-    /// ([`UpdateReport::busy`]: nothing more is written then).
-    fn remove_or_busy(
-        &self,
-        inner: &mut Inner,
-        path: &Path,
-        report: &mut UpdateReport,
-    ) -> Result<(), SearchError> {
-        if report.busy {
-            return Ok(());
-        }
-        match update::remove(inner, path) {
-            Err(e) if index_file::is_busy(&e) => report.busy = true,
-            done => done.map_err(|e| self.sql_error(e))?,
-        }
-        Ok(())
-    }
-
     /// Brings one file up to date (indexing it if new, dropping it if gone); `None` when it
     /// had not changed.
     pub fn update_session(&self, path: &Path) -> Result<Option<SessionChange>, SearchError> {
         self.recovering(|| {
             let mut inner = self.inner.lock();
+            inner.lock_wait.restart();
             self.sync_files(&mut inner)?;
             self.refresh_one(&mut inner, path)
         })
@@ -758,6 +748,7 @@ impl SearchIndex {
         mut first: Option<Vec<(Hit, FileVersion)>>,
     ) -> Result<(Vec<Hit>, bool), SearchError> {
         let mut inner = self.inner.lock();
+        inner.lock_wait.restart();
         // Each file is checked once per search: one that changes again after it was
         // brought up to date keeps the hits of the state just read.
         let mut checked: HashSet<PathBuf> = HashSet::new();

@@ -11,6 +11,7 @@ use super::ahead::{Ahead, Closer, AHEAD_BYTES};
 use super::append::{append, Appended};
 use super::doc_rows::{delete_text, insert_row, write_file_row};
 use super::file_rows::{load_state, path_bytes};
+use super::lock_wait::LockWait;
 use super::prepare::{prepare, Batch, Prepared};
 use super::schema::{set_cache, CacheFor};
 use super::substring::{add_terms, Known};
@@ -23,7 +24,7 @@ const COMMIT_BYTES: u64 = 64 << 20;
 
 /// Drops a file and everything indexed of it.
 pub fn remove(inner: &mut Inner, path: &Path) -> rusqlite::Result<()> {
-    let tx = begin(&inner.conn)?;
+    let tx = begin(&inner.conn, &inner.lock_wait)?;
     if let Some(id) = file_id(&tx, path)? {
         delete_file(&tx, id)?;
     }
@@ -38,11 +39,32 @@ pub fn remove(inner: &mut Inner, path: &Path) -> rusqlite::Result<()> {
 /// could count within each statement, but a statement that fires a trigger opens a
 /// savepoint, and FTS5 writes out its buffered terms at every savepoint: a first build took
 /// twice as long.)
-fn begin(conn: &Connection) -> rusqlite::Result<Transaction<'_>> {
+/// Its first statement takes the write lock, waiting at most what the operation has left
+/// ([`LockWait`]).
+fn begin<'c>(conn: &'c Connection, wait: &LockWait) -> rusqlite::Result<Transaction<'c>> {
     let tx = conn.unchecked_transaction()?;
-    tx.prepare_cached("UPDATE meta SET files_gen = files_gen + 1 WHERE id = 1")?
-        .execute([])?;
+    wait.waiting(conn, || {
+        tx.prepare_cached("UPDATE meta SET files_gen = files_gen + 1 WHERE id = 1")?
+            .execute([])
+    })?;
     Ok(tx)
+}
+
+/// [`remove`], unless another connection held the write lock for the operation's whole
+/// wait ([`UpdateReport::busy`]: nothing more is written then).
+pub fn remove_unless_busy(
+    inner: &mut Inner,
+    path: &Path,
+    report: &mut UpdateReport,
+) -> rusqlite::Result<()> {
+    if report.busy {
+        return Ok(());
+    }
+    match remove(inner, path) {
+        Err(e) if super::index_file::is_busy(&e) => report.busy = true,
+        done => done?,
+    }
+    Ok(())
 }
 
 fn file_id(conn: &Connection, path: &Path) -> rusqlite::Result<Option<i64>> {
@@ -194,7 +216,7 @@ fn append_known(
             });
             continue;
         }
-        let tx = begin(&inner.conn)?;
+        let tx = begin(&inner.conn, &inner.lock_wait)?;
         // By its path: another connection may have indexed it anew (another row) since the
         // stamps were read, or dropped it.
         let Some(id) = file_id(&tx, &path)? else {
@@ -276,6 +298,7 @@ fn write_whole(
         let _readers_stop = Closer::always(&reading);
         let mut writer = Writer {
             conn: &inner.conn,
+            wait: &inner.lock_wait,
             files: &mut inner.files,
             report,
             db: None,
@@ -320,6 +343,7 @@ fn in_order(received: mpsc::Receiver<(usize, Read)>) -> impl Iterator<Item = (us
 /// [`COMMIT_BYTES`] of text.
 struct Writer<'a> {
     conn: &'a Connection,
+    wait: &'a LockWait,
     files: &'a mut super::Stamps,
     report: &'a mut UpdateReport,
     db: Option<Transaction<'a>>,
@@ -335,7 +359,7 @@ impl Writer<'_> {
     fn write(&mut self, file: &Whole, read: Read) -> rusqlite::Result<()> {
         let tx = match &self.db {
             Some(tx) => tx,
-            None => self.db.insert(begin(self.conn)?),
+            None => self.db.insert(begin(self.conn, self.wait)?),
         };
         match read {
             Ok((prepared, batches)) => {
