@@ -17,8 +17,10 @@
 //!   watcher to remove it. The watcher reads the changes of the store and the tokens from
 //!   one queue in the order they happened, and removes a token only once every change
 //!   before it is indexed: a query that sees its token gone finds every change made before
-//!   it started, with no file stat'ed.
-//!
+//!   it started, with no file stat'ed. A query whose tokens the watcher, still holding the
+//!   claim, has not taken within [`BEHIND_PATIENCE`] (a large change, a flood of appends)
+//!   answers from what the index holds and says so ([`Vouched::Behind`]): indexing the
+//!   same changes again beside the watcher would only make both wait on each other.
 //!
 //! The claim and the tokens are the cache's, on the disk beside it; nothing of the store is
 //! written.
@@ -33,9 +35,8 @@ use sha2::{Digest, Sha256};
 use super::index_id::IndexId;
 use gjcfs_engine::storage::{path_to_bytes, FileStorage, OpenMode, SessionStorage, StorageWriter};
 
-/// How long a query waits for the watcher to take its token before it checks the store
-/// itself: a watcher indexing a large change can take longer, and the query is then not
-/// held up by it.
+/// How long a query waits for the watcher to take one token; it leaves another while the
+/// watcher still holds the claim, up to [`BEHIND_PATIENCE`] in all.
 pub const SYNC_PATIENCE: Duration = Duration::from_millis(250);
 
 /// The claim file of the index at `index`.
@@ -104,19 +105,55 @@ impl Claim {
     }
 }
 
+/// What a watcher's claim says of an index file to a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vouched {
+    /// No watcher holds the claim for these directories and this file: the query checks
+    /// the store itself.
+    No,
+    /// A watcher holds it and has indexed every change made before the query.
+    Fresh,
+    /// A watcher holds it but has not indexed the changes before the query within
+    /// [`BEHIND_PATIENCE`] (a large change): the query answers from what the index holds and
+    /// says so, rather than index the same change again beside it.
+    Behind,
+}
+
+/// How long a query waits in all for a watcher that holds the claim to take its token.
+pub const BEHIND_PATIENCE: Duration = crate::schema::BUSY_TIMEOUT;
+
 /// Whether a watcher holds the claim of the index at `index` for the directories `dirs` and
-/// the index file `id` (the one the caller has open), and has indexed every change made
-/// before this call ([`synced`]).
-pub fn is_fresh(index: &Path, dirs: &[PathBuf], id: &IndexId) -> bool {
+/// the index file `id` (the one the caller has open), and whether it has indexed every
+/// change made before this call ([`synced`]).
+pub fn vouched(index: &Path, dirs: &[PathBuf], id: &IndexId) -> Vouched {
     let claim = claim_path(index);
-    if !FileStorage.is_locked(&claim).unwrap_or(false) {
-        return false;
+    let held = || {
+        let expected = claim_text(&dirs_digest(dirs), id);
+        FileStorage.is_locked(&claim).unwrap_or(false)
+            && FileStorage
+                .read_prefix(&claim, expected.len() + 1)
+                .unwrap_or_default()
+                == expected.as_bytes()
+    };
+    if !held() {
+        return Vouched::No;
     }
-    let expected = claim_text(&dirs_digest(dirs), id);
-    let held = FileStorage
-        .read_prefix(&claim, expected.len() + 1)
-        .unwrap_or_default();
-    held == expected.as_bytes() && synced(index)
+    let started = Instant::now();
+    while started.elapsed() < BEHIND_PATIENCE {
+        if synced(index) {
+            return Vouched::Fresh;
+        }
+        if !held() {
+            return Vouched::No;
+        }
+    }
+    Vouched::Behind
+}
+
+/// Whether a watcher vouches that the index file `id` holds every change made before this
+/// call ([`vouched`]).
+pub fn is_fresh(index: &Path, dirs: &[PathBuf], id: &IndexId) -> bool {
+    vouched(index, dirs, id) == Vouched::Fresh
 }
 
 /// Leaves a token for the watcher and waits up to [`SYNC_PATIENCE`] for it to go: whether

@@ -5,9 +5,10 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::claim;
+use super::claim::{self, Vouched};
 use super::index_file;
 use super::index_id::{open_file_id, IndexId};
+use super::run;
 use super::{distinct, Filters, Hit, Query, SearchError, SearchIndex};
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
 
@@ -51,8 +52,9 @@ impl SearchIndex {
     }
 
     /// The hits of `query` when a watcher vouches for the file this index has open
-    /// ([`claim::is_fresh`]): `None` when none does, or the file turns out damaged, and the
-    /// store must be checked.
+    /// ([`claim::vouched`]), with whether it was behind (the hits are then those of the
+    /// index as it stands, not brought up to date: another process is indexing the changes);
+    /// `None` when none does, or the file turns out damaged, and the store must be checked.
     pub(super) fn search_vouched(
         &self,
         dirs: &[std::path::PathBuf],
@@ -62,10 +64,17 @@ impl SearchIndex {
         let (Some(path), Some(id)) = (self.path.as_deref(), self.file_id()) else {
             return Ok(None);
         };
-        if !claim::is_fresh(path, &distinct(dirs), &id) {
-            return Ok(None);
-        }
-        match self.search_once(query, filters, None) {
+        let hits = match claim::vouched(path, &distinct(dirs), &id) {
+            Vouched::No => return Ok(None),
+            Vouched::Fresh => self.search_once(query, filters, None),
+            Vouched::Behind => {
+                let inner = self.inner.lock();
+                run::run_search(&inner.conn, query, filters)
+                    .map(|hits| (hits.into_iter().map(|(hit, _)| hit).collect(), true))
+                    .map_err(|e| self.sql_error(e))
+            }
+        };
+        match hits {
             Err(SearchError::Sqlite { source, .. }) if index_file::is_corrupt(&source) => Ok(None),
             hits => hits.map(Some),
         }
