@@ -222,3 +222,185 @@ fn a_search_while_another_process_holds_the_index_write_lock_answers_from_what_i
     let out = sessions.search("wombat");
     assert!(out.status.success() && !said_busy(&out), "{out:?}");
 }
+
+/// A mount watching a store's index, and `gjcfs search` beside it with the mount's cache.
+#[cfg(target_os = "linux")]
+mod through_a_mount {
+    use super::*;
+    use crate::common::mount::{message, store, Mount, Store};
+    use gjcfs::engine::manager::{SessionManager, StorageConfig};
+
+    /// The hits of `gjcfs search WORD --all` over the store of `s` with the cache `cache`;
+    /// the search must answer (exit 0, or 1 with no hits) within 30 s.
+    fn hits(s: &Store, cache: &Path, word: &str) -> usize {
+        let mut child = Command::new(gjcfs_bin())
+            .env("XDG_CACHE_HOME", cache)
+            .args([
+                "search",
+                word,
+                "--all",
+                "--json",
+                "--agent-dir",
+                &s.agent_dir(),
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("`gjcfs search {word}` gave no answer in 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() || (stdout.is_empty() && stderr.contains("no hits")),
+            "{word}: {:?}: {stderr}",
+            out.status
+        );
+        stdout.lines().count()
+    }
+
+    /// Appends a user message holding `text` to the session of `s`, as the agent does.
+    fn append_message(s: &Store, text: &str) {
+        let m = SessionManager::open_managed(
+            &s.file,
+            StorageConfig::files(s.tmp.path().join("agent/blobs")),
+        )
+        .unwrap();
+        m.append_message(message("user", text)).unwrap();
+        m.close().unwrap();
+    }
+
+    /// Waits until the mount holds the claim of the index under `cache`: a shared lock of
+    /// the claim file cannot be had.
+    fn wait_for_the_claim(cache: &Path) {
+        let claim = index_dir(cache).join("search.sqlite.watch");
+        let claimed = || {
+            claim.exists()
+                && !Command::new("flock")
+                    .args(["-n", "-s"])
+                    .arg(&claim)
+                    .arg("true")
+                    .status()
+                    .unwrap()
+                    .success()
+        };
+        assert!(super::within_seconds(claimed), "the mount claims the index");
+    }
+
+    /// The index directory under `cache` once a search has made it.
+    fn index_dir(cache: &Path) -> PathBuf {
+        std::fs::read_dir(cache.join("gjcfs/search"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+    }
+
+    #[test]
+    fn a_search_beside_a_mount_whose_index_was_removed_or_replaced_finds_earlier_words() {
+        require_fuse!();
+        for replace in [false, true] {
+            let s = store();
+            let cache = s.tmp.path().join("cache");
+            let _mount = Mount::start_with_cache(&["--agent-dir", &s.agent_dir()], &cache);
+            assert_eq!(hits(&s, &cache, "MOUNTTOKEN"), 1, "the index is built");
+            wait_for_the_claim(&cache);
+            append_message(&s, "written while watched QUOKKA");
+            assert_eq!(hits(&s, &cache, "QUOKKA"), 1);
+            let dir = index_dir(&cache);
+            remove_index(&dir).unwrap();
+            if replace {
+                // The index of another, empty store in its place.
+                let empty = s.tmp.path().join("empty");
+                std::fs::create_dir(&empty).unwrap();
+                let other = s.tmp.path().join("other");
+                let index = SearchIndex::open(&other).unwrap();
+                index.update_dirs(&[empty], 1, &|_| {}).unwrap();
+                drop(index);
+                std::fs::rename(other.join(INDEX_FILE), dir.join(INDEX_FILE)).unwrap();
+            }
+            for word in ["MOUNTTOKEN", "QUOKKA"] {
+                assert_eq!(hits(&s, &cache, word), 1, "replace={replace}: {word}");
+            }
+            append_message(&s, "written after WOMBAT");
+            assert_eq!(hits(&s, &cache, "WOMBAT"), 1, "replace={replace}");
+        }
+    }
+
+    /// A session file of about `mb` megabytes beside the session of `s`, written whole.
+    fn big_session(s: &Store, mb: usize) -> PathBuf {
+        let path = s.file.with_file_name("2026-01-02T00-00-00-000Z_big.jsonl");
+        let mut text = String::from(
+            "{\"type\":\"session\",\"version\":5,\"id\":\"big\",\"timestamp\":\"2026-01-02T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+        );
+        let mut n = 0;
+        while text.len() < mb << 20 {
+            let words: String = (0..60).map(|w| format!("word{}x{w} ", n % 997)).collect();
+            text.push_str(&format!(
+                "{{\"type\":\"message\",\"id\":\"b{n}\",\"parentId\":null,\"timestamp\":\"2026-01-02T00:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"{words}\",\"timestamp\":1}}}}\n"
+            ));
+            n += 1;
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn searches_while_a_mount_indexes_a_flood_of_appends_and_a_large_session_answer() {
+        require_fuse!();
+        let s = store();
+        let cache = s.tmp.path().join("cache");
+        let _mount = Mount::start_with_cache(&["--agent-dir", &s.agent_dir()], &cache);
+        assert_eq!(hits(&s, &cache, "MOUNTTOKEN"), 1, "the index is built");
+        wait_for_the_claim(&cache);
+        // A large session for the mount to index, and a writer appending about 300,000
+        // lines a minute for the whole test: every one a change the mount indexes.
+        big_session(&s, 80);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flood = {
+            let (stop, file) = (stop.clone(), s.file.clone());
+            std::thread::spawn(move || {
+                let mut out = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&file)
+                    .unwrap();
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let line = format!(
+                        "{{\"type\":\"message\",\"id\":\"f{n}\",\"parentId\":null,\"timestamp\":\"2026-03-01T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"flood line {n}\",\"timestamp\":1}}}}\n"
+                    );
+                    std::io::Write::write_all(&mut out, line.as_bytes()).unwrap();
+                    n += 1;
+                    if n.is_multiple_of(5) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                n
+            })
+        };
+        for round in 0..6 {
+            assert_eq!(hits(&s, &cache, "MOUNTTOKEN"), 1, "round {round}");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let lines = flood.join().unwrap();
+        assert!(lines > 0);
+        // Once the flood stops, the mount takes the large session in.
+        let started = Instant::now();
+        while hits(&s, &cache, "word5x7") == 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(180),
+                "the large session is found"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
