@@ -320,6 +320,10 @@ mod tests {
     use super::*;
     use crate::storage::{Fault, FaultKind, MemoryStorage};
 
+    /// The operations of the target's lock before the rename: its open and its lock, on
+    /// Unix only ([`lock_target`]).
+    const LOCK_OPS: u64 = if cfg!(unix) { 2 } else { 0 };
+
     fn setup() -> (MemoryStorage, PathBuf) {
         let storage = MemoryStorage::new();
         storage.ensure_dir(Path::new("/s")).unwrap();
@@ -343,9 +347,9 @@ mod tests {
     #[test]
     fn eperm_rename_falls_back_to_a_backup_dance() {
         let (storage, target) = setup();
-        // open_writer, write, fsync, the target opened and locked, rename(EPERM), rename to
-        // .bak, rename in, unlink, close.
-        let rename_at = storage.op_count() + 5;
+        // open_writer, write, fsync, the target opened and locked (on Unix), rename(EPERM),
+        // rename to .bak, rename in, unlink, close.
+        let rename_at = storage.op_count() + 3 + LOCK_OPS;
         storage.set_fault(Some(Fault {
             at: rename_at,
             kind: FaultKind::Errno(libc::EPERM),
@@ -359,15 +363,16 @@ mod tests {
     fn failed_rollback_is_reported_and_the_backup_is_recovered() {
         let (storage, target) = setup();
         let base = storage.op_count();
-        // rename(EPERM) at +5, target→backup at +6, temp→target fails at +7, rollback at +8.
+        // After the target's lock: rename(EPERM) at +3, target→backup at +4, temp→target
+        // fails at +5, rollback at +6.
         let fail = |at, errno| Fault {
-            at: base + at,
+            at: base + LOCK_OPS + at,
             kind: FaultKind::Errno(errno),
         };
         storage.set_faults(vec![
-            fail(5, libc::EPERM),
-            fail(7, libc::EIO),
-            fail(8, libc::EIO),
+            fail(3, libc::EPERM),
+            fail(5, libc::EIO),
+            fail(6, libc::EIO),
         ]);
         let err = replace(&storage, &target).unwrap_err();
         assert!(err.to_string().contains("rollback from"), "{err}");
