@@ -48,39 +48,50 @@ impl Sessions {
 
     /// `gjcfs search WORD` over this store, answering within 30 s.
     fn search(&self, word: &str) -> Output {
-        let mut child = Command::new(gjcfs_bin())
+        let mut command = Command::new(gjcfs_bin());
+        command
             .args(["search", word, "--json", "--session-dir"])
             .arg(&self.root)
             .arg("--index")
-            .arg(&self.index_dir)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if started.elapsed() > Duration::from_secs(30) {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("`gjcfs search {word}` gave no answer in 30 s");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        child.wait_with_output().unwrap()
+            .arg(&self.index_dir);
+        answer(&mut command, word)
     }
 
     /// How many hits a search for `word` gives; it must not fail.
     fn hits(&self, word: &str) -> usize {
-        let out = self.search(word);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success() || (stdout.is_empty() && stderr.contains("no hits")),
-            "{word}: {:?}: {stderr}",
-            out.status
-        );
-        stdout.lines().count()
+        count_hits(&self.search(word), word)
     }
+}
+
+/// Runs the search `command` for `word`; its output, which must come within 30 s.
+fn answer(command: &mut Command, word: &str) -> Output {
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`gjcfs search {word}` gave no answer in 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The hits of a search's `--json` output; it must have succeeded, or found none.
+fn count_hits(out: &Output, word: &str) -> usize {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() || (stdout.is_empty() && stderr.contains("no hits")),
+        "{word}: {:?}: {stderr}",
+        out.status
+    );
+    stdout.lines().count()
 }
 
 /// A session `s{n}` whose first message holds `word`.
@@ -233,38 +244,16 @@ mod through_a_mount {
     /// The hits of `gjcfs search WORD --all` over the store of `s` with the cache `cache`;
     /// the search must answer (exit 0, or 1 with no hits) within 30 s.
     fn hits(s: &Store, cache: &Path, word: &str) -> usize {
-        let mut child = Command::new(gjcfs_bin())
-            .env("XDG_CACHE_HOME", cache)
-            .args([
-                "search",
-                word,
-                "--all",
-                "--json",
-                "--agent-dir",
-                &s.agent_dir(),
-            ])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if started.elapsed() > Duration::from_secs(30) {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("`gjcfs search {word}` gave no answer in 30 s");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success() || (stdout.is_empty() && stderr.contains("no hits")),
-            "{word}: {:?}: {stderr}",
-            out.status
-        );
-        stdout.lines().count()
+        let mut command = Command::new(gjcfs_bin());
+        command.env("XDG_CACHE_HOME", cache).args([
+            "search",
+            word,
+            "--all",
+            "--json",
+            "--agent-dir",
+            &s.agent_dir(),
+        ]);
+        count_hits(&answer(&mut command, word), word)
     }
 
     /// Appends a user message holding `text` to the session of `s`, as the agent does.
