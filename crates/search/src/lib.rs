@@ -144,6 +144,12 @@ pub enum SearchError {
 }
 
 impl SearchError {
+    /// Whether another connection kept the index's write lock for the operation's whole
+    /// wait.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, SearchError::Sqlite { source, .. } if index_file::is_busy(source))
+    }
+
     /// Whether the index could not be written because its filesystem is full (or the
     /// user's quota is): the index is then better given up ([`SearchIndex::discard`]) than
     /// kept half written.

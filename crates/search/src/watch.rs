@@ -9,6 +9,10 @@
 //!    alone ([`SearchIndex::update_session`]), a change of the store's directories watches
 //!    the new ones and checks them all again, and a query's token is removed once every
 //!    change before it is indexed;
+//!    A transcript it could not take in because another connection kept the index's write
+//!    lock (a search writing beside it) is kept, with the tokens that came after it, and
+//!    tried again at the next turn: the claim stays, and queries meanwhile find the watcher
+//!    behind ([`claim::Vouched::Behind`]);
 //! 3. when changes were lost, or the index could not be written, or the index file is no
 //!    longer the one at the index's path (removed, replaced, truncated, damaged: looked at
 //!    five times a second), it lets the claim go and starts again at 1, on the file at the
@@ -120,6 +124,8 @@ struct Following {
     id: IndexId,
     checked: Instant,
     claim: Option<Claim>,
+    /// Changes not taken in yet (the write lock was busy), with the tokens after them.
+    pending: Vec<PathBuf>,
 }
 
 impl Watcher {
@@ -170,6 +176,7 @@ impl Watcher {
             id,
             checked: Instant::now(),
             claim,
+            pending: Vec::new(),
         })
     }
 
@@ -218,10 +225,17 @@ impl Watcher {
     /// [`WAIT`]).
     fn follow(&self, watch: &mut dyn DirWatch, mut following: Following) -> io::Result<()> {
         while !self.stopped() {
-            match watch.wait(WAIT)? {
+            let mut paths = match watch.wait(WAIT)? {
                 Changes::Lost => return Err(io::Error::other("changes were lost")),
-                Changes::Paths(paths) if paths.is_empty() => {}
-                Changes::Paths(paths) => self.take_in(watch, &paths, &mut following)?,
+                Changes::Paths(paths) => paths,
+            };
+            if !following.pending.is_empty() {
+                let mut all = std::mem::take(&mut following.pending);
+                all.append(&mut paths);
+                paths = all;
+            }
+            if !paths.is_empty() {
+                self.take_in(watch, &paths, &mut following)?;
             }
             if following.checked.elapsed() >= WAIT {
                 if self.index.file_id().as_ref() != Some(&following.id) {
@@ -250,9 +264,19 @@ impl Watcher {
         } else {
             let mut done: Vec<&Path> = Vec::new();
             for path in paths.iter().filter(|p| is_transcript(p, &following.dirs)) {
-                if !done.contains(&path.as_path()) {
-                    self.index.update_session(path).map_err(io::Error::other)?;
-                    done.push(path);
+                if done.contains(&path.as_path()) {
+                    continue;
+                }
+                match self.index.update_session(path) {
+                    Ok(_) => done.push(path),
+                    Err(e) if e.is_busy() => {
+                        // This and every later change and token, at the next turn.
+                        let at = paths.iter().position(|p| p == path).unwrap_or(0);
+                        following.pending = paths[at..].to_vec();
+                        claim::take_tokens(&self.sync, &paths[..at]);
+                        return Ok(());
+                    }
+                    Err(e) => return Err(io::Error::other(e)),
                 }
             }
         }
