@@ -185,3 +185,37 @@ pub fn open_memory() -> Result<Connection, SearchError> {
     create(&conn).map_err(sql)?;
     Ok(conn)
 }
+
+// The test looks at the index file with the standard library, by its Unix inode.
+#[cfg(all(test, unix))]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_another_connection_keeps_locked_is_never_replaced_on_opening() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("index");
+        let path = dir.join(INDEX_FILE);
+        drop(open_file(&dir, &path).unwrap());
+        let before = std::fs::read(&path).unwrap();
+        let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+        let inode = ino(&path);
+        // A connection that keeps every lock of the file: opening waits, then is busy.
+        let holder = Connection::open(&path).unwrap();
+        holder
+            .execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE meta SET files_gen = files_gen + 1")
+            .unwrap();
+        let opened = open_file(&dir, &path);
+        assert!(
+            matches!(&opened, Err(SearchError::Sqlite { source, .. }) if is_busy(source)),
+            "{:?}",
+            opened.map(drop)
+        );
+        holder.execute_batch("ROLLBACK").unwrap();
+        drop(holder);
+        assert_eq!(ino(&path), inode, "the same file");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "left as it was");
+        assert!(open_file(&dir, &path).is_ok());
+    }
+}
