@@ -2,18 +2,17 @@
 //! truncated, damaged or replaced while a watcher follows the store, and an index another
 //! process is writing (a long transaction).
 
-use std::fs::OpenOptions;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::gjcfs_bin;
-use gjcfs::search::{remove_index, SearchIndex, Store, INDEX_FILE};
+use gjcfs::search::INDEX_FILE;
 
 /// A store of one directory with one session holding `word`, and where its index goes.
 struct Sessions {
+    /// Holds the store and its index; read by the tests that watch (Linux only).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     tmp: tempfile::TempDir,
     root: PathBuf,
     index_dir: PathBuf,
@@ -40,10 +39,6 @@ impl Sessions {
 
     fn index_file(&self) -> PathBuf {
         self.index_dir.join(INDEX_FILE)
-    }
-
-    fn store(&self) -> Store {
-        Store::Dir(self.root.clone())
     }
 
     /// `gjcfs search WORD` over this store, answering within 30 s.
@@ -114,101 +109,6 @@ fn message_line(id: &str, parent: Option<&str>, text: &str) -> String {
     )
 }
 
-fn append(path: &Path, text: &str) {
-    let mut file = OpenOptions::new().append(true).open(path).unwrap();
-    file.write_all(text.as_bytes()).unwrap();
-}
-
-/// Polls `f` for up to twenty seconds; whether it came true.
-fn within_seconds(mut f: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(20) {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
-
-/// What is done to the index file while a watcher follows the store.
-#[derive(Debug, Clone, Copy)]
-enum Harm {
-    Removed,
-    Truncated,
-    Damaged,
-    /// Replaced by the index of another, empty store.
-    Replaced,
-}
-
-fn harm(sessions: &Sessions, harm: Harm) {
-    let file = sessions.index_file();
-    match harm {
-        Harm::Removed => remove_index(&sessions.index_dir).unwrap(),
-        Harm::Truncated => {
-            OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(&file)
-                .unwrap();
-        }
-        Harm::Damaged => {
-            let mut f = OpenOptions::new().write(true).open(&file).unwrap();
-            f.write_all(&[0x5a; 100]).unwrap();
-        }
-        Harm::Replaced => {
-            let other = sessions.tmp.path().join("other");
-            let empty = sessions.tmp.path().join("empty");
-            std::fs::create_dir(&empty).unwrap();
-            let index = SearchIndex::open(&other).unwrap();
-            index.update_dirs(&[empty], 1, &|_| {}).unwrap();
-            drop(index);
-            remove_index(&sessions.index_dir).unwrap();
-            std::fs::rename(other.join(INDEX_FILE), &file).unwrap();
-        }
-    }
-}
-
-#[cfg(target_os = "linux")]
-#[test]
-fn a_search_after_the_watched_index_is_removed_truncated_damaged_or_replaced_finds_earlier_words() {
-    for case in [
-        Harm::Removed,
-        Harm::Truncated,
-        Harm::Damaged,
-        Harm::Replaced,
-    ] {
-        let sessions = Sessions::new("quokka");
-        assert_eq!(sessions.hits("quokka"), 1, "{case:?}: the index is built");
-        let index = Arc::new(SearchIndex::open(&sessions.index_dir).unwrap());
-        let dirs = [sessions.root.clone()];
-        let watching = index.watch(sessions.store(), 1).unwrap();
-        assert!(within_seconds(|| index.is_fresh(&dirs)), "{case:?}");
-        // Written while the watcher follows the store.
-        append(&sessions.file(1), &message_line("m2", Some("m1"), "wombat"));
-        assert_eq!(sessions.hits("wombat"), 1, "{case:?}: watched");
-
-        harm(&sessions, case);
-        assert_eq!(sessions.hits("quokka"), 1, "{case:?}: written long before");
-        assert_eq!(
-            sessions.hits("wombat"),
-            1,
-            "{case:?}: written while watched"
-        );
-
-        // The watcher follows the file at the index's path again, and vouches for it.
-        let fresh = || {
-            SearchIndex::open(&sessions.index_dir)
-                .map(|index| index.is_fresh(&dirs))
-                .unwrap_or(false)
-        };
-        assert!(within_seconds(fresh), "{case:?}: claimed again");
-        append(&sessions.file(1), &message_line("m3", Some("m2"), "numbat"));
-        assert_eq!(sessions.hits("numbat"), 1, "{case:?}: after");
-        drop(watching);
-    }
-}
-
 /// Whether a search's error output says the index was busy.
 fn said_busy(out: &Output) -> bool {
     String::from_utf8_lossy(&out.stderr).contains("being written by another process")
@@ -239,12 +139,127 @@ fn a_search_while_another_process_holds_the_index_write_lock_answers_from_what_i
     assert!(out.status.success() && !said_busy(&out), "{out:?}");
 }
 
+/// A watcher follows the store from its change events, which only the disk on Linux gives.
+#[cfg(target_os = "linux")]
+mod watched {
+    use super::*;
+    use gjcfs::search::{remove_index, SearchIndex, Store};
+    use std::fs::OpenOptions;
+    use std::io::Write;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    impl Sessions {
+        fn store(&self) -> Store {
+            Store::Dir(self.root.clone())
+        }
+    }
+
+    fn append(path: &Path, text: &str) {
+        let mut file = OpenOptions::new().append(true).open(path).unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// Polls `f` for up to twenty seconds; whether it came true.
+    pub(super) fn within_seconds(mut f: impl FnMut() -> bool) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(20) {
+            if f() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// What is done to the index file while a watcher follows the store.
+    #[derive(Debug, Clone, Copy)]
+    enum Harm {
+        Removed,
+        Truncated,
+        Damaged,
+        /// Replaced by the index of another, empty store.
+        Replaced,
+    }
+
+    fn harm(sessions: &Sessions, harm: Harm) {
+        let file = sessions.index_file();
+        match harm {
+            Harm::Removed => remove_index(&sessions.index_dir).unwrap(),
+            Harm::Truncated => {
+                OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(&file)
+                    .unwrap();
+            }
+            Harm::Damaged => {
+                let mut f = OpenOptions::new().write(true).open(&file).unwrap();
+                f.write_all(&[0x5a; 100]).unwrap();
+            }
+            Harm::Replaced => {
+                let other = sessions.tmp.path().join("other");
+                let empty = sessions.tmp.path().join("empty");
+                std::fs::create_dir(&empty).unwrap();
+                let index = SearchIndex::open(&other).unwrap();
+                index.update_dirs(&[empty], 1, &|_| {}).unwrap();
+                drop(index);
+                remove_index(&sessions.index_dir).unwrap();
+                std::fs::rename(other.join(INDEX_FILE), &file).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn a_search_after_the_watched_index_is_removed_truncated_damaged_or_replaced_finds_earlier_words(
+    ) {
+        for case in [
+            Harm::Removed,
+            Harm::Truncated,
+            Harm::Damaged,
+            Harm::Replaced,
+        ] {
+            let sessions = Sessions::new("quokka");
+            assert_eq!(sessions.hits("quokka"), 1, "{case:?}: the index is built");
+            let index = Arc::new(SearchIndex::open(&sessions.index_dir).unwrap());
+            let dirs = [sessions.root.clone()];
+            let watching = index.watch(sessions.store(), 1).unwrap();
+            assert!(within_seconds(|| index.is_fresh(&dirs)), "{case:?}");
+            // Written while the watcher follows the store.
+            append(&sessions.file(1), &message_line("m2", Some("m1"), "wombat"));
+            assert_eq!(sessions.hits("wombat"), 1, "{case:?}: watched");
+
+            harm(&sessions, case);
+            assert_eq!(sessions.hits("quokka"), 1, "{case:?}: written long before");
+            assert_eq!(
+                sessions.hits("wombat"),
+                1,
+                "{case:?}: written while watched"
+            );
+
+            // The watcher follows the file at the index's path again, and vouches for it.
+            let fresh = || {
+                SearchIndex::open(&sessions.index_dir)
+                    .map(|index| index.is_fresh(&dirs))
+                    .unwrap_or(false)
+            };
+            assert!(within_seconds(fresh), "{case:?}: claimed again");
+            append(&sessions.file(1), &message_line("m3", Some("m2"), "numbat"));
+            assert_eq!(sessions.hits("numbat"), 1, "{case:?}: after");
+            drop(watching);
+        }
+    }
+}
+
 /// A mount watching a store's index, and `gjcfs search` beside it with the mount's cache.
 #[cfg(target_os = "linux")]
 mod through_a_mount {
     use super::*;
     use crate::common::mount::{message, store, Mount, Store};
     use gjcfs::engine::manager::{SessionManager, StorageConfig};
+    use gjcfs::search::{remove_index, SearchIndex};
+    use std::path::Path;
+    use std::sync::Arc;
 
     /// The hits of `gjcfs search WORD --all` over the store of `s` with the cache `cache`;
     /// the search must answer (exit 0, or 1 with no hits) within 90 s: a search may have to
@@ -291,7 +306,10 @@ mod through_a_mount {
                     .unwrap()
                     .success()
         };
-        assert!(super::within_seconds(claimed), "the mount claims the index");
+        assert!(
+            super::watched::within_seconds(claimed),
+            "the mount claims the index"
+        );
     }
 
     /// The index directory under `cache` once a search has made it.
