@@ -20,7 +20,7 @@ const POLL: Duration = Duration::from_millis(20);
 
 pub use gjcfs::fuse::lifecycle::{answers, is_mounted};
 
-use super::watchdog::{abort_if_mounted, connection_of, Watchdog, BOUND};
+use super::watchdog::{abort_if_mounted, all_threads_stopped, connection_of, Watchdog, BOUND};
 
 /// Runs a tool to completion.
 pub fn run(program: &str, args: &[&str]) -> std::process::Output {
@@ -245,9 +245,17 @@ impl Mount {
     }
 
     /// Stops the server (SIGSTOP): every request to the mount then waits, as on a FUSE
-    /// mount whose server hangs. [`Mount::resume`] and the drop let it go on.
+    /// mount whose server hangs. [`Mount::resume`] and the drop let it go on. Returns once
+    /// every thread of the server has stopped: the signal reaches them asynchronously, and a
+    /// thread still running would answer the next request.
     pub fn pause(&self) {
         self.signal(libc::SIGSTOP);
+        let Some(child) = &self.child else { return };
+        let started = Instant::now();
+        while !all_threads_stopped(child.id()) {
+            assert!(started.elapsed() < PATIENCE, "the server did not stop");
+            sleep(Duration::from_millis(5));
+        }
     }
 
     /// Lets a paused server go on (SIGCONT).

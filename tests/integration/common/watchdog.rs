@@ -119,10 +119,7 @@ fn thread_states(pid: u32) -> String {
         let dir = task.path();
         let read = |name: &str| fs::read_to_string(dir.join(name)).unwrap_or_default();
         let stat = read("stat");
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .unwrap_or("?");
+        let state = state_of(&stat);
         out.push_str(&format!(
             "  {} {} state {state} wchan {}\n",
             task.file_name().to_string_lossy(),
@@ -134,6 +131,24 @@ fn thread_states(pid: u32) -> String {
         }
     }
     out
+}
+
+/// The state letter of a task from its `/proc/…/stat` line (`R`, `S`, `D`, `T`, …).
+fn state_of(stat: &str) -> &str {
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or("?")
+}
+
+/// Whether every thread of `pid` is stopped (by a signal) or the process is gone.
+pub fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return true;
+    };
+    tasks.flatten().all(|task| {
+        let stat = fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        stat.is_empty() || state_of(&stat) == "T"
+    })
 }
 
 /// Every process whose kernel wait is in FUSE, with its command line.
