@@ -209,6 +209,11 @@ impl SessionStorage for FileStorage {
         os::set_mode(path, mode)
     }
 
+    #[cfg(unix)]
+    fn set_mode_if(&self, path: &Path, expected: &super::Expected, mode: u32) -> io::Result<bool> {
+        os::set_mode_if(path, expected, mode)
+    }
+
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
         fs::hard_link(from, to)
     }
@@ -450,6 +455,38 @@ mod tests {
         w.write_all(b"d").unwrap();
         w.close().unwrap();
         assert_eq!(FileStorage.read(&file).unwrap(), b"abcd");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_mode_is_set_only_on_the_entry_expected() {
+        use crate::storage::Expected;
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        crate::storage::write_new_durable(&FileStorage, &file, b"abc").unwrap();
+        FileStorage.set_mode(&file, 0o644).unwrap();
+        let found = Expected::of(&FileStorage.lstat(&file).unwrap());
+        // Another file in its place: left.
+        let other = tmp.path().join("g");
+        crate::storage::write_new_durable(&FileStorage, &other, b"abc").unwrap();
+        FileStorage.set_mode(&other, 0o644).unwrap();
+        fs::rename(&file, tmp.path().join("kept")).unwrap();
+        fs::rename(&other, &file).unwrap();
+        assert!(!FileStorage.set_mode_if(&file, &found, 0o600).unwrap());
+        assert_eq!(FileStorage.lstat(&file).unwrap().mode, 0o644);
+        // The entry itself, once it has a second name: left; with one again: set.
+        fs::rename(tmp.path().join("kept"), &file).unwrap();
+        fs::hard_link(&file, tmp.path().join("second")).unwrap();
+        assert!(!FileStorage.set_mode_if(&file, &found, 0o600).unwrap());
+        fs::remove_file(tmp.path().join("second")).unwrap();
+        let found = Expected::of(&FileStorage.lstat(&file).unwrap());
+        assert!(FileStorage.set_mode_if(&file, &found, 0o600).unwrap());
+        assert_eq!(FileStorage.lstat(&file).unwrap().mode, 0o600);
+        // A symlink in its place is never followed.
+        let link = tmp.path().join("link");
+        symlink(&file, &link, false);
+        assert!(FileStorage.set_mode_if(&link, &found, 0o644).is_err());
+        assert_eq!(FileStorage.lstat(&file).unwrap().mode, 0o600);
     }
 
     #[test]

@@ -149,6 +149,43 @@ pub struct EntryStat {
     pub ctime_ns: i128,
 }
 
+/// What an entry must still be for [`SessionStorage::set_mode_if`] to change it: the
+/// entry a check looked at, not another one put in its place since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expected {
+    /// A file or a directory.
+    pub kind: EntryKind,
+    /// Its identity.
+    pub id: FileId,
+    /// Its owner.
+    pub owner: u32,
+    /// Its permission bits.
+    pub mode: u32,
+}
+
+impl Expected {
+    /// The entry `stat` describes, as it is now.
+    pub fn of(stat: &EntryStat) -> Expected {
+        Expected {
+            kind: stat.kind,
+            id: stat.id,
+            owner: stat.owner,
+            mode: stat.mode,
+        }
+    }
+
+    /// Whether `stat` is still this entry: the same kind, identity, owner and mode, and a
+    /// file no other name shares (one link: a change of its mode would change another
+    /// file's).
+    pub fn holds(&self, stat: &EntryStat) -> bool {
+        stat.kind == self.kind
+            && stat.id == self.id
+            && stat.owner == self.owner
+            && stat.mode == self.mode
+            && (stat.kind != EntryKind::File || stat.links == 1)
+    }
+}
+
 impl EntryStat {
     /// The entry's version: its identity, length, modification and change times.
     pub fn version(&self) -> FileVersion {
@@ -299,6 +336,17 @@ pub trait SessionStorage: Send + Sync + std::fmt::Debug {
     /// Sets the permission bits of the entry at `path` (following nothing at the final
     /// component: a symlink there is refused).
     fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()>;
+    /// Sets the permission bits of the entry at `path` to `mode` if it is still the entry
+    /// `expected` describes ([`Expected::holds`]); false, changing nothing, when it is not.
+    /// On Unix the entry is looked at and changed through one descriptor, opened without
+    /// following a symlink at the final component (never blocking on a FIFO), so nothing
+    /// put in its place in between is changed; elsewhere it is looked at, then changed.
+    fn set_mode_if(&self, path: &Path, expected: &Expected, mode: u32) -> io::Result<bool> {
+        if !expected.holds(&self.lstat(path)?) {
+            return Ok(false);
+        }
+        self.set_mode(path, mode).map(|()| true)
+    }
     /// Publishes the file at `from` also at `to` (a hard link), never replacing what is at
     /// `to`: [`io::ErrorKind::AlreadyExists`] then.
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;

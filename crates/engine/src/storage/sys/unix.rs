@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use super::{Create, Info, Open};
-use crate::storage::{not_a_regular_file, EntryKind, EntryStat, FileId, FileStat, FileVersion};
+use crate::storage::{
+    not_a_regular_file, EntryKind, EntryStat, Expected, FileId, FileStat, FileVersion,
+};
 
 /// The mode of every file the storage creates.
 const FILE_MODE: u32 = 0o600;
@@ -119,17 +121,35 @@ pub fn stat(path: &Path) -> io::Result<FileStat> {
 
 /// What `lstat` says about the entry at `path` itself.
 pub fn lstat(path: &Path) -> io::Result<EntryStat> {
-    let meta = fs::symlink_metadata(path)?;
-    Ok(EntryStat {
+    fs::symlink_metadata(path).map(|meta| entry_stat(&meta))
+}
+
+fn entry_stat(meta: &Metadata) -> EntryStat {
+    EntryStat {
         kind: entry_kind(meta.file_type()),
-        id: file_id(&meta),
-        mode: mode(&meta),
-        owner: owner(&meta),
-        links: links(&meta),
+        id: file_id(meta),
+        mode: mode(meta),
+        owner: owner(meta),
+        links: links(meta),
         len: meta.len(),
-        mtime_ns: mtime_ns(&meta),
-        ctime_ns: ctime_ns(&meta),
-    })
+        mtime_ns: mtime_ns(meta),
+        ctime_ns: ctime_ns(meta),
+    }
+}
+
+/// Sets the mode of the entry at `path` through one descriptor (`fstat`, then `fchmod`),
+/// opened with [`NO_FOLLOW`] (and `O_NOCTTY`), if it is still what `expected` describes.
+pub fn set_mode_if(path: &Path, expected: &Expected, mode: u32) -> io::Result<bool> {
+    let entry = OpenOptions::new()
+        .read(true)
+        .custom_flags(NO_FOLLOW | libc::O_NOCTTY)
+        .open(path)?;
+    if !expected.holds(&entry_stat(&entry.metadata()?)) {
+        return Ok(false);
+    }
+    entry
+        .set_permissions(fs::Permissions::from_mode(mode))
+        .map(|()| true)
 }
 
 /// What a directory entry of type `kind` is.
