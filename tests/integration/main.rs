@@ -45,6 +45,7 @@ mod mount_views;
 mod peer_cases;
 mod properties;
 mod refresh;
+mod repair_bounds;
 mod repair_crash;
 mod resume;
 mod scope;

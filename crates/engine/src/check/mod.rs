@@ -8,6 +8,8 @@
 //!   5, entries whose parent is not in the session, references to blobs the blob store
 //!   lacks or holds damaged; in a managed scope also a mode wider than `0600`, another
 //!   owner, more than one link, an ACL;
+//! - the store's own directories (agent directory, sessions root, session directory) that
+//!   other users can write;
 //! - managed scopes: the binding (missing, damaged, naming another directory), the scope's
 //!   mode and owner, migration locks a crash left, files that are not sessions;
 //! - leftovers of interrupted full rewrites: temp files and backups;
@@ -23,8 +25,11 @@
 //! missing, restores owner-only modes, and moves away a migration lock a crash left. Before
 //! a file's bytes change a copy of the whole file is kept, and what is removed is moved,
 //! not deleted, into one directory per repair ([`repairs_dir`]) with a manifest that
-//! records each change, durably, before it is made, and marks it done after. It never deletes or rewrites a session, never touches a legacy directory, and
-//! checks each precondition again right before it acts. Everything else is left for a
+//! records each change, durably, before it is made, and marks it done after. It never
+//! deletes or rewrites a session, never touches a legacy directory, and checks each
+//! precondition again right before it acts. It acts only where no other user can change
+//! the directories on the way from the store's base (module `safe_dirs`), so nothing outside the
+//! store is ever changed, and restores a mode only on the entry the check found. Everything else is left for a
 //! person, and the report says what to do.
 
 mod blobs;
@@ -32,10 +37,13 @@ mod journal;
 mod privacy;
 mod repair;
 mod report;
+mod safe_dirs;
 mod store;
 mod strict;
 
 use std::path::PathBuf;
+
+use crate::storage::Expected;
 
 pub use journal::MANIFEST_NAME;
 pub use repair::{repair, repairs_dir, RepairOutcome, Repaired, REPAIRS_DIR_NAME};
@@ -83,12 +91,14 @@ pub enum Repair {
     },
     /// Set the permission bits from `from` to `to`.
     RestoreMode {
-        /// The permission bits the check found (e.g. `0o644`); the repair is left when
-        /// they have changed since.
+        /// The permission bits the check found (e.g. `0o644`).
         from: u32,
-        /// The owner-only permission bits to set: `0o600` for a file, `0o700` for a
-        /// directory.
+        /// The permission bits to set: `0o600` for a file, `0o700` for a directory, or the
+        /// found bits without group and other write for a store directory.
         to: u32,
+        /// The entry the check found (its kind, identity, owner and `from`): the repair is
+        /// left when what is at the path now is not that entry, or a file with other links.
+        found: Expected,
     },
 }
 
@@ -101,7 +111,9 @@ impl Repair {
             }
             Repair::MoveAway => "move it into the repair directory".to_owned(),
             Repair::RestoreBackup { to } => format!("rename it back to {}", to.display()),
-            Repair::RestoreMode { from, to } => format!("set its mode from {from:o} to {to:o}"),
+            Repair::RestoreMode { from, to, .. } => {
+                format!("set its mode from {from:o} to {to:o}")
+            }
         }
     }
 }

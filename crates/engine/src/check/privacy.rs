@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::{Repair, Report, Severity};
-use crate::storage::{EntryKind, SessionStorage};
+use crate::storage::{EntryKind, Expected, SessionStorage};
 
 /// Owner-only checks of a managed file or directory: a wrong mode is restored by a repair
 /// (the file is ours and of the right kind), everything else is left.
@@ -52,11 +52,13 @@ pub(super) fn privacy_of(
                 "the agent and gjcfs refuse it"
             }
         );
-        let repair = Repair::RestoreMode {
+        // A file with other names is left: its mode is theirs too (reported below).
+        let repair = (dir || stat.links == 1).then_some(Repair::RestoreMode {
             from: stat.mode,
             to: want,
-        };
-        report.add(Severity::Warning, "wide_mode", path, what, Some(repair));
+            found: Expected::of(&stat),
+        });
+        report.add(Severity::Warning, "wide_mode", path, what, repair);
     }
     if !dir && stat.links > 1 {
         let what = format!(

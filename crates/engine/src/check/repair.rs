@@ -6,6 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::journal::Journal;
+use super::safe_dirs::only_owner_can_change;
 use super::{Finding, Repair, Report, Severity};
 use crate::manager::{cut_torn_tail, temp_file_unused};
 use crate::storage::{EntryKind, OpenMode, SessionStorage};
@@ -74,6 +75,19 @@ pub fn repair(
     dir: &Path,
 ) -> RepairOutcome {
     let mut outcome = RepairOutcome::default();
+    let offered = report.findings.iter().filter(|f| f.repair.is_some());
+    if offered.clone().next().is_none() {
+        return outcome;
+    }
+    if let Err(why) = make_run_dir(storage, base, dir) {
+        for (index, finding) in report.findings.iter().enumerate() {
+            if finding.repair.is_some() {
+                let result = Err(why.clone());
+                outcome.results.push(Repaired { index, result });
+            }
+        }
+        return outcome;
+    }
     let keep = Keep { storage, base, dir };
     let mut journal = Journal::new(storage, dir);
     for (index, finding) in report.findings.iter().enumerate() {
@@ -82,7 +96,8 @@ pub fn repair(
         };
         let result = match journal.begin(finding, repair) {
             Ok(step) => {
-                let result = apply(storage, finding, repair, &keep);
+                let result = only_owner_can_change(storage, base, &finding.path)
+                    .and_then(|()| apply(storage, finding, repair, &keep));
                 match (journal.end(step, &result), result) {
                     (Err(e), Ok(done)) => Ok(format!(
                         "{done} (not confirmed in the manifest, which the next check \
@@ -103,6 +118,31 @@ pub fn repair(
         outcome.kept_in = Some(dir.to_owned());
     }
     outcome
+}
+
+/// Makes the run's directory `dir` in `<base>/gjcfs-repairs` (made first where missing):
+/// refused when `gjcfs-repairs` is a symlink, another user's or open to others (see
+/// [`only_owner_can_change`]), so nothing a run keeps or records lands outside the store,
+/// and when `dir` is there already.
+fn make_run_dir(storage: &dyn SessionStorage, base: &Path, dir: &Path) -> Result<(), String> {
+    let repairs = dir.parent().unwrap_or(dir);
+    only_owner_can_change(storage, base, repairs)?;
+    match storage.create_dir(repairs) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+            return Err(format!(
+                "not repaired: {} cannot be made ({e})",
+                repairs.display()
+            ))
+        }
+        _ => {}
+    }
+    only_owner_can_change(storage, base, dir)?;
+    storage.create_dir(dir).map_err(|e| {
+        format!(
+            "not repaired: the repair directory {} cannot be made ({e})",
+            dir.display()
+        )
+    })
 }
 
 /// Where a repair run keeps what it copies or moves.
@@ -252,16 +292,23 @@ fn apply(
                 Err(e) => format!("{done} (its directory could not be synced: {e})"),
             })
         }
-        Repair::RestoreMode { from, to } => {
-            let stat = storage.lstat(path).map_err(|e| format!("left: {e}"))?;
-            let kind_ok = matches!(stat.kind, EntryKind::File | EntryKind::Dir);
-            if !kind_ok || stat.mode != *from || stat.owner != storage.user() {
-                return Err("left: it changed since the check".into());
+        Repair::RestoreMode { from, to, found } => {
+            let ours = matches!(found.kind, EntryKind::File | EntryKind::Dir)
+                && found.owner == storage.user();
+            if !ours {
+                return Err("left: not a file or directory of this user's".into());
             }
-            storage
-                .set_mode(path, *to)
-                .map(|()| format!("mode {from:o} set to {to:o}"))
-                .map_err(|e| format!("mode not set: {e}"))
+            let symlink = || {
+                storage
+                    .lstat(path)
+                    .is_ok_and(|s| s.kind == EntryKind::Symlink)
+            };
+            match storage.set_mode_if(path, found, *to) {
+                Ok(true) => Ok(format!("mode {from:o} set to {to:o}")),
+                Ok(false) => Err("left: it changed since the check".into()),
+                Err(_) if symlink() => Err("left: it is a symlink now".into()),
+                Err(e) => Err(format!("mode not set: {e}")),
+            }
         }
     }
 }

@@ -7,6 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::privacy::privacy_of;
+use super::safe_dirs::writable_by_others;
 use super::strict::{self, lines_named};
 use super::{blobs, journal, CheckProgress, CheckTarget, Repair, Report, Severity};
 use crate::format::blob::{is_valid_hash, BLOB_REF_PREFIX};
@@ -16,7 +17,7 @@ use crate::read::load::{
     build_session, load_entries_from_storage, LoadError, LoadStatus, LoadedEntries,
 };
 use crate::session::tree::Session;
-use crate::storage::{EntryKind, SessionStorage};
+use crate::storage::{EntryKind, Expected, SessionStorage};
 use crate::store::discovery::is_transcript_name;
 use crate::store::legacy::{lock_state, LockState};
 use crate::store::scope::{check_scope_binding, read_binding, BINDING_FILE, INTERNAL_DIR};
@@ -66,6 +67,17 @@ pub fn check_store(
         temps: Vec::new(),
         backups: Vec::new(),
     };
+    let store_dirs = [
+        &target.repair_base,
+        &target.sessions_root,
+        &target.session_dir,
+    ];
+    let mut judged = BTreeSet::new();
+    for dir in store_dirs.into_iter().flatten() {
+        if judged.insert(dir) {
+            open_to_others(storage, dir, target.repair_base.as_deref(), &mut report);
+        }
+    }
     if let Some(root) = &target.sessions_root {
         walk_sessions_root(storage, root, &mut walk, &mut report)?;
     }
@@ -99,6 +111,44 @@ pub fn check_store(
         journal::report_unfinished(storage, base, &mut report);
     }
     Ok(report)
+}
+
+/// A directory of the store (the agent directory, the sessions root, a session directory)
+/// that other users can write: they could put a symlink or another file in place of what
+/// is in it. The repair takes group and other write away where this user owns it and it
+/// is below the repairs' base; the base itself (where repairs keep their copies) is left
+/// for a person, and no repair is made below it until it is closed.
+fn open_to_others(
+    storage: &dyn SessionStorage,
+    dir: &Path,
+    base: Option<&Path>,
+    report: &mut Report,
+) {
+    let Ok(stat) = storage.lstat(dir) else {
+        return;
+    };
+    if stat.kind != EntryKind::Dir || !writable_by_others(stat.mode) {
+        return;
+    }
+    let closed = stat.mode & !0o022;
+    let mut what = format!(
+        "mode {:o}: other users can add, rename and remove what is in it (a symlink in \
+         place of a session, a copy of one)",
+        stat.mode
+    );
+    let repairable = stat.owner == storage.user() && base.is_some_and(|b| dir.starts_with(b));
+    if base == Some(dir) {
+        what.push_str(&format!(
+            "; no repair is made in it until it is closed: chmod go-w {}",
+            dir.display()
+        ));
+    }
+    let repair = (repairable && base != Some(dir)).then_some(Repair::RestoreMode {
+        from: stat.mode,
+        to: closed,
+        found: Expected::of(&stat),
+    });
+    report.add(Severity::Warning, "writable_by_others", dir, what, repair);
 }
 
 fn dir_name(path: &Path) -> Option<&str> {
