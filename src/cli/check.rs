@@ -7,7 +7,9 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use gjcfs_engine::check::{check_store, repair, repairs_dir, CheckProgress, CheckTarget, Severity};
+use gjcfs_engine::check::{
+    check_store, repair, repairs_dir, CheckProgress, CheckTarget, RepairOptions, Severity,
+};
 use gjcfs_engine::json;
 use gjcfs_engine::storage::FileStorage;
 
@@ -21,13 +23,18 @@ const PROGRESS_FROM: usize = 200;
 pub struct CheckArgs {
     /// Repair what is safe to repair: cut a torn last line the rules allow, move away the
     /// temp file of an interrupted rewrite whose session is intact, put back a backup whose
-    /// session is missing, restore owner-only modes, move away a migration lock a crash
+    /// session is missing (with --restore-deleted), restore owner-only modes, move away a migration lock a crash
     /// left. A copy of every file whose bytes change is kept, and what is removed is moved,
     /// into <store>/gjcfs-repairs/<time>/ with a manifest that records each change before it
     /// is made (a run that did not finish is reported by the next check); no session is ever
     /// deleted.
     #[arg(long)]
     repair: bool,
+    /// With --repair: also rename a rewrite's backup back to its session file when that is
+    /// missing. Without it such a backup is reported and left, since the session may have
+    /// been deleted on purpose after the rewrite was interrupted.
+    #[arg(long, requires = "repair")]
+    restore_deleted: bool,
     /// Print one JSON object: {"sessions","blobs","errors","warnings","notes","findings",
     /// "repairDir"}, each finding {"severity","kind","path","what","repair"} (and
     /// "repaired","result" with --repair).
@@ -76,9 +83,12 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     };
     let report = check_store(&FileStorage, &target, &progress)
         .with_context(|| format!("cannot check {}", args.store.describe().unwrap_or_default()))?;
-    let outcome = args
-        .repair
-        .then(|| repair(&FileStorage, &report, &base, &repairs_dir(&base)));
+    let outcome = args.repair.then(|| {
+        let options = RepairOptions {
+            restore_deleted: args.restore_deleted,
+        };
+        repair(&FileStorage, &report, &base, &repairs_dir(&base), options)
+    });
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(

@@ -337,7 +337,7 @@ fn repair_fixes_only_what_is_safe_keeps_copies_and_deletes_no_session() {
         .collect();
     let torn_bytes = fs::read(&d.torn).unwrap();
     // Errors are left for a person.
-    let out = check_exiting(&d, &["--repair", "--json"], 4);
+    let out = check_exiting(&d, &["--repair", "--restore-deleted", "--json"], 4);
     let (value, found) = findings(&out);
     let repaired: Vec<&(String, String)> = found
         .iter()
@@ -418,6 +418,27 @@ fn repair_fixes_only_what_is_safe_keeps_copies_and_deletes_no_session() {
     assert!(left.values().all(|(_, offered, _)| !offered), "{left:#?}");
     assert!(left.contains_key(&("missing_parent".to_owned(), "orphan.jsonl".to_owned())));
     assert_eq!(again.status.code(), Some(4));
+}
+
+#[test]
+fn a_backup_whose_session_is_missing_is_renamed_back_only_when_asked() {
+    let d = damaged();
+    let backup = d.scope.join("lost.jsonl.15e509ad4fde4d78.bak");
+    assert!(backup.exists());
+    let out = check_exiting(&d, &["--repair", "--json"], 4);
+    let (_, found) = findings(&out);
+    let key = (
+        "orphaned_backup".to_owned(),
+        "lost.jsonl.15e509ad4fde4d78.bak".to_owned(),
+    );
+    assert_eq!(found[&key], ("error".to_owned(), true, Some(false)));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--restore-deleted renames"));
+    assert!(backup.exists() && !d.scope.join("lost.jsonl").exists());
+    check_exiting(&d, &["--repair", "--restore-deleted", "--json"], 4);
+    assert!(!backup.exists());
+    assert!(load_session(&d.scope.join("lost.jsonl")).is_ok());
+    // The option means nothing without --repair.
+    check_exiting(&d, &["--restore-deleted"], 2);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::gjcfs_bin;
 use crate::common::mount::{store, Store};
-use gjcfs::engine::check::{check_store, repair, repairs_dir, CheckTarget};
+use gjcfs::engine::check::{check_store, repair, repairs_dir, CheckTarget, RepairOptions};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::FileStorage;
 
@@ -100,7 +100,13 @@ fn a_scope_swapped_for_a_symlink_after_the_check_leads_no_repair_outside_the_sto
     fs::rename(&scope, &moved).unwrap();
     symlink(&victim, &scope).unwrap();
     let base = agent(&s);
-    let outcome = repair(&FileStorage, &report, &base, &repairs_dir(&base));
+    let outcome = repair(
+        &FileStorage,
+        &report,
+        &base,
+        &repairs_dir(&base),
+        RepairOptions::default(),
+    );
     let file = victim.join(s.file.file_name().unwrap());
     assert_eq!(mode_of(&file), 0o644, "the victim's file keeps its mode");
     assert_eq!(mode_of(&victim), 0o755, "the victim keeps its mode");
@@ -176,7 +182,13 @@ fn repairs_beside_a_loop_swapping_a_scope_for_a_symlink_never_change_what_it_lea
             }
         }
         if let Ok(report) = check_store(&FileStorage, &target, &|_| {}) {
-            let _ = repair(&FileStorage, &report, &base, &repairs_dir(&base));
+            let _ = repair(
+                &FileStorage,
+                &report,
+                &base,
+                &repairs_dir(&base),
+                RepairOptions::default(),
+            );
         }
         assert_eq!(
             mode_of(&victim),

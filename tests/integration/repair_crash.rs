@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use gjcfs::engine::check::{
-    check_store, repair, CheckTarget, Finding, Repair, Report, MANIFEST_NAME,
+    check_store, repair, CheckTarget, Finding, Repair, RepairOptions, Report, MANIFEST_NAME,
 };
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::storage::{Fault, FaultKind, MemoryStorage, SessionStorage};
@@ -105,7 +105,15 @@ fn repair_killed_at(kill: Option<u64>) -> (MemoryStorage, Report) {
             .collect();
         storage.set_faults(faults);
     }
-    repair(&storage, &report, Path::new(BASE), Path::new(REPAIR_DIR));
+    repair(
+        &storage,
+        &report,
+        Path::new(BASE),
+        Path::new(REPAIR_DIR),
+        RepairOptions {
+            restore_deleted: true,
+        },
+    );
     storage.set_faults(Vec::new());
     storage.crash();
     (storage, report)
@@ -123,7 +131,15 @@ fn a_repair_killed_at_any_point_leaves_a_manifest_naming_its_changes_and_check_r
     assert_eq!(offered.len(), 5, "{:#?}", report.findings);
     let before: Vec<_> = offered.iter().map(|f| state_of(&storage, f)).collect();
     let start = storage.op_count();
-    repair(&storage, &report, Path::new(BASE), Path::new(REPAIR_DIR));
+    repair(
+        &storage,
+        &report,
+        Path::new(BASE),
+        Path::new(REPAIR_DIR),
+        RepairOptions {
+            restore_deleted: true,
+        },
+    );
     let ops = storage.op_count() - start;
 
     let mut stopped_with_changes = 0;

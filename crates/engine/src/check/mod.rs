@@ -22,7 +22,7 @@
 //! [`repair`] fixes only what is safe ([`Repair`]): it cuts a torn last line the rules of
 //! [`crate::manager::cut_torn_tail`] allow, moves away a temp file no process writes (a
 //! rewrite's only when its session is intact), puts back a backup whose session is
-//! missing, restores owner-only modes, and moves away a migration lock a crash left. Before
+//! missing (only when asked: [`RepairOptions::restore_deleted`]), restores owner-only modes, and moves away a migration lock a crash left. Before
 //! a file's bytes change a copy of the whole file is kept, and what is removed is moved,
 //! not deleted, into one directory per repair ([`repairs_dir`]) with a manifest that
 //! records each change, durably, before it is made, and marks it done after. It never
@@ -46,7 +46,7 @@ use std::path::PathBuf;
 use crate::storage::Expected;
 
 pub use journal::MANIFEST_NAME;
-pub use repair::{repair, repairs_dir, RepairOutcome, Repaired, REPAIRS_DIR_NAME};
+pub use repair::{repair, repairs_dir, RepairOptions, RepairOutcome, Repaired, REPAIRS_DIR_NAME};
 pub use store::check_store;
 
 /// How bad a finding is.

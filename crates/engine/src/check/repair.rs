@@ -22,6 +22,15 @@ pub fn repairs_dir(base: &Path) -> PathBuf {
     base.join(REPAIRS_DIR_NAME).join(stamp)
 }
 
+/// What a person asked [`repair`] to do beyond what is always safe.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RepairOptions {
+    /// Rename a rewrite's backup back to its session file when that is missing. The
+    /// session may have been deleted on purpose after the rewrite was interrupted, so
+    /// this is done only when asked.
+    pub restore_deleted: bool,
+}
+
 /// What happened to one finding a repair was offered for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repaired {
@@ -73,6 +82,7 @@ pub fn repair(
     report: &Report,
     base: &Path,
     dir: &Path,
+    options: RepairOptions,
 ) -> RepairOutcome {
     let mut outcome = RepairOutcome::default();
     let offered = report.findings.iter().filter(|f| f.repair.is_some());
@@ -88,7 +98,12 @@ pub fn repair(
         }
         return outcome;
     }
-    let keep = Keep { storage, base, dir };
+    let keep = Keep {
+        storage,
+        base,
+        dir,
+        options,
+    };
     let mut journal = Journal::new(storage, dir);
     for (index, finding) in report.findings.iter().enumerate() {
         let Some(repair) = &finding.repair else {
@@ -150,6 +165,7 @@ struct Keep<'a> {
     storage: &'a dyn SessionStorage,
     base: &'a Path,
     dir: &'a Path,
+    options: RepairOptions,
 }
 
 impl Keep<'_> {
@@ -280,6 +296,11 @@ fn apply(
             })
         }
         Repair::RestoreBackup { to } => {
+            if !keep.options.restore_deleted {
+                return Err("left: its session may have been deleted on purpose; \
+                            --restore-deleted renames the backup back"
+                    .into());
+            }
             if storage.exists(to) {
                 return Err(format!("left: {} is back", to.display()));
             }

@@ -623,7 +623,7 @@ fn judge_backup(
         backup,
         format!(
             "the session file {} is missing, and this is its copy from before an interrupted \
-             rewrite",
+             rewrite (`check --repair --restore-deleted` renames it back)",
             primary.display()
         ),
         (place != Place::Legacy).then(|| Repair::RestoreBackup {
