@@ -89,10 +89,7 @@ impl StoreArgs {
     ) -> Result<Vec<SessionInfo>> {
         self.check()?;
         let saved = self.cache_file(LISTING_FILE)?;
-        let mut cache = saved
-            .as_deref()
-            .map(|file| ListingCache::load(&FileStorage, file))
-            .unwrap_or_default();
+        let mut cache = saved.as_deref().map(ListingCache::load).unwrap_or_default();
         let none = &|_, _| {};
         let mut sessions = match &self.session_dir {
             Some(dir) => list_dir_cached(&FileStorage, dir, &mut cache, none)
@@ -124,9 +121,15 @@ impl StoreArgs {
         progress: &(dyn Fn(usize) + Sync),
     ) -> Result<StoreScan> {
         let saved = self.cache_file(USAGE_FILE)?;
+        // The saved usage holds every file of the store: what bounds it.
+        let files = match (&saved, whole_store) {
+            (None, _) => 0,
+            (Some(_), true) => paths.len(),
+            (Some(_), false) => self.transcripts()?.len().max(paths.len()),
+        };
         let mut cache = saved
             .as_deref()
-            .map(|file| UsageCache::load(&FileStorage, file))
+            .map(|file| UsageCache::load(&FileStorage, file, files))
             .unwrap_or_default();
         let scan = scan_sessions_cached(paths, reading_threads(), &mut cache, progress);
         if whole_store {

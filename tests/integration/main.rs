@@ -10,6 +10,7 @@
 #[macro_use]
 mod common;
 
+mod cache_bounds;
 mod check;
 mod check_strict;
 mod cli;

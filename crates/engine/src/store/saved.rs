@@ -204,6 +204,20 @@ pub fn versions(storage: &dyn SessionStorage, paths: &[PathBuf]) -> Vec<Option<F
     })
 }
 
+/// The most bytes a saved file is read for, a floor for small stores.
+const JUSTIFIED_FLOOR: usize = 1 << 20;
+/// The most bytes a saved file may keep per store file: far beyond what a path, its
+/// version and a listing's or usage's value take.
+const JUSTIFIED_PER_FILE: usize = 16 << 10;
+
+/// The longest saved file a store of `files` files justifies: one longer (a file damaged,
+/// extended or left by another store) is never read.
+pub fn justified_len(files: usize) -> usize {
+    files
+        .saturating_mul(JUSTIFIED_PER_FILE)
+        .saturating_add(JUSTIFIED_FLOOR)
+}
+
 /// A value a saved file keeps per store file ([`ByVersion`]).
 pub trait Saved: Sized + Clone + PartialEq {
     /// The saved file's kind.
@@ -270,17 +284,21 @@ impl<T: Saved> ByVersion<T> {
         self.changed |= self.known.len() != before;
     }
 
-    /// What was saved at `path`; nothing when there is no such file or it cannot be read
-    /// as one of `T`.
-    pub fn load(storage: &dyn SessionStorage, path: &Path) -> Self {
-        let known = storage
-            .read(path)
-            .ok()
+    /// What was saved at `path` for a store of `files` files; nothing when there is no
+    /// such file, it cannot be read as one of `T`, or it is longer than such a store
+    /// justifies ([`justified_len`]): it is then never read whole, and the next save
+    /// replaces it.
+    pub fn load(storage: &dyn SessionStorage, path: &Path, files: usize) -> Self {
+        let limit = justified_len(files);
+        let bytes = storage.read_prefix(path, limit.saturating_add(1)).ok();
+        let too_long = bytes.as_ref().is_some_and(|b| b.len() > limit);
+        let known = bytes
+            .filter(|_| !too_long)
             .and_then(|bytes| Self::decode(&bytes))
             .unwrap_or_default();
         ByVersion {
             known,
-            changed: false,
+            changed: too_long,
         }
     }
 
@@ -467,12 +485,12 @@ mod tests {
             mtime_ns: 3,
             ctime_ns: 4,
         };
-        let mut cache: ByVersion<Option<Text>> = ByVersion::load(&storage, at);
+        let mut cache: ByVersion<Option<Text>> = ByVersion::load(&storage, at, 10);
         cache.insert(Path::new("/s/a"), v(1), Some(Text("a".into())));
         cache.insert(Path::new("/s/b"), v(1), None);
         cache.replace(Path::new("/s/a"), Some(Text("A".into())));
         cache.save(&storage, at).unwrap();
-        let mut loaded: ByVersion<Option<Text>> = ByVersion::load(&storage, at);
+        let mut loaded: ByVersion<Option<Text>> = ByVersion::load(&storage, at, 10);
         assert_eq!(
             loaded.get(Path::new("/s/a"), &v(1)),
             Some(&Some(Text("A".into())))
@@ -489,12 +507,46 @@ mod tests {
         assert_eq!(storage.op_count(), ops, "nothing changed, nothing written");
         loaded.retain(|p| p == Path::new("/s/b"));
         loaded.save(&storage, at).unwrap();
-        let reloaded: ByVersion<Option<Text>> = ByVersion::load(&storage, at);
+        let reloaded: ByVersion<Option<Text>> = ByVersion::load(&storage, at, 10);
         assert_eq!(reloaded.known.len(), 1);
         // Damaged: nothing at all.
         let bytes = storage.file(at).unwrap();
         storage.put_file(at, &bytes[..bytes.len() - 1]);
-        let damaged: ByVersion<Option<Text>> = ByVersion::load(&storage, at);
+        let damaged: ByVersion<Option<Text>> = ByVersion::load(&storage, at, 10);
         assert!(damaged.known.is_empty());
+    }
+
+    #[test]
+    fn a_saved_file_longer_than_its_store_justifies_is_never_read_and_is_replaced() {
+        let storage = MemoryStorage::new();
+        let at = Path::new("/cache/texts");
+        let mut cache: ByVersion<Option<Text>> = ByVersion::default();
+        cache.insert(
+            Path::new("/s/a"),
+            FileVersion {
+                id: FileId { dev: 1, ino: 2 },
+                len: 1,
+                mtime_ns: 3,
+                ctime_ns: 4,
+            },
+            Some(Text("a".into())),
+        );
+        cache.save(&storage, at).unwrap();
+        let mut bytes = storage.file(at).unwrap();
+        assert_eq!(
+            ByVersion::<Option<Text>>::load(&storage, at, 1).known.len(),
+            1
+        );
+        // Extended past what one file justifies (a well-formed start, then zeros).
+        bytes.resize(justified_len(1) + 1, 0);
+        storage.put_file(at, &bytes);
+        let mut refused: ByVersion<Option<Text>> = ByVersion::load(&storage, at, 1);
+        assert!(refused.known.is_empty());
+        // A larger store justifies it (and then it is read, and found damaged).
+        let larger: ByVersion<Option<Text>> = ByVersion::load(&storage, at, 1000);
+        assert!(larger.known.is_empty() && !larger.changed);
+        // The refused file is replaced by the next save.
+        refused.save(&storage, at).unwrap();
+        assert!(storage.file(at).unwrap().len() < 100);
     }
 }

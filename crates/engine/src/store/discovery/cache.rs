@@ -19,7 +19,11 @@ use crate::store::saved::{self, ByVersion, Decoder, Encoder, Saved};
 /// [`ListingCache::save`]); what it keeps of a file counts only while the file's version is
 /// the one saved with it.
 #[derive(Debug, Default)]
-pub struct ListingCache(ByVersion<Option<SessionInfo>>);
+pub struct ListingCache {
+    kept: ByVersion<Option<SessionInfo>>,
+    /// Where the saved listing is, until the first listing reads it.
+    saved: Option<PathBuf>,
+}
 
 impl ListingCache {
     /// The [`SessionInfo`] of every path that is a session, in the order given, reading
@@ -30,6 +34,9 @@ impl ListingCache {
         paths: &[PathBuf],
         progress: &dyn Fn(usize, usize),
     ) -> Vec<SessionInfo> {
+        if let Some(at) = self.saved.take() {
+            self.kept = ByVersion::load(storage, &at, paths.len());
+        }
         let mut infos = Vec::with_capacity(paths.len());
         let mut listed = std::collections::HashSet::with_capacity(paths.len());
         // By the path's bytes: hashing a `Path` walks its components.
@@ -38,10 +45,10 @@ impl ListingCache {
         let versions = saved::versions(storage, paths);
         for (done, (path, version)) in paths.iter().zip(versions).enumerate() {
             if let Some(version) = version {
-                let info = match self.0.get(path, &version) {
+                let info = match self.kept.get(path, &version) {
                     Some(info) => Some(info.clone()),
                     None => session_info(storage, path).ok().inspect(|info| {
-                        self.0.insert(path, version, info.clone());
+                        self.kept.insert(path, version, info.clone());
                     }),
                 };
                 if let Some(info) = info {
@@ -51,7 +58,7 @@ impl ListingCache {
             }
             progress(done + 1, paths.len());
         }
-        self.0.retain(|path| listed.contains(path.as_os_str()));
+        self.kept.retain(|path| listed.contains(path.as_os_str()));
         infos
     }
 
@@ -59,19 +66,23 @@ impl ListingCache {
     /// of the file by reading more of it (an exact message count, a first prompt further
     /// in). It counts while the file keeps the version the listing saw.
     pub fn complete(&mut self, info: &SessionInfo) {
-        self.0.replace(&info.path, Some(info.clone()));
+        self.kept.replace(&info.path, Some(info.clone()));
     }
 
-    /// The listing saved at `path` by [`ListingCache::save`]; an empty one when there is
-    /// none or it cannot be read as one.
-    pub fn load(storage: &dyn SessionStorage, path: &Path) -> Self {
-        ListingCache(ByVersion::load(storage, path))
+    /// The listing saved at `path` by [`ListingCache::save`], read by the first listing:
+    /// an empty one when there is none, it cannot be read as one, or it is longer than the
+    /// files then listed justify ([`saved::justified_len`]; never read whole).
+    pub fn load(path: &Path) -> Self {
+        ListingCache {
+            kept: ByVersion::default(),
+            saved: Some(path.to_owned()),
+        }
     }
 
     /// Saves the listing at `path` if it changed since it was loaded: a file in the user's
     /// cache, replaced whole.
     pub fn save(&mut self, storage: &dyn SessionStorage, path: &Path) -> io::Result<()> {
-        self.0.save(storage, path)
+        self.kept.save(storage, path)
     }
 }
 
@@ -133,7 +144,7 @@ mod tests {
         storage.put_file(&dir.join("a.jsonl"), session("a", Some("Tïtle")).as_bytes());
         storage.put_file(&dir.join("b.jsonl"), session("b", None).as_bytes());
         storage.put_file(&dir.join("c.jsonl"), b"not a session\n");
-        let mut cache = ListingCache::load(&storage, saved_at);
+        let mut cache = ListingCache::load(saved_at);
         let first = list_dir_cached(&storage, dir, &mut cache, &|_, _| {}).unwrap();
         assert_eq!(first.len(), 2);
         let mut completed = first[0].clone();
@@ -141,7 +152,7 @@ mod tests {
         cache.complete(&completed);
         cache.save(&storage, saved_at).unwrap();
 
-        // Another run: nothing is read but the file that changed, and what was completed
+        // Another run: no session is read but the one that changed, and what was completed
         // stays while its file does not change.
         let opens = |s: &MemoryStorage| {
             s.op_log()
@@ -149,21 +160,21 @@ mod tests {
                 .filter(|op| op.starts_with("open"))
                 .count()
         };
-        let mut cache = ListingCache::load(&storage, saved_at);
+        let mut cache = ListingCache::load(saved_at);
         let before = opens(&storage);
         let again = list_dir_cached(&storage, dir, &mut cache, &|_, _| {}).unwrap();
-        assert_eq!(opens(&storage), before, "nothing read");
+        assert_eq!(opens(&storage), before + 1, "only the saved listing read");
         let mut want = first.clone();
         want[0] = completed.clone();
         assert_eq!(again, want);
         storage.put_file(&dir.join("b.jsonl"), session("b", Some("new")).as_bytes());
         let after = list_dir_cached(&storage, dir, &mut cache, &|_, _| {}).unwrap();
-        assert_eq!(opens(&storage), before + 1, "one file read again");
+        assert_eq!(opens(&storage), before + 2, "one file read again");
         let b = after.iter().find(|i| i.id == "b").unwrap();
         assert_eq!(b.title.as_deref(), Some("new"));
         // Unchanged since it was loaded and listed: saving writes nothing.
         cache.save(&storage, saved_at).unwrap();
-        let mut reloaded = ListingCache::load(&storage, saved_at);
+        let mut reloaded = ListingCache::load(saved_at);
         let writes = storage.op_count();
         reloaded.save(&storage, saved_at).unwrap();
         assert_eq!(storage.op_count(), writes);
@@ -176,13 +187,13 @@ mod tests {
         let saved_at = Path::new("/cache/listing");
         storage.ensure_dir(dir).unwrap();
         storage.put_file(&dir.join("a.jsonl"), session("a", None).as_bytes());
-        let mut cache = ListingCache::load(&storage, saved_at);
+        let mut cache = ListingCache::load(saved_at);
         let first = list_dir_cached(&storage, dir, &mut cache, &|_, _| {}).unwrap();
         cache.save(&storage, saved_at).unwrap();
         let bytes = storage.file(saved_at).unwrap();
         for cut in [0, 8, bytes.len() / 2, bytes.len() - 1] {
             storage.put_file(saved_at, &bytes[..cut]);
-            let mut cache = ListingCache::load(&storage, saved_at);
+            let mut cache = ListingCache::load(saved_at);
             let before = storage.op_log().len();
             let again = list_dir_cached(&storage, dir, &mut cache, &|_, _| {}).unwrap();
             assert_eq!(again, first, "cut at {cut}");

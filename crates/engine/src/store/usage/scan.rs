@@ -48,10 +48,11 @@ impl Scanned {
 pub struct UsageCache(ByVersion<SessionUsageContribution>);
 
 impl UsageCache {
-    /// The cache saved at `path` by [`UsageCache::save`]; an empty one when there is none
-    /// or it cannot be read as one.
-    pub fn load(storage: &dyn SessionStorage, path: &Path) -> Self {
-        UsageCache(ByVersion::load(storage, path))
+    /// The cache saved at `path` by [`UsageCache::save`] for a store of `files` files; an
+    /// empty one when there is none, it cannot be read as one, or it is longer than such a
+    /// store justifies (never read whole).
+    pub fn load(storage: &dyn SessionStorage, path: &Path, files: usize) -> Self {
+        UsageCache(ByVersion::load(storage, path, files))
     }
 
     /// Saves the cache at `path` if it changed since it was loaded: a file in the user's
@@ -259,7 +260,7 @@ mod tests {
             })
             .collect();
         let saved_at = tmp.path().join("cache/usage");
-        let mut cache = UsageCache::load(&FileStorage, &saved_at);
+        let mut cache = UsageCache::load(&FileStorage, &saved_at, 10);
         let first = scan_sessions_cached(&paths, 2, &mut cache, &|_| {});
         let plain = scan_sessions(&paths, 1, &|_| {});
         assert_eq!(first.contributions, plain.contributions);
@@ -279,7 +280,7 @@ mod tests {
         std::io::Write::write_all(&mut &file, session("b", 90).as_bytes()).unwrap();
         file.set_modified(time).unwrap();
         drop(file);
-        let mut cache = UsageCache::load(&FileStorage, &saved_at);
+        let mut cache = UsageCache::load(&FileStorage, &saved_at, 10);
         let done = std::sync::Mutex::new(Vec::new());
         let again = scan_sessions_cached(&paths, 2, &mut cache, &|n| {
             done.lock().unwrap().push(n);
