@@ -5,10 +5,10 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use gjcfs_engine::check::{
-    check_store, repair, repairs_dir, CheckProgress, CheckTarget, RepairOptions, Severity,
+    check_store, prune, repair, repairs_dir, CheckProgress, CheckTarget, RepairOptions, Severity,
 };
 use gjcfs_engine::json;
 use gjcfs_engine::storage::FileStorage;
@@ -35,6 +35,11 @@ pub struct CheckArgs {
     /// been deleted on purpose after the rewrite was interrupted.
     #[arg(long, requires = "repair")]
     restore_deleted: bool,
+    /// Before checking, remove the oldest complete repair runs in <store>/gjcfs-repairs/,
+    /// keeping the newest N (0: none). Runs that did not finish are kept: the check reports
+    /// them. (Every --repair keeps the newest 10 complete runs, within 1 GB.)
+    #[arg(long, value_name = "N")]
+    prune_repairs: Option<usize>,
     /// Print one JSON object: {"sessions","blobs","errors","warnings","notes","findings",
     /// "repairDir"}, each finding {"severity","kind","path","what","repair"} (and
     /// "repaired","result" with --repair).
@@ -81,6 +86,17 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
             bar.finish();
         }
     };
+    if let Some(keep) = args.prune_repairs {
+        let pruned = prune(&FileStorage, &base, keep, u64::MAX);
+        let bytes: u64 = pruned.removed.iter().map(|(_, b)| b).sum();
+        eprintln!(
+            "gjcfs: removed {} repair run(s), {bytes} bytes",
+            pruned.removed.len()
+        );
+        if let Some(why) = pruned.stopped {
+            bail!("pruning repair runs stopped: {why}");
+        }
+    }
     let report = check_store(&FileStorage, &target, &progress)
         .with_context(|| format!("cannot check {}", args.store.describe().unwrap_or_default()))?;
     let outcome = args.repair.then(|| {

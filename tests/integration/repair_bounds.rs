@@ -293,3 +293,40 @@ fn store_directories_other_users_can_write_are_reported_and_the_repair_closes_th
     let found = findings(&check(&s, &[]));
     assert!(!found.iter().any(|(kind, ..)| kind == "writable_by_others"));
 }
+
+/// The run directories in the store's `gjcfs-repairs`.
+fn runs(s: &Store) -> Vec<PathBuf> {
+    let mut runs: Vec<PathBuf> = fs::read_dir(agent(s).join("gjcfs-repairs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    runs.sort();
+    runs
+}
+
+#[test]
+fn repairs_keep_the_newest_complete_runs_and_prune_keeps_what_did_not_finish() {
+    let s = store();
+    for _ in 0..12 {
+        set_mode(&s.file, 0o644);
+        let out = check(&s, &["--repair"]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let kept = runs(&s);
+    assert_eq!(kept.len(), 10, "the newest ten complete runs: {kept:?}");
+    let found = findings(&check(&s, &[]));
+    assert!(
+        found.iter().any(|(kind, ..)| kind == "repair_copies"),
+        "{found:?}"
+    );
+    // A run that did not finish stays through every prune.
+    let stopped = agent(&s).join("gjcfs-repairs/2000-01-01T00-00-00.000Z");
+    fs::create_dir(&stopped).unwrap();
+    fs::write(stopped.join("manifest.jsonl"), "").unwrap();
+    let out = check(&s, &["--prune-repairs", "1"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("removed 9 repair run(s)"));
+    assert_eq!(runs(&s), [stopped.clone(), kept[9].clone()]);
+    check(&s, &["--prune-repairs", "0"]);
+    assert_eq!(runs(&s), [stopped]);
+}

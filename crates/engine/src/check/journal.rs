@@ -200,6 +200,13 @@ pub(super) fn report_unfinished(storage: &dyn SessionStorage, base: &Path, repor
     }
 }
 
+/// Whether the run of the repair directory `dir` is complete: its manifest says so.
+pub(super) fn is_complete(storage: &dyn SessionStorage, dir: &Path) -> bool {
+    storage
+        .read(&dir.join(MANIFEST_NAME))
+        .is_ok_and(|bytes| Run::of(&String::from_utf8_lossy(&bytes)).complete)
+}
+
 /// What is said of a repair directory whose manifest records no change.
 const NOTHING_BEGUN: &str = "a repair stopped (or is starting now) before its manifest \
      recorded any change, so before it changed anything: remove the directory";

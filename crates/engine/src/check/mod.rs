@@ -34,6 +34,7 @@
 
 mod blobs;
 mod journal;
+mod kept;
 mod privacy;
 mod repair;
 mod report;
@@ -46,6 +47,7 @@ use std::path::PathBuf;
 use crate::storage::Expected;
 
 pub use journal::MANIFEST_NAME;
+pub use kept::{kept_runs, prune, KeptRun, Pruned, KEEP_BYTES, KEEP_RUNS};
 pub use repair::{repair, repairs_dir, RepairOptions, RepairOutcome, Repaired, REPAIRS_DIR_NAME};
 pub use store::check_store;
 

@@ -6,6 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::journal::Journal;
+use super::kept::{prune, Pruned, KEEP_BYTES, KEEP_RUNS};
 use super::safe_dirs::only_owner_can_change;
 use super::{Finding, Repair, Report, Severity};
 use crate::manager::{cut_torn_tail, temp_file_unused};
@@ -47,6 +48,9 @@ pub struct RepairOutcome {
     pub results: Vec<Repaired>,
     /// Where the copies and the manifest are, when anything was kept.
     pub kept_in: Option<PathBuf>,
+    /// The older runs let go after this one completed: beyond the newest
+    /// [`KEEP_RUNS`](super::KEEP_RUNS) complete runs or [`KEEP_BYTES`](super::KEEP_BYTES).
+    pub pruned: Pruned,
 }
 
 impl RepairOutcome {
@@ -127,10 +131,13 @@ pub fn repair(
         };
         outcome.results.push(Repaired { index, result });
     }
-    // A run not marked complete is reported by the next check.
-    let _ = journal.complete();
+    // A run not marked complete is reported by the next check, and keeps every older run.
+    let completed = journal.complete().is_ok();
     if storage.exists(dir) {
         outcome.kept_in = Some(dir.to_owned());
+    }
+    if completed {
+        outcome.pruned = prune(storage, base, KEEP_RUNS, KEEP_BYTES);
     }
     outcome
 }

@@ -71,6 +71,15 @@ impl Report {
             if let Some(dir) = &outcome.kept_in {
                 let _ = write!(out, " (copies and a manifest in {})", dir.display());
             }
+            let pruned = &outcome.pruned.removed;
+            if !pruned.is_empty() {
+                let bytes: u64 = pruned.iter().map(|(_, b)| b).sum();
+                let _ = write!(
+                    out,
+                    "; let go of {} ({bytes} bytes)",
+                    plural(pruned.len(), "older repair run")
+                );
+            }
         } else if repairable > 0 {
             let _ = write!(out, "; `gjcfs check --repair` repairs {repairable} of them");
         }
@@ -126,6 +135,11 @@ impl Report {
                     Value::string(d.to_string_lossy().into_owned())
                 }),
         );
+        if let Some(outcome) = outcome {
+            let pruned = outcome.pruned.removed.iter();
+            let dirs = pruned.map(|(d, _)| Value::string(d.to_string_lossy().into_owned()));
+            out.insert("prunedRuns", Value::Array(dirs.collect()));
+        }
         Value::Object(out)
     }
 }

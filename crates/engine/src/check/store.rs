@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::privacy::privacy_of;
 use super::safe_dirs::writable_by_others;
 use super::strict::{self, lines_named};
-use super::{blobs, journal, CheckProgress, CheckTarget, Repair, Report, Severity};
+use super::{blobs, journal, kept, CheckProgress, CheckTarget, Repair, Report, Severity};
 use crate::format::blob::{is_valid_hash, BLOB_REF_PREFIX};
 use crate::manager::temp_file_unused;
 use crate::manager::{backup_primary, find_torn_tail, is_legacy_dir_name, temp_file_primary};
@@ -109,6 +109,7 @@ pub fn check_store(
     blobs::check_blobs(storage, &target.blob_dir, &seen.blob_refs, &mut report)?;
     if let Some(base) = &target.repair_base {
         journal::report_unfinished(storage, base, &mut report);
+        kept::report_kept(storage, base, &mut report);
     }
     Ok(report)
 }
