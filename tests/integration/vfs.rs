@@ -816,6 +816,59 @@ fn changes_are_announced_with_the_nodes_they_touch() {
     assert!(v.close_all().is_empty());
 }
 
+#[test]
+fn the_store_event_of_a_write_in_progress_announces_no_entry_it_did_not_change() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex, Weak};
+    let tmp = tempfile::tempdir().unwrap();
+    let (sid, ids) = setup(tmp.path());
+    let v = Arc::new(vfs(tmp.path(), false));
+    let sdir = session_ino(&v, &sid);
+    let entries = v.lookup(sdir, "entries").unwrap().ino;
+    let entry_inos: Vec<u64> = ids
+        .iter()
+        .map(|id| v.lookup(entries, &format!("{id}.json")).unwrap().ino)
+        .collect();
+    let new = v.lookup(entries, "new").unwrap().ino;
+    write_file(&v, new, &[b"{\"role\":\"user\",\"content\":\"opened\"}\n"]).unwrap();
+    v.follow_store_events();
+    // While the next write holds the session (it announces what it took in), the store's
+    // events are followed from another thread, as the mount's poller does: the event of
+    // that very write is among them.
+    let told: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let armed = Arc::new(AtomicBool::new(false));
+    let model: Weak<Vfs> = Arc::downgrade(&v);
+    {
+        let (told, armed) = (told.clone(), armed.clone());
+        v.set_invalidator(Box::new(move |inos| {
+            told.lock().unwrap().extend(inos);
+            if armed.swap(false, Ordering::SeqCst) {
+                let model = model.upgrade().unwrap();
+                std::thread::spawn(move || model.follow_store_events())
+                    .join()
+                    .unwrap();
+            }
+        }));
+    }
+    armed.store(true, Ordering::SeqCst);
+    write_file(&v, new, &[b"{\"role\":\"user\",\"content\":\"again\"}\n"]).unwrap();
+    assert!(
+        !armed.load(Ordering::SeqCst),
+        "followed while the write held the session"
+    );
+    let during = std::mem::take(&mut *told.lock().unwrap());
+    assert!(
+        entry_inos.iter().all(|e| !during.contains(e)),
+        "entries the write did not touch were announced: {during:?}"
+    );
+    // Followed once the write is done: nothing changed outside, nothing more announced of
+    // the entries.
+    v.follow_store_events();
+    let after = std::mem::take(&mut *told.lock().unwrap());
+    assert!(entry_inos.iter().all(|e| !after.contains(e)), "{after:?}");
+    assert!(v.close_all().is_empty());
+}
+
 /// A read-only model over the session of [`setup`] in `tmp`, read by node, and the
 /// session's directory.
 fn served_by_node(tmp: &Path) -> (Vfs, u64) {

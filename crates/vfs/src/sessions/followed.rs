@@ -119,25 +119,41 @@ impl Sessions {
                     .collect()
             }
         };
-        for sid in changed {
-            self.announce_change(&sid, events);
+        let busy: Vec<String> = changed
+            .into_iter()
+            .filter(|sid| !self.announce_change(sid, events))
+            .collect();
+        if !busy.is_empty() {
+            // Followed on the next call, once whoever holds them is done.
+            let paths: Vec<PathBuf> = {
+                let listing = self.listing.lock();
+                busy.iter()
+                    .filter_map(|sid| listing.get(sid).map(|listed| listed.path.clone()))
+                    .collect()
+            };
+            self.unannounced.lock().paths.extend(paths);
         }
     }
 
     /// Session `sid`'s file changed: a loaded session follows it (and announces what
     /// changed); any other is announced whole, entries and all (an outside change may
-    /// patch entries).
-    fn announce_change(&self, sid: &str, events: &dyn Events) {
+    /// patch entries). False, announcing nothing, while another thread holds the session
+    /// (a write through the mount, whose own change the event may be, or a load): it is
+    /// followed on a later call, when what changed can be told. Announcing it whole then
+    /// would cost an invalidation of every entry a kernel was ever shown, on every write.
+    fn announce_change(&self, sid: &str, events: &dyn Events) -> bool {
         let slot = self.cache.lock().slots.get(sid).cloned();
         if let Some(slot) = slot {
-            if let Some(mut state) = slot.try_lock() {
-                if state.loaded.is_some() {
-                    self.follow_outside_changes(sid, &mut state, events);
-                    return;
-                }
+            let Some(mut state) = slot.try_lock() else {
+                return false;
+            };
+            if state.loaded.is_some() {
+                self.follow_outside_changes(sid, &mut state, events);
+                return true;
             }
         }
         events.changed(sid, EntriesChanged::All);
+        true
     }
 }
 
