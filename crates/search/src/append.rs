@@ -30,7 +30,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use super::doc_rows::{delete_text, held_kind, insert_row, insert_text, write_file_row};
 use super::prepare::{distinct_words, kept_prompt, row_of, title_row, Row, SessionFacts};
 use super::stored_text::stored;
-use super::substring::{add_terms, Known};
+use super::substring::{add_terms, drop_unused, Dropped, Known};
 use super::{Change, FileState, Source};
 use gjcfs_engine::format::blob::BlobStore;
 use gjcfs_engine::format::lines::{last_newline, read_exact_at, read_lines, Lines};
@@ -54,7 +54,8 @@ pub(super) enum Appended {
     /// The file must be read whole; nothing was written.
     Whole,
     /// The file's new state, and what changed (`None`: no new complete line).
-    Done(Box<FileState>, Option<Change>),
+    /// With whether text indexed before was deleted (an edited message, a new title).
+    Done(Box<FileState>, Option<Change>, bool),
 }
 
 /// Where the new leaf's path joins the entries indexed before.
@@ -123,11 +124,14 @@ pub(super) fn append(
         insert_row(tx, old.id, row)?;
     }
     let terms = distinct_words(new_rows.iter().chain(edits.values()));
-    add_terms(tx, terms.iter().map(String::as_str), &mut Known::default())?;
-    write_edits(tx, &edits)?;
+    let mut known = Known::default();
+    add_terms(tx, terms.iter().map(String::as_str), &mut known)?;
+    let mut dropped = Dropped::default();
+    write_edits(tx, &edits, &mut dropped)?;
     if new_facts.title != facts.title {
-        retitle(tx, old.id, &new_facts)?;
+        retitle(tx, old.id, &new_facts, &mut known, &mut dropped)?;
     }
+    let erased = drop_unused(tx, dropped, &mut known)?;
     let records = new_rows.len();
     let state = write_file_row(
         tx,
@@ -144,7 +148,7 @@ pub(super) fn append(
         records,
         edited: edits.len(),
     });
-    Ok(Appended::Done(Box::new(state), change))
+    Ok(Appended::Done(Box::new(state), change, erased))
 }
 
 /// Reads the complete lines appended to `path` after `mark`: the mark moved past them, and
@@ -279,9 +283,13 @@ fn move_leaf(
 }
 
 /// Writes the new text of the indexed messages a patch replaced.
-fn write_edits(tx: &Transaction, edits: &HashMap<i64, Row>) -> rusqlite::Result<()> {
+fn write_edits(
+    tx: &Transaction,
+    edits: &HashMap<i64, Row>,
+    dropped: &mut Dropped,
+) -> rusqlite::Result<()> {
     for (doc, row) in edits {
-        delete_text(tx, *doc)?;
+        delete_text(tx, *doc, dropped)?;
         tx.prepare_cached("UPDATE docs SET text = ?2, kind = ?3 WHERE id = ?1")?
             .execute(params![doc, stored(&row.text), held_kind(row)])?;
         if !row.text.is_empty() {
@@ -292,20 +300,26 @@ fn write_edits(tx: &Transaction, edits: &HashMap<i64, Row>) -> rusqlite::Result<
 }
 
 /// Replaces the indexed title of file `file` by the one in `facts`.
-fn retitle(tx: &Transaction, file: i64, facts: &SessionFacts) -> rusqlite::Result<()> {
+fn retitle(
+    tx: &Transaction,
+    file: i64,
+    facts: &SessionFacts,
+    known: &mut Known,
+    dropped: &mut Dropped,
+) -> rusqlite::Result<()> {
     let mut title = tx.prepare_cached("SELECT id FROM docs WHERE file = ?1 AND seq = 0")?;
     let ids: Vec<i64> = title
         .query_map([file], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     for doc in ids {
-        delete_text(tx, doc)?;
+        delete_text(tx, doc, dropped)?;
         tx.prepare_cached("DELETE FROM docs WHERE id = ?1")?
             .execute([doc])?;
     }
     if let Some(row) = title_row(facts) {
         insert_row(tx, file, &row)?;
         let terms = distinct_words([&row]);
-        add_terms(tx, terms.iter().map(String::as_str), &mut Known::default())?;
+        add_terms(tx, terms.iter().map(String::as_str), known)?;
     }
     Ok(())
 }

@@ -2,19 +2,42 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::file_rows::path_bytes;
 use super::file_rows::version_columns;
 use super::prepare::{Row, SessionFacts};
-use super::stored_text::stored;
+use super::stored_text::{stored, text_of};
+use super::substring::Dropped;
+use super::words::index_text;
 use super::FileState;
 use gjcfs_engine::read::load::ReadMark;
 use gjcfs_engine::storage::FileVersion;
 
-pub(super) fn delete_text(conn: &Connection, doc: i64) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM words WHERE rowid = ?1")?
-        .execute([doc])?;
+/// Deletes the words of document `doc` (its row of `docs` not deleted yet) from the word
+/// index, and notes them in `dropped` (the caller drops those no document holds any more:
+/// [`drop_unused`]). The contentless word index is given the words it was given
+/// ([`insert_text`]: a document with text has a row, made of its words), which its
+/// secure-delete option removes from the file.
+///
+/// [`drop_unused`]: super::substring::drop_unused
+pub(super) fn delete_text(
+    conn: &Connection,
+    doc: i64,
+    dropped: &mut Dropped,
+) -> rusqlite::Result<()> {
+    let text = conn
+        .prepare_cached("SELECT text FROM docs WHERE id = ?1")?
+        .query_row([doc], |r| text_of(r.get_ref(0)?))
+        .optional()?
+        .flatten();
+    let Some(text) = text.filter(|t| !t.is_empty()) else {
+        return Ok(());
+    };
+    let words = index_text(&text);
+    conn.prepare_cached("INSERT INTO words(words, rowid, text) VALUES ('delete', ?1, ?2)")?
+        .execute(params![doc, words])?;
+    dropped.add_words(&words);
     Ok(())
 }
 

@@ -22,17 +22,22 @@
 //! - `words`: FTS5 over each document's words ([`words`]: the lower-cased text split into
 //!   runs of letters and digits, given space-separated to the `ascii` tokenizer, so the
 //!   index and every query split text by one definition; words and phrases). It is
-//!   contentless with `contentless_delete=1`: the text is held once, in `docs`, and rows
-//!   are deleted by id;
+//!   contentless: the text is held once, in `docs`, and a row is deleted by giving its
+//!   words again;
 //! - `terms`: every word `words` was given, once, and `term_grams`, each word's distinct
 //!   trigrams: the vocabulary a substring query finds its candidate words in
-//!   ([`substring`]). It only grows, and a word is added in the transaction of the
-//!   document that holds it;
+//!   ([`substring`]). A word is added in the transaction of the first document that holds
+//!   it, and dropped in the one that deletes the last;
 //! - `meta`: `files_gen`, which every transaction that may change `files` increments
 //!   first; `listing`: what the last update saw of the store's directories ([`listing`]),
 //!   with the `files_gen` it agrees with.
 //!
 //! Invariants:
+//! - Nothing of a document deleted (its file removed or read again) stays in the file's
+//!   bytes: both FTS5 tables have the `secure-delete` option, every connection
+//!   `PRAGMA secure_delete`, the vocabulary loses the words no document holds, and after
+//!   an operation that deleted text the write-ahead log is checkpointed and truncated
+//!   ([`update::scrub_log`]; when readers or a writer keep it, the next operation does).
 //! - The index is a cache: a missing file, a file of another format or application, or one
 //!   that is not a readable SQLite database is replaced by a new empty index on open;
 //!   nothing in it is trusted before those checks.
@@ -306,6 +311,9 @@ struct Inner {
     data_version: i64,
     /// What the operation under way may still wait for the write lock.
     lock_wait: lock_wait::LockWait,
+    /// Whether this connection deleted text whose pages the write-ahead log may still hold
+    /// ([`update::scrub_log`]).
+    erased: bool,
 }
 
 /// A search index over a session store, in one SQLite file or in memory.
@@ -351,6 +359,7 @@ impl SearchIndex {
                 files: Stamps::default(),
                 data_version: -1,
                 lock_wait: lock_wait::LockWait::new(),
+                erased: false,
             }),
             path,
         })
@@ -653,6 +662,7 @@ impl SearchIndex {
                 return Err(self.sql_error(e));
             }
         }
+        update::scrub_log(inner).map_err(|e| self.sql_error(e))?;
         // `data_version` stays the one the stamps were read at: this connection's commits do
         // not change it, and another's during the update must make the next call read them.
         Ok(report)
@@ -665,7 +675,9 @@ impl SearchIndex {
             let mut inner = self.inner.lock();
             inner.lock_wait.restart();
             self.sync_files(&mut inner)?;
-            self.refresh_one(&mut inner, path)
+            let change = self.refresh_one(&mut inner, path)?;
+            update::scrub_log(&mut inner).map_err(|e| self.sql_error(e))?;
+            Ok(change)
         })
     }
 
@@ -785,6 +797,7 @@ impl SearchIndex {
                     done => done?,
                 };
             }
+            update::scrub_log(&mut inner).map_err(|e| self.sql_error(e))?;
         }
     }
 }

@@ -8,7 +8,7 @@ use rusqlite::Connection;
 use super::instances;
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 11;
+pub const FORMAT: i64 = 12;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 
@@ -47,8 +47,9 @@ CREATE TABLE docs (
 );
 CREATE INDEX docs_entry ON docs(file, entry_id);
 -- Each document's words (words.rs), space-separated.
-CREATE VIRTUAL TABLE words USING fts5(text, content='', contentless_delete=1,
-    tokenize='ascii');
+-- Contentless: a row is deleted by giving its words again (doc_rows::delete_text), so
+-- that with the secure-delete option its entries are removed from the file, not hidden.
+CREATE VIRTUAL TABLE words USING fts5(text, content='', tokenize='ascii');
 -- Every word the word index was given, once (substring.rs), and each word's distinct
 -- trigrams as digest tokens, by the word's id.
 CREATE TABLE terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
@@ -76,6 +77,7 @@ pub(super) fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "page_size", PAGE_SIZE)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "secure_delete", "ON")?;
     set_cache(conn, CacheFor::Queries)?;
     instances::register(conn)
 }
@@ -136,6 +138,8 @@ pub(super) fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(&format!(
         "BEGIN; {SCHEMA} \
          INSERT INTO words(words, rank) VALUES ('hashsize', {FTS_HASH_SIZE}); \
+         INSERT INTO words(words, rank) VALUES ('secure-delete', 1); \
+         INSERT INTO term_grams(term_grams, rank) VALUES ('secure-delete', 1); \
          INSERT INTO term_grams(term_grams, rank) VALUES ('hashsize', {FTS_HASH_SIZE}); \
          PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {FORMAT}; COMMIT;"
     ))

@@ -19,9 +19,10 @@
 //! separators alone, or of short pieces such as `e: c`), every document is checked,
 //! newest first.
 //!
-//! The vocabulary only grows: a word whose documents are gone matches nothing in the word
-//! index. It holds what the index was given, so it is written in the same transaction as
-//! the documents that hold its words ([`super::update`]).
+//! The vocabulary holds the words of the documents indexed, and no other: a word is added
+//! in the transaction of the first document that holds it ([`add_terms`]), and dropped, with
+//! its trigrams, in the transaction that deletes the last one ([`drop_unused`]), so nothing
+//! of a session's text outlives its documents.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -218,6 +219,60 @@ pub fn add_terms<'a>(
         known.insert(term.into());
     }
     Ok(())
+}
+
+/// The words of the documents a transaction deleted: those the word index may no longer
+/// hold ([`drop_unused`]).
+#[derive(Debug, Default)]
+pub struct Dropped {
+    words: HashSet<Box<str>, foldhash::fast::RandomState>,
+    /// Whether a document's text was deleted.
+    any: bool,
+}
+
+impl Dropped {
+    /// Notes `words`, what the word index held of a deleted document (space-separated).
+    pub fn add_words(&mut self, words: &str) {
+        self.any = true;
+        for word in words.split(' ').filter(|w| !w.is_empty()) {
+            if !self.words.contains(word) {
+                self.words.insert(word.into());
+            }
+        }
+    }
+}
+
+/// Removes from the vocabulary the words of `dropped` that no document of the word index
+/// holds any more (with their trigrams, and from `known`), in the caller's transaction,
+/// after the documents it deleted and those it added are written. Returns whether any
+/// document's text was deleted.
+pub fn drop_unused(
+    conn: &Connection,
+    dropped: Dropped,
+    known: &mut Known,
+) -> rusqlite::Result<bool> {
+    for word in &dropped.words {
+        // Words hold letters and digits only: no quote to escape.
+        let held: bool = conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM words WHERE words MATCH ?1)")?
+            .query_row([format!("\"{word}\"")], |r| r.get(0))?;
+        if held {
+            continue;
+        }
+        let id: Option<i64> = conn
+            .prepare_cached("DELETE FROM terms WHERE term = ?1 RETURNING id")?
+            .query_row([&**word], |r| r.get(0))
+            .optional()?;
+        if let Some(id) = id {
+            // As it was given them ([`add_terms`]): contentless, secure-delete.
+            conn.prepare_cached(
+                "INSERT INTO term_grams(term_grams, rowid, text) VALUES ('delete', ?1, ?2)",
+            )?
+            .execute(rusqlite::params![id, gram_text(word)])?;
+        }
+        known.remove(&**word);
+    }
+    Ok(dropped.any)
 }
 
 /// The trigrams of a lower-cased word, each as the 40-bit FNV-1a digest of its UTF-8

@@ -258,3 +258,166 @@ fn a_patched_message_holds_its_new_text_compressed() {
         ("blob", Some(patched.as_str()))
     );
 }
+
+/// The word the erasure tests plant; no other text of theirs holds it.
+const ERASED: &str = "zqxjkvbwordunique";
+
+/// A session `n` holding [`ERASED`] in a short prompt, a long answer (stored compressed)
+/// and a tool's output.
+fn session_holding_the_word(n: u32) -> String {
+    let long = format!("{ERASED} {}", "and a longer answer around it ".repeat(20));
+    format!(
+        "{}\
+         {{\"type\":\"message\",\"id\":\"m2\",\"parentId\":\"m1\",\"timestamp\":\"2026-03-01T10:00:02.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"{ERASED}\",\"timestamp\":2}}}}\n\
+         {{\"type\":\"message\",\"id\":\"m3\",\"parentId\":\"m2\",\"timestamp\":\"2026-03-01T10:00:03.000Z\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"{long}\"}},{{\"type\":\"toolCall\",\"id\":\"c1\",\"name\":\"bash\",\"arguments\":{{\"command\":\"ls\"}}}}],\"timestamp\":3}}}}\n\
+         {{\"type\":\"message\",\"id\":\"m4\",\"parentId\":\"m3\",\"timestamp\":\"2026-03-01T10:00:04.000Z\",\"message\":{{\"role\":\"toolResult\",\"toolCallId\":\"c1\",\"toolName\":\"bash\",\"content\":[{{\"type\":\"text\",\"text\":\"out {ERASED}.txt\"}}],\"isError\":false,\"timestamp\":4}}}}\n",
+        session(n)
+    )
+}
+
+/// How often `needle` occurs in the bytes of the index file and its write-ahead log.
+fn occurrences_in_index(index: &SearchIndex, needle: &str) -> usize {
+    let path = index.path().unwrap().to_owned();
+    let mut wal = path.clone().into_os_string();
+    wal.push("-wal");
+    [
+        std::fs::read(&path).unwrap(),
+        std::fs::read(&wal).unwrap_or_default(),
+    ]
+    .iter()
+    .map(|bytes| memchr::memmem::find_iter(bytes, needle.as_bytes()).count())
+    .sum()
+}
+
+/// A store of sessions 1–3, session 2 holding [`ERASED`], indexed; the word is found.
+fn store_with_the_word() -> (tempfile::TempDir, PathBuf, SearchIndex) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("sessions");
+    std::fs::create_dir(&store).unwrap();
+    for n in 1..=3 {
+        let text = if n == 2 {
+            session_holding_the_word(n)
+        } else {
+            session(n)
+        };
+        std::fs::write(store.join(format!("s{n}.jsonl")), text).unwrap();
+    }
+    let index = SearchIndex::open(&dir.path().join("index")).unwrap();
+    let query = Query::parse(ERASED).unwrap();
+    let dirs = [store.clone()];
+    let (_, hits) = index
+        .search_dirs(&dirs, 1, &|_| {}, &query, &Filters::default())
+        .unwrap();
+    assert_eq!(
+        hits.len(),
+        3,
+        "the prompt, the answer and the tool's output"
+    );
+    let substring = Query::substring(&ERASED[3..12]).unwrap();
+    assert_eq!(
+        index.search(&substring, &Filters::default()).unwrap().len(),
+        3
+    );
+    (dir, store, index)
+}
+
+/// Searches the store for [`ERASED`] (which updates the index first), as a word and as a
+/// substring: neither finds it.
+fn search_finds_no_word(index: &SearchIndex, store: &Path) {
+    let dirs = [store.to_owned()];
+    for query in [
+        Query::parse(ERASED).unwrap(),
+        Query::substring(&ERASED[3..12]).unwrap(),
+    ] {
+        let (_, hits) = index
+            .search_dirs(&dirs, 1, &|_| {}, &query, &Filters::default())
+            .unwrap();
+        assert!(hits.is_empty(), "{hits:?}");
+    }
+}
+
+/// Appends to the sessions other than 2, each a few times, and brings the index up to date.
+fn use_the_index_further(index: &SearchIndex, store: &Path) {
+    for round in 0..4 {
+        for n in [1, 3] {
+            let path = store.join(format!("s{n}.jsonl"));
+            let mut file = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            let line = message_line(&format!("x{round}"), "m1", &format!("more words {round}"));
+            std::io::Write::write_all(&mut file, line.as_bytes()).unwrap();
+        }
+        index.update_dirs(&[store.to_owned()], 1, &|_| {}).unwrap();
+    }
+}
+
+#[test]
+fn nothing_of_a_removed_session_stays_in_the_index_file() {
+    let (_dir, store, index) = store_with_the_word();
+    assert!(
+        occurrences_in_index(&index, ERASED) > 0,
+        "indexed in plain text"
+    );
+    std::fs::remove_file(store.join("s2.jsonl")).unwrap();
+    search_finds_no_word(&index, &store);
+    assert_eq!(occurrences_in_index(&index, ERASED), 0, "after the removal");
+    use_the_index_further(&index, &store);
+    assert_eq!(
+        occurrences_in_index(&index, ERASED),
+        0,
+        "after further updates"
+    );
+}
+
+#[test]
+fn nothing_of_a_session_rewritten_without_a_word_stays_in_the_index_file() {
+    let (_dir, store, index) = store_with_the_word();
+    std::fs::write(store.join("s2.jsonl"), session(2)).unwrap();
+    search_finds_no_word(&index, &store);
+    assert_eq!(occurrences_in_index(&index, ERASED), 0, "after the rewrite");
+    use_the_index_further(&index, &store);
+    assert_eq!(
+        occurrences_in_index(&index, ERASED),
+        0,
+        "after further updates"
+    );
+}
+
+#[test]
+fn nothing_of_a_session_dropped_alone_stays_in_the_index_file() {
+    // The path a watcher takes for a file it is told of.
+    let (_dir, store, index) = store_with_the_word();
+    let path = store.join("s2.jsonl");
+    std::fs::remove_file(&path).unwrap();
+    let change = index.update_session(&path).unwrap().unwrap();
+    assert_eq!(change.change, Change::Removed);
+    assert_eq!(occurrences_in_index(&index, ERASED), 0, "after the removal");
+}
+
+#[test]
+fn a_word_another_session_holds_stays_in_the_vocabulary() {
+    let (_dir, store, index) = store_with_the_word();
+    let substring = Query::substring(&ERASED[3..12]).unwrap();
+    let found = |index: &SearchIndex| {
+        let (_, hits) = index
+            .search_dirs(
+                std::slice::from_ref(&store),
+                1,
+                &|_| {},
+                &substring,
+                &Filters::default(),
+            )
+            .unwrap();
+        hits.len()
+    };
+    std::fs::write(store.join("s4.jsonl"), session_holding_the_word(4)).unwrap();
+    assert_eq!(found(&index), 6);
+    std::fs::remove_file(store.join("s2.jsonl")).unwrap();
+    assert_eq!(found(&index), 3, "session 4's");
+    std::fs::remove_file(store.join("s4.jsonl")).unwrap();
+    assert_eq!(found(&index), 0);
+    // Indexed again after it was dropped from the vocabulary.
+    std::fs::write(store.join("s2.jsonl"), session_holding_the_word(2)).unwrap();
+    assert_eq!(found(&index), 3);
+}

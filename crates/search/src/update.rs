@@ -14,7 +14,7 @@ use super::file_rows::{load_state, path_bytes};
 use super::lock_wait::LockWait;
 use super::prepare::{prepare, Batch, Prepared};
 use super::schema::{set_cache, CacheFor};
-use super::substring::{add_terms, Known};
+use super::substring::{add_terms, drop_unused, Dropped, Known};
 use super::{Change, FileState, Inner, Progress, SessionChange, Source, UpdateReport};
 use gjcfs_engine::read::load::LoadError;
 use gjcfs_engine::storage::FileVersion;
@@ -25,11 +25,40 @@ const COMMIT_BYTES: u64 = 64 << 20;
 /// Drops a file and everything indexed of it.
 pub fn remove(inner: &mut Inner, path: &Path) -> rusqlite::Result<()> {
     let tx = begin(&inner.conn, &inner.lock_wait)?;
+    let mut dropped = Dropped::default();
     if let Some(id) = file_id(&tx, path)? {
-        delete_file(&tx, id)?;
+        delete_file(&tx, id, &mut dropped)?;
     }
+    let erased = drop_unused(&tx, dropped, &mut Known::default())?;
     tx.commit()?;
+    inner.erased |= erased;
     inner.files.remove(path);
+    Ok(())
+}
+
+/// Empties the write-ahead log once text was deleted ([`Inner::erased`]): its frames keep
+/// the pages as they were written, the deleted text included, until the log is overwritten.
+/// A checkpoint copies the newest version of each page into the database file (where
+/// `secure_delete` zeroed what was deleted) and truncates the log. While another connection
+/// writes, or reads an older snapshot, for longer than the operation may still wait, the log
+/// is left as it is and the next operation tries again.
+pub fn scrub_log(inner: &mut Inner) -> rusqlite::Result<()> {
+    if !inner.erased {
+        return Ok(());
+    }
+    let conn = &inner.conn;
+    let checkpoint = inner.lock_wait.waiting(conn, || {
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            r.get::<_, i64>(0)
+        })
+    });
+    match checkpoint {
+        // 0: the log was copied whole and truncated.
+        Ok(0) => inner.erased = false,
+        Ok(_) => {}
+        Err(e) if super::index_file::is_busy(&e) => {}
+        Err(e) => return Err(e),
+    }
     Ok(())
 }
 
@@ -76,14 +105,15 @@ fn file_id(conn: &Connection, path: &Path) -> rusqlite::Result<Option<i64>> {
     .optional()
 }
 
-fn delete_file(conn: &Connection, id: i64) -> rusqlite::Result<()> {
+/// Deletes file `id`'s rows and its documents' words, noting them in `dropped`.
+fn delete_file(conn: &Connection, id: i64, dropped: &mut Dropped) -> rusqlite::Result<()> {
     let mut docs =
         conn.prepare_cached("SELECT id FROM docs WHERE file = ?1 AND text IS NOT NULL")?;
     let ids: Vec<i64> = docs
         .query_map([id], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     for doc in ids {
-        delete_text(conn, doc)?;
+        delete_text(conn, doc, dropped)?;
     }
     conn.prepare_cached("DELETE FROM docs WHERE file = ?1")?
         .execute([id])?;
@@ -93,16 +123,17 @@ fn delete_file(conn: &Connection, id: i64) -> rusqlite::Result<()> {
 }
 
 /// Replaces what is indexed of a file by a whole read of it, its rows as they arrive in
-/// `batches`; `known` as [`add_terms`]. Returns the file's new state and the bytes of text
-/// written.
+/// `batches`; `known` as [`add_terms`]. Returns the file's new state, the bytes of text
+/// written, and whether text indexed before was deleted.
 fn write_prepared(
     conn: &Connection,
     prepared: &Prepared,
     batches: &mpsc::Receiver<Batch>,
     known: &mut Known,
-) -> rusqlite::Result<(FileState, u64)> {
+) -> rusqlite::Result<(FileState, u64, bool)> {
+    let mut dropped = Dropped::default();
     if let Some(old) = file_id(conn, &prepared.path)? {
-        delete_file(conn, old)?;
+        delete_file(conn, old, &mut dropped)?;
     }
     let state = write_file_row(
         conn,
@@ -123,7 +154,8 @@ fn write_prepared(
         }
         add_terms(conn, batch.terms.iter().map(String::as_str), known)?;
     }
-    Ok((state, text))
+    let erased = drop_unused(conn, dropped, known)?;
+    Ok((state, text, erased))
 }
 
 /// A file read whole ([`prepare`]), its rows to come in batches from the thread reading
@@ -239,8 +271,9 @@ fn append_known(
                     known: true,
                 });
             }
-            Appended::Done(state, change) => {
+            Appended::Done(state, change, erased) => {
                 tx.commit()?;
+                inner.erased |= erased;
                 inner.files.insert(&path, state.stamp());
                 match change {
                     Some(change) => report.changes.push(SessionChange { path, change }),
@@ -300,6 +333,7 @@ fn write_whole(
             conn: &inner.conn,
             wait: &inner.lock_wait,
             files: &mut inner.files,
+            erased: &mut inner.erased,
             report,
             db: None,
             pending: 0,
@@ -345,11 +379,14 @@ struct Writer<'a> {
     conn: &'a Connection,
     wait: &'a LockWait,
     files: &'a mut super::Stamps,
+    /// [`Inner::erased`](super::Inner).
+    erased: &'a mut bool,
     report: &'a mut UpdateReport,
     db: Option<Transaction<'a>>,
     /// Text written in the open transaction, in bytes.
     pending: u64,
-    /// The words added to the vocabulary by this update's transactions.
+    /// The words in the vocabulary by the open transaction: another connection may drop a
+    /// word between two transactions ([`drop_unused`]).
     vocabulary: Known,
 }
 
@@ -359,11 +396,16 @@ impl Writer<'_> {
     fn write(&mut self, file: &Whole, read: Read) -> rusqlite::Result<()> {
         let tx = match &self.db {
             Some(tx) => tx,
-            None => self.db.insert(begin(self.conn, self.wait)?),
+            None => {
+                self.vocabulary.clear();
+                self.db.insert(begin(self.conn, self.wait)?)
+            }
         };
         match read {
             Ok((prepared, batches)) => {
-                let (state, text) = write_prepared(tx, &prepared, &batches, &mut self.vocabulary)?;
+                let (state, text, erased) =
+                    write_prepared(tx, &prepared, &batches, &mut self.vocabulary)?;
+                *self.erased |= erased;
                 self.pending += text;
                 self.files.insert(&file.path, state.stamp());
                 let change = if file.known {
@@ -378,9 +420,11 @@ impl Writer<'_> {
             }
             Err(e) => {
                 // What was indexed of it is no longer what it holds.
+                let mut dropped = Dropped::default();
                 if let Some(id) = file_id(tx, &file.path)? {
-                    delete_file(tx, id)?;
+                    delete_file(tx, id, &mut dropped)?;
                 }
+                *self.erased |= drop_unused(tx, dropped, &mut self.vocabulary)?;
                 self.files.remove(&file.path);
                 self.report.failed.push((file.path.clone(), e));
             }
