@@ -474,6 +474,57 @@ fn a_clean_store_checks_clean_and_a_missing_one_is_an_error() {
 }
 
 #[test]
+fn a_prompt_history_others_may_read_is_reported_and_left_as_it_is() {
+    let s = store();
+    let history = s.tmp.path().join("agent/history.db");
+    let run = |extra: &[&str]| {
+        std::process::Command::new(gjcfs_bin())
+            .args(["check", "--json", "--agent-dir", &s.agent_dir()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // (file name, severity, repair offered) of each `wide_history`.
+    let wide = |out: &Output| -> Vec<(String, String, bool)> {
+        let (_, findings) = findings(out);
+        findings
+            .into_iter()
+            .filter(|((kind, _), _)| kind == "wide_history")
+            .map(|((_, name), (severity, offered, _))| (name, severity, offered))
+            .collect()
+    };
+    // As the agent creates it under the umask 022, with its write-ahead log.
+    gjcfs::engine::HistoryStorage::open(&history)
+        .unwrap()
+        .close()
+        .unwrap();
+    let wal = s.tmp.path().join("agent/history.db-wal");
+    fs::write(&wal, b"").unwrap();
+    for file in [&history, &wal] {
+        fs::set_permissions(file, fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(3), "warnings only");
+    let expected = vec![
+        ("history.db".to_owned(), "warning".to_owned(), false),
+        ("history.db-wal".to_owned(), "warning".to_owned(), false),
+    ];
+    assert_eq!(wide(&out), expected);
+    // Not the repair's to change: the agent's file keeps its mode.
+    let repaired = run(&["--repair"]);
+    assert_eq!(wide(&repaired), expected);
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(&history), mode(&wal)), (0o644, 0o644));
+    // Owner-only: nothing to report.
+    for file in [&history, &wal] {
+        fs::set_permissions(file, fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(wide(&out).is_empty());
+}
+
+#[test]
 fn the_mount_shows_the_report_in_its_check_file_and_changes_nothing() {
     require_fuse!();
     let d = damaged();

@@ -96,6 +96,7 @@ fn findings_of(bytes: &[u8]) -> Vec<Finding> {
         sessions_root: None,
         session_dir: Some(PathBuf::from("/s")),
         blob_dir: PathBuf::from("/blobs"),
+        history_db: None,
         repair_base: None,
     };
     check_store(&storage, &target, &|_| {}).unwrap().findings

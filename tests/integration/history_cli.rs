@@ -344,3 +344,53 @@ fn errors_are_one_line_and_exit_non_zero() {
     assert!(!out.status.success());
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
 }
+
+/// Under the usual umask 022 a database gjcfs creates, and the files SQLite makes beside it,
+/// are owner-only; one that exists keeps its mode.
+#[test]
+fn a_history_gjcfs_creates_is_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let agent = home.path().join("agent");
+    std::fs::create_dir(&agent).unwrap();
+    let db = agent.join("history.db");
+    let out = run(
+        Command::new("sh")
+            .arg("-c")
+            .arg("umask 022 && exec \"$0\" \"$@\"")
+            .arg(gjcfs_bin())
+            .env("HOME", home.path()),
+        &[
+            "history",
+            "add",
+            "a private prompt",
+            "--agent-dir",
+            agent.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&db), 0o600);
+    // Its companions while it is open (SQLite gives them the database file's mode).
+    let storage = HistoryStorage::open(&db).unwrap();
+    storage.add("another", None);
+    storage.flush().unwrap();
+    for companion in ["history.db-wal", "history.db-shm"] {
+        assert_eq!(mode(&agent.join(companion)), 0o600, "{companion}");
+    }
+    storage.close().unwrap();
+    // One that exists, as the agent made it, keeps its mode.
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = run(
+        &mut gjcfs(home.path()),
+        &[
+            "history",
+            "add",
+            "more",
+            "--agent-dir",
+            agent.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(mode(&db), 0o644);
+}

@@ -88,6 +88,7 @@ fn a_scope_swapped_for_a_symlink_after_the_check_leads_no_repair_outside_the_sto
         session_dir: None,
         blob_dir: agent(&s).join("blobs"),
         repair_base: Some(agent(&s)),
+        history_db: None,
     };
     let report = check_store(&FileStorage, &target, &|_| {}).unwrap();
     assert!(report
@@ -144,6 +145,7 @@ fn repairs_beside_a_loop_swapping_a_scope_for_a_symlink_never_change_what_it_lea
         session_dir: None,
         blob_dir: base.join("blobs"),
         repair_base: Some(base.clone()),
+        history_db: None,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let _stops = StopOnDrop(stop.clone());

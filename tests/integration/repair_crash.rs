@@ -41,6 +41,7 @@ fn target() -> CheckTarget {
         sessions_root: Some(PathBuf::from(SESSIONS_ROOT)),
         session_dir: None,
         blob_dir: PathBuf::from("/agent/blobs"),
+        history_db: None,
         repair_base: Some(PathBuf::from(BASE)),
     }
 }

@@ -37,6 +37,7 @@ impl CheckView {
     pub fn new(
         source: &SessionSource,
         blob_dir: &std::path::Path,
+        history_db: &std::path::Path,
         storage: Arc<dyn SessionStorage>,
     ) -> Self {
         let (sessions_root, session_dir) = match source {
@@ -48,6 +49,7 @@ impl CheckView {
                 sessions_root,
                 session_dir,
                 blob_dir: blob_dir.to_owned(),
+                history_db: Some(history_db.to_owned()),
                 // Repairs are the command's: their directories are not looked at.
                 repair_base: None,
             },

@@ -157,6 +157,7 @@ impl Vfs {
             check: super::check::CheckView::new(
                 &config.source,
                 &config.blob_dir,
+                &config.history_db,
                 config.storage.clone(),
             ),
             search: super::search::SearchView::new(

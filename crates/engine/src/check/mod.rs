@@ -16,6 +16,8 @@
 //! - legacy directories: each legacy session with or without its managed copy (notes);
 //! - the blob store: blobs whose bytes do not match their name, blobs no session
 //!   references, temp files of interrupted writes, modes;
+//! - the prompt history database and its companions: a mode that lets group or others read
+//!   or write it (never repaired: the agent made it);
 //! - earlier repairs that did not finish: a repair directory whose manifest is not marked
 //!   complete, with the changes it began and did not confirm.
 //!
@@ -145,6 +147,9 @@ pub struct CheckTarget {
     pub session_dir: Option<PathBuf>,
     /// The blob store.
     pub blob_dir: PathBuf,
+    /// The prompt history database, whose mode is checked (`wide_history`). `None`: not
+    /// looked at.
+    pub history_db: Option<PathBuf>,
     /// The directory whose `gjcfs-repairs/` holds the repair directories of earlier runs
     /// (the `base` of [`repair`] and [`repairs_dir`]): each run there that did not finish is
     /// reported (`unfinished_repair`). `None`: not looked at.

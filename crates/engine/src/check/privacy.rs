@@ -1,4 +1,5 @@
-//! Owner-only checks of what the agent keeps private: kind, owner, mode, links, ACL.
+//! Owner-only checks of what the agent keeps private: kind, owner, mode, links, ACL; and of
+//! the prompt history, which the agent creates under the umask: its mode alone.
 
 use std::path::Path;
 
@@ -83,5 +84,45 @@ pub(super) fn privacy_of(
             format!("its ACL cannot be read ({e}): the agent and gjcfs refuse it"),
             None,
         ),
+    }
+}
+
+/// The prompt history database at `path` and its `-wal`, `-shm` and `-journal` files: each
+/// that group or others may read or write is reported (`wide_history`), and left. The agent
+/// creates them under the umask and keeps using them; gjcfs never changes the agent's files
+/// that it does not manage (a person runs `chmod`). What is missing is not looked at further.
+pub(super) fn history_privacy(storage: &dyn SessionStorage, path: &Path, report: &mut Report) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let file = Path::new(&name);
+        let stat = match storage.lstat(file) {
+            Ok(stat) => stat,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                let what = format!("cannot look at it: {e}");
+                report.add(Severity::Warning, "unreadable", file, what, None);
+                continue;
+            }
+        };
+        if stat.kind != EntryKind::File || stat.mode & 0o077 == 0 {
+            continue;
+        }
+        let what = format!(
+            "mode {:o}: {} may {} the prompts it holds; `chmod 600` it (gjcfs leaves the \
+             agent's prompt history as it is)",
+            stat.mode,
+            if stat.mode & 0o007 != 0 {
+                "every user"
+            } else {
+                "the file's group"
+            },
+            if stat.mode & 0o022 != 0 {
+                "read and change"
+            } else {
+                "read"
+            },
+        );
+        report.add(Severity::Warning, "wide_history", file, what, None);
     }
 }

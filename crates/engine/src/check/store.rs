@@ -107,6 +107,9 @@ pub fn check_store(
     }
     note_legacy_copies(&seen, &mut report);
     blobs::check_blobs(storage, &target.blob_dir, &seen.blob_refs, &mut report)?;
+    if let Some(history) = &target.history_db {
+        super::privacy::history_privacy(storage, history, &mut report);
+    }
     if let Some(base) = &target.repair_base {
         journal::report_unfinished(storage, base, &mut report);
         kept::report_kept(storage, base, &mut report);

@@ -11,6 +11,12 @@
 //!   inserted, never updated or deleted, so there are no other triggers.
 //!
 //! Invariants:
+//! - A database gjcfs creates is owner-only (`0600`; on Windows a DACL for the owner): the
+//!   file is created empty that way before SQLite opens it, and SQLite gives its `-wal`,
+//!   `-shm` and `-journal` files the database file's mode. The agent creates it under the
+//!   umask (`0644` under the usual `022`), so every user who can enter the agent directory
+//!   could read every prompt. The mode of an existing database is never changed; `gjcfs
+//!   check` reports one that group or others may read or write (`wide_history`).
 //! - Every connection runs in WAL mode with `synchronous=NORMAL` and a 5 s busy timeout, so
 //!   the agent and any number of gjcfs processes can read and write the same file at once.
 //! - Opening never damages a file: a file that is not a SQLite database, or is corrupt, gives
@@ -239,21 +245,26 @@ struct QueuedPrompt {
 }
 
 impl HistoryStorage {
-    /// Opens (creating if needed, with its parent directories) the history database at
-    /// `path`, bringing its schema up to date.
+    /// Opens (creating if needed, with its parent directories, owner-only) the history
+    /// database at `path`, bringing its schema up to date.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, HistoryError> {
+        use crate::storage::{FileStorage, OpenMode, SessionStorage};
         let path = path.as_ref();
+        // SQLite itself opens and writes the database file (and its WAL); what gjcfs does
+        // around it goes through the storage seam.
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            // SQLite itself opens and writes the database file (and its WAL); what gjcfs does
-            // around it goes through the storage seam.
-            let storage = crate::storage::FileStorage;
-            crate::storage::SessionStorage::ensure_dir(&storage, parent).map_err(|source| {
-                HistoryError::CreateDir {
+            FileStorage
+                .ensure_dir(parent)
+                .map_err(|source| HistoryError::CreateDir {
                     path: path.to_owned(),
                     source,
-                }
-            })?;
+                })?;
         }
+        // A missing database is created empty and owner-only (an empty file is an empty
+        // database): SQLite would create it under the umask, and gives its companions the
+        // database file's mode. One that exists (or appears meanwhile) is left as it is;
+        // when the file cannot be made here, SQLite's open says why.
+        let _ = FileStorage.open_writer(path, OpenMode::CreateNew);
         let err = |e| HistoryError::sqlite(path, e);
         let reader = retry_busy(|| {
             let conn = connect(path)?;
