@@ -599,6 +599,8 @@ impl SearchIndex {
         self.sync_files(inner)?;
         let mut report = UpdateReport::default();
         let mut changed = Vec::new();
+        // Indexed files no longer in the store, dropped in one transaction.
+        let mut gone = Vec::new();
         // Indexed files found in the store: when they are all of them, none is gone.
         let mut indexed_found = 0;
         for (path, stat) in found {
@@ -617,12 +619,7 @@ impl SearchIndex {
                 // Gone since it was listed: dropped like a removed file.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     if inner.files.contains(path) {
-                        update::remove_unless_busy(inner, path, &mut report)
-                            .map_err(|e| self.sql_error(e))?;
-                        report.changes.push(SessionChange {
-                            path: path.clone(),
-                            change: Change::Removed,
-                        });
+                        gone.push(path.clone());
                     }
                 }
                 Err(source) => {
@@ -639,21 +636,15 @@ impl SearchIndex {
         }
         if indexed_found < inner.files.len() {
             let keep: HashSet<&OsStr> = found.iter().map(|(p, _)| p.as_os_str()).collect();
-            let gone: Vec<PathBuf> = inner
-                .files
-                .paths()
-                .filter(|p| !keep.contains(p.as_os_str()))
-                .map(Path::to_owned)
-                .collect();
-            for path in gone {
-                update::remove_unless_busy(inner, &path, &mut report)
-                    .map_err(|e| self.sql_error(e))?;
-                report.changes.push(SessionChange {
-                    path,
-                    change: Change::Removed,
-                });
-            }
+            gone.extend(
+                inner
+                    .files
+                    .paths()
+                    .filter(|p| !keep.contains(p.as_os_str()))
+                    .map(Path::to_owned),
+            );
         }
+        update::remove_unless_busy(inner, gone, &mut report).map_err(|e| self.sql_error(e))?;
         if let Err(e) = update::apply(inner, changed, threads, progress, &mut report) {
             // Part of it may be committed: the files are read again at the next call.
             inner.data_version = -1;

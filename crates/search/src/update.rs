@@ -24,15 +24,26 @@ const COMMIT_BYTES: u64 = 64 << 20;
 
 /// Drops a file and everything indexed of it.
 pub fn remove(inner: &mut Inner, path: &Path) -> rusqlite::Result<()> {
+    remove_files(inner, std::slice::from_ref(&path))
+}
+
+/// Drops the files of `paths` and everything indexed of them, in one transaction: the
+/// word index's pages and the vocabulary's words that several files share are rewritten
+/// and looked up once (200 sessions of 54 KB: BENCHMARKS.md, "Search: erasing").
+fn remove_files(inner: &mut Inner, paths: &[&Path]) -> rusqlite::Result<()> {
     let tx = begin(&inner.conn, &inner.lock_wait)?;
     let mut dropped = Dropped::default();
-    if let Some(id) = file_id(&tx, path)? {
-        delete_file(&tx, id, &mut dropped)?;
+    for path in paths {
+        if let Some(id) = file_id(&tx, path)? {
+            delete_file(&tx, id, &mut dropped)?;
+        }
     }
     let erased = drop_unused(&tx, dropped, &mut Known::default())?;
     tx.commit()?;
     inner.erased |= erased;
-    inner.files.remove(path);
+    for path in paths {
+        inner.files.remove(path);
+    }
     Ok(())
 }
 
@@ -79,20 +90,31 @@ fn begin<'c>(conn: &'c Connection, wait: &LockWait) -> rusqlite::Result<Transact
     Ok(tx)
 }
 
-/// [`remove`], unless another connection held the write lock for the operation's whole
-/// wait ([`UpdateReport::busy`]: nothing more is written then).
+/// Drops the files of `paths` ([`remove_files`]) with the page cache of an update
+/// ([`CacheFor`]), unless another connection held the write lock for the operation's whole
+/// wait ([`UpdateReport::busy`]: nothing more is written then); each is reported removed.
 pub fn remove_unless_busy(
     inner: &mut Inner,
-    path: &Path,
+    paths: Vec<PathBuf>,
     report: &mut UpdateReport,
 ) -> rusqlite::Result<()> {
-    if report.busy {
+    if paths.is_empty() {
         return Ok(());
     }
-    match remove(inner, path) {
+    set_cache(&inner.conn, CacheFor::Update)?;
+    let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let removed = remove_files(inner, &refs);
+    set_cache(&inner.conn, CacheFor::Queries)?;
+    match removed {
         Err(e) if super::index_file::is_busy(&e) => report.busy = true,
         done => done?,
     }
+    report
+        .changes
+        .extend(paths.into_iter().map(|path| SessionChange {
+            path,
+            change: Change::Removed,
+        }));
     Ok(())
 }
 
