@@ -113,6 +113,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     // so every thread inherits the mask.
     let signals = lifecycle::block_termination_signals()?;
 
+    let cache_dir = gjcfs_search::default_index_dir(session_dir.unwrap_or(dirs.agent_dir()));
     let vfs = Arc::new(Vfs::new(VfsConfig {
         storage: std::sync::Arc::new(gjcfs_engine::storage::FileStorage),
         source,
@@ -122,8 +123,10 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         history_db: dirs.history_db(),
         // SAFETY: getuid cannot fail.
         owner_uid: Some(unsafe { libc::getuid() }),
-        // The index `gjcfs search` keeps for the same store, so both share it.
-        search_index: gjcfs_search::default_index_dir(session_dir.unwrap_or(dirs.agent_dir())),
+        // The index and the saved usage `gjcfs search` and `gjcfs usage` keep for the same
+        // store, so both share them.
+        search_index: cache_dir.clone(),
+        saved_usage: cache_dir.map(|dir| dir.join(gjcfs_engine::store::usage::SAVED_USAGE_FILE)),
     }));
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };

@@ -9,15 +9,13 @@ use gjcfs_engine::store::discovery::{
     all_transcript_paths, list_all_cached, list_dir_cached, match_prefix, transcript_paths,
     ListingCache, SessionInfo,
 };
-use gjcfs_engine::store::usage::{scan_sessions_cached, StoreScan, UsageCache};
+use gjcfs_engine::store::usage::{scan_sessions_cached, StoreScan, UsageCache, SAVED_USAGE_FILE};
 use gjcfs_engine::AgentDirs;
 
 use super::output::{left_to_exit, terminal_safe};
 
 /// The saved listing's file in the store's cache directory ([`StoreArgs::cache_file`]).
 pub const LISTING_FILE: &str = "listing";
-/// The saved usage's file there.
-pub const USAGE_FILE: &str = "usage";
 
 /// How many matching ids an ambiguity error names.
 const AMBIGUOUS_SHOWN: usize = 5;
@@ -120,7 +118,7 @@ impl StoreArgs {
         whole_store: bool,
         progress: &(dyn Fn(usize) + Sync),
     ) -> Result<StoreScan> {
-        let saved = self.cache_file(USAGE_FILE)?;
+        let saved = self.cache_file(SAVED_USAGE_FILE)?;
         // The saved usage holds every file of the store: what bounds it.
         let files = match (&saved, whole_store) {
             (None, _) => 0,

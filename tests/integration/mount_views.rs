@@ -435,3 +435,55 @@ fn a_long_listing_of_a_session_never_read_shows_each_view_at_its_size() {
         }
     }
 }
+
+/// Bytes the process `pid` has read so far (`rchar` of `/proc/<pid>/io`).
+fn bytes_read_by(pid: u32) -> u64 {
+    let io = fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|line| line.strip_prefix("rchar: "))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn the_stores_usage_json_comes_from_the_usage_gjcfs_usage_saved() {
+    require_fuse!();
+    let tmp = tempfile::tempdir().unwrap();
+    let sessions = tmp.path().join("sessions");
+    fs::create_dir(&sessions).unwrap();
+    for seed in 0..40 {
+        let file = sessions.join(format!("s{seed}.jsonl"));
+        let out = std::process::Command::new(gjcfs_bin())
+            .args(["generate", p(&file), "--size", "100KB", "--seed"])
+            .arg(seed.to_string())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    let cache = tmp.path().join("cache");
+    let usage = std::process::Command::new(gjcfs_bin())
+        .env("XDG_CACHE_HOME", &cache)
+        .args(["usage", "--json", "--session-dir", p(&sessions)])
+        .output()
+        .unwrap();
+    assert!(usage.status.success(), "{usage:?}");
+    let mount = Mount::start_with_cache(&["--session-dir", p(&sessions)], &cache);
+    // The listing reads the start of every session; usage.json then reads none of them.
+    ok("ls", &[p(&mount.path().join("sessions"))]);
+    let before = bytes_read_by(mount.pid());
+    let shown = usage_json(&ok("cat", &[p(&mount.path().join("usage.json"))]));
+    let read = bytes_read_by(mount.pid()) - before;
+    assert!(
+        read < 1 << 20,
+        "{read} bytes read for usage.json (the sessions hold 4 MB)"
+    );
+    let saved = json::parse(&String::from_utf8_lossy(&usage.stdout)).unwrap();
+    let totals = shown.as_object().unwrap().get("totals");
+    assert!(totals.is_some(), "{shown:?}");
+    assert_eq!(
+        totals,
+        saved.as_object().unwrap().get("totals"),
+        "the same totals as gjcfs usage"
+    );
+}

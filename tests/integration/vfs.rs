@@ -80,6 +80,7 @@ fn vfs_config(tmp: &Path, read_only: bool) -> VfsConfig {
         history_db: tmp.join("agent/history.db"),
         owner_uid: None,
         search_index: None,
+        saved_usage: None,
     }
 }
 
@@ -1136,6 +1137,7 @@ fn session_ids_that_cannot_name_a_directory_are_left_out_and_reported() {
         history_db: tmp.path().join("agent/history.db"),
         owner_uid: None,
         search_index: None,
+        saved_usage: None,
     });
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
     let names = listed_names(&v, sessions);
@@ -1227,6 +1229,7 @@ fn a_deeply_nested_message_renders_in_linear_size() {
         history_db: tmp.path().join("history.db"),
         owner_uid: None,
         search_index: None,
+        saved_usage: None,
     });
     let sdir = session_ino(&v, "deep");
     for name in ["context.json", "context.md", "tree.txt"] {

@@ -40,6 +40,9 @@ pub struct VfsConfig {
     /// The directory of the full-text search index (`search/`), shared with `gjcfs
     /// search`; `None` keeps an index in memory.
     pub search_index: Option<PathBuf>,
+    /// The store's saved usage, shared with `gjcfs usage` (`usage.json`, `index.html`);
+    /// `None` keeps it in memory.
+    pub saved_usage: Option<PathBuf>,
 }
 
 /// An opened file.
@@ -153,7 +156,11 @@ impl Vfs {
     pub fn new(config: VfsConfig) -> Self {
         Vfs {
             history: HistoryView::new(&config.history_db, config.storage.clone()),
-            store_usage: StoreUsageView::new(config.source.clone(), config.storage.clone()),
+            store_usage: StoreUsageView::new(
+                config.source.clone(),
+                config.storage.clone(),
+                config.saved_usage.clone(),
+            ),
             check: super::check::CheckView::new(
                 &config.source,
                 &config.blob_dir,

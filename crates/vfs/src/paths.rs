@@ -209,6 +209,7 @@ mod tests {
             history_db: tmp.join("agent/history.db"),
             owner_uid: None,
             search_index: None,
+            saved_usage: None,
         });
         (vfs, manager.session_id())
     }

@@ -7,7 +7,11 @@
 //! - The sessions are the transcript files of the source as they are now (a directory
 //!   scan, no file read), each with its size, mtime and inode.
 //! - A session's contribution is built from its file and kept with that stamp; it is built
-//!   again only when the stamp changes. The rendered bytes are kept with the list of
+//!   again only when the stamp changes. What is kept is the store's saved usage, the file
+//!   `gjcfs usage` and `gjcfs ls --long` keep in the store's cache directory: read when
+//!   first needed (within what the store justifies) and saved again after each change, so
+//!   a mount of a store a command has scanned reads no session for it, and the other way
+//!   round. The rendered bytes are kept with the list of
 //!   (path, stamp) they were combined from and served again while that list is unchanged,
 //!   so a warm read costs a directory scan and a stat per session — and nothing at all
 //!   within [`RECHECK_AFTER`] of the last scan (a `cat` asks for the size, then the bytes;
@@ -15,7 +19,6 @@
 //! - Files that cannot be read as sessions count nothing (the CLI's `gjcfs usage` names
 //!   them).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +33,9 @@ use gjcfs_engine::json;
 use gjcfs_engine::storage::FileVersion;
 use gjcfs_engine::storage::SessionStorage;
 use gjcfs_engine::store::discovery::{all_transcript_paths, keep_live_copies, transcript_paths};
-use gjcfs_engine::store::usage::{scan_sessions, Grouping, SessionUsageContribution, StoreUsage};
+use gjcfs_engine::store::usage::{
+    scan_sessions_cached, Grouping, SessionUsageContribution, StoreUsage, UsageCache,
+};
 use gjcfs_engine::views::{self, store_index::IndexEntry};
 
 use super::layout::safe_session_name;
@@ -60,7 +65,8 @@ struct Combined {
 
 #[derive(Default)]
 struct Cache {
-    contributions: HashMap<PathBuf, (FileVersion, Option<SessionUsageContribution>)>,
+    /// Each session's contribution at its file's version: the saved usage, once read.
+    contributions: Option<UsageCache>,
     /// The combination, the (path, stamp) list it was made from, when that list was last
     /// found unchanged, and the files rendered from it so far.
     combined: Option<(Stamps, Arc<Combined>, Instant, Rendered)>,
@@ -69,14 +75,21 @@ struct Cache {
 pub struct StoreUsageView {
     source: SessionSource,
     storage: Arc<dyn SessionStorage>,
+    /// The store's saved usage, shared with the commands; `None`: kept in memory only.
+    saved: Option<PathBuf>,
     cache: Mutex<Cache>,
 }
 
 impl StoreUsageView {
-    pub fn new(source: SessionSource, storage: Arc<dyn SessionStorage>) -> Self {
+    pub fn new(
+        source: SessionSource,
+        storage: Arc<dyn SessionStorage>,
+        saved: Option<PathBuf>,
+    ) -> Self {
         StoreUsageView {
             source,
             storage,
+            saved,
             cache: Mutex::new(Cache::default()),
         }
     }
@@ -140,48 +153,32 @@ impl StoreUsageView {
                 return Ok(());
             }
         }
-        let mut contributions = HashMap::with_capacity(stamped.len());
-        let mut stale: HashMap<PathBuf, FileVersion> = HashMap::new();
-        for (path, stamp) in &stamped {
-            match cache.contributions.remove(path) {
-                Some((known, c)) if known == *stamp => {
-                    contributions.insert(path.clone(), (known, c));
-                }
-                _ => {
-                    stale.insert(path.clone(), *stamp);
-                }
-            }
-        }
-        let stale_paths: Vec<PathBuf> = stale.keys().cloned().collect();
-        let scan = scan_sessions(&stale_paths, SCAN_THREADS, &|_| {});
-        let read = scan
+        let paths: Vec<PathBuf> = stamped.iter().map(|(path, _)| path.clone()).collect();
+        let storage = self.storage.as_ref();
+        let contributions = cache
             .contributions
-            .into_iter()
-            .map(|s| (s.path, Some(s.contribution)));
-        let failed = scan.failed.into_iter().map(|(p, _)| (p, None));
-        for (path, contribution) in read.chain(failed) {
-            if let Some(&stamp) = stale.get(&path) {
-                contributions.insert(path, (stamp, contribution));
-            }
+            .get_or_insert_with(|| match &self.saved {
+                Some(file) => UsageCache::load(storage, file, paths.len()),
+                None => UsageCache::default(),
+            });
+        let scan = scan_sessions_cached(&paths, SCAN_THREADS, contributions, &|_| {});
+        contributions.keep_only(&paths);
+        if let Some(file) = &self.saved {
+            // A cache: one that cannot be written costs the next reader its speed only.
+            let _ = contributions.save(storage, file);
         }
-        cache.contributions = contributions;
         // A session in several files (a legacy session and its managed copy) counts once.
-        let mut live: Vec<(&PathBuf, &FileVersion, &SessionUsageContribution)> = stamped
-            .iter()
-            .filter_map(|(path, stamp)| {
-                let contribution = cache.contributions.get(path)?.1.as_ref()?;
-                Some((path, stamp, contribution))
-            })
-            .collect();
-        keep_live_copies(&mut live, |(path, stamp, c)| {
-            (&c.session_id, stamp.modified_ms(), path)
+        let mut live = scan.contributions;
+        keep_live_copies(&mut live, |s| {
+            (&s.contribution.session_id, s.modified_ms(), &s.path)
         });
+        let live: Vec<&SessionUsageContribution> = live.iter().map(|s| &s.contribution).collect();
         let combined = Combined {
-            usage: StoreUsage::combine(live.iter().map(|(_, _, c)| *c)),
+            usage: StoreUsage::combine(live.iter().copied()),
             live: live
                 .iter()
-                .filter(|(_, _, c)| safe_session_name(&c.session_id))
-                .map(|(_, _, c)| IndexEntry {
+                .filter(|c| safe_session_name(&c.session_id))
+                .map(|c| IndexEntry {
                     id: c.session_id.clone(),
                     title: String::new(),
                     cwd: c.cwd.clone(),

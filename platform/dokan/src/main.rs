@@ -90,6 +90,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 // Windows has no uid: only the mounting user may open anything (the adapter
                 // checks each requester's SID).
                 owner_uid: None,
+                // The saved usage beside the index, as the commands keep it.
+                saved_usage: search_index
+                    .as_ref()
+                    .map(|dir| dir.join(gjcfs_engine::store::usage::SAVED_USAGE_FILE)),
                 search_index,
             }));
             let served = gjcfs_dokan::windows::serve(

@@ -43,6 +43,7 @@ fn store(tmp: &Path, read_only: bool) -> (Adapter, String) {
         history_db: tmp.join("agent/history.db"),
         owner_uid: None,
         search_index: None,
+        saved_usage: None,
     });
     let owner = Sid::parse(USER).expect("sid");
     (Adapter::new(Arc::new(vfs), owner), manager.session_id())

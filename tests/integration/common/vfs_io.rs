@@ -35,6 +35,7 @@ pub fn memory_vfs(storage: &MemoryStorage) -> Vfs {
         history_db: "/agent/history.db".into(),
         owner_uid: None,
         search_index: None,
+        saved_usage: None,
     })
 }
 

@@ -47,7 +47,9 @@ use crate::session::tree::Session;
 use crate::session::usage::{UsageSum, UsageTotals};
 
 mod scan;
-pub use scan::{scan_sessions, scan_sessions_cached, Scanned, StoreScan, UsageCache};
+pub use scan::{
+    scan_sessions, scan_sessions_cached, Scanned, StoreScan, UsageCache, SAVED_USAGE_FILE,
+};
 
 const DAY_MS: i64 = 86_400_000;
 

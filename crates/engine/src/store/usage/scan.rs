@@ -12,6 +12,10 @@ use crate::session::usage::UsageTotals;
 use crate::storage::{FileStorage, FileVersion, SessionStorage};
 use crate::store::saved::{self, ByVersion, Decoder, Encoder, Saved};
 
+/// The saved usage's file name in a store's cache directory, where every program that
+/// reads the store's usage (the commands, the mount) keeps it.
+pub const SAVED_USAGE_FILE: &str = "usage";
+
 /// The contributions of many session files, read in parallel.
 #[derive(Debug, Default)]
 pub struct StoreScan {
