@@ -8,6 +8,10 @@
 //!   [`PAGE_MESSAGES`](html::PAGE_MESSAGES) messages is paged, its earlier pages in
 //!   `<id>.pages/<n>.html`. `md`: `context.md` with images linked into the blob
 //!   store; `jsonl`: the transcript's own bytes.
+//! - `--out` is opened once (following a symlink there: the user names it); every file and
+//!   the `<id>.leaves` and `<id>.pages` directories are then created relative to that open
+//!   directory ([`OutputDir`]), the directories without following a symlink, so nothing
+//!   renamed or swapped in inside `--out` during the export can redirect a write out of it.
 //! - Each file is written whole through a temp file and a rename (owner-only, 0600; the
 //!   directory is created 0700 when missing); a file of the same name is replaced. A session
 //!   whose id cannot name a file is skipped with a warning, and so is a file that cannot be
@@ -21,7 +25,7 @@ use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use gjcfs_engine::format::blob::BlobStore;
 use gjcfs_engine::session::tree::Session;
-use gjcfs_engine::storage::{FileStorage, SessionStorage};
+use gjcfs_engine::storage::{FileStorage, OutputDir, SessionStorage};
 use gjcfs_engine::store::discovery::{shown_title, SessionInfo};
 use gjcfs_engine::store::usage::{SessionUsageContribution, StoreUsage};
 use gjcfs_engine::views::html::{self, Images, PageLinks, PageOptions};
@@ -33,7 +37,7 @@ use gjcfs_engine::views::tree_svg::{
 use gjcfs_engine::views::usage_chart::usage_svg;
 use gjcfs_engine::{load_session, LoadedSession};
 
-use super::output::{warn, warn_skipped, write_replacing};
+use super::output::{warn, warn_skipped};
 use super::progress::Progress;
 use super::store::StoreArgs;
 
@@ -108,7 +112,9 @@ pub fn run(args: Args) -> Result<()> {
             .collect::<Result<_>>()?
     };
     // The directory named is the user's: it may be a symlink to one.
-    create_private_dir(&args.out, true)?;
+    create_private_dir(&args.out)?;
+    let out = OutputDir::open(&args.out)
+        .with_context(|| format!("{}: cannot open the directory", args.out.display()))?;
     let blobs = args
         .store
         .agent_dirs()
@@ -126,7 +132,7 @@ pub fn run(args: Args) -> Result<()> {
             .and_then(|loaded| {
                 let contribution =
                     store_pages.then(|| SessionUsageContribution::from_loaded(&loaded));
-                let exported = export_one(path, loaded, args.format, blobs.as_ref(), &args.out);
+                let exported = export_one(path, loaded, args.format, blobs.as_ref(), &out);
                 if let Some(c) = contribution {
                     usage.push((path.clone(), c, exported.is_ok()));
                 }
@@ -140,7 +146,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     bar.finish();
     if let (Some(listed), true) = (&listed, store_pages) {
-        write_store_pages(listed, &usage, &args.out)?;
+        write_store_pages(listed, &usage, &out)?;
     }
     eprintln!(
         "gjcfs: exported {} session(s) to {}",
@@ -159,7 +165,7 @@ pub fn run(args: Args) -> Result<()> {
 fn write_store_pages(
     listed: &[SessionInfo],
     usage: &[(PathBuf, SessionUsageContribution, bool)],
-    out: &Path,
+    out: &OutputDir,
 ) -> Result<()> {
     let titles: HashMap<&Path, &SessionInfo> =
         listed.iter().map(|i| (i.path.as_path(), i)).collect();
@@ -186,8 +192,7 @@ fn write_store_pages(
         ("index.html", index_html(&entries, &usage)),
         ("usage.svg", usage_svg(&usage.by_day)),
     ] {
-        write_replacing(out, name, &bytes, true)
-            .with_context(|| format!("{}: cannot write", out.join(name).display()))?;
+        write_file(out, name, &bytes)?;
     }
     Ok(())
 }
@@ -198,7 +203,7 @@ fn export_one(
     mut loaded: LoadedSession,
     format: Format,
     blobs: Option<&BlobStore>,
-    out: &Path,
+    out: &OutputDir,
 ) -> Result<()> {
     warn_skipped(path, &loaded.skipped);
     let id = loaded.session.header().id().unwrap_or_default().to_owned();
@@ -227,8 +232,25 @@ fn export_one(
             write_leaf_pages(&loaded.session, &id, blobs, out)?
         }
     };
-    write_replacing(out, &name, &bytes, true)
-        .with_context(|| format!("{}: cannot write", out.join(&name).display()))
+    write_file(out, &name, &bytes)
+}
+
+/// Writes the file `name` into `dir`, owner-only, replacing one there.
+fn write_file(dir: &OutputDir, name: &str, bytes: &[u8]) -> Result<()> {
+    dir.write_replacing(name, bytes, true)
+        .with_context(|| format!("{}: cannot write", dir.path().join(name).display()))
+}
+
+/// Creates the directory `name` in `dir` unless it is there, and opens it without
+/// following a symlink: pages are never written through a link someone put inside the
+/// export, nor through one swapped in while it is written.
+fn open_subdir(dir: &OutputDir, name: &str) -> Result<OutputDir> {
+    dir.create_dir(name).with_context(|| {
+        format!(
+            "{}: cannot open the directory",
+            dir.path().join(name).display()
+        )
+    })
 }
 
 /// Writes the pages beside the session's own page, and returns that page (the last page of
@@ -239,7 +261,7 @@ fn write_leaf_pages(
     session: &Session,
     id: &str,
     blobs: Option<&BlobStore>,
-    out: &Path,
+    out: &OutputDir,
 ) -> Result<Vec<u8>> {
     let leaf = gjcfs_engine::manager::leaf_marker::shown_leaf(session).map(str::to_owned);
     let others: Vec<String> = branch_ends(session)
@@ -296,35 +318,28 @@ fn write_leaf_pages(
             },
         )
     };
-    let write = |dir: &Path, name: &str, bytes: &[u8]| {
-        write_replacing(dir, name, bytes, true)
-            .with_context(|| format!("{}: cannot write", dir.join(name).display()))
-    };
     if have_leaves {
-        let dir = out.join(&leaves_dir);
-        create_private_dir(&dir, false)?;
+        let dir = open_subdir(out, &leaves_dir)?;
         for end in &others {
             if let Some(name) = leaf_page_name(end) {
-                write(&dir, &name, &page(Some(end), None, true))?;
+                write_file(&dir, &name, &page(Some(end), None, true))?;
             }
         }
     }
     let messages = session.build_context().messages.len();
     let pages = messages.div_ceil(html::PAGE_MESSAGES).max(1);
     if pages > 1 {
-        let dir = out.join(&pages_dir);
-        create_private_dir(&dir, false)?;
+        let dir = open_subdir(out, &pages_dir)?;
         for n in 1..pages {
-            write(&dir, &format!("{n}.html"), &page(None, Some(n), true))?;
+            write_file(&dir, &format!("{n}.html"), &page(None, Some(n), true))?;
         }
     }
     Ok(page(None, None, false))
 }
 
-/// Creates `dir` (and its parents) when missing, the last one owner-only. An existing `dir`
-/// must be a directory, and unless `may_link` a directory itself, not a symlink to one:
-/// pages are never written through a link someone else put inside the export.
-fn create_private_dir(dir: &Path, may_link: bool) -> Result<()> {
+/// Creates `dir` (and its parents) when missing, the last one owner-only; `dir` may be a
+/// symlink to a directory (the user names it).
+fn create_private_dir(dir: &Path) -> Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -334,18 +349,5 @@ fn create_private_dir(dir: &Path, may_link: bool) -> Result<()> {
     }
     builder
         .create(dir)
-        .with_context(|| format!("{}: cannot create the directory", dir.display()))?;
-    let meta = if may_link {
-        std::fs::metadata(dir)
-    } else {
-        std::fs::symlink_metadata(dir)
-    }
-    .with_context(|| format!("{}: cannot read", dir.display()))?;
-    if !meta.is_dir() {
-        bail!(
-            "{}: not a directory (a symlink is not followed)",
-            dir.display()
-        );
-    }
-    Ok(())
+        .with_context(|| format!("{}: cannot create the directory", dir.display()))
 }

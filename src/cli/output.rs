@@ -21,32 +21,6 @@ pub fn title_cell(title: Option<&str>, first_prompt: Option<&str>, max: usize) -
     terminal_safe(&gjcfs_engine::views::one_line(first, max)).into_owned()
 }
 
-/// Writes `bytes` as `dir/name` through a temp file beside it and a rename, so a reader
-/// never sees half a file and a crash leaves the old one whole. The temp file is created
-/// new (never through a symlink or over something there), owner-only when `private`.
-pub fn write_replacing(dir: &Path, name: &str, bytes: &[u8], private: bool) -> io::Result<()> {
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(if private { 0o600 } else { 0o644 });
-    }
-    #[cfg(not(unix))]
-    let _ = private;
-    let written = options.open(&temp).and_then(|mut file| {
-        use std::io::Write;
-        file.write_all(bytes)?;
-        file.sync_all()
-    });
-    let renamed = written.and_then(|()| std::fs::rename(&temp, dir.join(name)));
-    if renamed.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    renamed
-}
-
 pub use gjcfs_engine::views::token_count;
 
 /// How many skipped lines are named one by one before the rest are only counted.

@@ -67,6 +67,81 @@ impl DirLookup {
     }
 }
 
+/// A directory that files are exported into, open once: every file and subdirectory is
+/// created in it by a single name, never by a path built from that name.
+///
+/// Invariants:
+/// - A name is one path component: not empty, not `.` or `..`, without a separator (or, on
+///   Windows, a drive or device prefix) and without NUL; anything else is refused with
+///   [`io::ErrorKind::InvalidInput`] before the filesystem is touched.
+/// - A subdirectory is opened without following a symlink (on Windows any reparse point):
+///   one there, even to a directory, is refused with [`io::ErrorKind::NotADirectory`].
+/// - On Unix every create, open and rename is made relative to the directory's descriptor
+///   (`mkdirat`, `openat`, `renameat`): a directory swapped for a symlink after it was
+///   opened cannot redirect a write, and no write lands outside the directory opened. On
+///   Windows, which has no such calls in its documented API, the path is joined, and each
+///   directory is held open without delete sharing so that it cannot be renamed away and
+///   replaced while it is written into.
+/// - A file is written whole through a temp file created new (never through a symlink or
+///   over anything there), made durable, and renamed onto its name, so a reader never sees
+///   half a file and a crash leaves the old one whole.
+#[derive(Debug)]
+pub struct OutputDir {
+    dir: os::OutputDir,
+    path: PathBuf,
+}
+
+impl OutputDir {
+    /// Opens the directory at `dir`, following a symlink there: the one the caller names.
+    pub fn open(dir: &Path) -> io::Result<OutputDir> {
+        Ok(OutputDir {
+            dir: os::OutputDir::open(dir)?,
+            path: dir.to_owned(),
+        })
+    }
+
+    /// The path this directory was opened at, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates the directory `name` (owner-only) in this one unless it is there, and opens
+    /// it without following a symlink.
+    pub fn create_dir(&self, name: &str) -> io::Result<OutputDir> {
+        check_name(name)?;
+        Ok(OutputDir {
+            dir: self.dir.create_dir(name)?,
+            path: self.path.join(name),
+        })
+    }
+
+    /// Writes `bytes` as the file `name` in this directory, replacing one there: owner-only
+    /// (`0600`) when `private`, else readable by all (`0644`; on Windows the directory's
+    /// inherited access).
+    pub fn write_replacing(&self, name: &str, bytes: &[u8], private: bool) -> io::Result<()> {
+        check_name(name)?;
+        let temp = format!(".{name}.{}.tmp", std::process::id());
+        self.dir.write_replacing(&temp, name, bytes, private)
+    }
+}
+
+/// Refuses a name that is not exactly one normal path component (see [`OutputDir`]).
+fn check_name(name: &str) -> io::Result<()> {
+    let mut components = Path::new(name).components();
+    let one = matches!(
+        (components.next(), components.next()),
+        (Some(std::path::Component::Normal(c)), None) if c == name
+    );
+    if one && !name.contains('\0') {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{name:?} is not a single file name"),
+        ))
+    }
+}
+
 /// The bytes a path is stored as in an index ([`path_from_bytes`] gives the path back).
 pub fn path_to_bytes(path: &Path) -> &[u8] {
     os::path_to_bytes(path)

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 pub use file::{
     not_a_regular_file, open_dir, open_regular, path_from_bytes, path_to_bytes, DirLookup,
-    FileStorage,
+    FileStorage, OutputDir,
 };
 pub use memory::{Fault, FaultKind, MemoryStorage};
 pub use sys::mountinfo;

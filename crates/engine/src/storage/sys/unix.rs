@@ -282,6 +282,129 @@ impl DirLookup {
     }
 }
 
+/// A directory open by descriptor, into which files and subdirectories are written by name
+/// (`mkdirat`, `openat`, `renameat`, `unlinkat` on that descriptor): once it is open, nothing
+/// renamed or swapped in at its path, or at any path above it, can redirect a write.
+#[derive(Debug)]
+pub struct OutputDir {
+    dir: File,
+}
+
+/// The flags of every directory open of [`OutputDir`]: a directory only, never blocking,
+/// never leaked into a child.
+const DIR_FLAGS: i32 = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK;
+
+impl OutputDir {
+    /// Opens the directory at `dir`, following a symlink there (the caller named it).
+    pub fn open(dir: &Path) -> io::Result<OutputDir> {
+        let dir = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(dir)?;
+        Ok(OutputDir { dir })
+    }
+
+    /// Creates the directory `name` (mode `0700`) in this one unless it is there, and opens
+    /// it without following a symlink: anything but a directory itself (a symlink to one
+    /// too) is refused with [`io::ErrorKind::NotADirectory`].
+    pub fn create_dir(&self, name: &str) -> io::Result<OutputDir> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let name = c_name(name)?;
+        // SAFETY: `name` is NUL-terminated and outlives the call; the descriptor is ours.
+        if unsafe {
+            libc::mkdirat(
+                self.dir.as_raw_fd(),
+                name.as_ptr(),
+                DIR_MODE as libc::mode_t,
+            )
+        } != 0
+        {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::AlreadyExists {
+                return Err(e);
+            }
+        }
+        // SAFETY: as above; openat returns a new descriptor or -1.
+        let fd = unsafe {
+            libc::openat(
+                self.dir.as_raw_fd(),
+                name.as_ptr(),
+                DIR_FLAGS | libc::O_NOFOLLOW,
+            )
+        };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return Err(match e.raw_os_error() {
+                Some(libc::ELOOP) | Some(libc::ENOTDIR) => not_a_directory(),
+                _ => e,
+            });
+        }
+        // SAFETY: `fd` is a descriptor openat just returned, owned by nothing else.
+        let dir = unsafe { File::from_raw_fd(fd) };
+        Ok(OutputDir { dir })
+    }
+
+    /// Writes `bytes` as `name` in this directory: into the temp file `temp`, created new
+    /// (`O_CREAT | O_EXCL | O_NOFOLLOW`, mode `0600`, or `0644` unless `private`), made
+    /// durable, then renamed onto `name`; the temp file is removed when a step fails.
+    pub fn write_replacing(
+        &self,
+        temp: &str,
+        name: &str,
+        bytes: &[u8],
+        private: bool,
+    ) -> io::Result<()> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let (temp, name) = (c_name(temp)?, c_name(name)?);
+        let dir = self.dir.as_raw_fd();
+        let mode: libc::c_uint = if private { FILE_MODE } else { 0o644 };
+        // SAFETY: `temp` is NUL-terminated and outlives the call; the mode is passed as the
+        // variadic argument O_CREAT reads.
+        let fd = unsafe {
+            libc::openat(
+                dir,
+                temp.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | NO_FOLLOW,
+                mode,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a descriptor openat just returned, owned by nothing else.
+        let mut file = unsafe { File::from_raw_fd(fd) };
+        let written = file.write_all(bytes).and_then(|()| file.sync_all());
+        drop(file);
+        let renamed = written.and_then(|()| {
+            // SAFETY: both names are NUL-terminated and outlive the call; both are looked
+            // up in the one directory this descriptor is.
+            if unsafe { libc::renameat(dir, temp.as_ptr(), dir, name.as_ptr()) } == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        });
+        if renamed.is_err() {
+            // SAFETY: as above; removes the temp file this call created, if still there.
+            unsafe { libc::unlinkat(dir, temp.as_ptr(), 0) };
+        }
+        renamed
+    }
+}
+
+/// `name` NUL-terminated, refused if it holds a NUL.
+fn c_name(name: &str) -> io::Result<std::ffi::CString> {
+    std::ffi::CString::new(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+}
+
+/// The error for a name that is not a directory itself (a symlink, even to one, included).
+fn not_a_directory() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotADirectory,
+        "not a directory (a symlink is not followed)",
+    )
+}
+
 /// The bytes of a path, as stored in an index (the raw bytes on Unix).
 pub fn path_to_bytes(path: &Path) -> &[u8] {
     path.as_os_str().as_encoded_bytes()

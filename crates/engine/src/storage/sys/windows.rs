@@ -424,6 +424,102 @@ pub fn version(path: &Path) -> io::Result<FileVersion> {
     })
 }
 
+/// A directory into which files and subdirectories are written by name. Windows has no
+/// creation relative to a directory handle in its documented API, so the name is joined to
+/// the directory's path; the directory is held open without delete sharing instead, so
+/// that it cannot be renamed away (and something else put at its path) while it is open,
+/// and every subdirectory and temp file is opened without following a reparse point.
+#[derive(Debug)]
+pub struct OutputDir {
+    path: PathBuf,
+    _held: File,
+}
+
+impl OutputDir {
+    /// Opens the directory at `dir`, following a link there (the caller named it): the
+    /// path written into is the one the link resolves to.
+    pub fn open(dir: &Path) -> io::Result<OutputDir> {
+        OutputDir::hold(canonicalize(dir)?)
+    }
+
+    /// Holds the directory at `path` itself open (not following a reparse point), shared
+    /// for reading and writing but not for deletion or renaming.
+    fn hold(path: PathBuf) -> io::Result<OutputDir> {
+        let held = create_file(
+            &path,
+            FILE_READ_ATTRIBUTES,
+            FILE_SHARE_READ | FILE_SHARE_WRITE,
+            None,
+            OPEN_EXISTING,
+            FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT,
+        )?;
+        check_opened(&held, true).map_err(|e| {
+            if e.raw_os_error() == Some(ERROR_CANT_RESOLVE_FILENAME as i32)
+                || e.kind() == io::ErrorKind::NotADirectory
+            {
+                io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    "not a directory (a symlink is not followed)",
+                )
+            } else {
+                e
+            }
+        })?;
+        Ok(OutputDir { path, _held: held })
+    }
+
+    /// Creates the directory `name` (owner-only) in this one unless it is there, and holds
+    /// it open; anything but a directory itself (a reparse point too) is refused with
+    /// [`io::ErrorKind::NotADirectory`].
+    pub fn create_dir(&self, name: &str) -> io::Result<OutputDir> {
+        let path = self.path.join(name);
+        match create_dir(&path) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+        OutputDir::hold(path)
+    }
+
+    /// Writes `bytes` as `name` in this directory: into the temp file `temp`, created new
+    /// without following a reparse point (owner-only when `private`, else with the
+    /// directory's inherited access), flushed, then renamed onto `name`; the temp file is
+    /// removed when a step fails.
+    pub fn write_replacing(
+        &self,
+        temp: &str,
+        name: &str,
+        bytes: &[u8],
+        private: bool,
+    ) -> io::Result<()> {
+        let temp = self.path.join(temp);
+        let file = if private {
+            open(
+                &temp,
+                Open {
+                    write: true,
+                    append: false,
+                    create: Create::New,
+                },
+            )
+        } else {
+            use std::os::windows::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+                .open(&temp)
+        };
+        let mut file = file?;
+        let written = file.write_all(bytes).and_then(|()| file.sync_all());
+        drop(file);
+        let renamed = written.and_then(|()| std::fs::rename(&temp, self.path.join(name)));
+        if renamed.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        renamed
+    }
+}
+
 /// A directory whose entries are looked up by name (Windows has no lookup relative to a
 /// directory handle in its documented API: the name is joined to the path).
 #[derive(Debug)]
