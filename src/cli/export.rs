@@ -12,6 +12,10 @@
 //!   the `<id>.leaves` and `<id>.pages` directories are then created relative to that open
 //!   directory ([`OutputDir`]), the directories without following a symlink, so nothing
 //!   renamed or swapped in inside `--out` during the export can redirect a write out of it.
+//! - `--out` never overlaps the store: one that is, is inside or holds the agent directory,
+//!   its sessions root, its blob store, `--session-dir`, or the directory of any session
+//!   exported (canonical paths compared, symlinks resolved) is refused before anything is
+//!   written, with exit status 2, so an export can never add a file the store would read.
 //! - Each file is written whole through a temp file and a rename (owner-only, 0600; the
 //!   directory is created 0700 when missing); a file of the same name is replaced. A session
 //!   whose id cannot name a file is skipped with a warning, and so is a file that cannot be
@@ -37,7 +41,7 @@ use gjcfs_engine::views::tree_svg::{
 use gjcfs_engine::views::usage_chart::usage_svg;
 use gjcfs_engine::{load_session, LoadedSession};
 
-use super::output::{warn, warn_skipped};
+use super::output::{warn, warn_skipped, UsageError};
 use super::progress::Progress;
 use super::store::StoreArgs;
 
@@ -65,7 +69,8 @@ pub struct Args {
     /// jsonl: the transcript as it is stored.
     #[arg(long, value_enum, default_value = "html")]
     format: Format,
-    /// The directory to write into (created, owner-only, if missing).
+    /// The directory to write into (created, owner-only, if missing); never one inside the
+    /// session store or holding it.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     #[command(flatten)]
@@ -111,6 +116,7 @@ pub fn run(args: Args) -> Result<()> {
             .map(|s| args.store.resolve(s))
             .collect::<Result<_>>()?
     };
+    refuse_store_overlap(&args, &paths)?;
     // The directory named is the user's: it may be a symlink to one.
     create_private_dir(&args.out)?;
     let out = OutputDir::open(&args.out)
@@ -335,6 +341,57 @@ fn write_leaf_pages(
         }
     }
     Ok(page(None, None, false))
+}
+
+/// Refuses an `--out` that overlaps a directory of the store (see the module
+/// documentation): a `jsonl` export into a scope directory would add a second copy of a
+/// session, which could become its live copy.
+fn refuse_store_overlap(args: &Args, paths: &[PathBuf]) -> Result<()> {
+    let mut store: Vec<PathBuf> = Vec::new();
+    if let Ok(dirs) = args.store.agent_dirs() {
+        store.extend([
+            dirs.agent_dir().to_owned(),
+            dirs.sessions_root(),
+            dirs.blob_dir(),
+        ]);
+    }
+    store.extend(args.store.session_dir.iter().cloned());
+    store.extend(paths.iter().filter_map(|p| p.parent()).map(Path::to_owned));
+    let out = resolved(&args.out)?;
+    for dir in &store {
+        let dir = resolved(dir)?;
+        if out.starts_with(&dir) || dir.starts_with(&out) {
+            return Err(UsageError(format!(
+                "--out {}: overlaps the session store at {}; export into a directory that is \
+                 neither inside the store nor holds it",
+                args.out.display(),
+                dir.display()
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// `path` absolute with every symlink of the part that exists resolved, the missing rest
+/// joined to it as written.
+fn resolved(path: &Path) -> Result<PathBuf> {
+    let absolute =
+        std::path::absolute(path).with_context(|| format!("{}: cannot resolve", path.display()))?;
+    let mut existing = gjcfs_engine::store::agent_dir::normalize(&absolute);
+    let mut rest = Vec::new();
+    loop {
+        match std::fs::canonicalize(&existing) {
+            Ok(canonical) => return Ok(rest.into_iter().rev().fold(canonical, |p, c| p.join(c))),
+            Err(_) => match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_owned());
+                    existing = parent.to_owned();
+                }
+                _ => return Ok(absolute),
+            },
+        }
+    }
 }
 
 /// Creates `dir` (and its parents) when missing, the last one owner-only; `dir` may be a

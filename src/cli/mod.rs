@@ -244,7 +244,7 @@ pub fn run() -> ExitCode {
             eprintln!("gjcfs: {err}");
             ExitCode::FAILURE
         }
-        Err(err) if output::is_bad_query(&err) => {
+        Err(err) if output::is_usage_error(&err) => {
             output::error(&err);
             ExitCode::from(2)
         }

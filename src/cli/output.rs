@@ -148,6 +148,23 @@ pub fn is_bad_query(err: &anyhow::Error) -> bool {
         || err.downcast_ref::<gjcfs_search::QueryError>().is_some()
 }
 
+/// Arguments the command refuses (exit status 2, as a usage error of the parser's own).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Whether `err` is a usage error (exit status 2): refused arguments or a bad query.
+pub fn is_usage_error(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<UsageError>().is_some() || is_bad_query(err)
+}
+
 /// Nothing was found where the command looked (exit status 1, as `grep`'s): the text says
 /// where it looked and what to try.
 #[derive(Debug)]

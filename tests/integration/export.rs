@@ -165,3 +165,54 @@ fn a_directory_swapped_for_a_symlink_during_the_export_is_never_written_through(
     }
     assert_eq!(tree(&victim), Vec::<String>::new());
 }
+
+/// Every entry under `dir` (not following symlinks) with its bytes (a directory: none).
+fn snapshot(dir: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    tree(dir)
+        .into_iter()
+        .map(|name| {
+            let path = dir.join(&name);
+            let meta = fs::symlink_metadata(&path).unwrap();
+            let bytes = meta.is_file().then(|| fs::read(&path).unwrap());
+            (name, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn an_out_directory_that_overlaps_the_store_is_refused_and_nothing_is_written() {
+    let (tmp, agent, sid) = crate::common::pages::branched_store();
+    let agent = Path::new(&agent);
+    let before = snapshot(agent);
+    let scope = agent.join("sessions/--branched--");
+    let via_link = tmp.path().join("link-to-sessions");
+    std::os::unix::fs::symlink(agent.join("sessions"), &via_link).unwrap();
+    for out in [
+        scope.clone(),
+        agent.join("sessions"),
+        agent.join("exports"),
+        agent.to_owned(),
+        agent.join("blobs/new"),
+        via_link.join("--branched--"),
+        // Holding the store is overlapping it too.
+        tmp.path().to_owned(),
+    ] {
+        for format in ["jsonl", "html"] {
+            let said = export(&sid, format, &out, agent);
+            assert_eq!(said.status.code(), Some(2), "{out:?} {format}: {said:?}");
+            let stderr = String::from_utf8_lossy(&said.stderr);
+            assert!(stderr.contains("overlaps the session store"), "{stderr}");
+            assert_eq!(snapshot(agent), before, "{out:?} {format}");
+        }
+    }
+    assert!(fs::symlink_metadata(agent.join("exports")).is_err());
+    // Beside the store, the same export is written.
+    let out = tmp.path().join("out");
+    let said = export(&sid, "jsonl", &out, agent);
+    assert!(said.status.success(), "{said:?}");
+    assert_eq!(
+        fs::read(out.join(format!("{sid}.jsonl"))).unwrap(),
+        fs::read(scope.join("2026-01-01T00-00-00-000Z_branched.jsonl")).unwrap()
+    );
+    assert_eq!(snapshot(agent), before);
+}
