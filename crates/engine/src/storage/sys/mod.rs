@@ -5,7 +5,8 @@
 //! the advice that memory be backed by huge pages.
 //!
 //! - [`unix`]: what every POSIX system has (open flags, `fstat` fields, `pread`, `geteuid`,
-//!   `ttyname`).
+//!   `ttyname`, a directory written into through its descriptor: `mkdirat`, `openat`,
+//!   `renameat`).
 //! - `linux`: the POSIX ACL attributes, the filesystem magic of `statfs`, `/proc`,
 //!   `renameat2`; `inotify`: watching directories.
 //! - `macos`: extended ACLs, `statfs`'s `f_fstypename` and `MNT_LOCAL`, `libproc`,
