@@ -128,6 +128,7 @@ mod writes;
 pub use gjcfs_engine::io_cause::IoCause;
 /// The storages a model can be configured with ([`VfsConfig::storage`]).
 pub use gjcfs_engine::storage::{mountinfo, FileStorage, SessionStorage};
+pub use gjcfs_engine::store::usage::SAVED_USAGE_FILE;
 pub use handles::{Part, LEAF_MAX, LINE_MAX, PENDING_MAX};
 pub use layout::{label_file_name, safe_session_name};
 pub use writes::AttrChange;

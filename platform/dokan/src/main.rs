@@ -93,7 +93,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 // The saved usage beside the index, as the commands keep it.
                 saved_usage: search_index
                     .as_ref()
-                    .map(|dir| dir.join(gjcfs_engine::store::usage::SAVED_USAGE_FILE)),
+                    .map(|dir| dir.join(gjcfs_vfs::SAVED_USAGE_FILE)),
                 search_index,
             }));
             let served = gjcfs_dokan::windows::serve(
