@@ -36,8 +36,10 @@
 //! - Nothing of a document deleted (its file removed or read again) stays in the file's
 //!   bytes: both FTS5 tables have the `secure-delete` option, every connection
 //!   `PRAGMA secure_delete`, the vocabulary loses the words no document holds, and after
-//!   an operation that deleted text the write-ahead log is checkpointed and truncated
-//!   ([`update::scrub_log`]; when readers or a writer keep it, the next operation does).
+//!   an operation that deleted text the unused space of every page is zeroed (where SQLite
+//!   leaves copies of cells it moved: [`scrub`]), then the write-ahead log is checkpointed
+//!   and truncated ([`update::scrub`]; when readers or a writer keep it, the next operation
+//!   does).
 //! - The index is a cache: a missing file, a file of another format or application, or one
 //!   that is not a readable SQLite database is replaced by a new empty index on open;
 //!   nothing in it is trusted before those checks.
@@ -92,6 +94,7 @@ mod run;
 mod saved_listing;
 mod scan;
 mod schema;
+mod scrub;
 pub mod snippet;
 mod stamps;
 mod store;
@@ -312,7 +315,7 @@ struct Inner {
     /// What the operation under way may still wait for the write lock.
     lock_wait: lock_wait::LockWait,
     /// Whether this connection deleted text whose pages the write-ahead log may still hold
-    /// ([`update::scrub_log`]).
+    /// ([`update::scrub`]).
     erased: bool,
 }
 
@@ -653,7 +656,7 @@ impl SearchIndex {
                 return Err(self.sql_error(e));
             }
         }
-        update::scrub_log(inner).map_err(|e| self.sql_error(e))?;
+        update::scrub(inner).map_err(|e| self.sql_error(e))?;
         // `data_version` stays the one the stamps were read at: this connection's commits do
         // not change it, and another's during the update must make the next call read them.
         Ok(report)
@@ -667,7 +670,7 @@ impl SearchIndex {
             inner.lock_wait.restart();
             self.sync_files(&mut inner)?;
             let change = self.refresh_one(&mut inner, path)?;
-            update::scrub_log(&mut inner).map_err(|e| self.sql_error(e))?;
+            update::scrub(&mut inner).map_err(|e| self.sql_error(e))?;
             Ok(change)
         })
     }
@@ -788,7 +791,7 @@ impl SearchIndex {
                     done => done?,
                 };
             }
-            update::scrub_log(&mut inner).map_err(|e| self.sql_error(e))?;
+            update::scrub(&mut inner).map_err(|e| self.sql_error(e))?;
         }
     }
 }

@@ -421,3 +421,120 @@ fn a_word_another_session_holds_stays_in_the_vocabulary() {
     std::fs::write(store.join("s2.jsonl"), session_holding_the_word(2)).unwrap();
     assert_eq!(found(&index), 3);
 }
+
+/// The unused space of b-tree page `pgno` in `file` (the bytes between its cell pointers and
+/// its cells), by its header.
+fn unused_space(file: &[u8], page_size: usize, pgno: usize) -> std::ops::Range<usize> {
+    let page = (pgno - 1) * page_size;
+    let header = page + if pgno == 1 { 100 } else { 0 };
+    let at = |k: usize| usize::from(u16::from_be_bytes([file[k], file[k + 1]]));
+    let header_len = if matches!(file[header], 2 | 5) { 12 } else { 8 };
+    header + header_len + 2 * at(header + 3)..page + at(header + 5)
+}
+
+/// The b-tree pages of the index file and the file's bytes (its write-ahead log copied into
+/// it first), with its page size.
+fn btree_pages(index: &SearchIndex) -> (Vec<usize>, Vec<u8>, usize) {
+    let path = index.path().unwrap();
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let pages = conn
+        .prepare("SELECT pageno FROM dbstat WHERE pagetype IN ('internal', 'leaf')")
+        .unwrap()
+        .query_map([], |r| r.get::<_, i64>(0))
+        .unwrap()
+        .map(|pgno| pgno.unwrap() as usize)
+        .collect();
+    let page_size: i64 = conn
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .unwrap();
+    drop(conn);
+    (pages, std::fs::read(path).unwrap(), page_size as usize)
+}
+
+#[test]
+fn a_copy_sqlite_left_in_a_page_s_unused_space_is_erased_with_its_session() {
+    let (_dir, store, index) = store_with_the_word();
+    // What a page rebuild leaves where the cells began before (scrub.rs): a copy of a cell,
+    // here the word itself, in the unused space of a page of the vocabulary's index.
+    {
+        let conn = rusqlite::Connection::open(index.path().unwrap()).unwrap();
+        let pgno: i64 = conn
+            .query_row(
+                "SELECT pageno FROM dbstat WHERE name = 'sqlite_autoindex_terms_1' \
+                 AND pagetype = 'leaf' LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let pgno = pgno as usize;
+        let (_, file, page_size) = btree_pages(&index);
+        let before = occurrences_in_index(&index, ERASED);
+        let unused = unused_space(&file, page_size, pgno);
+        assert!(unused.len() > ERASED.len());
+        let mut page = file[(pgno - 1) * page_size..pgno * page_size].to_vec();
+        let at = unused.start - (pgno - 1) * page_size;
+        page[at..at + ERASED.len()].copy_from_slice(ERASED.as_bytes());
+        conn.execute(
+            "UPDATE sqlite_dbpage SET data = ?2 WHERE pgno = ?1",
+            rusqlite::params![pgno as i64, page],
+        )
+        .unwrap();
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        assert_eq!(occurrences_in_index(&index, ERASED), before + 1);
+    }
+    std::fs::remove_file(store.join("s2.jsonl")).unwrap();
+    search_finds_no_word(&index, &store);
+    assert_eq!(occurrences_in_index(&index, ERASED), 0, "after the removal");
+}
+
+/// A session `n` holding 400 words of a few letters (the same numbers give the same words).
+fn session_of_many_words(n: u32) -> String {
+    let mut state = u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut words = String::new();
+    for _ in 0..400 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let len = 3 + state % 8;
+        for k in 0..len {
+            words.push(char::from(b'a' + ((state >> (5 * k + 8)) % 26) as u8));
+        }
+        words.push(' ');
+    }
+    format!("{}{}", session(n), message_line("m2", "m1", &words))
+}
+
+#[test]
+fn no_page_keeps_bytes_in_its_unused_space_after_a_removal() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("sessions");
+    std::fs::create_dir(&store).unwrap();
+    for n in 1..=60 {
+        let path = store.join(format!("s{n}.jsonl"));
+        std::fs::write(path, session_of_many_words(n)).unwrap();
+    }
+    let index = SearchIndex::open(&dir.path().join("index")).unwrap();
+    let dirs = [store.clone()];
+    index.update_dirs(&dirs, 1, &|_| {}).unwrap();
+    for n in (1..=60).step_by(3) {
+        std::fs::remove_file(store.join(format!("s{n}.jsonl"))).unwrap();
+    }
+    let report = index.update_dirs(&dirs, 1, &|_| {}).unwrap();
+    assert_eq!(report.changes.len(), 20);
+    let (pages, file, page_size) = btree_pages(&index);
+    let dirty: Vec<usize> = pages
+        .into_iter()
+        .filter(|&pgno| {
+            file[unused_space(&file, page_size, pgno)]
+                .iter()
+                .any(|&b| b != 0)
+        })
+        .collect();
+    assert!(
+        dirty.is_empty(),
+        "pages with bytes in their unused space: {dirty:?}"
+    );
+}
