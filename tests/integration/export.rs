@@ -65,25 +65,10 @@ fn tree(dir: &Path) -> Vec<String> {
     found
 }
 
-/// Exchanges the entries at `a` and `b` atomically (`renameat2(RENAME_EXCHANGE)`), whatever
-/// each is; whether it did.
-#[cfg(target_os = "linux")]
-fn exchange(a: &std::ffi::CStr, b: &std::ffi::CStr) -> bool {
-    // SAFETY: both paths are NUL-terminated and outlive the call.
-    unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        ) == 0
-    }
-}
-
 #[cfg(target_os = "linux")]
 #[test]
 fn a_directory_swapped_for_a_symlink_during_the_export_is_never_written_through() {
+    use crate::common::swap::exchange;
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -134,6 +134,7 @@ impl Drop for StopOnDrop {
 #[cfg(target_os = "linux")]
 #[test]
 fn repairs_beside_a_loop_swapping_a_scope_for_a_symlink_never_change_what_it_leads_to() {
+    use crate::common::swap::exchange;
     let s = store();
     let victim = victim(&s);
     let scope = scope(&s);
@@ -159,17 +160,7 @@ fn repairs_beside_a_loop_swapping_a_scope_for_a_symlink_never_change_what_it_lea
             let a = std::ffi::CString::new(scope.as_os_str().as_encoded_bytes()).unwrap();
             let b = std::ffi::CString::new(link.as_os_str().as_encoded_bytes()).unwrap();
             while !stop.load(Ordering::Relaxed) {
-                // SAFETY: two NUL-terminated paths.
-                let r = unsafe {
-                    libc::renameat2(
-                        libc::AT_FDCWD,
-                        a.as_ptr(),
-                        libc::AT_FDCWD,
-                        b.as_ptr(),
-                        libc::RENAME_EXCHANGE,
-                    )
-                };
-                assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+                assert!(exchange(&a, &b), "{}", std::io::Error::last_os_error());
             }
         })
     };

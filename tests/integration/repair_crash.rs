@@ -106,15 +106,7 @@ fn repair_killed_at(kill: Option<u64>) -> (MemoryStorage, Report) {
             .collect();
         storage.set_faults(faults);
     }
-    repair(
-        &storage,
-        &report,
-        Path::new(BASE),
-        Path::new(REPAIR_DIR),
-        RepairOptions {
-            restore_deleted: true,
-        },
-    );
+    repair_all(&storage, &report);
     storage.set_faults(Vec::new());
     storage.crash();
     (storage, report)
@@ -132,15 +124,7 @@ fn a_repair_killed_at_any_point_leaves_a_manifest_naming_its_changes_and_check_r
     assert_eq!(offered.len(), 5, "{:#?}", report.findings);
     let before: Vec<_> = offered.iter().map(|f| state_of(&storage, f)).collect();
     let start = storage.op_count();
-    repair(
-        &storage,
-        &report,
-        Path::new(BASE),
-        Path::new(REPAIR_DIR),
-        RepairOptions {
-            restore_deleted: true,
-        },
-    );
+    repair_all(&storage, &report);
     let ops = storage.op_count() - start;
 
     let mut stopped_with_changes = 0;
@@ -207,5 +191,19 @@ fn a_repair_killed_at_any_point_leaves_a_manifest_naming_its_changes_and_check_r
     assert!(
         stopped_with_changes > 5,
         "{stopped_with_changes} stops after a change"
+    );
+}
+
+/// Every repair the report offers, backups of missing sessions included.
+fn repair_all(storage: &MemoryStorage, report: &Report) {
+    let options = RepairOptions {
+        restore_deleted: true,
+    };
+    repair(
+        storage,
+        report,
+        Path::new(BASE),
+        Path::new(REPAIR_DIR),
+        options,
     );
 }

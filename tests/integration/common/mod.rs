@@ -40,6 +40,8 @@ pub mod mount;
 pub mod pages;
 pub mod pty;
 #[cfg(target_os = "linux")]
+pub mod swap;
+#[cfg(target_os = "linux")]
 pub mod tmpfs;
 pub mod vfs_io;
 pub mod watchdog;
