@@ -108,7 +108,7 @@ pub struct Pruned {
 /// Removes the oldest complete repair runs under `base` beyond the newest `keep` and beyond
 /// `keep_bytes` in all (the newest complete run stays whatever its size); runs that did not
 /// finish stay. Nothing is removed unless only this user can change the directories on the
-/// way ([`only_owner_can_change`]).
+/// way (see the module `safe_dirs`).
 pub fn prune(storage: &dyn SessionStorage, base: &Path, keep: usize, keep_bytes: u64) -> Pruned {
     let mut pruned = Pruned::default();
     let repairs = base.join(REPAIRS_DIR_NAME);

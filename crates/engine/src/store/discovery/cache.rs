@@ -71,7 +71,7 @@ impl ListingCache {
 
     /// The listing saved at `path` by [`ListingCache::save`], read by the first listing:
     /// an empty one when there is none, it cannot be read as one, or it is longer than the
-    /// files then listed justify ([`saved::justified_len`]; never read whole).
+    /// files then listed justify (1 MiB and 16 KiB a file; never read whole).
     pub fn load(path: &Path) -> Self {
         ListingCache {
             kept: ByVersion::default(),
