@@ -33,13 +33,13 @@
 //!   with the `files_gen` it agrees with.
 //!
 //! Invariants:
-//! - Nothing of a document deleted (its file removed or read again) stays in the file's
-//!   bytes: both FTS5 tables have the `secure-delete` option, every connection
-//!   `PRAGMA secure_delete`, the vocabulary loses the words no document holds, and after
-//!   an operation that deleted text the unused space of every page is zeroed (where SQLite
-//!   leaves copies of cells it moved: [`scrub`]), then the write-ahead log is checkpointed
-//!   and truncated ([`update::scrub`]; when readers or a writer keep it, the next operation
-//!   does).
+//! - A document deleted (its file removed or read again) is erased from the file's bytes
+//!   where its rows live: both FTS5 tables have the `secure-delete` option, every
+//!   connection `PRAGMA secure_delete`, the vocabulary loses the words no document holds,
+//!   and after an operation that deleted text the write-ahead log is checkpointed and
+//!   truncated ([`update::scrub_log`]; when readers or a writer keep it, the next
+//!   operation does). Copies SQLite's page rebuilds left in a page's unused space are not
+//!   reached (README, "A deleted session's text is erased from the index").
 //! - The index is a cache: a missing file, a file of another format or application, or one
 //!   that is not a readable SQLite database is replaced by a new empty index on open;
 //!   nothing in it is trusted before those checks.
@@ -95,7 +95,6 @@ mod run;
 mod saved_listing;
 mod scan;
 mod schema;
-mod scrub;
 pub mod snippet;
 mod stamps;
 mod store;
@@ -270,7 +269,7 @@ struct Inner {
     /// What the operation under way may still wait for the write lock.
     lock_wait: lock_wait::LockWait,
     /// Whether this connection deleted text whose pages the write-ahead log may still hold
-    /// ([`update::scrub`]).
+    /// ([`update::scrub_log`]).
     erased: bool,
 }
 
@@ -611,7 +610,7 @@ impl SearchIndex {
                 return Err(self.sql_error(e));
             }
         }
-        update::scrub(inner).map_err(|e| self.sql_error(e))?;
+        update::scrub_log(inner).map_err(|e| self.sql_error(e))?;
         // `data_version` stays the one the stamps were read at: this connection's commits do
         // not change it, and another's during the update must make the next call read them.
         Ok(report)
@@ -625,7 +624,7 @@ impl SearchIndex {
             inner.lock_wait.restart();
             self.sync_files(&mut inner)?;
             let change = self.refresh_one(&mut inner, path)?;
-            update::scrub(&mut inner).map_err(|e| self.sql_error(e))?;
+            update::scrub_log(&mut inner).map_err(|e| self.sql_error(e))?;
             Ok(change)
         })
     }
@@ -746,7 +745,7 @@ impl SearchIndex {
                     done => done?,
                 };
             }
-            update::scrub(&mut inner).map_err(|e| self.sql_error(e))?;
+            update::scrub_log(&mut inner).map_err(|e| self.sql_error(e))?;
         }
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, Transaction};
 
 use super::ahead::{Ahead, Closer, AHEAD_BYTES};
 use super::append::{append, Appended};
@@ -14,7 +14,6 @@ use super::file_rows::{load_state, path_bytes};
 use super::lock_wait::LockWait;
 use super::prepare::{prepare, Batch, Prepared};
 use super::schema::{set_cache, CacheFor};
-use super::scrub::erase_unused;
 use super::substring::{add_terms, drop_unused, Dropped, Known};
 use super::{Change, FileState, Inner, Progress, SessionChange, Source, UpdateReport};
 use gjcfs_engine::read::load::LoadError;
@@ -48,23 +47,17 @@ fn remove_files(inner: &mut Inner, paths: &[&Path]) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Erases what is left of text deleted ([`Inner::erased`]) besides the rows SQLite
-/// zeroed: first the copies its page rebuilds left in the pages' unused space
-/// ([`erase_unused`]), in a transaction of its own; then the write-ahead log, whose frames
-/// keep the pages as they were written, the deleted text included, until the log is
-/// overwritten. A checkpoint copies the newest version of each page into the database file
-/// and truncates the log. While another connection writes, or reads an older snapshot, for
-/// longer than the operation may still wait, what is left is left and the next operation
-/// tries again.
-pub fn scrub(inner: &mut Inner) -> rusqlite::Result<()> {
+/// Empties the write-ahead log once text was deleted ([`Inner::erased`]): its frames keep
+/// the pages as they were written, the deleted text included, until the log is overwritten.
+/// A checkpoint copies the newest version of each page into the database file (where
+/// `secure_delete` zeroed what was deleted) and truncates the log. While another connection
+/// writes, or reads an older snapshot, for longer than the operation may still wait, the log
+/// is left as it is and the next operation tries again.
+pub fn scrub_log(inner: &mut Inner) -> rusqlite::Result<()> {
     if !inner.erased {
         return Ok(());
     }
     let conn = &inner.conn;
-    match erase_pages(conn, &inner.lock_wait) {
-        Err(e) if super::index_file::is_busy(&e) => return Ok(()),
-        done => done?,
-    }
     let checkpoint = inner.lock_wait.waiting(conn, || {
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
             r.get::<_, i64>(0)
@@ -78,16 +71,6 @@ pub fn scrub(inner: &mut Inner) -> rusqlite::Result<()> {
         Err(e) => return Err(e),
     }
     Ok(())
-}
-
-/// Zeroes the unused space of every page ([`erase_unused`]) in a transaction that takes
-/// the write lock first, waiting at most what the operation has left.
-fn erase_pages(conn: &Connection, wait: &LockWait) -> rusqlite::Result<()> {
-    let tx = wait.waiting(conn, || {
-        Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
-    })?;
-    erase_unused(&tx)?;
-    tx.commit()
 }
 
 /// Begins a transaction that may change the `files` table. Its first statement counts it
