@@ -7,9 +7,7 @@ use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::gjcfs_bin;
 use crate::common::mount::{store, Store};
@@ -122,81 +120,89 @@ fn a_scope_swapped_for_a_symlink_after_the_check_leads_no_repair_outside_the_sto
     fs::rename(&moved, &scope).unwrap();
 }
 
-/// Ends a loop when the test does, even when it fails.
-struct StopOnDrop(Arc<AtomicBool>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
+/// Another user's loop swapping names beside the repairs (an atomic exchange: Linux).
 #[cfg(target_os = "linux")]
-#[test]
-fn repairs_beside_a_loop_swapping_a_scope_for_a_symlink_never_change_what_it_leads_to() {
+mod swapping {
+    use super::*;
     use crate::common::swap::exchange;
-    let s = store();
-    let victim = victim(&s);
-    let scope = scope(&s);
-    let sessions = scope.parent().unwrap().to_owned();
-    set_mode(&sessions, 0o777);
-    let base = agent(&s);
-    let target = CheckTarget {
-        sessions_root: Some(sessions.clone()),
-        session_dir: None,
-        blob_dir: base.join("blobs"),
-        repair_base: Some(base.clone()),
-        history_db: None,
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    let _stops = StopOnDrop(stop.clone());
-    // Another user's loop: the scope and a symlink to the victim exchange names, again and
-    // again (`renameat2(RENAME_EXCHANGE)`): at any moment the scope's name is one of them.
-    let swapper = {
-        let link = sessions.join("swap-link");
-        symlink(&victim, &link).unwrap();
-        let (stop, scope) = (stop.clone(), scope.clone());
-        std::thread::spawn(move || {
-            let a = std::ffi::CString::new(scope.as_os_str().as_encoded_bytes()).unwrap();
-            let b = std::ffi::CString::new(link.as_os_str().as_encoded_bytes()).unwrap();
-            while !stop.load(Ordering::Relaxed) {
-                assert!(exchange(&a, &b), "{}", std::io::Error::last_os_error());
-            }
-        })
-    };
-    let started = Instant::now();
-    let mut runs = 0;
-    while runs < 3000 && started.elapsed() < Duration::from_secs(10) {
-        set_mode(&victim, 0o755);
-        // The scope wide again, under whichever name it has now.
-        for name in [&scope, &sessions.join("swap-link")] {
-            if fs::symlink_metadata(name).is_ok_and(|m| m.is_dir()) {
-                let _ = fs::set_permissions(name, fs::Permissions::from_mode(0o755));
-            }
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    /// Ends a loop when the test does, even when it fails.
+    struct StopOnDrop(Arc<AtomicBool>);
+
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
         }
-        if let Ok(report) = check_store(&FileStorage, &target, &|_| {}) {
-            let _ = repair(
-                &FileStorage,
-                &report,
-                &base,
-                &repairs_dir(&base),
-                RepairOptions::default(),
+    }
+
+    #[test]
+    fn repairs_beside_a_loop_swapping_a_scope_for_a_symlink_never_change_what_it_leads_to() {
+        let s = store();
+        let victim = victim(&s);
+        let scope = scope(&s);
+        let sessions = scope.parent().unwrap().to_owned();
+        set_mode(&sessions, 0o777);
+        let base = agent(&s);
+        let target = CheckTarget {
+            sessions_root: Some(sessions.clone()),
+            session_dir: None,
+            blob_dir: base.join("blobs"),
+            repair_base: Some(base.clone()),
+            history_db: None,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let _stops = StopOnDrop(stop.clone());
+        // Another user's loop: the scope and a symlink to the victim exchange names, again and
+        // again (`renameat2(RENAME_EXCHANGE)`): at any moment the scope's name is one of them.
+        let swapper = {
+            let link = sessions.join("swap-link");
+            symlink(&victim, &link).unwrap();
+            let (stop, scope) = (stop.clone(), scope.clone());
+            std::thread::spawn(move || {
+                let a = std::ffi::CString::new(scope.as_os_str().as_encoded_bytes()).unwrap();
+                let b = std::ffi::CString::new(link.as_os_str().as_encoded_bytes()).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    assert!(exchange(&a, &b), "{}", std::io::Error::last_os_error());
+                }
+            })
+        };
+        let started = Instant::now();
+        let mut runs = 0;
+        while runs < 3000 && started.elapsed() < Duration::from_secs(10) {
+            set_mode(&victim, 0o755);
+            // The scope wide again, under whichever name it has now.
+            for name in [&scope, &sessions.join("swap-link")] {
+                if fs::symlink_metadata(name).is_ok_and(|m| m.is_dir()) {
+                    let _ = fs::set_permissions(name, fs::Permissions::from_mode(0o755));
+                }
+            }
+            if let Ok(report) = check_store(&FileStorage, &target, &|_| {}) {
+                let _ = repair(
+                    &FileStorage,
+                    &report,
+                    &base,
+                    &repairs_dir(&base),
+                    RepairOptions::default(),
+                );
+            }
+            assert_eq!(
+                mode_of(&victim),
+                0o755,
+                "run {runs}: the victim was changed"
             );
+            runs += 1;
         }
-        assert_eq!(
-            mode_of(&victim),
-            0o755,
-            "run {runs}: the victim was changed"
-        );
-        runs += 1;
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        if fs::symlink_metadata(&scope).is_ok_and(|m| m.file_type().is_symlink()) {
+            fs::remove_file(&scope).unwrap();
+            fs::rename(sessions.join("swap-link"), &scope).unwrap();
+        }
+        assert!(runs >= 10, "only {runs} runs");
     }
-    stop.store(true, Ordering::Relaxed);
-    swapper.join().unwrap();
-    if fs::symlink_metadata(&scope).is_ok_and(|m| m.file_type().is_symlink()) {
-        fs::remove_file(&scope).unwrap();
-        fs::rename(sessions.join("swap-link"), &scope).unwrap();
-    }
-    assert!(runs >= 10, "only {runs} runs");
 }
 
 #[test]
