@@ -297,11 +297,7 @@ const DIR_FLAGS: i32 = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | li
 impl OutputDir {
     /// Opens the directory at `dir`, following a symlink there (the caller named it).
     pub fn open(dir: &Path) -> io::Result<OutputDir> {
-        let dir = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK)
-            .open(dir)?;
-        Ok(OutputDir { dir })
+        open_dir(dir).map(|dir| OutputDir { dir })
     }
 
     /// Creates the directory `name` (mode `0700`) in this one unless it is there, and opens
