@@ -3,62 +3,27 @@
 //! is refused, the command answers from the sessions themselves, and the file is replaced.
 
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::common::gjcfs_bin;
 use crate::common::mount::store;
+use crate::common::peak::{run_measured, Run};
 
 /// What the saved files are extended to (sparse: no disk is used).
 const EXTENDED: u64 = 1 << 30;
-
-/// What a run of the command gave.
-struct Run {
-    success: bool,
-    stdout: String,
-    /// The peak resident memory of the command's process, in bytes.
-    peak: u64,
-}
 
 /// The resident memory listing a small store may take: far below a saved file read whole.
 const PEAK: u64 = 256 << 20;
 
 /// `gjcfs ls --all --long` over the store at `agent` with its caches under `cache`.
-fn ls_long(agent: &str, cache: &Path) -> Run {
+fn ls_long(agent: &str, cache: &Path) -> Option<Run> {
     let mut command = Command::new(gjcfs_bin());
     command
         .env("XDG_CACHE_HOME", cache)
         .env("MALLOC_ARENA_MAX", "2")
-        .args(["ls", "--all", "--long", "--agent-dir", agent])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    #[allow(clippy::zombie_processes)] // reaped by the wait4 below
-    let mut child = command.spawn().unwrap();
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    // The child's own peak memory: wait4 on its pid (the `Child` is then not waited on).
-    let mut status = 0;
-    // SAFETY: a plain C struct, for which all zeroes is a value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: the pid of our own child, and out-pointers to live locals.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(
-        pid,
-        child.id() as i32,
-        "{}",
-        std::io::Error::last_os_error()
-    );
-    Run {
-        success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        stdout,
-        peak: usage.ru_maxrss as u64 * 1024,
-    }
+        .args(["ls", "--all", "--long", "--agent-dir", agent]);
+    run_measured(&command, b"")
 }
 
 /// Every file under `dir` named `name`.
@@ -83,7 +48,9 @@ fn saved_files_extended_to_gigabytes_are_refused_and_replaced() {
     let s = store();
     let cache = s.tmp.path().join("cache");
     let agent = s.agent_dir();
-    let first = ls_long(&agent, &cache);
+    let Some(first) = ls_long(&agent, &cache) else {
+        return;
+    };
     assert!(first.success);
     let saved: Vec<PathBuf> = ["listing", "usage"]
         .iter()
@@ -98,7 +65,7 @@ fn saved_files_extended_to_gigabytes_are_refused_and_replaced() {
             .set_len(EXTENDED)
             .unwrap();
     }
-    let again = ls_long(&agent, &cache);
+    let again = ls_long(&agent, &cache).unwrap();
     assert!(again.success);
     assert_eq!(again.stdout, first.stdout);
     assert!(

@@ -38,6 +38,7 @@ pub mod browser;
 pub mod memory;
 pub mod mount;
 pub mod pages;
+pub mod peak;
 pub mod pty;
 #[cfg(target_os = "linux")]
 pub mod swap;
