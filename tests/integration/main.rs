@@ -22,6 +22,7 @@ mod corpus;
 mod cost;
 mod crash;
 mod demo_agent;
+mod entry_bounds;
 mod export;
 mod fault_injection;
 // A real full disk is a tmpfs, mounted the Linux way.

@@ -55,11 +55,53 @@ pub struct ParsedLine {
     pub summary: Option<Summary>,
 }
 
+/// The non-blank lines of a range, in file order, kept as the chunks that read them: taken
+/// apart one by one ([`IntoIterator`]), each chunk's list is let go once its lines are
+/// taken, so the lines are never held twice over while their records move elsewhere.
+#[derive(Debug, Default)]
+pub struct ParsedLines {
+    chunks: Vec<Vec<ParsedLine>>,
+    len: usize,
+}
+
+impl ParsedLines {
+    /// The number of lines.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there is no line.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The lines, in file order.
+    pub fn iter(&self) -> impl Iterator<Item = &ParsedLine> {
+        self.chunks.iter().flatten()
+    }
+
+    fn push_chunk(&mut self, lines: Vec<ParsedLine>) {
+        self.len += lines.len();
+        if !lines.is_empty() {
+            self.chunks.push(lines);
+        }
+    }
+}
+
+impl IntoIterator for ParsedLines {
+    type Item = ParsedLine;
+    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<ParsedLine>>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.chunks.into_iter().flatten()
+    }
+}
+
 /// The lines of a range.
 #[derive(Debug)]
 pub struct Lines {
     /// The non-blank lines, in file order.
-    pub parsed: Vec<ParsedLine>,
+    pub parsed: ParsedLines,
     /// The number of lines read, blank ones included.
     pub count: usize,
     /// The number of `\n` bytes read.
@@ -144,11 +186,15 @@ impl ChunkText {
         self.lines
             .into_iter()
             .map(|(number, checked)| {
-                let record =
+                let mut record =
                     checked.map(|(checked, range)| Record::from_checked(&block, range, checked));
+                let summary = record.as_ref().ok().map(Summary::of);
+                if let Ok(record) = &mut record {
+                    record.forget_short_places();
+                }
                 ParsedLine {
                     number,
-                    summary: record.as_ref().ok().map(Summary::of),
+                    summary,
                     record,
                 }
             })
@@ -409,7 +455,7 @@ fn read_chunk<R: ReadAt + ?Sized>(
 /// Puts the chunks back together in file order, up to the first that stopped early.
 fn merge(chunks: Vec<Chunk>, start: u64, end: u64, first_number: usize) -> Lines {
     let mut lines = Lines {
-        parsed: Vec::new(),
+        parsed: ParsedLines::default(),
         count: 0,
         newlines: 0,
         end: end.max(start),
@@ -422,11 +468,7 @@ fn merge(chunks: Vec<Chunk>, start: u64, end: u64, first_number: usize) -> Lines
         for line in &mut chunk.parsed {
             line.number += number;
         }
-        if lines.parsed.is_empty() {
-            lines.parsed = chunk.parsed;
-        } else {
-            lines.parsed.append(&mut chunk.parsed);
-        }
+        lines.parsed.push_chunk(std::mem::take(&mut chunk.parsed));
         lines.count += chunk.count;
         lines.newlines += chunk.newlines;
         lines.invalid_utf8 = lines.invalid_utf8.or(chunk.invalid_utf8);
@@ -490,8 +532,8 @@ mod tests {
         let invalid = text.iter().position(|&b| b == 0xFF).unwrap() as u64;
         assert_eq!(one.invalid_utf8, Some(invalid));
         assert_eq!(one.tail, &text[text.len() - TAIL.min(text.len())..]);
-        assert!(one.parsed[0].record.is_ok());
-        assert!(one.parsed[2].record.is_err());
+        assert!(one.parsed.iter().next().unwrap().record.is_ok());
+        assert!(one.parsed.iter().nth(2).unwrap().record.is_err());
         for chunks in 2..=text.len() + 2 {
             let many = read_lines_in(&text[..], 0, text.len() as u64, 1, chunks);
             assert_eq!(numbers(&many), numbers(&one), "{chunks} chunks");
@@ -500,7 +542,7 @@ mod tests {
             assert_eq!(many.invalid_utf8, one.invalid_utf8);
             assert_eq!(many.tail, one.tail);
             assert_eq!(many.end, one.end);
-            for (a, b) in many.parsed.iter().zip(&one.parsed) {
+            for (a, b) in many.parsed.iter().zip(one.parsed.iter()) {
                 assert_eq!(a.record, b.record);
             }
         }
@@ -512,7 +554,7 @@ mod tests {
         let lines = read_lines_in(&text[..], 8, text.len() as u64, 2, 3);
         assert_eq!(numbers(&lines), [2, 3]);
         // A BOM on a line other than the file's first is not dropped.
-        assert!(lines.parsed[0].record.is_err());
+        assert!(lines.parsed.iter().next().unwrap().record.is_err());
         assert_eq!(lines.newlines, 2);
     }
 
@@ -559,7 +601,7 @@ mod tests {
         };
         let lines = read_lines_in(&shrunk, 0, text.len() as u64, 1, 1);
         assert_eq!(numbers(&lines), [1, 2]);
-        assert!(lines.parsed[1].record.is_err());
+        assert!(lines.parsed.iter().nth(1).unwrap().record.is_err());
         assert_eq!(lines.end, 12);
         assert!(lines.error.is_none());
         let failing = Flaky {

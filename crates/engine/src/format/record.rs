@@ -11,6 +11,7 @@
 //! under it, such as `message`); anything deeper (message content, usage, details) stays raw
 //! JSON pointing into the line's text until asked for.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::OnceLock;
 
@@ -118,8 +119,9 @@ pub struct Record {
 
 #[derive(Clone, Debug)]
 enum Body {
-    /// Read from a file and unchanged: the line, and its members once built.
-    Read(KeptLine, OnceLock<Object>),
+    /// Read from a file and unchanged: the line, and its members once built (boxed: most
+    /// records of a large session are never built, and an empty box costs a word).
+    Read(KeptLine, OnceLock<Box<Object>>),
     /// Made or changed in memory.
     Built(Object),
 }
@@ -145,10 +147,21 @@ impl Record {
     pub fn parse_line(line: &str) -> Result<Self, LineError> {
         Ok(match check_line(line)? {
             CheckedLine::Text(checked) => {
-                Record::kept(SharedText::new(line.to_owned()), 0..line.len(), checked)
+                let mut record =
+                    Record::kept(SharedText::new(line.to_owned()), 0..line.len(), checked);
+                record.forget_short_places();
+                record
             }
             CheckedLine::Built(fields) => Record::new(fields),
         })
+    }
+
+    /// Lets a short line read from a file go of its members' places (they are found again
+    /// in its text when asked for); see `kept_line::PLACES_KEPT_FROM`.
+    pub(crate) fn forget_short_places(&mut self) {
+        if let Body::Read(line, _) = &mut self.body {
+            line.forget_short_places();
+        }
     }
 
     /// The record of a line checked by `check_line` and kept at `block[range]`.
@@ -184,7 +197,7 @@ impl Record {
     /// time).
     pub fn fields(&self) -> &Object {
         match &self.body {
-            Body::Read(line, fields) => fields.get_or_init(|| line.build()),
+            Body::Read(line, fields) => fields.get_or_init(|| Box::new(line.build())),
             Body::Built(fields) => fields,
         }
     }
@@ -193,7 +206,7 @@ impl Record {
     /// what the members are. The `type` member must not be changed through it.
     pub fn fields_mut(&mut self) -> &mut Object {
         if let Body::Read(line, fields) = &mut self.body {
-            let fields = fields.take().unwrap_or_else(|| line.build());
+            let fields = fields.take().map_or_else(|| line.build(), |f| *f);
             self.body = Body::Built(fields);
         }
         match &mut self.body {
@@ -205,7 +218,7 @@ impl Record {
     /// The record's members, taking them out of the record.
     pub fn into_fields(self) -> Object {
         match self.body {
-            Body::Read(line, fields) => fields.into_inner().unwrap_or_else(|| line.build()),
+            Body::Read(line, fields) => fields.into_inner().map_or_else(|| line.build(), |f| *f),
             Body::Built(fields) => fields,
         }
     }
@@ -257,14 +270,26 @@ impl Record {
     /// The compact line for this record, without the newline.
     pub fn to_line(&self) -> String {
         let mut out = Vec::new();
-        json::write_object_compact(self.fields(), &mut out);
+        json::write_object_compact(&self.fields_for_once(), &mut out);
         String::from_utf8_lossy(&out).into_owned()
     }
 
     /// Appends the compact line and a newline to `out`.
     pub fn write_line(&self, out: &mut Vec<u8>) {
-        json::write_object_compact(self.fields(), out);
+        json::write_object_compact(&self.fields_for_once(), out);
         out.push(b'\n');
+    }
+
+    /// The members for one use: the built ones, or built from the line and not kept, so
+    /// writing every record of a session out does not leave them all built.
+    fn fields_for_once(&self) -> Cow<'_, Object> {
+        match &self.body {
+            Body::Read(line, fields) => match fields.get() {
+                Some(fields) => Cow::Borrowed(fields),
+                None => Cow::Owned(line.build()),
+            },
+            Body::Built(fields) => Cow::Borrowed(fields),
+        }
     }
 
     /// The header view, when this is a `session` record.
@@ -277,6 +302,20 @@ impl Record {
         match self.ty {
             RecordType::Message => self.get("message").and_then(Value::as_object),
             _ => None,
+        }
+    }
+
+    /// Whether this is a `message` entry whose message's `role` is `role`; a record as read
+    /// is answered from its line, without building its members.
+    pub fn is_message_of(&self, role: &str) -> bool {
+        if self.ty != RecordType::Message {
+            return false;
+        }
+        match self.as_read() {
+            Some(line) => line
+                .nested_member("message", "role")
+                .is_some_and(|found| json::lazy::is_string(found, role)),
+            None => self.message().and_then(|m| m.get_str("role")) == Some(role),
         }
     }
 }

@@ -251,9 +251,7 @@ pub fn session_file_name(header: &Record) -> String {
 }
 
 fn is_assistant(record: &Record) -> bool {
-    record
-        .message()
-        .is_some_and(|m| m.get_str("role") == Some("assistant"))
+    record.is_message_of("assistant")
 }
 
 /// `setSessionName`'s clean-up: control characters become spaces, runs of spaces collapse,

@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 use std::io::BufRead;
 
-use crate::format::lines::{parse_line, Lines, ParsedLine};
+use crate::format::lines::{parse_line, Lines, ParsedLine, ParsedLines};
 use crate::format::record::{LineError, Record, RecordType};
 use crate::format::summary::Summary;
 use crate::json::{self, Object, Value};
@@ -100,10 +100,11 @@ pub fn parse_session_reader(mut reader: impl BufRead) -> Result<Replayed, Replay
 /// `parseSessionEntries` over lines read and parsed already ([`crate::format::lines`]); a read
 /// error that stopped the reading is reported after the lines before it are replayed.
 pub fn replay_lines(lines: Lines) -> Result<Replayed, ReplayError> {
-    // Nearly every line is kept, so the kept records are allocated once.
+    // The kept records grow as the lines are taken, chunk by chunk, so the lines read and
+    // the records made of them are not both held whole at once (a large list grows in place
+    // of its pages, without a copy).
     let mut replayer = Replayer {
-        out: Vec::with_capacity(lines.parsed.len()),
-        summaries: Some(Vec::with_capacity(lines.parsed.len())),
+        summaries: Some(Vec::new()),
         ..Replayer::default()
     };
     for line in lines.parsed {
@@ -148,7 +149,7 @@ pub struct Resumed {
 /// Replays `lines` as if they followed the lines `base` was loaded from; `patches_apply`
 /// is what the file's first header said ([`patches_apply`]). `base` is not changed: its
 /// patches come back as [`Resumed::edits`].
-pub fn resume_lines(base: &Session, patches_apply: bool, lines: Vec<ParsedLine>) -> Resumed {
+pub fn resume_lines(base: &Session, patches_apply: bool, lines: ParsedLines) -> Resumed {
     let mut replayer = Replayer {
         base: Some(base),
         patches_apply,

@@ -14,6 +14,7 @@
 //! - A line that does not fit these rules (an escaped key or `type`, 4 GiB or more) is
 //!   built at once ([`CheckedLine::Built`]); what it parses to is the same either way.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use super::{LineError, RecordType, RECORD_PARSE_DEPTH};
@@ -84,12 +85,19 @@ fn member<'a>(text: &'a str, spans: &ObjectSpans, key: &str) -> Option<&'a str> 
     json::last_member(text, spans.members(), key).map(|m| m.value(text))
 }
 
+/// Lines shorter than this keep the places of their members only until
+/// [`KeptLine::forget_short_places`]; after that they are found again in the text when asked
+/// for. On a short line the places cost about as much memory as the text (a 200-byte entry
+/// has some 200 bytes of them), and finding them again is a scan of a few hundred bytes.
+pub(crate) const PLACES_KEPT_FROM: usize = 1024;
+
 /// A line kept as read: a range of a shared text, checked by [`check_line`].
 #[derive(Clone, Debug)]
 pub(crate) struct KeptLine {
     block: SharedText,
     range: Range<usize>,
-    spans: ObjectSpans,
+    /// The places of the members; `None` once a short line let them go.
+    spans: Option<Box<ObjectSpans>>,
 }
 
 impl KeptLine {
@@ -98,7 +106,28 @@ impl KeptLine {
         KeptLine {
             block,
             range,
-            spans: checked.spans,
+            spans: Some(Box::new(checked.spans)),
+        }
+    }
+
+    /// Lets go of the members' places when the line is shorter than [`PLACES_KEPT_FROM`].
+    pub(crate) fn forget_short_places(&mut self) {
+        if self.range.len() < PLACES_KEPT_FROM {
+            self.spans = None;
+        }
+    }
+
+    /// The members' places: the kept ones, or found again in the (validated) text.
+    fn spans(&self) -> Cow<'_, ObjectSpans> {
+        match &self.spans {
+            Some(spans) => Cow::Borrowed(spans),
+            None => Cow::Owned(match json::object_spans(self.text()) {
+                Ok(Some(spans)) => spans,
+                _ => {
+                    debug_assert!(false, "a kept line is a validated object");
+                    ObjectSpans::default()
+                }
+            }),
         }
     }
 
@@ -111,14 +140,14 @@ impl KeptLine {
 
     /// The member `key` as a string.
     pub(crate) fn string(&self, key: &str) -> LineString<'_> {
-        plain_string(self.text(), &self.spans, key)
+        plain_string(self.text(), &self.spans(), key)
     }
 
     /// The members, built from the spans (as the line parses at [`RECORD_PARSE_DEPTH`]);
     /// raw containers point into the shared text.
     pub(crate) fn build(&self) -> Object {
         const _: () = assert!(RECORD_PARSE_DEPTH == 2, "members are built two levels deep");
-        match json::object_at_depth_two(&self.block, self.range.clone(), &self.spans) {
+        match json::object_at_depth_two(&self.block, self.range.clone(), &self.spans()) {
             Some(fields) => fields,
             None => {
                 debug_assert!(false, "a kept line is a validated object with plain keys");
@@ -137,7 +166,7 @@ impl<'a> ReadLine<'a> {
     /// The JSON text of the member `inner` of the object that is the member `key`; `None`
     /// when either is missing or `key` is not an object.
     pub(crate) fn nested_member(&self, key: &str, inner: &str) -> Option<&'a str> {
-        let (text, spans) = (self.0.text(), &self.0.spans);
+        let (text, spans) = (self.0.text(), self.0.spans());
         let outer = json::last_member(text, spans.members(), key)?;
         json::last_member(text, spans.nested(outer), inner).map(|m| m.value(text))
     }
@@ -168,7 +197,14 @@ mod tests {
             r#"{"type":"mess\u0061ge","id":"e"}"#,
             r#"{"type":"message","message":{"r\u006fle":"assistant"},"id":"n"}"#,
             r#" { "type" : "compaction" , "firstKeptEntryId" : "f" } "#,
+            r#"{"type":"message","id":"r","message":{"role":"assist\u0061nt"}}"#,
+            r#"{"type":"message","message":{"role":"user","role":"assistant"}}"#,
+            r#"{"type":"message","message":"assistant","role":"assistant"}"#,
             r#"{}"#,
+            &format!(
+                r#"{{"type":"message","id":"l","message":{{"role":"user","content":"{}"}}}}"#,
+                "x".repeat(PLACES_KEPT_FROM)
+            ),
         ] {
             let (read, built) = read_and_built(line);
             assert_eq!(read.record_type(), built.record_type(), "{line}");
@@ -185,9 +221,46 @@ mod tests {
                 assert_eq!(read.get_str(key), built.get_str(key), "{line}: {key}");
             }
             assert_eq!(needs_sanitizing(&read), needs_sanitizing(&built), "{line}");
+            for role in ["user", "assistant"] {
+                let (a, b) = (read.is_message_of(role), built.is_message_of(role));
+                assert_eq!(a, b, "{line}: {role}");
+            }
             assert_eq!(read.fields(), built.fields(), "{line}");
             assert_eq!(read.to_line(), built.to_line(), "{line}");
         }
+    }
+
+    #[test]
+    fn a_short_line_finds_its_members_again_and_a_long_one_keeps_their_places() {
+        let line = |content: &str| {
+            format!(
+                r#"{{"type":"message","id":"a","message":{{"role":"user","content":"{content}"}}}}"#
+            )
+        };
+        let short = Record::parse_line(&line("hi")).unwrap();
+        let long = Record::parse_line(&line(&"x".repeat(PLACES_KEPT_FROM))).unwrap();
+        assert!(short.as_read().unwrap().0.spans.is_none());
+        assert!(long.as_read().unwrap().0.spans.is_some());
+        for record in [&short, &long] {
+            assert_eq!(record.id(), Some("a"));
+            assert!(record.is_message_of("user"));
+        }
+    }
+
+    #[test]
+    fn writing_a_read_record_out_leaves_its_members_unbuilt() {
+        let record =
+            Record::parse_line(r#"{"type":"message","id":"a","message":{"role":"assistant"}}"#)
+                .unwrap();
+        let mut out = Vec::new();
+        record.write_line(&mut out);
+        assert_eq!(record.to_line().into_bytes(), out[..out.len() - 1]);
+        assert!(record.is_message_of("assistant"));
+        let super::super::Body::Read(_, built) = &record.body else {
+            panic!("read from a line")
+        };
+        assert!(built.get().is_none(), "members kept built");
+        assert_eq!(record.get_str("id"), Some("a"));
     }
 
     #[test]
