@@ -1,7 +1,7 @@
 //! A session of many small entries costs about its size in memory: the places of a short
 //! line's members are found again in its text instead of being kept, writing every record
-//! out builds each one only for the moment, and the lines read are let go chunk by chunk as
-//! their records are kept.
+//! out (or giving its message to a context) builds it only for the moment, and the lines
+//! read are let go chunk by chunk as their records are kept.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -61,6 +61,7 @@ fn a_session_of_small_entries_costs_about_its_size() {
     for (what, args, stdin) in [
         ("entries", ["entries", ""], ""),
         ("append", ["append", ""], append),
+        ("context", ["context", ""], ""),
     ] {
         let run = |file: &Path| {
             let mut args = args;
@@ -77,9 +78,15 @@ fn a_session_of_small_entries_costs_about_its_size() {
         }
         // The text itself, its records and the index of their ids: about twice the text
         // (BENCHMARKS.md has the figures); before, 3.6 (append) to 5.9 (entries) times.
+        // A context holds its messages too, each built for it alone: 3.4 times, before 6.3.
+        let bound = if what == "context" {
+            size * 4
+        } else {
+            size * 5 / 2
+        };
         let held = taken.peak.saturating_sub(base);
         assert!(
-            held <= size * 5 / 2,
+            held <= bound,
             "gjcfs {what} of {ENTRIES} small entries ({} KiB) held {} KiB more than of two",
             size >> 10,
             held >> 10

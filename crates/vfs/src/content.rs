@@ -569,7 +569,6 @@ impl Rendered {
         let mut out = Vec::new();
         manager.with_context(|context| {
             context
-                .clone()
                 .with_blobs_resolved(&blobs)
                 .write_pretty_into(&mut out)
         });

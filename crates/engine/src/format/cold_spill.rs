@@ -52,7 +52,11 @@ pub fn payload_base(ty: RecordType) -> Option<&'static str> {
 /// one.
 pub fn marker(record: &Record) -> Option<&Value> {
     payload_base(record.record_type())?;
-    record.get(MARKER_KEY)
+    // Only a marked record is built to read its marker.
+    record
+        .has(MARKER_KEY)
+        .then(|| record.get(MARKER_KEY))
+        .flatten()
 }
 
 /// `record` with its cold-spilled payloads read back from `blobs` (borrowed when it has no

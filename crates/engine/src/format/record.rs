@@ -228,6 +228,35 @@ impl Record {
         self.fields().get(key)
     }
 
+    /// The member `key`, borrowed when the members are built; otherwise built from the line
+    /// for the moment, leaving the record's members unbuilt (a context of a million
+    /// messages does not keep a million records built).
+    pub fn member(&self, key: &str) -> Option<Cow<'_, Value>> {
+        match &self.body {
+            Body::Read(line, fields) if fields.get().is_none() => {
+                line.build().remove(key).map(Cow::Owned)
+            }
+            _ => self.get(key).map(Cow::Borrowed),
+        }
+    }
+
+    /// Whether the record's members are built (made in memory, or built from its line).
+    #[cfg(test)]
+    pub(crate) fn is_built(&self) -> bool {
+        match &self.body {
+            Body::Read(_, fields) => fields.get().is_some(),
+            Body::Built(_) => true,
+        }
+    }
+
+    /// Whether the record has a member `key`; a record as read answers from its line.
+    pub fn has(&self, key: &str) -> bool {
+        match &self.body {
+            Body::Read(line, fields) if fields.get().is_none() => line.has(key),
+            _ => self.get(key).is_some(),
+        }
+    }
+
     /// The member `key` when it is a string; `None` when it is absent or not a string.
     /// A string without escapes is read from the line without building the members.
     pub fn get_str(&self, key: &str) -> Option<&str> {

@@ -501,8 +501,8 @@ impl SessionManager {
     }
 
     /// Runs `f` on the context at the current leaf.
-    pub fn with_context<R>(&self, f: impl FnOnce(&SessionContext<'_>) -> R) -> R {
-        self.read(|s| f(&s.build_context()))
+    pub fn with_context<R>(&self, f: impl FnOnce(SessionContext<'_>) -> R) -> R {
+        self.read(|s| f(s.build_context()))
     }
 
     /// The path of the session file; `None` for a session kept in memory only. The file need

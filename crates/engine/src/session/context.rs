@@ -198,7 +198,7 @@ fn first_position_of(session: &Session, path: &[usize], id: &str) -> Option<usiz
 /// The message an entry contributes, if any.
 fn emitted_message(record: &Record) -> Option<Cow<'_, Value>> {
     match record.record_type() {
-        RecordType::Message => record.get("message").map(Cow::Borrowed),
+        RecordType::Message => record.member("message"),
         RecordType::CustomMessage => Some(Cow::Owned(custom_message(record))),
         RecordType::BranchSummary if record.get("summary").is_some_and(Value::is_truthy) => {
             Some(Cow::Owned(branch_summary_message(record)))
@@ -284,7 +284,7 @@ struct StateScan<'a> {
     explicit_default_model: bool,
     /// The latest assistant message since the last explicit default model; its model becomes
     /// `models.default` when the scan ends (the slot keeps the position of the first one).
-    pending_assistant: Option<&'a Object>,
+    pending_assistant: Option<&'a Record>,
     /// Position on the path of the last compaction.
     compaction_at: Option<usize>,
 }
@@ -325,16 +325,14 @@ impl<'a> StateScan<'a> {
             RecordType::ServiceTierChange => {
                 ctx.service_tier = record.get("serviceTier").filter(|v| !v.is_null()).cloned();
             }
-            RecordType::Message if !self.explicit_default_model => {
-                let assistant = record
-                    .message()
-                    .filter(|m| m.get_str("role") == Some("assistant"));
-                if let Some(m) = assistant {
-                    if !ctx.models.contains_key("default") {
-                        ctx.models.insert("default", Value::Null);
-                    }
-                    self.pending_assistant = Some(m);
+            // Only the last assistant message is built, when the scan ends.
+            RecordType::Message
+                if !self.explicit_default_model && record.is_message_of("assistant") =>
+            {
+                if !ctx.models.contains_key("default") {
+                    ctx.models.insert("default", Value::Null);
                 }
+                self.pending_assistant = Some(record);
             }
             RecordType::Compaction => self.compaction_at = Some(pos),
             RecordType::TtsrInjection => self.visit_ttsr(record),
@@ -414,7 +412,7 @@ impl<'a> StateScan<'a> {
     /// configured chain.
     fn finish(self) -> SessionContext<'static> {
         let mut ctx = self.ctx;
-        if let Some(m) = self.pending_assistant {
+        if let Some(m) = self.pending_assistant.and_then(Record::message) {
             let model = format!(
                 "{}/{}",
                 template_text(m.get("provider")),
@@ -501,7 +499,10 @@ impl<'a> SessionContext<'a> {
             .into_iter()
             .map(|message| match message {
                 Cow::Borrowed(value) => resolve_blob_refs(value, blobs),
-                Cow::Owned(value) => Cow::Owned(resolve_blob_refs(&value, blobs).into_owned()),
+                Cow::Owned(value) => Cow::Owned(match resolve_blob_refs(&value, blobs) {
+                    Cow::Owned(resolved) => resolved,
+                    Cow::Borrowed(_) => value,
+                }),
             })
             .collect();
         this
@@ -634,6 +635,33 @@ mod tests {
             json::to_compact(&ctx.messages[0]),
             "{\"role\":\"compactionSummary\",\"summary\":\"s\",\"tokensBefore\":1,\"providerPayload\":{\"type\":\"openaiResponsesHistory\",\"provider\":\"openai\",\"items\":[{\"type\":\"message\"}]},\"timestamp\":1767225602000}"
         );
+    }
+
+    #[test]
+    fn a_context_leaves_the_records_it_reads_unbuilt() {
+        let text = concat!(
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"cwd\":\"/\"}\n",
+            "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":\"q\"}}\n",
+            "{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"a\",\"message\":{\"role\":\"assistant\",\"provider\":\"p\",\"model\":\"m\",\"content\":[]}}\n",
+            "{\"type\":\"message\",\"id\":\"c\",\"parentId\":\"b\",\"message\":{\"role\":\"user\",\"content\":\"again\"}}\n",
+        );
+        let session = Session::from_records(parse_session_entries(text).unwrap().records);
+        let ctx = session.build_context();
+        assert_eq!(ctx.messages.len(), 3);
+        assert_eq!(ctx.models.get_str("default"), Some("p/m"));
+        assert_eq!(
+            ctx.messages[2]
+                .as_object()
+                .and_then(|m| m.get_str("content")),
+            Some("again")
+        );
+        // Only the last assistant message is built, to read its model.
+        let built: Vec<&str> = session
+            .entries()
+            .filter(|record| record.is_built())
+            .filter_map(Record::id)
+            .collect();
+        assert_eq!(built, ["b"]);
     }
 
     #[test]

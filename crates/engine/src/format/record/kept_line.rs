@@ -138,6 +138,11 @@ impl KeptLine {
             .unwrap_or_default()
     }
 
+    /// Whether the line has a member `key`.
+    pub(crate) fn has(&self, key: &str) -> bool {
+        member(self.text(), &self.spans(), key).is_some()
+    }
+
     /// The member `key` as a string.
     pub(crate) fn string(&self, key: &str) -> LineString<'_> {
         plain_string(self.text(), &self.spans(), key)
