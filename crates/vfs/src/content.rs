@@ -4,6 +4,7 @@
 //! branch, a reset) changes it, and while it is unchanged every rendered byte stays valid.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 
 use gjcfs_engine::format::blob::{is_valid_hash, BLOB_REF_PREFIX};
@@ -13,6 +14,7 @@ use gjcfs_engine::json;
 use gjcfs_engine::manager::SessionManager;
 use gjcfs_engine::session::tree::Session;
 use gjcfs_engine::views;
+use hashbrown::HashTable;
 
 use super::layout::{label_file_name, View};
 
@@ -39,14 +41,22 @@ impl Generation {
     }
 }
 
-/// One entry as a file.
+/// One entry as a file. A session may have a million of them: an entry holds its id and
+/// numbers, and its name is made from them when asked for.
 #[derive(Debug, Clone)]
 pub struct EntryFile {
-    pub id: String,
-    /// `NNNNNN-<id>.json`, the zero-padded index in file order.
-    pub name: String,
+    pub id: Box<str>,
+    /// The entry's place in file order, which its name shows.
+    number: usize,
     pub mtime_ms: Option<i64>,
     record_index: usize,
+}
+
+impl EntryFile {
+    /// `NNNNNN-<id>.json`, the zero-padded place in file order.
+    pub fn name(&self) -> String {
+        entry_file_name(self.number, &self.id)
+    }
 }
 
 /// How many leaf pages (and earlier pages) a session keeps rendered (a `getattr` then a
@@ -159,7 +169,9 @@ pub fn entry_file_name(index: usize, id: &str) -> String {
 #[derive(Debug)]
 pub(super) struct EntryTable {
     entries: Vec<EntryFile>,
-    by_id: HashMap<String, usize>,
+    /// Places in `entries`, found by the id of the entry there (kept once, in `entries`).
+    by_id: HashTable<usize>,
+    hasher: RandomState,
     /// How many of the session's records the table has seen (headers included).
     covered: usize,
     /// The number the next entry gets: every entry counts, with an id or without.
@@ -172,7 +184,8 @@ impl EntryTable {
     fn new(session: &Session) -> Self {
         let mut table = EntryTable {
             entries: Vec::new(),
-            by_id: HashMap::new(),
+            by_id: HashTable::new(),
+            hasher: RandomState::new(),
             covered: 0,
             next_number: 0,
             newest_ms: None,
@@ -197,10 +210,20 @@ impl EntryTable {
             let Some(id) = record.id() else { continue };
             let mtime_ms = record.timestamp().and_then(parse_iso_millis);
             self.newest_ms = self.newest_ms.max(mtime_ms);
-            self.by_id.insert(id.to_owned(), self.entries.len());
+            let hash = self.hasher.hash_one(id);
+            let (entries, hasher) = (&self.entries, &self.hasher);
+            // The last entry with an id is the one it names, as in the session's index.
+            match self.by_id.find_entry(hash, |&at| *entries[at].id == *id) {
+                Ok(mut found) => *found.get_mut() = entries.len(),
+                Err(_) => {
+                    self.by_id.insert_unique(hash, entries.len(), |&at| {
+                        hasher.hash_one(&*entries[at].id)
+                    });
+                }
+            }
             self.entries.push(EntryFile {
-                id: id.to_owned(),
-                name: entry_file_name(number, id),
+                id: id.into(),
+                number,
                 mtime_ms,
                 record_index: index,
             });
@@ -217,7 +240,7 @@ impl EntryTable {
         if records.len() < self.covered {
             return false;
         }
-        let same = |e: &EntryFile| records[e.record_index].id() == Some(e.id.as_str());
+        let same = |e: &EntryFile| records[e.record_index].id() == Some(&*e.id);
         match same_session {
             true => self.entries.last().is_none_or(same),
             false => self.entries.iter().all(same),
@@ -225,7 +248,10 @@ impl EntryTable {
     }
 
     fn entry(&self, id: &str) -> Option<&EntryFile> {
-        self.by_id.get(id).map(|&i| &self.entries[i])
+        let entries = &self.entries;
+        self.by_id
+            .find(self.hasher.hash_one(id), |&at| &*entries[at].id == id)
+            .map(|&at| &entries[at])
     }
 
     /// The entry named `name`: `NNNNNN-<id>.json` or `<id>.json`.
@@ -236,7 +262,7 @@ impl EntryTable {
         }
         let (_, id) = stem.split_once('-')?;
         let entry = self.entry(id)?;
-        (entry.name == name).then_some(entry)
+        (entry.name() == name).then_some(entry)
     }
 }
 
@@ -280,12 +306,10 @@ impl Rendered {
 
     /// About how many bytes a stripped rendering holds.
     pub fn stripped_size(&self) -> usize {
-        let table = self.table.as_ref().map_or(0, |t| {
-            t.entries
-                .iter()
-                .map(|e| 2 * e.id.len() + e.name.len() + 96)
-                .sum()
-        });
+        let table = self
+            .table
+            .as_ref()
+            .map_or(0, |t| t.entries.iter().map(|e| e.id.len() + 80).sum());
         let strings = |items: &mut dyn Iterator<Item = usize>| items.map(|n| n + 32).sum::<usize>();
         512 + self.header.len()
             + self.leaf.len()
@@ -372,7 +396,7 @@ impl Rendered {
             return Some(None);
         };
         let entry = self.table.as_ref()?.entry(id);
-        Some(entry.map(|e| format!("../entries/{}", e.name)))
+        Some(entry.map(|e| format!("../entries/{}", e.name())))
     }
 
     /// Renders `session` as it is now, keeping what was made before that still holds: the
@@ -557,7 +581,7 @@ impl Rendered {
     /// The target of `labels/<label>`: the labelled entry's file.
     pub fn label_target(&mut self, manager: &SessionManager, label: &str) -> Option<String> {
         let id = self.labels(manager).get(label)?.clone();
-        Some(format!("../entries/{}", self.entry(manager, &id)?.name))
+        Some(format!("../entries/{}", self.entry(manager, &id)?.name()))
     }
 
     /// `context.json`: the context at the leaf with blob references resolved.
@@ -587,5 +611,39 @@ impl Rendered {
             Some(len) => len,
             None => self.context_bytes(manager).len() as u64,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gjcfs_engine::read::replay::parse_session_entries;
+
+    use super::*;
+
+    #[test]
+    fn entries_are_found_by_id_and_by_name_the_last_of_an_id_winning() {
+        let text = concat!(
+            "{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"cwd\":\"/\"}\n",
+            "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":\"1\"}}\n",
+            "{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"a\",\"message\":{\"role\":\"user\",\"content\":\"2\"}}\n",
+            "{\"type\":\"message\",\"id\":\"a\",\"parentId\":\"b\",\"message\":{\"role\":\"user\",\"content\":\"3\"}}\n",
+        );
+        let session = Session::from_records(parse_session_entries(text).unwrap().records);
+        let table = EntryTable::new(&session);
+        let names: Vec<String> = table.entries.iter().map(EntryFile::name).collect();
+        assert_eq!(names, ["000000-a.json", "000001-b.json", "000002-a.json"]);
+        assert_eq!(
+            table.entry("a").map(EntryFile::name).as_deref(),
+            Some("000002-a.json")
+        );
+        assert_eq!(table.entry("b").map(|e| e.record_index), Some(2));
+        assert!(table.entry("c").is_none());
+        assert_eq!(table.find("000001-b.json").map(|e| &*e.id), Some("b"));
+        assert_eq!(table.find("b.json").map(|e| &*e.id), Some("b"));
+        assert!(
+            table.find("000000-a.json").is_none(),
+            "the id names the later entry"
+        );
+        assert!(table.find("000009-b.json").is_none());
     }
 }

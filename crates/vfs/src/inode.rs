@@ -6,6 +6,9 @@
 //! go.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+
+use hashbrown::HashTable;
 
 /// The root directory's inode number.
 pub const ROOT_INO: u64 = 1;
@@ -226,7 +229,11 @@ pub struct InodeTable {
     last: u64,
     /// The kernel's references to each forgettable node (lookups not yet forgotten).
     lookups: HashMap<u64, u64>,
-    numbers: HashMap<Node, u64>,
+    /// The number each node has now, found by its node: the table holds only numbers,
+    /// hashed by the node `nodes` has for them, so a node is kept once (a session of a
+    /// million entries has a million of them). Every number in it is in `nodes`.
+    numbers: HashTable<u64>,
+    hasher: RandomState,
     /// Session id → the numbers of its nodes other than entries, in the order they were
     /// given (few: an append announces them all).
     by_session: HashMap<String, Vec<u64>>,
@@ -242,7 +249,8 @@ impl Default for InodeTable {
             nodes: HashMap::new(),
             last: 0,
             lookups: HashMap::new(),
-            numbers: HashMap::new(),
+            numbers: HashTable::new(),
+            hasher: RandomState::new(),
             by_session: HashMap::new(),
             entries_of: HashMap::new(),
             in_query: HashMap::new(),
@@ -255,13 +263,17 @@ impl Default for InodeTable {
 impl InodeTable {
     /// The number of `node`, assigned on first use.
     pub fn ino(&mut self, node: &Node) -> u64 {
-        if let Some(&ino) = self.numbers.get(node) {
+        if let Some(ino) = self.known(node) {
             return ino;
         }
         self.last += 1;
         let ino = self.last;
         self.nodes.insert(ino, node.clone());
-        self.numbers.insert(node.clone(), ino);
+        let (nodes, hasher) = (&self.nodes, &self.hasher);
+        self.numbers
+            .insert_unique(hasher.hash_one(node), ino, |number| {
+                hasher.hash_one(&nodes[number])
+            });
         if let Some(sid) = node.session() {
             let by = if matches!(node, Node::Entry(..)) {
                 &mut self.entries_of
@@ -288,7 +300,12 @@ impl InodeTable {
 
     /// The number of `node` if it has one.
     pub fn known(&self, node: &Node) -> Option<u64> {
-        self.numbers.get(node).copied()
+        let nodes = &self.nodes;
+        self.numbers
+            .find(self.hasher.hash_one(node), |number| {
+                nodes.get(number) == Some(node)
+            })
+            .copied()
     }
 
     pub fn node(&self, ino: u64) -> Option<&Node> {
@@ -305,14 +322,16 @@ impl InodeTable {
     /// Gives `node` a new number (a new version of a rendered file, see `snapshots.rs`);
     /// the old one names the node until the kernel forgets it.
     pub fn renumber(&mut self, node: &Node) -> u64 {
-        self.numbers.remove(node);
+        if let Some(ino) = self.known(node) {
+            self.unnumber(node, ino);
+        }
         self.ino(node)
     }
 
     /// Whether `ino` is the number its node has now.
     pub fn is_current(&self, ino: u64) -> bool {
         self.node(ino)
-            .is_some_and(|node| self.numbers.get(node) == Some(&ino))
+            .is_some_and(|node| self.known(node) == Some(ino))
     }
 
     /// The kernel dropped `count` references to `ino`; whether it holds none now. A query's
@@ -343,9 +362,7 @@ impl InodeTable {
             return;
         };
         self.lookups.remove(&ino);
-        if self.numbers.get(&node) == Some(&ino) {
-            self.numbers.remove(&node);
-        }
+        self.unnumber(&node, ino);
         if let Some(sid) = node.session() {
             if let Some(numbers) = self.by_session.get_mut(sid) {
                 numbers.retain(|&n| n != ino);
@@ -369,6 +386,16 @@ impl InodeTable {
                     self.drop_number(number);
                 }
             }
+        }
+    }
+
+    /// Takes `ino` out of the current numbers, if it is the one `node` has.
+    fn unnumber(&mut self, node: &Node, ino: u64) {
+        if let Ok(current) = self
+            .numbers
+            .find_entry(self.hasher.hash_one(node), |&number| number == ino)
+        {
+            current.remove();
         }
     }
 

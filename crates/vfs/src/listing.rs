@@ -214,7 +214,7 @@ impl Vfs {
                     let mut out: Vec<(Node, String)> = entries
                         .iter()
                         .filter(|e| usable_name(&e.id))
-                        .map(|e| (Node::Entry(s.clone(), e.id.clone()), e.name.clone()))
+                        .map(|e| (Node::Entry(s.clone(), e.id.to_string()), e.name()))
                         .collect();
                     out.push((Node::EntriesNew(s.clone()), "new".to_owned()));
                     out

@@ -170,11 +170,11 @@ impl Vfs {
             Node::EntriesDir(s) => {
                 let id = self.with_known(
                     s,
-                    |r| Some(r.known_find_entry(name)?.map(|e| e.id.clone())),
+                    |r| Some(r.known_find_entry(name)?.map(|e| e.id.to_string())),
                     |l| {
                         Ok(l.rendered
                             .find_entry(&l.manager, name)
-                            .map(|e| e.id.clone()))
+                            .map(|e| e.id.to_string()))
                     },
                 )?;
                 Node::Entry(s.clone(), id.ok_or(VfsError::NotFound)?)

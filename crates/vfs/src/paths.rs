@@ -151,8 +151,8 @@ impl Vfs {
                         .rendered
                         .entries(&loaded.manager)
                         .iter()
-                        .find(|e| e.id == *id)
-                        .map(|e| e.name.clone()))
+                        .find(|e| *e.id == **id)
+                        .map(|e| e.name()))
                 })?;
                 session(sid, &["entries", &name.ok_or(VfsError::NotFound)?])
             }

@@ -435,7 +435,7 @@ fn resolve_leaf(loaded: &mut super::slots::Loaded, name: &str) -> Resolved {
         format!("{name}.json")
     };
     if let Some(entry) = loaded.rendered.find_entry(&manager, &file) {
-        return Resolved::One(entry.id.clone());
+        return Resolved::One(entry.id.to_string());
     }
     let label = loaded.rendered.labels(&manager).get(name).cloned();
     if let Some(id) = label.or_else(|| {
