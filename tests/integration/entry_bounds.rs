@@ -5,19 +5,25 @@
 
 use std::fmt::Write as _;
 use std::fs;
+use std::io::Write as _;
 use std::path::Path;
 use std::process::Command;
 
 use crate::common::gjcfs_bin;
+use crate::common::mount::{p, Mount};
 use crate::common::peak::{run_measured, Run};
+use crate::mount::resident_kib;
+
+/// The id of the sessions written here.
+const SESSION_ID: &str = "019b8e21-46cc-710a-ac1d-39560cac6399";
 
 /// Small entries: each about 200 bytes, as a short exchange writes them.
 const ENTRIES: usize = 100_000;
 
 /// A session of `entries` short messages, each the child of the one before.
 fn small_entries(entries: usize) -> String {
-    let mut text = String::from(
-        r#"{"type":"session","version":5,"id":"019b8e21-46cc-710a-ac1d-39560cac6399","timestamp":"2026-01-05T12:28:24.140Z","cwd":"/w"}"#,
+    let mut text = format!(
+        r#"{{"type":"session","version":5,"id":"{SESSION_ID}","timestamp":"2026-01-05T12:28:24.140Z","cwd":"/w"}}"#
     );
     text.push('\n');
     for i in 0..entries {
@@ -96,4 +102,38 @@ fn a_session_of_small_entries_costs_about_its_size() {
     assert_eq!(text.lines().count(), ENTRIES + 2);
     let last = text.lines().last().unwrap();
     assert!(last.contains(r#""content":"one more""#), "{last}");
+}
+
+#[test]
+fn a_mount_of_small_entries_gives_back_what_a_write_and_a_context_took() {
+    require_fuse!();
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("s.jsonl"), small_entries(ENTRIES)).unwrap();
+    let size = fs::metadata(dir.path().join("s.jsonl")).unwrap().len();
+    let mount = Mount::start(&["--session-dir", p(dir.path())]);
+    let session = mount.session_dir(SESSION_ID);
+    assert_eq!(
+        fs::read_dir(session.join("entries")).unwrap().count(),
+        ENTRIES + 1
+    );
+    // The first write loads the session for writing, a second copy while the first is held.
+    let mut new = fs::OpenOptions::new()
+        .append(true)
+        .open(session.join("entries/new"))
+        .unwrap();
+    new.write_all(b"{\"role\":\"user\",\"content\":\"one more\"}\n")
+        .unwrap();
+    drop(new);
+    let context = fs::read(session.join("context.json")).unwrap();
+    assert!(context.len() as u64 > size / 2, "{}", context.len());
+    // What the session holds (its text, records, index, names, the context kept): about
+    // seven times the file in a debug build; before, the reader's copy and every message
+    // built stayed, fifteen times.
+    let held = resident_kib(mount.pid()) << 10;
+    assert!(
+        held <= 10 * size,
+        "the server holds {} KiB for a session of {} KiB",
+        held >> 10,
+        size >> 10
+    );
 }

@@ -593,7 +593,7 @@ fn entry_names_never_change_while_the_mount_and_gjcfs_append_write_at_once() {
 }
 
 /// A memory figure of process `pid` from `/proc/PID/status` (`VmRSS`, `VmHWM`), in KiB.
-fn status_kib(pid: u32, field: &str) -> u64 {
+pub(crate) fn status_kib(pid: u32, field: &str) -> u64 {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()
@@ -603,7 +603,7 @@ fn status_kib(pid: u32, field: &str) -> u64 {
 }
 
 /// The resident memory of process `pid`, in KiB.
-fn resident_kib(pid: u32) -> u64 {
+pub(crate) fn resident_kib(pid: u32) -> u64 {
     status_kib(pid, "VmRSS")
 }
 

@@ -601,6 +601,9 @@ impl Rendered {
         self.context_len = Some(bytes.len() as u64);
         if bytes.len() <= KEPT_MAX {
             self.context = Some(bytes.clone());
+        } else {
+            // A context this large built its messages for the rendering alone.
+            gjcfs_engine::storage::return_freed_memory();
         }
         bytes
     }

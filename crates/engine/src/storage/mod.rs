@@ -30,7 +30,7 @@ pub use file::{
     FileStorage, OutputDir,
 };
 pub use memory::{Fault, FaultKind, MemoryStorage};
-pub use sys::mountinfo;
+pub use sys::{mountinfo, return_freed_memory};
 
 /// Why [`SessionStorage::canonicalize_local`] refused a path: it leads onto a filesystem
 /// that another process or host serves (FUSE, a network filesystem), where a lookup waits as

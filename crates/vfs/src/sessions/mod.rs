@@ -340,6 +340,10 @@ impl Sessions {
             stamp
         };
         loaded.manager = Arc::new(writer);
+        // The reader (the session loaded a second time for writing) is let go here unless a
+        // handle still holds it: what it took goes back to the system, not to the server's
+        // peak for good.
+        gjcfs_engine::storage::return_freed_memory();
         loaded.rerender(false, &[]);
         loaded.writable = true;
         loaded.synced = synced;
