@@ -147,12 +147,7 @@ impl Vfs {
             Node::PageFile(sid, n) => session(sid, &["pages", &format!("{n}.html")]),
             Node::Entry(sid, id) => {
                 let name = self.with_session(sid, |loaded| {
-                    Ok(loaded
-                        .rendered
-                        .entries(&loaded.manager)
-                        .iter()
-                        .find(|e| *e.id == **id)
-                        .map(|e| e.name()))
+                    Ok(loaded.rendered.entry(&loaded.manager, id).map(|e| e.name()))
                 })?;
                 session(sid, &["entries", &name.ok_or(VfsError::NotFound)?])
             }
