@@ -5,11 +5,13 @@
 //! goes through views ([`Header`], [`Record::message`]) that borrow from the members, which
 //! stay the single source of truth.
 //!
-//! A record read from a file is kept as its validated line and the places of its members;
-//! its type, ids and plain string members are read from the text. Its members are built the
-//! first time something asks for them, two levels deep (the record and the objects directly
-//! under it, such as `message`); anything deeper (message content, usage, details) stays raw
-//! JSON pointing into the line's text until asked for.
+//! A record read from a file is kept as its validated line and the places of its members
+//! (a line under 1 KiB lets its places go once read, and finds them again in its text when
+//! asked); its type, ids and plain string members are read from the text. Its members are
+//! built the first time something asks for them, two levels deep (the record and the objects
+//! directly under it, such as `message`); anything deeper (message content, usage, details)
+//! stays raw JSON pointing into the line's text until asked for. Writing a record out, or
+//! giving one member away ([`Record::member`]), builds the members for that moment only.
 
 use std::borrow::Cow;
 use std::ops::Range;

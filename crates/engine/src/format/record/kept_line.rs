@@ -2,7 +2,8 @@
 //! record's members are built only when asked for.
 //!
 //! Reading a line checks it whole ([`check_line`]): one JSON object, the places of its
-//! members and of the members of the objects directly inside it, its `type`. The text itself
+//! members and of the members of the objects directly inside it, its `type`. A short line
+//! lets the places go once its record's summary is taken ([`PLACES_KEPT_FROM`]). The text itself
 //! is then kept by the caller — on its own, or with the other lines of a chunk in one
 //! [`SharedText`] — and a [`KeptLine`] names it. Building the members parses the text again
 //! with the raw containers pointing into the shared text, so a line's bytes are held once.
