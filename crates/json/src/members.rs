@@ -188,27 +188,27 @@ pub fn object_at_depth_two(
         let key = span.key(text);
         (!key.contains('\\')).then(|| JsString::from_parsed(key))
     };
-    let mut object = Object::with_capacity(spans.members().len());
+    let mut members = Vec::with_capacity(spans.members().len());
     for member in spans.members() {
         let value = match *member.value(text).as_bytes().first()? {
             b'{' => {
                 let nested = spans.nested(member);
-                let mut inner = Object::with_capacity(nested.len());
+                let mut inner = Vec::with_capacity(nested.len());
                 for m in nested {
                     let value = match *m.value(text).as_bytes().first()? {
                         b'{' | b'[' => shared(m),
                         _ => parse_shallow(m.value(text), 0).ok()?,
                     };
-                    inner.push_parsed(key(m)?, value);
+                    inner.push((key(m)?, value));
                 }
-                Value::Object(inner)
+                Value::Object(Object::from_parsed(inner))
             }
             b'[' => parse_shallow_in(block, in_block(member), 1).ok()?,
             _ => parse_shallow(member.value(text), 0).ok()?,
         };
-        object.push_parsed(key(member)?, value);
+        members.push((key(member)?, value));
     }
-    Some(object)
+    Some(Object::from_parsed(members))
 }
 
 #[cfg(test)]

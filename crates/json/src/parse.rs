@@ -235,13 +235,13 @@ impl<'a> Parser<'a> {
             return Ok(Object::new());
         }
         let start = self.members.len();
-        let parsed = self.object_members(level, start);
+        let parsed = self.object_members(level);
         let members: Vec<_> = self.members.drain(start..).collect();
-        parsed.map(|()| Object::from_members(members))
+        parsed.map(|()| Object::from_parsed(members))
     }
 
     /// Parses the members of an object onto `members[start..]`, up to its `}`.
-    fn object_members(&mut self, level: usize, start: usize) -> Result<(), ParseError> {
+    fn object_members(&mut self, level: usize) -> Result<(), ParseError> {
         loop {
             self.skip_ws();
             if self.peek() != Some(b'"') {
@@ -250,11 +250,8 @@ impl<'a> Parser<'a> {
             let key = self.string()?;
             self.expect(b':', "expected ':' after an object key")?;
             let value = self.value(level + 1)?;
-            // JSON.parse keeps the first position of a duplicated key and the last value.
-            match self.members[start..].iter_mut().find(|(k, _)| *k == key) {
-                Some(slot) => slot.1 = value,
-                None => self.members.push((key, value)),
-            }
+            // A key given twice is resolved as JSON.parse does when the object is made.
+            self.members.push((key, value));
             if self.after_member()? {
                 return Ok(());
             }
