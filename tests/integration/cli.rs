@@ -2,7 +2,7 @@
 
 use std::process::{Command, Output};
 
-use crate::common::{fixture, gjcfs_bin, SessionText};
+use crate::common::{cannot_run, fixture, gjcfs_bin, root_for, SessionText};
 use gjcfs::engine::json::{self, Value};
 
 fn gjcfs(args: &[&str]) -> Output {
@@ -920,19 +920,16 @@ fn append_refuses_a_managed_transcript_that_is_not_private() {
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     assert!(refused("0644").contains("mode 644"));
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    if root_for("the foreign-owner case (a chown)") {
         std::os::unix::fs::chown(&file, Some(4321), None).unwrap();
         assert!(refused("foreign owner").contains("owned by uid 4321"));
         std::os::unix::fs::chown(&file, Some(0), None).unwrap();
-    } else {
-        eprintln!("skipped the foreign-owner case: it needs root to chown");
     }
     if add_acl(&file) {
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(refused("ACL").contains("ACL"));
     } else {
-        eprintln!("skipped the ACL case: the filesystem stores no ACL");
+        cannot_run("the ACL case: the filesystem stores no ACL");
     }
 }
 

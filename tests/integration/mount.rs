@@ -610,13 +610,7 @@ pub(crate) fn resident_kib(pid: u32) -> u64 {
 #[test]
 fn names_looked_up_once_cost_no_memory_after_the_kernel_lets_them_go() {
     require_fuse!();
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI runs as root"
-        );
-        eprintln!("skipped: dropping the kernel's caches needs root");
+    if !crate::common::root_for("dropping the kernel's caches") {
         return;
     }
     const BATCHES: usize = 10;

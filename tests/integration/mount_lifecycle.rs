@@ -11,8 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::common::gjcfs_bin;
 use crate::common::mount::{answers, exit_within, is_mounted, ok, p, run, store, within, Mount};
+use crate::common::{cannot_run, gjcfs_bin, root_for};
 use gjcfs::engine::load_session;
 
 /// How long a stopping server may take to exit, and a refused start to give up.
@@ -158,11 +158,7 @@ impl BindMount {
             return Some(BindMount(target.to_owned()));
         }
         let why = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "mount --bind fails under CI: {why}"
-        );
-        eprintln!("skipped: mount --bind needs root here: {why}");
+        cannot_run(&format!("mount --bind fails here: {}", why.trim()));
         None
     }
 }
@@ -267,13 +263,7 @@ impl Drop for LocalUser {
 #[test]
 fn with_allow_other_other_users_are_held_to_the_permissions_shown() {
     require_fuse!();
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        let why = "creating a second user needs root";
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{why}; CI must run this test");
-        }
-        eprintln!("skipping: {why}");
+    if !root_for("creating a second user") {
         return;
     }
     let s = store();

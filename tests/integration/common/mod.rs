@@ -78,6 +78,14 @@ pub fn cannot_run(why: &str) -> bool {
     false
 }
 
+/// Whether this process runs as root, which `what` needs; if not, [`cannot_run`] (a
+/// visible skip, or a failure under CI, which runs as root).
+pub fn root_for(what: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    euid == 0 || cannot_run(&format!("{what} needs root"))
+}
+
 /// The session id in a session file's header.
 pub fn session_id(file: &std::path::Path) -> String {
     gjcfs::engine::load_session(file)
