@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{cannot_run, fixture_text};
+use crate::common::fixture_text;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::storage::FileStorage;
 use gjcfs::engine::store::scope::{
@@ -246,7 +246,9 @@ fn a_real_posix_acl_is_a_failure() {
     match status {
         Ok(s) if s.success() => {}
         _ => {
-            cannot_run("setfacl is missing (apt-get install acl) or not supported here");
+            crate::common::cannot_run(
+                "setfacl is missing (apt-get install acl) or not supported here",
+            );
             return;
         }
     }
