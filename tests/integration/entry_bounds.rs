@@ -3,15 +3,14 @@
 //! out (or giving its message to a context) builds it only for the moment, and the lines
 //! read are let go chunk by chunk as their records are kept.
 
-use std::fmt::Write as _;
 use std::fs;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::gjcfs_bin;
 use crate::common::mount::{p, Mount};
 use crate::common::peak::{run_measured, Run};
+use crate::common::{gjcfs_bin, SessionText};
 use crate::mount::resident_kib;
 
 /// The id of the sessions written here.
@@ -20,24 +19,20 @@ const SESSION_ID: &str = "019b8e21-46cc-710a-ac1d-39560cac6399";
 /// Small entries: each about 200 bytes, as a short exchange writes them.
 const ENTRIES: usize = 100_000;
 
-/// A session of `entries` short messages, each the child of the one before.
+/// A session of `entries` short user messages, each the child of the one before.
 fn small_entries(entries: usize) -> String {
-    let mut text = format!(
+    let header = format!(
         r#"{{"type":"session","version":5,"id":"{SESSION_ID}","timestamp":"2026-01-05T12:28:24.140Z","cwd":"/w"}}"#
     );
-    text.push('\n');
+    let mut text = SessionText::with_header(&header);
+    let mut parent: Option<String> = None;
     for i in 0..entries {
-        let parent = match i {
-            0 => "null".to_owned(),
-            _ => format!("\"{:08x}\"", i - 1),
-        };
-        writeln!(
-            text,
-            r#"{{"type":"message","id":"{i:08x}","parentId":{parent},"timestamp":"2026-01-05T12:28:25.000Z","message":{{"role":"user","content":"line {i} of many small messages","timestamp":1767616105000}}}}"#
-        )
-        .unwrap();
+        let id = format!("{i:08x}");
+        let content = format!("line {i} of many small messages, each a short exchange");
+        text = text.message(&id, parent.as_deref(), "user", &content);
+        parent = Some(id);
     }
-    text
+    text.text()
 }
 
 fn gjcfs(args: &[&str], agent: &Path, stdin: &str) -> Option<Run> {
