@@ -7,6 +7,7 @@ mod completions;
 mod context;
 mod entries;
 mod export;
+mod files;
 mod generate;
 mod history;
 mod ls;
@@ -164,6 +165,20 @@ enum Command {
     ///   gjcfs search migration --since 2026-01-01 --json
     #[command(verbatim_doc_comment)]
     Search(search::SearchArgs),
+    /// Which sessions read or changed a file, or any file under a directory, newest first
+    ///
+    /// The agent-session view of `git blame`: every read, edit and write tool call, and the
+    /// file lists of compactions and branch summaries, whose path (resolved against the
+    /// session's cwd) is PATH or lies under it. Through the index `gjcfs search` keeps,
+    /// brought up to date first. Each line is `ID8  TITLE  TIME  ACTION  TOOL  ENTRY  PATH`
+    /// (ACTION: read or changed); with --json, one JSON object a line.
+    ///
+    /// Examples:
+    ///   gjcfs files src/main.rs
+    ///   gjcfs files crates/engine --all --since 2026-01-01
+    ///   gjcfs files /etc/hosts --all --json --limit 100
+    #[command(verbatim_doc_comment)]
+    Files(files::FilesArgs),
     /// Write sessions as files: self-contained HTML pages, Markdown, or the transcripts
     ///
     /// One file per session, named by its id (<id>.html, <id>.md, <id>.jsonl), written whole
@@ -230,6 +245,7 @@ pub fn run() -> ExitCode {
         Command::Export(args) => export::run(args),
         Command::Usage(args) => usage::run(args),
         Command::Search(args) => search::run(args),
+        Command::Files(args) => files::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
         Command::Check(args) => match check::run(args) {

@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use gjcfs_engine::format::time::format_iso_millis;
 use gjcfs_engine::json;
 use gjcfs_engine::storage::FileStorage;
+use gjcfs_engine::store::usage::TimeRange;
 use gjcfs_search::{Filters, Hit, Progress, Query, Role, SearchError, SearchIndex, Store};
 
 use super::output::{title_cell, warn, NothingFound};
@@ -68,28 +69,37 @@ enum RoleArg {
     Tool,
 }
 
+/// One search of the store, as `gjcfs search` and `gjcfs mcp` ask for it.
+pub struct SearchRequest {
+    pub query: String,
+    /// Match `query` as a substring.
+    pub substring: bool,
+    /// Only this workspace; `None` with `all`: every workspace; `None` without: the
+    /// current directory (every session with `--session-dir`).
+    pub cwd: Option<PathBuf>,
+    pub all: bool,
+    pub range: TimeRange,
+    pub role: Option<Role>,
+    /// Only the session with this id (or id prefix).
+    pub session: Option<String>,
+    pub limit: usize,
+    /// The index's directory instead of the store's own in the cache.
+    pub index: Option<PathBuf>,
+}
+
+/// What a search found: its hits, best first, and the workspace it was limited to.
+pub struct Found {
+    pub hits: Vec<Hit>,
+    pub workspace: Option<String>,
+}
+
 pub fn run(args: SearchArgs) -> Result<()> {
-    let query = if args.substring {
-        Query::substring(&args.query)?
-    } else {
-        Query::parse(&args.query)?
-    };
-    let cwd = match (&args.cwd, args.all || args.store.session_dir.is_some()) {
-        (Some(dir), _) => Some(absolute(dir)?),
-        (None, true) => None,
-        (None, false) => Some(
-            std::env::current_dir()
-                .context("cannot read the current directory")?
-                .to_string_lossy()
-                .into_owned(),
-        ),
-    };
-    let range = args.range.range()?;
-    let workspace = cwd.clone();
-    let filters = Filters {
-        cwd,
-        since_ms: range.since_ms,
-        until_ms: range.until_ms,
+    let request = SearchRequest {
+        query: args.query.clone(),
+        substring: args.substring,
+        cwd: args.cwd.clone(),
+        all: args.all,
+        range: args.range.range()?,
         role: args.role.map(|r| match r {
             RoleArg::User => Role::User,
             RoleArg::Assistant => Role::Assistant,
@@ -97,42 +107,12 @@ pub fn run(args: SearchArgs) -> Result<()> {
         }),
         session: args.session.clone(),
         limit: args.limit,
+        index: args.index.clone(),
     };
-    // The store is checked first: a mistyped one leaves no index behind.
-    let dirs = store_dirs(&args.store)?;
-    let mut index = open_index(&args)?;
-    let threads = super::store::reading_threads();
-    // The bar appears with the first report, which says how much there is to index.
-    let bar: OnceLock<progress::Progress> = OnceLock::new();
-    let progress = |p: Progress| {
-        let bar =
-            bar.get_or_init(|| progress::Progress::bytes("indexing", p.bytes_total, PROGRESS_FROM));
-        bar.set(p.bytes_done);
-        bar.note(format!("{}/{} sessions", p.files_done, p.files_total));
-        if p.files_done == p.files_total {
-            bar.finish();
-        }
-    };
-    let (report, hits) = match index.search_dirs(&dirs, threads, &progress, &query, &filters) {
-        Err(err) if err.is_disk_full() && index.path().is_some() => {
-            let in_memory = SearchIndex::open_in_memory()?.with_blobs(store_blobs(&args)?);
-            let removed = match std::mem::replace(&mut index, in_memory).discard() {
-                Ok(()) => "the index was removed to give its space back".to_owned(),
-                Err(e) => format!("the index could not be removed: {e}"),
-            };
-            warn(format_args!("{err}; {removed}; {IN_MEMORY}"));
-            index.search_dirs(&dirs, threads, &progress, &query, &filters)?
-        }
-        answer => answer?,
-    };
-    warn_report(&report);
-    if hits.is_empty() {
-        if let Some(prefix) = &args.session {
-            if !index.has_session(prefix)? {
-                bail!("no session of the store has an id starting with {prefix:?} (--session)");
-            }
-        }
-        return Err(NothingFound(match &workspace {
+    let progress = indexing_progress();
+    let found = find(&request, &args.store, &progress)?;
+    if found.hits.is_empty() {
+        return Err(NothingFound(match &found.workspace {
             Some(ws) => format!(
                 "no hits for {:?} in the sessions of workspace {ws}; `gjcfs search --all` looks \
                  in every workspace",
@@ -142,6 +122,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
         })
         .into());
     }
+    let hits = found.hits;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let color = !args.json && style::stdout_colored();
     for hit in &hits {
@@ -155,9 +136,106 @@ pub fn run(args: SearchArgs) -> Result<()> {
     Ok(())
 }
 
+/// Searches the store through its index, brought up to date first (`progress` hears how
+/// far); warnings go to stderr. An index that fills the disk is given up for one in memory.
+/// No hit for a `session` prefix no session has is an error.
+pub fn find(
+    request: &SearchRequest,
+    store: &StoreArgs,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Found> {
+    let query = if request.substring {
+        Query::substring(&request.query)?
+    } else {
+        Query::parse(&request.query)?
+    };
+    let cwd = workspace(request.cwd.as_deref(), request.all, store)?;
+    let workspace = cwd.clone();
+    let filters = Filters {
+        cwd,
+        since_ms: request.range.since_ms,
+        until_ms: request.range.until_ms,
+        role: request.role,
+        session: request.session.clone(),
+        limit: request.limit,
+    };
+    // The store is checked first: a mistyped one leaves no index behind.
+    let dirs = store_dirs(store)?;
+    let mut index = open_index(request.index.as_deref(), store)?;
+    let threads = super::store::reading_threads();
+    let (report, hits) = ask_index(&mut index, store, |index| {
+        index.search_dirs(&dirs, threads, progress, &query, &filters)
+    })?;
+    warn_report(&report);
+    if hits.is_empty() {
+        if let Some(prefix) = &request.session {
+            if !index.has_session(prefix)? {
+                bail!("no session of the store has an id starting with {prefix:?} (--session)");
+            }
+        }
+    }
+    Ok(Found { hits, workspace })
+}
+
+/// The progress of an update of the index, drawn as a bar on stderr once it has at least
+/// [`PROGRESS_FROM`] bytes to read.
+pub(super) fn indexing_progress() -> impl Fn(Progress) + Sync {
+    // The bar appears with the first report, which says how much there is to index.
+    let bar: OnceLock<progress::Progress> = OnceLock::new();
+    move |p: Progress| {
+        let bar =
+            bar.get_or_init(|| progress::Progress::bytes("indexing", p.bytes_total, PROGRESS_FROM));
+        bar.set(p.bytes_done);
+        bar.note(format!("{}/{} sessions", p.files_done, p.files_total));
+        if p.files_done == p.files_total {
+            bar.finish();
+        }
+    }
+}
+
+/// The workspace a question of the index is limited to: `cwd` (made absolute), none with
+/// `all` or `--session-dir`, else the current directory.
+pub(super) fn workspace(
+    cwd: Option<&std::path::Path>,
+    all: bool,
+    store: &StoreArgs,
+) -> Result<Option<String>> {
+    Ok(match (cwd, all || store.session_dir.is_some()) {
+        (Some(dir), _) => Some(absolute(dir)?),
+        (None, true) => None,
+        (None, false) => Some(
+            std::env::current_dir()
+                .context("cannot read the current directory")?
+                .to_string_lossy()
+                .into_owned(),
+        ),
+    })
+}
+
+/// Asks `ask` of the index; when it fills the disk, the index is removed to give the space
+/// back and one in memory is asked instead (and kept in `index`).
+pub(super) fn ask_index<T>(
+    index: &mut SearchIndex,
+    store: &StoreArgs,
+    ask: impl Fn(&SearchIndex) -> Result<T, SearchError>,
+) -> Result<T> {
+    match ask(index) {
+        Err(err) if err.is_disk_full() && index.path().is_some() => {
+            let in_memory = SearchIndex::open_in_memory()?.with_blobs(store_blobs(store)?);
+            let removed = match std::mem::replace(index, in_memory).discard() {
+                Ok(()) => "the index was removed to give its space back".to_owned(),
+                Err(e) => format!("the index could not be removed: {e}"),
+            };
+            warn(format_args!("{err}; {removed}; {IN_MEMORY}"));
+            Ok(ask(index)?)
+        }
+        answer => Ok(answer?),
+    }
+}
+
 /// Says what the update could not do: the files it could not read, and an index another
 /// process kept writing.
-fn warn_report(report: &gjcfs_search::UpdateReport) {
+pub(super) fn warn_report(report: &gjcfs_search::UpdateReport) {
     if report.busy {
         warn(format_args!(
             "the index is being written by another process (waited {} s for it): sessions \
@@ -184,7 +262,7 @@ fn warn_report(report: &gjcfs_search::UpdateReport) {
 /// The store's directories, as a mount's watcher of the same store names them
 /// ([`Store::dirs`]: canonical paths; a store not made yet has no sessions, and its spelled
 /// path is kept).
-fn store_dirs(store: &StoreArgs) -> Result<Vec<PathBuf>> {
+pub(super) fn store_dirs(store: &StoreArgs) -> Result<Vec<PathBuf>> {
     store.check()?;
     let store = match &store.session_dir {
         Some(dir) => Store::Dir(PathBuf::from(absolute(dir)?)),
@@ -197,7 +275,8 @@ fn store_dirs(store: &StoreArgs) -> Result<Vec<PathBuf>> {
     })
 }
 
-fn absolute(dir: &std::path::Path) -> Result<String> {
+/// `dir` made absolute against the current directory and normalized lexically.
+pub(super) fn absolute(dir: &std::path::Path) -> Result<String> {
     let dir = if dir.is_absolute() {
         dir.to_owned()
     } else {
@@ -211,20 +290,23 @@ fn absolute(dir: &std::path::Path) -> Result<String> {
 }
 
 /// The store's blob store, whose cold-spilled text the index reads back.
-fn store_blobs(args: &SearchArgs) -> Result<PathBuf> {
-    Ok(args.store.agent_dirs()?.blob_dir())
+fn store_blobs(store: &StoreArgs) -> Result<PathBuf> {
+    Ok(store.agent_dirs()?.blob_dir())
 }
 
 /// The index: `--index DIR`, else the store's own directory in the cache. One that cannot
 /// be written there is kept in memory for this run.
-fn open_index(args: &SearchArgs) -> Result<SearchIndex> {
-    let dir = match &args.index {
-        Some(dir) => dir.clone(),
-        None => args.store.cache_dir()?.context(
+pub(super) fn open_index(
+    index: Option<&std::path::Path>,
+    store: &StoreArgs,
+) -> Result<SearchIndex> {
+    let dir = match index {
+        Some(dir) => dir.to_owned(),
+        None => store.cache_dir()?.context(
             "cannot tell where the index goes: set XDG_CACHE_HOME or HOME, or give --index DIR",
         )?,
     };
-    let blobs = store_blobs(args)?;
+    let blobs = store_blobs(store)?;
     match SearchIndex::open(&dir) {
         Ok(index) => Ok(index.with_blobs(blobs)),
         Err(err @ (SearchError::CreateDir { .. } | SearchError::Sqlite { .. })) => {

@@ -25,6 +25,7 @@ mod demo_agent;
 mod entry_bounds;
 mod export;
 mod fault_injection;
+mod files;
 // A real full disk is a tmpfs, mounted the Linux way.
 #[cfg(target_os = "linux")]
 mod full_disk;

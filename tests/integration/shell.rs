@@ -20,6 +20,7 @@ const COMMANDS: &[&str] = &[
     "export",
     "usage",
     "search",
+    "files",
     "umount",
     "check",
     "completions",

@@ -7,14 +7,17 @@
 //! newline is left for later, and a line torn when it was indexed must have been ended by
 //! a newline. The lines replay on top of what is indexed exactly as one pass over the
 //! whole file would replay them:
-//! - a `header_patch` sets the title or cwd, an `entry_patch` replaces the text of the last
-//!   entry with its id when that entry is a `message` (patches apply only in v4+ files and
-//!   in their canonical shape, [`header_patch`], [`entry_patch`]);
+//! - a `header_patch` sets the title, an `entry_patch` replaces the text (and the files
+//!   touched: [`super::touches`]) of the last entry with its id when that entry is a
+//!   `message` (patches apply only in v4+ files and in their canonical shape,
+//!   [`header_patch`], [`entry_patch`]);
 //! - the new entries get the next record indices; the leaf moves to the last one, and the
 //!   path to it is the old path plus the new entries when they continue from the old leaf,
 //!   else the path walked up from where they join the old entries;
 //! - lines that could change what is indexed of the old entries in other ways — an entry
-//!   whose id an entry of the file already has, a second `session` header — and files
+//!   whose id an entry of the file already has, a second `session` header, a
+//!   `header_patch` that moves the session to another cwd (the paths its entries touched
+//!   are resolved against it) — and files
 //!   whose old entries could be changed by any new line (migrated from before v4, with
 //!   duplicate ids, or with a missing parent: [`super::prepare::Prepared::incremental`])
 //!   are read again whole instead.
@@ -31,6 +34,7 @@ use super::doc_rows::{delete_text, held_kind, insert_row, insert_text, write_fil
 use super::prepare::{distinct_words, kept_prompt, row_of, title_row, Row, SessionFacts};
 use super::stored_text::stored;
 use super::substring::{add_terms, drop_unused, Dropped, Known};
+use super::touch_rows::{delete_doc_touches, insert_touches};
 use super::{Change, FileState, Source};
 use gjcfs_engine::format::blob::BlobStore;
 use gjcfs_engine::format::lines::{last_newline, read_exact_at, read_lines, Lines};
@@ -282,7 +286,7 @@ fn move_leaf(
     Ok(row.entry_id.clone().map(|id| (row.seq, id)))
 }
 
-/// Writes the new text of the indexed messages a patch replaced.
+/// Writes the new text and touches of the indexed messages a patch replaced.
 fn write_edits(
     tx: &Transaction,
     edits: &HashMap<i64, Row>,
@@ -295,6 +299,10 @@ fn write_edits(
         if !row.text.is_empty() {
             insert_text(tx, *doc, row)?;
         }
+        if delete_doc_touches(tx, *doc)? {
+            dropped.note_erased();
+        }
+        insert_touches(tx, *doc, &row.touches)?;
     }
     Ok(())
 }
@@ -347,8 +355,11 @@ impl Replay<'_> {
         match record.record_type() {
             RecordType::HeaderPatch => {
                 if let Some(patch) = header_patch(record.fields()).filter(|_| self.patches_apply) {
-                    if let Some(cwd) = patch.get_str("cwd") {
-                        self.facts.cwd = cwd.to_owned();
+                    if patch
+                        .get_str("cwd")
+                        .is_some_and(|cwd| cwd != self.facts.cwd)
+                    {
+                        return Ok(false);
                     }
                     if let Some(title) = patch.get_str("title") {
                         self.facts.title = Some(title.to_owned());
@@ -372,7 +383,8 @@ impl Replay<'_> {
                     self.by_id.insert(id.to_owned(), self.records.len());
                 }
                 let seq = first_seq + self.records.len() as i64;
-                self.rows.push(row_of(seq, &record, self.blobs));
+                self.rows
+                    .push(row_of(seq, &record, self.blobs, &self.facts.cwd));
                 if self.facts.first_prompt.is_none() {
                     self.facts.first_prompt =
                         gjcfs_engine::store::discovery::user_text(&record).map(kept_prompt);
@@ -394,7 +406,7 @@ impl Replay<'_> {
                 record.fields_mut().insert("message", reshape(message, 1));
                 let seq = self.rows[k].seq;
                 let on_leaf = self.rows[k].on_leaf;
-                self.rows[k] = row_of(seq, record, self.blobs);
+                self.rows[k] = row_of(seq, record, self.blobs, &self.facts.cwd);
                 self.rows[k].on_leaf = on_leaf;
             }
             return Ok(());
@@ -411,8 +423,8 @@ impl Replay<'_> {
             let mut fields = Object::new();
             fields.insert("type", Value::string("message"));
             fields.insert("message", reshape(message, 1));
-            self.edits
-                .insert(doc, row_of(0, &Record::new(fields), self.blobs));
+            let row = row_of(0, &Record::new(fields), self.blobs, &self.facts.cwd);
+            self.edits.insert(doc, row);
         }
         Ok(())
     }

@@ -1,4 +1,5 @@
-//! The rows an update writes for a file: its documents, their words, and its `files` row.
+//! The rows an update writes for a file: its documents, their words and the files they
+//! touched, and its `files` row.
 
 use std::path::Path;
 
@@ -9,6 +10,7 @@ use super::file_rows::version_columns;
 use super::prepare::{Row, SessionFacts};
 use super::stored_text::{stored, text_of};
 use super::substring::Dropped;
+use super::touch_rows::insert_touches;
 use super::words::index_text;
 use super::FileState;
 use gjcfs_engine::read::load::ReadMark;
@@ -55,6 +57,7 @@ pub(super) fn held_kind(row: &Row) -> Option<&str> {
     (row.kind != row.entry_type).then_some(row.kind.as_str())
 }
 
+/// Writes the document of `row` in file `file`: its row, its words and its touches.
 pub(super) fn insert_row(conn: &Connection, file: i64, row: &Row) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO docs(file, seq, entry_id, parent_id, entry_type, kind, time_ms, on_leaf, text) \
@@ -71,10 +74,11 @@ pub(super) fn insert_row(conn: &Connection, file: i64, row: &Row) -> rusqlite::R
         row.on_leaf,
         stored(&row.text)
     ])?;
+    let doc = conn.last_insert_rowid();
     if !row.text.is_empty() {
-        insert_text(conn, conn.last_insert_rowid(), row)?;
+        insert_text(conn, doc, row)?;
     }
-    Ok(())
+    insert_touches(conn, doc, &row.touches)
 }
 
 /// Writes the `files` row of `path` (inserted, or updated when `id` is given) and returns

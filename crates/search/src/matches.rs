@@ -46,18 +46,12 @@ impl Matches {
                 "0.0",
             ),
         };
-        if let Some(cwd) = &filters.cwd {
-            from.push_str(" AND f.cwd = ?");
-            params.push(Sql::Text(cwd.clone()));
-        }
-        if let Some(since) = filters.since_ms {
-            from.push_str(" AND d.time_ms >= ?");
-            params.push(Sql::Integer(since));
-        }
-        if let Some(until) = filters.until_ms {
-            from.push_str(" AND d.time_ms < ?");
-            params.push(Sql::Integer(until));
-        }
+        let scope = Scope {
+            cwd: filters.cwd.as_deref(),
+            since_ms: filters.since_ms,
+            until_ms: filters.until_ms,
+        };
+        scope.push_to(&mut from, &mut params);
         if let Some(role) = filters.role {
             let kinds = role.kinds();
             from.push_str(&format!(
@@ -66,14 +60,7 @@ impl Matches {
             ));
             params.extend(kinds.iter().map(|k| Sql::Text((*k).to_owned())));
         }
-        // Only the live copy of a session that is in several files (a legacy session and
-        // its managed copy): the newest by mtime (in ms), then the first by path (as bytes), as
-        // `discovery::keep_live_copies` keeps it.
-        from.push_str(
-            " AND NOT EXISTS (SELECT 1 FROM files g WHERE g.session_id = f.session_id \
-             AND g.id != f.id AND (g.mtime_ns / 1000000 > f.mtime_ns / 1000000 \
-             OR (g.mtime_ns / 1000000 = f.mtime_ns / 1000000 AND g.path < f.path)))",
-        );
+        from.push_str(LIVE_COPY);
         if let Some(prefix) = &filters.session {
             from.push_str(" AND substr(f.session_id, 1, ?) = ?");
             params.push(Sql::Integer(prefix.chars().count() as i64));
@@ -87,6 +74,43 @@ impl Matches {
         }
     }
 }
+
+/// The workspace and time range a question of the index is limited to, on the sessions'
+/// files `f` and their documents `d`.
+pub(super) struct Scope<'a> {
+    /// Only sessions whose header `cwd` is this.
+    pub(super) cwd: Option<&'a str>,
+    /// Only documents at or after this time (milliseconds since the epoch).
+    pub(super) since_ms: Option<i64>,
+    /// Only documents before this time.
+    pub(super) until_ms: Option<i64>,
+}
+
+impl Scope<'_> {
+    /// Appends the conditions (each after `AND`) to `from`, and their values to `params`.
+    pub(super) fn push_to(&self, from: &mut String, params: &mut Vec<Sql>) {
+        if let Some(cwd) = self.cwd {
+            from.push_str(" AND f.cwd = ?");
+            params.push(Sql::Text(cwd.to_owned()));
+        }
+        if let Some(since) = self.since_ms {
+            from.push_str(" AND d.time_ms >= ?");
+            params.push(Sql::Integer(since));
+        }
+        if let Some(until) = self.until_ms {
+            from.push_str(" AND d.time_ms < ?");
+            params.push(Sql::Integer(until));
+        }
+    }
+}
+
+/// A condition on file `f` (after `AND`): it is the live copy of its session, which may be
+/// in several files (a legacy session and its managed copy) — the newest by mtime (in ms),
+/// then the first by path (as bytes), as `discovery::keep_live_copies` keeps it.
+pub(super) const LIVE_COPY: &str = " AND NOT EXISTS (SELECT 1 FROM files g \
+     WHERE g.session_id = f.session_id AND g.id != f.id \
+     AND (g.mtime_ns / 1000000 > f.mtime_ns / 1000000 \
+     OR (g.mtime_ns / 1000000 = f.mtime_ns / 1000000 AND g.path < f.path)))";
 
 pub(super) fn sql_count(n: usize) -> i64 {
     n.min(i64::MAX as usize) as i64

@@ -3,8 +3,8 @@
 //! The file is loaded as every reader of the engine loads it ([`load_entries_from_file`]:
 //! lenient lines, patch replay), migrated and indexed ([`build_session`]); then every
 //! entry becomes a row — its id, parent id, type, kind, time, whether it is on the path
-//! from the root to the leaf, and its text ([`record_text`]) — and the header's title one
-//! more. The rows are made a batch at a time ([`RowMaker`]), so the writer writes a large
+//! from the root to the leaf, its text ([`record_text`]) and the files it touched
+//! ([`record_touches`]) — and the header's title one more. The rows are made a batch at a time ([`RowMaker`]), so the writer writes a large
 //! session's first rows while the rest are made. Reading is pure: nothing is written, so
 //! files are prepared on several threads.
 
@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::text::{record_kind, record_text, TITLE_KIND};
+use super::touches::{record_touches, Touch};
 use super::words::index_text;
 use super::Source;
 use gjcfs_engine::format::migrate::Migration;
@@ -41,6 +42,8 @@ pub struct Row {
     pub text: String,
     /// What the word index holds of `text` ([`index_text`]).
     pub words: String,
+    /// The files the record read or changed, resolved against the session's cwd.
+    pub touches: Vec<Touch>,
 }
 
 /// The session-level facts of a file.
@@ -55,7 +58,7 @@ pub struct SessionFacts {
 }
 
 /// How many characters of a first prompt's line the index keeps at most, whitespace and
-/// controls not counted ([`kept_prompt`]): twice what a hit's title shows in `gjcfs search`
+/// controls not counted (`kept_prompt`): twice what a hit's title shows in `gjcfs search`
 /// (40), and a third of an average first prompt.
 pub const PROMPT_CHARS: usize = 80;
 
@@ -106,9 +109,10 @@ pub fn record_time(record: &Record) -> Option<i64> {
     })
 }
 
-/// The row of record `seq`, `on_leaf` left to the caller; with `blobs`, its cold-spilled
-/// text read back ([`gjcfs_engine::format::cold_spill`]).
-pub fn row_of(seq: i64, record: &Record, blobs: Option<&BlobStore>) -> Row {
+/// The row of record `seq` of a session whose header has `cwd`, `on_leaf` left to the
+/// caller; with `blobs`, its cold-spilled text (and tool calls) read back
+/// ([`gjcfs_engine::format::cold_spill`]).
+pub fn row_of(seq: i64, record: &Record, blobs: Option<&BlobStore>, cwd: &str) -> Row {
     let record = match blobs {
         Some(blobs) => gjcfs_engine::format::cold_spill::rehydrate_record(record, blobs),
         None => std::borrow::Cow::Borrowed(record),
@@ -124,6 +128,7 @@ pub fn row_of(seq: i64, record: &Record, blobs: Option<&BlobStore>) -> Row {
         on_leaf: false,
         words: String::new(),
         text: record_text(record),
+        touches: record_touches(record, cwd),
     }
     .indexed()
 }
@@ -142,6 +147,7 @@ pub fn title_row(facts: &SessionFacts) -> Option<Row> {
             on_leaf: true,
             words: String::new(),
             text: title.clone(),
+            touches: Vec::new(),
         }
         .indexed(),
     )
@@ -181,6 +187,8 @@ pub const BATCH_ROWS: usize = 1024;
 pub struct RowMaker {
     session: Option<Session>,
     blobs: Option<BlobStore>,
+    /// The header's cwd, which relative paths are resolved against.
+    cwd: String,
     on_leaf: Vec<bool>,
     title: Option<Row>,
     /// The records still to make rows of.
@@ -194,7 +202,7 @@ impl Iterator for RowMaker {
         let mut rows: Vec<Row> = self.title.take().into_iter().collect();
         if let Some(session) = &self.session {
             for i in self.entries.by_ref().take(BATCH_ROWS) {
-                let mut row = row_of(i as i64, session.record(i), self.blobs.as_ref());
+                let mut row = row_of(i as i64, session.record(i), self.blobs.as_ref(), &self.cwd);
                 row.on_leaf = self.on_leaf[i];
                 rows.push(row);
             }
@@ -272,6 +280,7 @@ pub fn prepare(source: &Source, path: &Path) -> Result<(Prepared, RowMaker), Loa
         title: title_row(&prepared.facts),
         session: Some(session),
         blobs: source.blobs.clone(),
+        cwd: prepared.facts.cwd.clone(),
         on_leaf,
         entries: entries.into_iter(),
     };

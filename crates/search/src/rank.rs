@@ -7,7 +7,7 @@
 //! [`COMMON_FROM`] matches indexed last (the index's newest: files are indexed oldest
 //! first, and appended entries after them) with the same formula computed here: for each
 //! term, its occurrences `tf` in the document (as whole words, a phrase's words in a row;
-//! for a word query the word index counts them, [`super::instances`], for a substring its
+//! for a word query the word index counts them (`instances.rs`), for a substring its
 //! text, [`substring_counts`]) and the document's length in bytes against the window's
 //! mean, `tf·(k1+1) / (tf + k1·(1 − b + b·len/mean))` with FTS5's `k1 = 1.2`, `b = 0.75`,
 //! summed over the terms with equal weights (every term of such a query is common, so their
@@ -33,7 +33,7 @@ pub struct Counts {
 
 /// The counts of a substring query in `text`; `None` when it does not occur in it (its
 /// candidates hold words it touches, not always the substring). A word query's come from
-/// the word index ([`super::instances`]).
+/// the word index (`instances.rs`).
 pub fn substring_counts(text: &str, needle: &str) -> Option<Counts> {
     let found = count_folded(text, needle);
     (found > 0).then(|| Counts {

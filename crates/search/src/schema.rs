@@ -8,7 +8,7 @@ use rusqlite::Connection;
 use super::instances;
 
 /// The index format, in `PRAGMA user_version`; an index of another is rebuilt.
-pub const FORMAT: i64 = 12;
+pub const FORMAT: i64 = 13;
 /// `PRAGMA application_id` of an index ("gjcS").
 pub const APPLICATION_ID: i32 = 0x676a_6353;
 
@@ -46,6 +46,19 @@ CREATE TABLE docs (
     text
 );
 CREATE INDEX docs_entry ON docs(file, entry_id);
+-- The files each document's entry read or changed (touches.rs), in the order it names them:
+-- the path as written, and resolved against the session's cwd.
+CREATE TABLE touches (
+    doc INTEGER NOT NULL,
+    -- 'read' or 'changed'.
+    action TEXT NOT NULL,
+    -- The tool's name, or the record's type.
+    source TEXT NOT NULL,
+    written TEXT NOT NULL,
+    resolved TEXT NOT NULL
+);
+CREATE INDEX touches_resolved ON touches(resolved);
+CREATE INDEX touches_doc ON touches(doc);
 -- Each document's words (words.rs), space-separated.
 -- Contentless: a row is deleted by giving its words again (doc_rows::delete_text), so
 -- that with the secure-delete option its entries are removed from the file, not hidden.
@@ -117,6 +130,7 @@ pub(super) fn is_current(conn: &Connection) -> rusqlite::Result<bool> {
     for table in [
         "files",
         "docs",
+        "touches",
         "words",
         "terms",
         "term_grams",

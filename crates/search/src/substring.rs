@@ -9,7 +9,7 @@
 //! - the first run, if a separator follows it, ends a word; the last, if one precedes
 //!   it, starts a word; a substring that is one run lies inside a word.
 //!
-//! Each run's words are looked up in the vocabulary ([`terms_of`]): a whole word by
+//! Each run's words are looked up in the vocabulary (`terms_of`): a whole word by
 //! itself, a start by a range of the sorted words, an end or an inside by the words that
 //! hold all its trigrams, then checked. The documents to check are then those holding,
 //! for every run, one of its words — an FTS5 query over the word index — and each is
@@ -226,11 +226,17 @@ pub fn add_terms<'a>(
 #[derive(Debug, Default)]
 pub struct Dropped {
     words: HashSet<Box<str>, foldhash::fast::RandomState>,
-    /// Whether a document's text was deleted.
+    /// Whether a document's text (or a path it touched) was deleted.
     any: bool,
 }
 
 impl Dropped {
+    /// Notes that rows holding a session's text other than words were deleted (the paths
+    /// an entry touched): the write-ahead log must be scrubbed as after a document.
+    pub fn note_erased(&mut self) {
+        self.any = true;
+    }
+
     /// Notes `words`, what the word index held of a deleted document (space-separated).
     pub fn add_words(&mut self, words: &str) {
         self.any = true;

@@ -5,11 +5,11 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
+use super::answer::{Answer, Ask};
 use super::claim::{self, Vouched};
 use super::index_file;
 use super::index_id::{open_file_id, IndexId};
-use super::run;
-use super::{distinct, Filters, Hit, Query, SearchError, SearchIndex};
+use super::{distinct, SearchError, SearchIndex};
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
 
 impl SearchIndex {
@@ -51,30 +51,29 @@ impl SearchIndex {
         open_file_id(&inner.conn, path).ok_or_else(|| gone(path))
     }
 
-    /// The hits of `query` when a watcher vouches for the file this index has open
-    /// ([`claim::vouched`]), with whether it was behind (the hits are then those of the
+    /// The answer of `ask` when a watcher vouches for the file this index has open
+    /// ([`claim::vouched`]), with whether it was behind (the answer is then that of the
     /// index as it stands, not brought up to date: another process is indexing the changes);
     /// `None` when none does, or the file turns out damaged, and the store must be checked.
-    pub(super) fn search_vouched(
+    pub(super) fn answer_vouched<A: Answer>(
         &self,
         dirs: &[std::path::PathBuf],
-        query: &Query,
-        filters: &Filters,
-    ) -> Result<Option<(Vec<Hit>, bool)>, SearchError> {
+        ask: Ask<'_, A>,
+    ) -> Result<Option<(A::Out, bool)>, SearchError> {
         let (Some(path), Some(id)) = (self.path.as_deref(), self.file_id()) else {
             return Ok(None);
         };
-        let hits = match claim::vouched(path, &distinct(dirs), &id) {
+        let answer = match claim::vouched(path, &distinct(dirs), &id) {
             Vouched::No => return Ok(None),
-            Vouched::Fresh => self.search_once(query, filters, None),
+            Vouched::Fresh => self.answer_once(ask, None),
             Vouched::Behind => {
                 let inner = self.inner.lock();
-                run::run_search(&inner.conn, query, filters)
-                    .map(|hits| (hits.into_iter().map(|(hit, _)| hit).collect(), true))
+                ask(&inner.conn)
+                    .map(|answer| (answer.output(), true))
                     .map_err(|e| self.sql_error(e))
             }
         };
-        match hits {
+        match answer {
             Err(SearchError::Sqlite { source, .. }) if index_file::is_corrupt(&source) => Ok(None),
             hits => hits.map(Some),
         }

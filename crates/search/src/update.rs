@@ -15,6 +15,7 @@ use super::lock_wait::LockWait;
 use super::prepare::{prepare, Batch, Prepared};
 use super::schema::{set_cache, CacheFor};
 use super::substring::{add_terms, drop_unused, Dropped, Known};
+use super::touch_rows::delete_file_touches;
 use super::{Change, FileState, Inner, Progress, SessionChange, Source, UpdateReport};
 use gjcfs_engine::read::load::LoadError;
 use gjcfs_engine::storage::FileVersion;
@@ -127,8 +128,11 @@ fn file_id(conn: &Connection, path: &Path) -> rusqlite::Result<Option<i64>> {
     .optional()
 }
 
-/// Deletes file `id`'s rows and its documents' words, noting them in `dropped`.
+/// Deletes file `id`'s rows, its documents' words and touches, noting them in `dropped`.
 fn delete_file(conn: &Connection, id: i64, dropped: &mut Dropped) -> rusqlite::Result<()> {
+    if delete_file_touches(conn, id)? {
+        dropped.note_erased();
+    }
     let mut docs =
         conn.prepare_cached("SELECT id FROM docs WHERE file = ?1 AND text IS NOT NULL")?;
     let ids: Vec<i64> = docs
