@@ -85,34 +85,9 @@ fn absolute(dir: &Path) -> Result<String> {
 
 fn list(args: &HistoryArgs, query: Option<&str>) -> Result<()> {
     let path = database_path(args)?;
-    if !path.exists() {
-        bail!("{}: no prompt history database", path.display());
-    }
     let cwd = args.cwd.as_deref().map(absolute).transpose()?;
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
-    let storage = HistoryStorage::open(&path)?;
-    let entries = match query {
-        None => storage.get_recent(limit, cwd.as_deref())?,
-        Some(query) if gjcfs_engine::history::tokenize(query).is_empty() => {
-            return Err(super::output::BadQuery(format!(
-                "{query:?} holds no word to search for (punctuation only separates words)"
-            ))
-            .into())
-        }
-        Some(query) => storage.search(query, limit, cwd.as_deref())?,
-    };
-    storage.close()?;
-    if entries.is_empty() {
-        let scope = match &cwd {
-            Some(cwd) => format!(" in {cwd}"),
-            None => String::new(),
-        };
-        return Err(NothingFound(match query {
-            Some(query) => format!("no prompt{scope} matches {query:?}"),
-            None => format!("no prompts recorded{scope} in {}", path.display()),
-        })
-        .into());
-    }
+    let entries = prompts(&path, query, cwd.as_deref(), limit)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut line = Vec::new();
     for entry in &entries {
@@ -126,6 +101,43 @@ fn list(args: &HistoryArgs, query: Option<&str>) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// The newest `limit` prompts of the history database `path`, or those that match `query`
+/// (best first), of the working directory `cwd` only when given. None is [`NothingFound`].
+pub fn prompts(
+    path: &Path,
+    query: Option<&str>,
+    cwd: Option<&str>,
+    limit: usize,
+) -> Result<Vec<HistoryEntry>> {
+    if !path.exists() {
+        bail!("{}: no prompt history database", path.display());
+    }
+    let storage = HistoryStorage::open(path)?;
+    let entries = match query {
+        None => storage.get_recent(limit, cwd)?,
+        Some(query) if gjcfs_engine::history::tokenize(query).is_empty() => {
+            return Err(super::output::BadQuery(format!(
+                "{query:?} holds no word to search for (punctuation only separates words)"
+            ))
+            .into())
+        }
+        Some(query) => storage.search(query, limit, cwd)?,
+    };
+    storage.close()?;
+    if entries.is_empty() {
+        let scope = match cwd {
+            Some(cwd) => format!(" in {cwd}"),
+            None => String::new(),
+        };
+        return Err(NothingFound(match query {
+            Some(query) => format!("no prompt{scope} matches {query:?}"),
+            None => format!("no prompts recorded{scope} in {}", path.display()),
+        })
+        .into());
+    }
+    Ok(entries)
 }
 
 fn add(prompts: &[String], args: &HistoryArgs) -> Result<()> {

@@ -60,7 +60,15 @@ pub fn command(args: Args) -> Result<()> {
     run(all, args.cwd.as_deref(), format, &args.store)
 }
 
-pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> Result<()> {
+/// The sessions `gjcfs ls` lists, newest first, each with where it was found (`None` with
+/// `all`): every session of the store with `all`, else those of the workspace `cwd` (the
+/// current directory without one). Message counts are exact. An empty listing is a
+/// [`NothingFound`] that says where it looked.
+pub fn listing(
+    all: bool,
+    cwd: Option<&Path>,
+    store: &StoreArgs,
+) -> Result<Vec<(SessionInfo, Option<&'static str>)>> {
     let dirs = store.agent_dirs()?;
     let sessions_root = match &store.session_dir {
         Some(dir) => dir.clone(),
@@ -127,6 +135,11 @@ pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> 
         let in_store = store.transcripts().map_or(0, |p| p.len());
         return Err(nothing_listed(in_store, &sessions_root, looked_in).into());
     }
+    Ok(rows)
+}
+
+pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> Result<()> {
+    let rows = listing(all, cwd, store)?;
     let usage = match format {
         Format::Table => vec![None; rows.len()],
         Format::Long | Format::Json => {
@@ -277,7 +290,7 @@ fn table_row(
     )
 }
 
-fn to_json(info: &SessionInfo, provenance: Option<&str>, usage: Option<&UsageSum>) -> Value {
+pub fn to_json(info: &SessionInfo, provenance: Option<&str>, usage: Option<&UsageSum>) -> Value {
     let mut o = Object::with_capacity(11);
     o.insert("id", Value::string(info.id.as_str()));
     o.insert(

@@ -12,6 +12,7 @@ mod generate;
 mod history;
 mod ls;
 mod man;
+mod mcp;
 // Windows mounts through the Dokan server program; the module is built everywhere so that
 // what it passes and reads back is tested everywhere.
 #[cfg_attr(not(windows), allow(dead_code))]
@@ -190,6 +191,17 @@ enum Command {
     ///   gjcfs export --all --format md --out backup/
     #[command(verbatim_doc_comment)]
     Export(export::Args),
+    /// Serve the session store to an agent as MCP tools, over standard input and output
+    ///
+    /// A Model Context Protocol server that gives the agent its own past sessions:
+    /// search_sessions, read_session, list_sessions, session_tree, files_touched, usage
+    /// and history_search. Read-only; it serves until its input closes, then exits 0.
+    ///
+    /// For the GJC agent, an mcp.json of
+    ///   {"mcpServers": {"gjcfs": {"command": "gjcfs", "args": ["mcp"]}}}
+    /// given with `gjc --mcp-config /absolute/path/mcp.json`.
+    #[command(verbatim_doc_comment)]
+    Mcp(mcp::Args),
     /// Unmount a `gjcfs mount` (its server then closes every session and exits).
     Umount(mount::UmountArgs),
     /// Check the store for damage, and with --repair repair what is safe to repair
@@ -241,6 +253,7 @@ pub fn run() -> ExitCode {
         Command::Generate(args) => generate::command(args),
         Command::Mount(args) => mount::command(args),
         Command::Umount(args) => mount::umount_command(args),
+        Command::Mcp(args) => mcp::run(args),
         Command::Show(args) => show::run(args),
         Command::Export(args) => export::run(args),
         Command::Usage(args) => usage::run(args),

@@ -27,7 +27,7 @@ pub struct Moment {
 }
 
 /// Reads YYYY-MM-DD (midnight UTC) or an ISO timestamp.
-fn parse_time(text: &str) -> Result<Moment, String> {
+pub fn parse_time(text: &str) -> Result<Moment, String> {
     parse_iso_millis(text)
         .or_else(|| parse_iso_millis(&format!("{text}T00:00:00.000Z")))
         .map(|ms| Moment {

@@ -42,6 +42,10 @@ pub struct StoreArgs {
     /// Take a missing agent or session directory as an empty store (else an error).
     #[arg(long)]
     pub allow_empty: bool,
+    /// Whether the store is read again and again by one process (`gjcfs mcp`): what a
+    /// reading keeps is then freed after it, never left to the process's exit.
+    #[arg(skip)]
+    pub long_running: bool,
 }
 
 /// How many threads read the sessions of a store at once: every core, two to eight.
@@ -104,7 +108,7 @@ impl StoreArgs {
             // A cache: one that cannot be written costs the next run its speed only.
             let _ = cache.save(&FileStorage, file);
         }
-        left_to_exit(cache);
+        self.let_go(cache);
         Ok(sessions)
     }
 
@@ -137,7 +141,7 @@ impl StoreArgs {
             // A cache: one that cannot be written costs the next run its speed only.
             let _ = cache.save(&FileStorage, file);
         }
-        left_to_exit(cache);
+        self.let_go(cache);
         Ok(scan)
     }
 
@@ -155,6 +159,16 @@ impl StoreArgs {
     /// The file `name` in [`StoreArgs::cache_dir`].
     pub fn cache_file(&self, name: &str) -> Result<Option<PathBuf>> {
         Ok(self.cache_dir()?.map(|dir| dir.join(name)))
+    }
+
+    /// Lets go of what one reading of the store kept: freed by a long-running process,
+    /// else left to the exit ([`left_to_exit`]).
+    pub fn let_go<T: 'static>(&self, value: T) {
+        if self.long_running {
+            drop(value);
+        } else {
+            left_to_exit(value);
+        }
     }
 
     /// Every transcript file of the store, unread.
@@ -182,11 +196,17 @@ impl StoreArgs {
         if target.contains('/') || target.ends_with(".jsonl") {
             bail!("{target}: no such session file");
         }
+        self.session_by_id(&target)
+    }
+
+    /// The file of the store's session whose id is `target`, or the only one whose id
+    /// starts with it. Nothing outside the store is looked at.
+    pub fn session_by_id(&self, target: &str) -> Result<PathBuf> {
         let sessions = self.sessions()?;
         if let Some(exact) = sessions.iter().find(|info| info.id == target) {
             return Ok(exact.path.clone());
         }
-        match match_prefix(&sessions, &target).as_slice() {
+        match match_prefix(&sessions, target).as_slice() {
             [] => bail!("no session matches {target} in {}", self.describe()?),
             [one] => Ok(one.path.clone()),
             many => {

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use gjcfs_engine::json;
 use gjcfs_engine::session::usage::UsageSum;
 use gjcfs_engine::store::discovery::keep_live_copies;
-use gjcfs_engine::store::usage::{Grouping, StoreUsage};
+use gjcfs_engine::store::usage::{Grouping, StoreUsage, TimeRange};
 use gjcfs_engine::views::thousands;
 
 use super::output::{left_to_exit, terminal_safe, token_count as count, warn};
@@ -60,11 +60,28 @@ pub fn run(args: UsageArgs) -> Result<()> {
         By::Model => Grouping::Model,
     });
     let range = args.range.range()?;
-    let paths = args.store.transcripts()?;
-    let bar = Progress::files("reading sessions", paths.len(), PROGRESS_FROM);
-    let scan = args
-        .store
-        .scan_usage(&paths, true, &|done| bar.set(done as u64))?;
+    let usage = store_usage(&args.store, range, PROGRESS_FROM)?;
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    if args.json {
+        writeln!(out, "{}", json::to_pretty(&usage.to_value(by)))?;
+    } else {
+        write_table(&mut out, &usage, by)?;
+    }
+    out.flush()?;
+    left_to_exit(usage);
+    Ok(())
+}
+
+/// The usage of the whole store in `range`, each reply counted once; the files that
+/// cannot be read are named on stderr. Progress is shown from `progress_from` files on.
+pub fn store_usage(
+    store: &StoreArgs,
+    range: TimeRange,
+    progress_from: usize,
+) -> Result<StoreUsage> {
+    let paths = store.transcripts()?;
+    let bar = Progress::files("reading sessions", paths.len(), progress_from);
+    let scan = store.scan_usage(&paths, true, &|done| bar.set(done as u64))?;
     bar.finish();
     for (path, err) in scan.failed.iter().take(FAILED_SHOWN) {
         warn(format_args!("skipped {}: {err}", path.display()));
@@ -81,15 +98,8 @@ pub fn run(args: UsageArgs) -> Result<()> {
         (&s.contribution.session_id, s.modified_ms(), &s.path)
     });
     let usage = StoreUsage::combine_in(contributions.iter().map(|s| &s.contribution), range);
-    let mut out = BufWriter::new(std::io::stdout().lock());
-    if args.json {
-        writeln!(out, "{}", json::to_pretty(&usage.to_value(by)))?;
-    } else {
-        write_table(&mut out, &usage, by)?;
-    }
-    out.flush()?;
-    left_to_exit((contributions, usage));
-    Ok(())
+    store.let_go(contributions);
+    Ok(usage)
 }
 
 /// A row: its labels (one, or a session's id and project), then the numbers.

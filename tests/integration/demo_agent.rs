@@ -31,16 +31,15 @@ fn header_cwd(file: &Path) -> String {
         .to_owned()
 }
 
-#[test]
-fn the_demo_agent_holds_a_scope_an_image_blob_a_legacy_transcript_and_a_history() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("demo");
+/// Builds the demo agent directory at `dir` with scripts/make-demo-agent.sh and the
+/// tested binary; `dir`, canonical.
+pub fn make_demo_agent(dir: &Path) -> PathBuf {
     let out = Command::new("bash")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/scripts/make-demo-agent.sh"
         ))
-        .arg(&dir)
+        .arg(dir)
         .env("GJCFS", env!("CARGO_BIN_EXE_gjcfs"))
         .output()
         .unwrap();
@@ -49,7 +48,13 @@ fn the_demo_agent_holds_a_scope_an_image_blob_a_legacy_transcript_and_a_history(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let dir = fs::canonicalize(&dir).unwrap();
+    fs::canonicalize(dir).unwrap()
+}
+
+#[test]
+fn the_demo_agent_holds_a_scope_an_image_blob_a_legacy_transcript_and_a_history() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = make_demo_agent(&tmp.path().join("demo"));
     let ws = dir.join("workspace");
     let agent = dir.join("agent");
     let ws_text = ws.to_str().unwrap();

@@ -42,6 +42,7 @@ mod liveness;
 mod load;
 mod managed;
 mod manager;
+mod mcp;
 mod mount;
 mod mount_lifecycle;
 mod mount_log;

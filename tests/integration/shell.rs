@@ -21,6 +21,7 @@ const COMMANDS: &[&str] = &[
     "usage",
     "search",
     "files",
+    "mcp",
     "umount",
     "check",
     "completions",
