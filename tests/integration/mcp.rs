@@ -606,7 +606,7 @@ fn bad_arguments_and_unknown_sessions_are_errors_and_the_server_goes_on() {
 }
 
 #[test]
-fn the_server_exits_zero_when_its_input_closes() {
+fn the_server_passes_over_a_bad_line_and_exits_zero_when_its_input_closes() {
     let demo = demo();
     let mut child = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
         .args(["mcp", "--agent-dir"])
@@ -629,6 +629,13 @@ fn the_server_exits_zero_when_its_input_closes() {
         r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
     )
     .unwrap();
+    // A line that is not JSON-RPC is passed over; the next call is answered.
+    writeln!(stdin, "this is not JSON {{\"id\":").unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"list_sessions","arguments":{{"all":true,"limit":1}}}}}}"#
+    )
+    .unwrap();
     drop(stdin);
     let out =
         within(Duration::from_secs(20), child).expect("gjcfs mcp exits when its input closes");
@@ -639,6 +646,11 @@ fn the_server_exits_zero_when_its_input_closes() {
     );
     let answer = String::from_utf8(out.stdout).unwrap();
     assert!(answer.contains(r#""serverInfo""#), "{answer}");
+    let listed = answer
+        .lines()
+        .find(|l| l.contains(r#""id":2"#))
+        .expect("the call after the bad line is answered");
+    assert!(listed.contains(r#""isError":false"#), "{listed}");
 }
 
 #[test]

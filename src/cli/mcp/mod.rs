@@ -100,7 +100,15 @@ impl Memory {
             .await
             .map_err(|_| McpError::internal_error("the server is stopping", None))?;
         let store = Arc::clone(&self.store);
-        match tokio::task::spawn_blocking(move || tool(&store)).await {
+        let answer = tokio::task::spawn_blocking(move || {
+            let answer = tool(&store);
+            // What the call read (a session, a listing of the store) is let go: the server
+            // goes back to what it holds between calls.
+            gjcfs_engine::storage::return_freed_memory();
+            answer
+        })
+        .await;
+        match answer {
             Ok(Ok(value)) => Ok(CallToolResult::structured(value)),
             Ok(Err(ToolError::Invalid(message))) => Err(McpError::invalid_params(message, None)),
             Ok(Err(ToolError::Failed(message))) => Err(McpError::internal_error(message, None)),
