@@ -114,6 +114,10 @@ enum Command {
     ///   projects/<encoded-cwd>/<id>      the sessions of each workspace
     ///   by-date/<YYYY-MM-DD>/<HH-MM title (id8)>, recent/<NNN title (id8)>
     ///   search/<query>/NNN-<session>-<entry>.json, search/<query>/results.jsonl
+    ///   files/<path>/                    a directory per component of each file the
+    ///                                    sessions read or changed (as `gjcfs files`)
+    ///   files/<path>/NNN-<session>-<entry>   symlinks to the touching entries, newest first
+    ///   files/<path>/touches.jsonl       the touches, as `gjcfs files --json` prints them
     ///   blobs/<sha256>, history/{README,prompts.jsonl,search/<query>}, usage.json
     ///   check                            the report of `gjcfs check` (never a repair)
     ///

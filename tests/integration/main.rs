@@ -44,6 +44,7 @@ mod managed;
 mod manager;
 mod mcp;
 mod mount;
+mod mount_files;
 mod mount_lifecycle;
 mod mount_log;
 mod mount_views;

@@ -504,6 +504,7 @@ fn blobs_are_listed_and_read_checked() {
             "by-date",
             "recent",
             "search",
+            "files",
             "index.html",
             "usage.json",
             "usage.svg",

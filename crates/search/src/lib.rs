@@ -9,7 +9,9 @@
 //! path from the root to the leaf. Beside the text, the files each record read or changed
 //! ([`touches`]: the `read`, `edit` and `write` tool calls of assistant messages, the file
 //! lists of compactions and branch summaries), which [`SearchIndex::files_touched`] answers
-//! for a path or a directory: which sessions touched this file.
+//! for a path or a directory: which sessions touched this file; and
+//! [`SearchIndex::touched_names`], the names the touched paths hold under a directory (the
+//! tree of the touched files, which the mount's `files/` shows).
 //!
 //! Storage (one SQLite file, [`FORMAT`] in `PRAGMA user_version`, [`APPLICATION_ID`] in
 //! `PRAGMA application_id`):
@@ -115,6 +117,7 @@ pub mod substring;
 pub mod text;
 mod touch_rows;
 mod touched;
+mod touched_names;
 pub mod touches;
 mod trust;
 mod update;

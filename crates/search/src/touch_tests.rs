@@ -365,3 +365,68 @@ fn an_entry_off_the_leaf_path_says_so_and_the_dirs_variant_brings_the_index_up_t
         [("a4", true), ("a3", false), ("a2", true), ("a1", true)]
     );
 }
+
+// The names are asked by prefix as the index keeps it, with the platform's separator.
+#[cfg(unix)]
+#[test]
+fn the_names_under_a_directory_are_the_next_components_of_its_touched_paths_once_each() {
+    let text = header(CWD)
+        + &calls("a1", None, 1, &[("read", "src/a.rs"), ("read", "srcx/b.rs")])
+        // Names that sort between `src` and `src/`, and a path touched twice.
+        + &calls("a0", Some("a1"), 1, &[("read", "src.rs"), ("read", "src-old/e.rs"), ("read", "src/a.rs")])
+        + &calls("a2", Some("a0"), 2, &[("write", "src"), ("edit", "src/deep/c.rs"), ("read", "src/z/y/x.rs")])
+        + &calls("a3", Some("a2"), 3, &[("read", "/other/src/d.rs"), ("read", "~/notes.md"), ("read", "~/.config/app.toml")]);
+    let f = Fixture::new(&text);
+    let names = |parent: &str| f.index.touched_names(parent).unwrap();
+    let none: Vec<String> = Vec::new();
+    assert_eq!(names("/w/proj/"), ["src", "src-old", "src.rs", "srcx"]);
+    assert_eq!(names("/w/proj/src/"), ["a.rs", "deep", "z"]);
+    assert_eq!(names("/w/proj/src/z/"), ["y"]);
+    assert_eq!(names("/w/proj/src/z/y/"), ["x.rs"]);
+    // A touched file holds no names, nor does a prefix of a name.
+    assert_eq!(names("/w/proj/src/a.rs/"), none);
+    assert_eq!(names("/w/proj/sr/"), none);
+    assert_eq!(names("/"), ["other", "w"]);
+    assert_eq!(names("/w/"), ["proj"]);
+    // From the start of every path: the absolute ones begin with an empty name, left out;
+    // the paths written from a home directory begin with `~`.
+    assert_eq!(names(""), ["~"]);
+    assert_eq!(names("~/"), [".config", "notes.md"]);
+    // Each name's touches are what `files_touched` finds under it.
+    for name in names("/w/proj/src/") {
+        assert!(
+            !f.touched(&format!("/w/proj/src/{name}")).is_empty(),
+            "{name}"
+        );
+    }
+}
+
+// The names are asked by prefix as the index keeps it, with the platform's separator.
+#[cfg(unix)]
+#[test]
+fn the_names_come_from_the_live_copy_of_a_session_and_follow_its_changes() {
+    let f = Fixture::new(&(header(CWD) + &calls("a1", None, 1, &[("read", "live/a.rs")])));
+    // An older copy of the same session, elsewhere in the store: not the live copy.
+    let copy = f.dir.path().join("sessions/s1-copy.jsonl");
+    std::fs::write(
+        &copy,
+        header(CWD) + &calls("a1", None, 1, &[("read", "stale/b.rs")]),
+    )
+    .unwrap();
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&copy)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    assert_eq!(f.update(), [Change::Added]);
+    assert_eq!(f.index.touched_names("/w/proj/").unwrap(), ["live"]);
+    // The live copy appends: its new paths are named; removed, the copy is the live one.
+    f.append(&calls("a2", Some("a1"), 2, &[("edit", "new/c.rs")]));
+    f.update();
+    assert_eq!(f.index.touched_names("/w/proj/").unwrap(), ["live", "new"]);
+    std::fs::remove_file(f.file()).unwrap();
+    f.update();
+    assert_eq!(f.index.touched_names("/w/proj/").unwrap(), ["stale"]);
+}

@@ -92,6 +92,8 @@ pub struct Vfs {
     pub(super) store_usage: StoreUsageView,
     pub(super) check: super::check::CheckView,
     pub(super) search: super::search::SearchView,
+    /// `files/`'s answers, read from the index of `search`.
+    pub(super) files: super::files::FilesView,
     invalidator: std::sync::OnceLock<Invalidator>,
     pub(super) stopped: AtomicBool,
     /// Held shared by every write to a session file while it runs, so that
@@ -147,6 +149,7 @@ impl Events for Vfs {
 
     fn file_changed(&self, path: &std::path::Path) {
         self.search.session_changed(path);
+        self.files.changed();
     }
 }
 
@@ -176,6 +179,7 @@ impl Vfs {
                     SessionSource::Dir(dir) => Store::Dir(dir.clone()),
                 },
             ),
+            files: super::files::FilesView::default(),
             sessions: Sessions::new(
                 config.storage.clone(),
                 config.source.clone(),
@@ -429,6 +433,7 @@ impl Vfs {
                 Ok(format!("../sessions/{sid}"))
             }
             Node::SearchHit(query, name) => self.search_link(&query, &name),
+            Node::FilesLink(dir, name) => self.files_link(&dir, &name),
             Node::Label(sid, label) => self.with_session(&sid, |loaded| {
                 loaded
                     .rendered
@@ -489,6 +494,35 @@ impl Vfs {
             .iter()
             .find(|(file, _)| file == name)
             .map(|(_, target)| target.clone())
+            .ok_or(VfsError::NotFound)
+    }
+
+    /// `ask` of `files/`'s answers, read from the index of `search/` over the store's
+    /// transcripts.
+    fn ask_files<R>(&self, ask: impl FnOnce(&super::files::Source<'_>) -> R) -> R {
+        let paths = || self.transcript_paths();
+        ask(&super::files::Source {
+            search: &self.search,
+            paths: &paths,
+        })
+    }
+
+    /// The names `files/<dir>` holds (`dir`: the components below `files/`, joined by `/`).
+    pub(super) fn files_names(&self, dir: &str) -> Result<Arc<super::files::Names>, VfsError> {
+        self.ask_files(|from| self.files.names(from, dir))
+    }
+
+    /// The touches of the path `files/<dir>` stands for.
+    pub(super) fn files_touched(&self, dir: &str) -> Result<Arc<super::files::Touched>, VfsError> {
+        self.ask_files(|from| self.files.touched(from, dir))
+    }
+
+    /// Where the link `files/<dir>/<name>` leads.
+    pub(super) fn files_link(&self, dir: &str, name: &str) -> Result<String, VfsError> {
+        let touched = self.files_touched(dir)?;
+        touched
+            .link(name)
+            .map(str::to_owned)
             .ok_or(VfsError::NotFound)
     }
 

@@ -1,9 +1,10 @@
 //! The inode table: every node named gets one number. Numbers are never reused; a node
 //! keeps its number for the life of the table, except the nodes of a query
-//! (`history/search/<q>`, `search/<q>/` and what it holds), which are forgotten once the
-//! kernel forgets them, so that the table does not grow with every query ever asked: any
+//! (`history/search/<q>`, `search/<q>/` and what it holds) and those under `files/`, which
+//! are forgotten once the kernel forgets them (with a directory, what it holds that the
+//! kernel does not), so that the table does not grow with every query ever asked: any
 //! name under `search/` is a query, and holds nothing in memory once the kernel lets it
-//! go.
+//! go; a link under `files/` is renamed as new touches come.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -52,6 +53,15 @@ pub enum Node {
     SearchHit(String, String),
     /// `search/<query>/results.jsonl`.
     SearchResults(String),
+    /// `files/`: the files the sessions touched, by path.
+    FilesRoot,
+    /// `files/<a>/<b>/…/`: the components below `files/`, joined by `/`.
+    FilesDir(String),
+    /// `files/<path>/NNN-<session-id>-<entry-id>`: the directory (as in
+    /// [`Node::FilesDir`]), the link's name.
+    FilesLink(String, String),
+    /// `files/<path>/touches.jsonl`: the directory, as in [`Node::FilesDir`].
+    FilesTouches(String),
     /// `projects/<encoded-cwd>/`.
     ProjectDir(String),
     /// `projects/<encoded-cwd>/<session-id>`: project name, session id.
@@ -148,6 +158,10 @@ impl Node {
             | Node::SearchQuery(_)
             | Node::SearchHit(..)
             | Node::SearchResults(_)
+            | Node::FilesRoot
+            | Node::FilesDir(_)
+            | Node::FilesLink(..)
+            | Node::FilesTouches(_)
             | Node::RecentDir
             | Node::RecentLink(_)
             | Node::StorePage(_)
@@ -192,6 +206,8 @@ impl Node {
                 | Node::RecentDir
                 | Node::SearchRoot
                 | Node::SearchQuery(_)
+                | Node::FilesRoot
+                | Node::FilesDir(_)
                 | Node::SessionDir(_)
                 | Node::SessionBlobsDir(_)
                 | Node::EntriesDir(_)
@@ -203,18 +219,32 @@ impl Node {
 }
 
 impl Node {
-    /// Whether the kernel's references decide how long the node is kept: a query's nodes.
+    /// Whether the kernel's references decide how long the node is kept: a query's nodes,
+    /// and those under `files/` (its links are renamed as new touches come).
     pub fn forgettable(&self) -> bool {
         matches!(
             self,
-            Node::Search(_) | Node::SearchQuery(_) | Node::SearchHit(..) | Node::SearchResults(_)
+            Node::Search(_)
+                | Node::SearchQuery(_)
+                | Node::SearchHit(..)
+                | Node::SearchResults(_)
+                | Node::FilesDir(_)
+                | Node::FilesLink(..)
+                | Node::FilesTouches(_)
         )
     }
 
-    /// The query directory a node lies in (`search/<query>/…`).
-    fn in_query(&self) -> Option<&str> {
+    /// The forgettable directory a forgettable node lies in, forgotten with it: a query's
+    /// (`search/<query>/…`), a directory of `files/` (not `files/` itself).
+    fn forgotten_with(&self) -> Option<Node> {
         match self {
-            Node::SearchHit(query, _) | Node::SearchResults(query) => Some(query),
+            Node::SearchHit(query, _) | Node::SearchResults(query) => {
+                Some(Node::SearchQuery(query.clone()))
+            }
+            Node::FilesLink(dir, _) | Node::FilesTouches(dir) => Some(Node::FilesDir(dir.clone())),
+            Node::FilesDir(dir) => dir
+                .rsplit_once('/')
+                .map(|(parent, _)| Node::FilesDir(parent.to_owned())),
             _ => None,
         }
     }
@@ -239,8 +269,8 @@ pub struct InodeTable {
     by_session: HashMap<String, Vec<u64>>,
     /// Session id → the numbers of its entries (possibly many).
     entries_of: HashMap<String, Vec<u64>>,
-    /// Query → the numbers of the nodes in its directory (forgotten with it).
-    in_query: HashMap<String, Vec<u64>>,
+    /// A forgettable directory → the numbers of the nodes in it (forgotten with it).
+    in_dir: HashMap<Node, Vec<u64>>,
 }
 
 impl Default for InodeTable {
@@ -253,7 +283,7 @@ impl Default for InodeTable {
             hasher: RandomState::new(),
             by_session: HashMap::new(),
             entries_of: HashMap::new(),
-            in_query: HashMap::new(),
+            in_dir: HashMap::new(),
         };
         table.ino(&Node::Root);
         table
@@ -282,8 +312,8 @@ impl InodeTable {
             };
             by.entry(sid.to_owned()).or_default().push(ino);
         }
-        if let Some(query) = node.in_query() {
-            self.in_query.entry(query.to_owned()).or_default().push(ino);
+        if let Some(dir) = node.forgotten_with() {
+            self.in_dir.entry(dir).or_default().push(ino);
         }
         ino
     }
@@ -368,23 +398,27 @@ impl InodeTable {
                 numbers.retain(|&n| n != ino);
             }
         }
-        if let Some(query) = node.in_query() {
-            if let Some(numbers) = self.in_query.get_mut(query) {
+        if let Some(dir) = node.forgotten_with() {
+            if let Some(numbers) = self.in_dir.get_mut(&dir) {
                 numbers.retain(|&n| n != ino);
                 if numbers.is_empty() {
-                    self.in_query.remove(query);
+                    self.in_dir.remove(&dir);
                 }
             }
         }
-        if let Node::SearchQuery(query) = &node {
-            let inside = self.in_query.remove(query).unwrap_or_default();
-            for number in inside {
-                if self.lookups.contains_key(&number) {
-                    // Still the kernel's: forgotten with its own last reference.
-                    self.in_query.entry(query.clone()).or_default().push(number);
-                } else {
-                    self.drop_number(number);
-                }
+        // A directory's nodes go with its last number (an old one leaves them).
+        let last = self.known(&node).is_none();
+        let inside = if last {
+            self.in_dir.remove(&node).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        for number in inside {
+            if self.lookups.contains_key(&number) {
+                // Still the kernel's: forgotten with its own last reference.
+                self.in_dir.entry(node.clone()).or_default().push(number);
+            } else {
+                self.drop_number(number);
             }
         }
     }
@@ -494,5 +528,34 @@ mod tests {
         assert_eq!(t.node(second), Some(&node));
         assert!(t.forget(second, 1));
         assert_eq!(t.node(second), None, "the current query's number too");
+    }
+
+    #[test]
+    fn a_files_directory_is_forgotten_with_what_it_holds_that_the_kernel_does_not() {
+        let mut t = InodeTable::default();
+        let root = t.ino(&Node::FilesRoot);
+        t.remember(root);
+        let dir = t.ino(&Node::FilesDir("w/proj".into()));
+        t.remember(dir);
+        // Listed only: never the kernel's.
+        let sub = t.ino(&Node::FilesDir("w/proj/src".into()));
+        let deeper = t.ino(&Node::FilesTouches("w/proj/src".into()));
+        let touches = t.ino(&Node::FilesTouches("w/proj".into()));
+        let link = t.ino(&Node::FilesLink("w/proj".into(), "001-s-e".into()));
+        t.remember(link);
+        let other = t.ino(&Node::FilesDir("w/other".into()));
+        let before = t.len();
+        assert!(t.forget(dir, 1));
+        for gone in [dir, sub, deeper, touches] {
+            assert_eq!(t.node(gone), None, "{gone}");
+        }
+        assert!(t.node(link).is_some(), "still the kernel's");
+        assert!(t.node(other).is_some(), "not in the directory");
+        assert_eq!(t.len(), before - 4);
+        assert!(t.forget(link, 1));
+        assert_eq!(t.node(link), None);
+        // `files/` itself keeps its number.
+        assert!(t.forget(root, 1));
+        assert_eq!(t.node(root), Some(&Node::FilesRoot));
     }
 }

@@ -32,7 +32,7 @@ const fn fixed(dir: FixedDir, name: &'static str, node: fn(&str) -> Node) -> Fix
 }
 
 /// The fixed layout, in listing order: lookups, listings and paths all read this table.
-const FIXED: [FixedName; 30] = [
+const FIXED: [FixedName; 31] = [
     fixed(FixedDir::Root, "sessions", |_| Node::SessionsDir),
     fixed(FixedDir::Root, "blobs", |_| Node::BlobsDir),
     fixed(FixedDir::Root, "history", |_| Node::HistoryDir),
@@ -40,6 +40,7 @@ const FIXED: [FixedName; 30] = [
     fixed(FixedDir::Root, "by-date", |_| Node::ByDateDir),
     fixed(FixedDir::Root, "recent", |_| Node::RecentDir),
     fixed(FixedDir::Root, "search", |_| Node::SearchRoot),
+    fixed(FixedDir::Root, "files", |_| Node::FilesRoot),
     fixed(FixedDir::Root, "index.html", |_| {
         Node::StorePage(StoreFile::Index)
     }),
@@ -222,6 +223,7 @@ pub(super) fn kind_of(node: &Node) -> NodeKind {
             | Node::DateLink(..)
             | Node::RecentLink(_)
             | Node::SearchHit(..)
+            | Node::FilesLink(..)
     ) {
         NodeKind::Symlink
     } else {

@@ -30,6 +30,12 @@
 //!                                             newest sessions, 001 the newest
 //! /search/<query>/NNN-<sid>-<entry>.json      symlink to the hit's entry (../../sessions/…)
 //! /search/<query>/results.jsonl               the hits, best first, one JSON object a line
+//! /files/<a>/<b>/…/                           a directory per component of a path the
+//!                                             sessions read or changed (the index's touches)
+//! /files/<path>/NNN-<sid>-<entry>             symlink to the entry that touched the path or
+//!                                             one under it (../…/sessions/<sid>/entries/
+//!                                             <entry>.json), newest first
+//! /files/<path>/touches.jsonl                 those touches, as `gjcfs files --json` prints
 //! /history/prompts.jsonl                      the prompt history, one JSON object a line
 //! /history/search/<query>                     the prompts matching <query>
 //! /usage.json                                 the store's usage, replies copied into forks
@@ -39,8 +45,9 @@
 //! Invariants:
 //! - An inode number, once given to a node, names that node for the life of the [`Vfs`]
 //!   (lookup and readdir agree; numbers are never reused). A name that does not exist gets
-//!   no number, and a query's node is forgotten once the kernel forgets it, so the table
-//!   does not grow with lookups of absent names or with every query ever asked.
+//!   no number, and a query's node (and a node under `files/`) is forgotten once the
+//!   kernel forgets it, so the table does not grow with lookups of absent names or with
+//!   every query ever asked.
 //! - While reads are served by node (a read-only mount whose kernel opens files without
 //!   asking, [`Vfs::serve_reads_by_node`]), a rendered file's number holds one version of
 //!   its bytes: a change gives the file a new number, and the old one, which still reads as
@@ -104,6 +111,10 @@ mod check;
 mod content;
 mod disk;
 mod errors;
+mod files;
+// The sessions' paths are Unix paths, resolved with `/` (the touches keep the platform's).
+#[cfg(all(test, unix))]
+mod files_tests;
 mod fs;
 mod handles;
 mod history;
@@ -185,6 +196,27 @@ pub enum VfsError {
     /// node, `snapshots.rs`): opened again, it reads as it is now.
     #[error("the file changed since it was opened")]
     Stale,
+}
+
+/// The model's tests' configuration: the store `source` on `storage`, its blobs and history
+/// in `agent`, writable, four sessions loaded, the search index and saved usage in memory.
+#[cfg(test)]
+pub(crate) fn test_config(
+    storage: std::sync::Arc<dyn SessionStorage>,
+    source: SessionSource,
+    agent: &std::path::Path,
+) -> VfsConfig {
+    VfsConfig {
+        storage,
+        source,
+        blob_dir: agent.join("blobs"),
+        read_only: false,
+        max_loaded: 4,
+        history_db: agent.join("history.db"),
+        owner_uid: None,
+        search_index: None,
+        saved_usage: None,
+    }
 }
 
 /// Where the sessions come from.

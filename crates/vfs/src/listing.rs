@@ -1,10 +1,11 @@
 //! Listings: the nodes a directory holds, with their names, in listing order. Fixed
 //! directories list the layout's table; the store-wide directories rescan the store first;
 //! a session's directories list what is kept of it or the loaded session; the query directories list the queries
-//! asked last.
+//! asked last; `files/` lists the touched paths the index holds.
 
 use super::content::EntryFile;
 use super::disk;
+use super::files::{child_dir, TOUCHES_FILE};
 use super::fs::Vfs;
 use super::inode::Node;
 use super::layout::{fixed_children, is_fixed_dir, kind_of, project_name, usable_name};
@@ -18,6 +19,8 @@ impl Vfs {
             Node::SessionDir(s) if self.listed(s).is_none() => return Err(VfsError::NotFound),
             _ if is_fixed_dir(&dir) => fixed_children(&dir),
             Node::SearchRoot | Node::SearchQuery(_) | Node::SearchDir => self.queries(&dir)?,
+            Node::FilesRoot => self.touched_tree("")?,
+            Node::FilesDir(at) => self.touched_tree(at)?,
             Node::SessionsDir
             | Node::ByDateDir
             | Node::DateDir(_)
@@ -81,6 +84,39 @@ impl Vfs {
                 .collect(),
             _ => return Err(VfsError::NotADirectory),
         })
+    }
+
+    /// `files/<at>` (`at` empty for `files/` itself): the next components of the touched
+    /// paths under it and, below `files/` itself, its links and `touches.jsonl`, whose
+    /// names no component takes.
+    fn touched_tree(&self, at: &str) -> Result<Vec<(Node, String)>, VfsError> {
+        let names = self.files_names(at)?;
+        let touched = if at.is_empty() {
+            None
+        } else {
+            Some(self.files_touched(at)?)
+        };
+        let own = |name: &str| {
+            touched
+                .as_ref()
+                .is_some_and(|t| name == TOUCHES_FILE || t.link(name).is_some())
+        };
+        let mut out: Vec<(Node, String)> = names
+            .0
+            .keys()
+            .filter(|name| !own(name))
+            .map(|name| (Node::FilesDir(child_dir(at, name)), name.clone()))
+            .collect();
+        if let Some(touched) = touched {
+            out.extend(
+                touched
+                    .links
+                    .iter()
+                    .map(|(name, _)| (Node::FilesLink(at.to_owned(), name.clone()), name.clone())),
+            );
+            out.push((Node::FilesTouches(at.to_owned()), TOUCHES_FILE.to_owned()));
+        }
+        Ok(out)
     }
 
     /// The directories made from the store's listing. The top ones rescan the store; a

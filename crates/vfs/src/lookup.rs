@@ -2,8 +2,9 @@
 //! layout's table; the store-wide directories look in the listing (rescanning once when a
 //! name is not there yet), a session's directories in what is kept of it or the loaded
 //! session, the query
-//! directories ask the search.
+//! directories ask the search, `files/` the touched paths the index holds.
 
+use super::files::{child_dir, may_be_link, TOUCHES_FILE};
 use super::fs::Vfs;
 use super::inode::Node;
 use super::layout::{fixed_child, is_fixed_dir, is_probe_name, project_name};
@@ -20,6 +21,8 @@ impl Vfs {
             Node::SearchRoot | Node::SearchQuery(_) | Node::SearchDir => {
                 self.query_child(dir, name)
             }
+            Node::FilesRoot => self.files_child("", name),
+            Node::FilesDir(at) => self.files_child(at, name),
             Node::SessionsDir
             | Node::ByDateDir
             | Node::DateDir(_)
@@ -58,6 +61,23 @@ impl Vfs {
             Node::SearchDir => Node::Search(name.to_owned()),
             _ => return Err(VfsError::NotADirectory),
         })
+    }
+
+    /// A name in `files/<at>` (`at` empty for `files/` itself): its own files first, then
+    /// the next components of the touched paths under it; any other name is not there.
+    fn files_child(&self, at: &str, name: &str) -> Result<Node, VfsError> {
+        if !at.is_empty() {
+            if name == TOUCHES_FILE {
+                return Ok(Node::FilesTouches(at.to_owned()));
+            }
+            if may_be_link(name) && self.files_touched(at)?.link(name).is_some() {
+                return Ok(Node::FilesLink(at.to_owned(), name.to_owned()));
+            }
+        }
+        if !self.files_names(at)?.0.contains_key(name) {
+            return Err(VfsError::NotFound);
+        }
+        Ok(Node::FilesDir(child_dir(at, name)))
     }
 
     /// A name in a directory made from the store's listing: `sessions/`, `by-date/` and its

@@ -220,13 +220,15 @@ impl Vfs {
             | Node::Label(..)
             | Node::DateLink(..)
             | Node::RecentLink(_)
-            | Node::SearchHit(..) => Err(VfsError::NotFound),
+            | Node::SearchHit(..)
+            | Node::FilesLink(..) => Err(VfsError::NotFound),
             // Read: a query a person asked, which `ls search/` shows from now on.
             Node::SearchResults(query) => {
                 let results = self.search_answer(query)?.results.clone();
                 self.search.note_query(query);
                 Ok(results)
             }
+            Node::FilesTouches(dir) => Ok(self.files_touched(dir)?.jsonl.clone()),
             Node::Search(query) => {
                 let found = self.history.search(query)?;
                 self.history.note_query(query);
@@ -256,6 +258,8 @@ impl Vfs {
             | Node::RecentDir
             | Node::SearchRoot
             | Node::SearchQuery(_)
+            | Node::FilesRoot
+            | Node::FilesDir(_)
             | Node::SessionDir(_)
             | Node::SessionBlobsDir(_)
             | Node::EntriesDir(_)

@@ -125,6 +125,12 @@ impl Vfs {
             names.extend(rest.iter().map(|n| (*n).to_owned()));
             names
         };
+        let files = |dir: &str, rest: &[&str]| {
+            let mut names = vec!["files".to_owned()];
+            names.extend(dir.split('/').map(str::to_owned));
+            names.extend(rest.iter().map(|n| (*n).to_owned()));
+            names
+        };
         if let Some(path) = fixed_path(&node) {
             return Ok(path);
         }
@@ -141,6 +147,9 @@ impl Vfs {
             Node::SearchHit(query, name) => owned(&["search", query, name]),
             Node::SearchResults(query) => owned(&["search", query, "results.jsonl"]),
             Node::Search(query) => owned(&["history", "search", query]),
+            Node::FilesDir(dir) => files(dir, &[]),
+            Node::FilesLink(dir, name) => files(dir, &[name]),
+            Node::FilesTouches(dir) => files(dir, &[super::files::TOUCHES_FILE]),
             Node::EntriesNew(sid) => session(sid, &["entries", "new"]),
             Node::Label(sid, label) => session(sid, &["labels", label]),
             Node::LeafPage(sid, id) => session(sid, &["leaves", &format!("{id}.html")]),
@@ -160,7 +169,7 @@ impl Vfs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{SessionSource, VfsConfig};
+    use crate::SessionSource;
     use gjcfs_engine::json;
     use gjcfs_engine::manager::{SessionManager, StorageConfig};
     use gjcfs_engine::storage::SessionStorage;
@@ -195,17 +204,11 @@ mod tests {
             .append_label_change(&second, Some("Mixed"))
             .expect("label");
         manager.close().expect("close");
-        let vfs = Vfs::new(VfsConfig {
-            storage: std::sync::Arc::new(gjcfs_engine::storage::FileStorage),
-            source: SessionSource::SessionsRoot(tmp.join("agent/sessions")),
-            blob_dir: tmp.join("agent/blobs"),
-            read_only: false,
-            max_loaded: 4,
-            history_db: tmp.join("agent/history.db"),
-            owner_uid: None,
-            search_index: None,
-            saved_usage: None,
-        });
+        let vfs = Vfs::new(crate::test_config(
+            std::sync::Arc::new(gjcfs_engine::storage::FileStorage),
+            SessionSource::SessionsRoot(tmp.join("agent/sessions")),
+            &tmp.join("agent"),
+        ));
         (vfs, manager.session_id())
     }
 

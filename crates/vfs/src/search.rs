@@ -43,6 +43,56 @@ pub const HITS_SHOWN: usize = 100;
 /// The name prefix of a substring query.
 pub const SUBSTRING_PREFIX: &str = "substring:";
 
+/// Answers by name, each served again for [`ANSWER_TTL`]: the lookups and reads that
+/// follow a listing see what it listed. Only fresh answers are kept, so a cache holds
+/// the answers of the last second, not every one ever given.
+pub(super) struct Answers<T> {
+    kept: Mutex<HashMap<String, (Instant, Arc<T>)>>,
+}
+
+impl<T> Default for Answers<T> {
+    fn default() -> Self {
+        Answers {
+            kept: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<T> Answers<T> {
+    /// The answer kept for `name`, while it is fresh.
+    fn get(&self, name: &str) -> Option<Arc<T>> {
+        let kept = self.kept.lock();
+        let (at, answer) = kept.get(name)?;
+        (at.elapsed() < ANSWER_TTL).then(|| answer.clone())
+    }
+
+    /// Keeps `answer` for `name`, dropping the answers no longer fresh.
+    fn keep(&self, name: &str, answer: Arc<T>) {
+        let mut kept = self.kept.lock();
+        kept.retain(|_, (at, _)| at.elapsed() < ANSWER_TTL);
+        kept.insert(name.to_owned(), (Instant::now(), answer));
+    }
+
+    /// The answer for `name`: the one kept, else `make`'s, kept from now on.
+    pub(super) fn get_or(
+        &self,
+        name: &str,
+        make: impl FnOnce() -> Result<Arc<T>, VfsError>,
+    ) -> Result<Arc<T>, VfsError> {
+        if let Some(answer) = self.get(name) {
+            return Ok(answer);
+        }
+        let answer = make()?;
+        self.keep(name, answer.clone());
+        Ok(answer)
+    }
+
+    /// Drops every answer (the store changed).
+    pub(super) fn clear(&self) {
+        self.kept.lock().clear();
+    }
+}
+
 /// One query's answer: the hits, their file names, and `results.jsonl`.
 #[derive(Debug)]
 pub struct Answer {
@@ -65,7 +115,7 @@ pub struct SearchView {
     watch_wanted: AtomicBool,
     watching: Mutex<Option<Watching>>,
     index: Mutex<Option<Arc<SearchIndex>>>,
-    answers: Mutex<HashMap<String, (Instant, Arc<Answer>)>>,
+    answers: Answers<Answer>,
     queries: RecentQueries,
     /// Session files changed since they were last re-indexed.
     changed: Mutex<BTreeSet<PathBuf>>,
@@ -115,7 +165,7 @@ impl SearchView {
             watch_wanted: AtomicBool::new(false),
             watching: Mutex::new(None),
             index: Mutex::new(None),
-            answers: Mutex::new(HashMap::new()),
+            answers: Answers::default(),
             queries: RecentQueries::default(),
             changed: Mutex::new(BTreeSet::new()),
         }
@@ -219,54 +269,56 @@ impl SearchView {
         Ok(index)
     }
 
+    /// The index brought up to date with the files `paths` lists (the store's transcripts),
+    /// which are checked unless a watcher keeps the index fresh: what every answer is read
+    /// from (`search/`, `files/`).
+    pub(super) fn fresh_index(
+        &self,
+        paths: &dyn Fn() -> Vec<PathBuf>,
+    ) -> Result<Arc<SearchIndex>, VfsError> {
+        let index = self.index()?;
+        let fresh = self
+            .store
+            .dirs(self.storage.as_ref())
+            .is_ok_and(|dirs| index.is_fresh(&dirs));
+        if fresh {
+            Ok(index)
+        } else {
+            self.update(index, paths)
+        }
+    }
+
     /// The answer to the query `name` over the files `paths` lists (the store's
-    /// transcripts), which are checked unless a watcher keeps the index fresh. The store is listed only when the answer is not served from the cache:
-    /// listing a query's directory looks up each of its hits, and each lookup asks again.
+    /// transcripts), from [`SearchView::fresh_index`]. The store is listed only when the
+    /// answer is not served from the cache: listing a query's directory looks up each of
+    /// its hits, and each lookup asks again.
     pub fn answer(
         &self,
         name: &str,
         paths: &dyn Fn() -> Vec<PathBuf>,
     ) -> Result<Arc<Answer>, VfsError> {
-        if let Some((at, answer)) = self.answers.lock().get(name) {
-            if at.elapsed() < ANSWER_TTL {
-                return Ok(answer.clone());
+        self.answers.get_or(name, || {
+            let query = parse_query(name)?;
+            let index = self.fresh_index(paths)?;
+            let filters = Filters {
+                limit: HITS_SHOWN,
+                ..Filters::default()
+            };
+            let hits = index
+                .search(&query, &filters)
+                .map_err(|e| VfsError::InvalidArgument(format!("{name:?}: {e}")))?;
+            let mut results = Vec::new();
+            let mut links = Vec::with_capacity(hits.len());
+            for (rank, hit) in hits.iter().enumerate() {
+                json::write_compact(&hit_json(hit), &mut results);
+                results.push(b'\n');
+                links.push(link_of(rank + 1, hit));
             }
-        }
-        let query = parse_query(name)?;
-        let mut index = self.index()?;
-        let fresh = self
-            .store
-            .dirs(self.storage.as_ref())
-            .is_ok_and(|dirs| index.is_fresh(&dirs));
-        if !fresh {
-            index = self.update(index, paths)?;
-        }
-        let filters = Filters {
-            limit: HITS_SHOWN,
-            ..Filters::default()
-        };
-        let hits = index
-            .search(&query, &filters)
-            .map_err(|e| VfsError::InvalidArgument(format!("{name:?}: {e}")))?;
-        let mut results = Vec::new();
-        let mut links = Vec::with_capacity(hits.len());
-        for (rank, hit) in hits.iter().enumerate() {
-            json::write_compact(&hit_json(hit), &mut results);
-            results.push(b'\n');
-            let (file, target) = link_of(rank + 1, hit);
-            links.push((file, target));
-        }
-        let answer = Arc::new(Answer {
-            links,
-            results: Arc::new(results),
-        });
-        let mut answers = self.answers.lock();
-        // Only fresh answers are served: the rest are dropped, so the cache holds the
-        // queries of the last second, not every query ever asked.
-        answers.retain(|_, (at, _)| at.elapsed() < ANSWER_TTL);
-        answers.insert(name.to_owned(), (Instant::now(), answer.clone()));
-        drop(answers);
-        Ok(answer)
+            Ok(Arc::new(Answer {
+                links,
+                results: Arc::new(results),
+            }))
+        })
     }
 
     /// Whether `name` is a query that can be searched (without searching).
@@ -290,7 +342,7 @@ impl SearchView {
     pub fn session_changed(&self, path: &Path) {
         if self.index.lock().is_some() {
             self.changed.lock().insert(path.to_owned());
-            self.answers.lock().clear();
+            self.answers.clear();
         }
     }
 

@@ -125,6 +125,14 @@ impl Vfs {
                 let target = self.search_link(query, name)?;
                 symlink(target.len(), self.source_mtime_ms())
             }
+            // Looking a directory up asks its parent's names only.
+            Node::FilesRoot | Node::FilesDir(_) => dir(self.source_mtime_ms()),
+            Node::FilesTouches(d) => {
+                file(self.files_touched(d)?.jsonl.len(), self.source_mtime_ms())
+            }
+            Node::FilesLink(d, name) => {
+                symlink(self.files_link(d, name)?.len(), self.source_mtime_ms())
+            }
             Node::DateLink(day, name) => {
                 let sid = self.date_link(day, name).ok_or(VfsError::NotFound)?;
                 symlink(
