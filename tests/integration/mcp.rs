@@ -665,3 +665,80 @@ fn a_missing_store_is_refused_before_serving() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing"));
 }
+
+/// The tools the server lists, by name, with their argument names, from a raw stdio
+/// exchange (no SDK needed).
+fn listed_tools(demo: &Demo) -> Vec<(String, Vec<String>)> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
+        .args(["mcp", "--agent-dir"])
+        .arg(&demo.agent)
+        .env("XDG_CACHE_HOME", &demo.cache)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let out = within(Duration::from_secs(20), child).expect("gjcfs mcp answers tools/list");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let listed = json_lines(&text)
+        .into_iter()
+        .find(|l| get(l, "id").as_f64() == Some(2.0))
+        .expect("a tools/list answer");
+    tool_arguments(items(get(&listed, "result"), "tools"), "inputSchema", "")
+}
+
+/// Each tool's name (less `prefix`) and the names of its arguments in `schema_key`, sorted.
+fn tool_arguments(tools: &[Value], schema_key: &str, prefix: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = tools
+        .iter()
+        .map(|t| {
+            let name = text(t, "name").strip_prefix(prefix).unwrap().to_owned();
+            let properties = get(get(t, schema_key), "properties").as_object().unwrap();
+            let mut args: Vec<String> = properties
+                .iter()
+                .map(|(k, _)| k.as_str().unwrap().to_owned())
+                .collect();
+            args.sort();
+            (name, args)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn the_original_agents_mcp_client_saw_the_tools_the_server_lists() {
+    let demo = demo();
+    let recorded = json::parse(&crate::common::fixture_text("gjc-mcp/recorded.json")).unwrap();
+    assert!(get(&recorded, "errors").as_object().unwrap().is_empty());
+    // The agent names each tool mcp__<server>_<tool> and keeps every argument.
+    let seen = tool_arguments(items(&recorded, "tools"), "parameters", "mcp__gjcfs_");
+    assert_eq!(
+        listed_tools(demo),
+        seen,
+        "the tools changed since tests/fixtures/gjc-mcp/recorded.json: record it again"
+    );
+    // What the model was shown: an answer as JSON text, and an unknown session as an error.
+    let calls = items(&recorded, "calls");
+    let shown = |i: usize| text(&items(get(&calls[i], "result"), "content")[0], "text").to_owned();
+    let hits = json::parse(&shown(0)).unwrap();
+    assert_eq!(items(&hits, "hits").len(), 3);
+    let details = get(get(&calls[1], "result"), "details");
+    assert_eq!(get(details, "isError"), &Value::Bool(true));
+    assert!(shown(1).contains("-32602: no session matches no-such-session"));
+    let tree = json::parse(&shown(2)).unwrap();
+    assert_eq!(
+        text(&items(&tree, "branches")[0], "entry"),
+        text(&tree, "leaf")
+    );
+}
