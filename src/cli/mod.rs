@@ -120,6 +120,7 @@ enum Command {
     ///   files/<path>/touches.jsonl       the touches, as `gjcfs files --json` prints them
     ///   blobs/<sha256>, history/{README,prompts.jsonl,search/<query>}, usage.json
     ///   check                            the report of `gjcfs check` (never a repair)
+    ///   .ignore                          what rg and fd skip: the places derived from sessions
     ///
     /// Reading never writes. A leaf moved through `leaf` is recorded in the session file
     /// (a `custom` record the agent's context ignores), so the agent resumes there.

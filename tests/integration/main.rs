@@ -48,6 +48,7 @@ mod mount_files;
 mod mount_lifecycle;
 mod mount_log;
 mod mount_views;
+mod mount_walk;
 mod peer_cases;
 mod properties;
 mod refresh;

@@ -508,7 +508,8 @@ fn blobs_are_listed_and_read_checked() {
             "index.html",
             "usage.json",
             "usage.svg",
-            "check"
+            "check",
+            ".ignore"
         ]
     );
     let blobs = v.lookup(ROOT_INO, "blobs").unwrap().ino;

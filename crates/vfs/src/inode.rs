@@ -66,6 +66,8 @@ pub enum Node {
     ProjectDir(String),
     /// `projects/<encoded-cwd>/<session-id>`: project name, session id.
     ProjectLink(String, String),
+    /// `.ignore` at the root: what tools that honour ignore files skip.
+    IgnoreRules,
     HistoryDir,
     HistoryPrompts,
     /// `history/README`: how `history/` works.
@@ -146,6 +148,7 @@ impl Node {
             | Node::HistoryDir
             | Node::HistoryPrompts
             | Node::HistoryReadme
+            | Node::IgnoreRules
             | Node::HistoryErrors
             | Node::SearchDir
             | Node::Search(_)

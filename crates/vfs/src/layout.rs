@@ -32,7 +32,7 @@ const fn fixed(dir: FixedDir, name: &'static str, node: fn(&str) -> Node) -> Fix
 }
 
 /// The fixed layout, in listing order: lookups, listings and paths all read this table.
-const FIXED: [FixedName; 31] = [
+const FIXED: [FixedName; 32] = [
     fixed(FixedDir::Root, "sessions", |_| Node::SessionsDir),
     fixed(FixedDir::Root, "blobs", |_| Node::BlobsDir),
     fixed(FixedDir::Root, "history", |_| Node::HistoryDir),
@@ -51,6 +51,7 @@ const FIXED: [FixedName; 31] = [
         Node::StorePage(StoreFile::UsageSvg)
     }),
     fixed(FixedDir::Root, "check", |_| Node::CheckReport),
+    fixed(FixedDir::Root, ".ignore", |_| Node::IgnoreRules),
     fixed(FixedDir::History, "README", |_| Node::HistoryReadme),
     fixed(FixedDir::History, "errors", |_| Node::HistoryErrors),
     fixed(FixedDir::History, "prompts.jsonl", |_| Node::HistoryPrompts),

@@ -118,6 +118,7 @@ mod files_tests;
 mod fs;
 mod handles;
 mod history;
+mod ignore;
 mod inode;
 mod kept_listings;
 mod layout;

@@ -214,6 +214,7 @@ impl Vfs {
             Node::EntriesNew(_) => Ok(Arc::new(Vec::new())),
             Node::HistoryPrompts => self.history.prompts(),
             Node::HistoryReadme => Ok(Arc::new(super::history::README.as_bytes().to_vec())),
+            Node::IgnoreRules => Ok(Arc::new(super::ignore::IGNORE.as_bytes().to_vec())),
             Node::HistoryErrors => Ok(Arc::new(self.errors.text(HISTORY_LOG).into_bytes())),
             // The kernel follows links; a link itself is never opened.
             Node::ProjectLink(..)

@@ -115,6 +115,7 @@ impl Vfs {
                 dir(newest.unwrap_or(0))
             }
             Node::SearchRoot => dir(self.source_mtime_ms()),
+            Node::IgnoreRules => file(super::ignore::IGNORE.len(), 0),
             // Looking a query up runs nothing: listing it or reading its results does.
             Node::SearchQuery(_) => dir(self.source_mtime_ms()),
             Node::SearchResults(query) => {
