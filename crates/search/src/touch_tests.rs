@@ -115,7 +115,12 @@ fn touch(
     source: &str,
     resolved: &str,
 ) -> (String, Action, String, String) {
-    (entry.into(), action, source.into(), resolved.into())
+    (entry.into(), action, source.into(), native(resolved))
+}
+
+/// A path as the platform's lexical normalization writes it (`\` on Windows).
+fn native(path: &str) -> String {
+    path.replace('/', std::path::MAIN_SEPARATOR_STR)
 }
 
 #[test]
@@ -186,12 +191,12 @@ fn a_directory_names_every_path_under_it_and_nothing_beside_it() {
         |path: &str| -> Vec<String> { f.touched(path).into_iter().map(|t| t.3).collect() };
     assert_eq!(
         entries("/w/proj/src"),
-        ["/w/proj/src/deep/c.rs", "/w/proj/src", "/w/proj/src/a.rs"]
+        ["/w/proj/src/deep/c.rs", "/w/proj/src", "/w/proj/src/a.rs"].map(native)
     );
     assert_eq!(entries("/w/proj/src/"), entries("/w/proj/src"));
-    assert_eq!(entries("/w/proj/src/deep"), ["/w/proj/src/deep/c.rs"]);
+    assert_eq!(entries("/w/proj/src/deep"), [native("/w/proj/src/deep/c.rs")]);
     assert_eq!(entries("/w/proj/sr"), Vec::<String>::new());
-    assert_eq!(entries("/w/proj/src.rs"), ["/w/proj/src.rs"]);
+    assert_eq!(entries("/w/proj/src.rs"), [native("/w/proj/src.rs")]);
     assert_eq!(entries("/w/proj").len(), 6);
     assert_eq!(entries("/").len(), 7);
 }
