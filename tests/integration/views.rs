@@ -459,3 +459,31 @@ fn store_usage_matches_legacy_copies_without_ids() {
     );
     assert_eq!(usage.totals.totals.input, 7.0);
 }
+
+#[test]
+fn context_md_drops_a_terminals_control_sequences_and_keeps_the_text() {
+    // Tool output with colours, a title, a carriage return; a bash execution's output.
+    let session = crate::common::SessionText::new()
+        .message("u1", None, "user", r"run the tests\u001b[0m")
+        .entry(
+            "message",
+            "t1",
+            Some("u1"),
+            r#""message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"\u001b]0;title\u0007\u001b[31m✗ 2 failed\u001b[0m\r\nok\tdone"}],"isError":false,"timestamp":1}"#,
+        )
+        .entry(
+            "message",
+            "b1",
+            Some("t1"),
+            r#""message":{"role":"bashExecution","command":"ls --color","output":"\u001b[1;34msrc\u001b[0m","exitCode":0,"timestamp":2}"#,
+        )
+        .session();
+    let md = String::from_utf8(markdown::context_md(&session, "blobs/")).unwrap();
+    assert!(
+        !md.contains('\u{1b}') && !md.contains('\r') && !md.contains('\u{7}'),
+        "{md}"
+    );
+    for kept in ["run the tests", "✗ 2 failed\nok\tdone", "src"] {
+        assert!(md.contains(kept), "{kept:?} is kept: {md}");
+    }
+}

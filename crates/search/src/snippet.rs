@@ -5,7 +5,8 @@
 //!   words in a row. A substring matches anywhere,
 //!   compared lower-cased (ASCII text byte for byte, other text character by character).
 //! - The window starts up to [`CONTEXT_BEFORE`] characters before the first match and
-//!   holds at most [`SNIPPET_CHARS`] characters; whitespace runs and control characters
+//!   holds at most [`SNIPPET_CHARS`] characters; a terminal's control sequences are
+//!   dropped ([`gjcfs_engine::views::terminal`]), whitespace runs and control characters
 //!   become one space; `…` stands for text cut at either end.
 //! - Highlights are byte ranges of [`Snippet::text`], in order, not overlapping.
 
@@ -14,6 +15,7 @@ use std::ops::ControlFlow;
 use super::occurrences::for_each_occurrence;
 use super::query::Query;
 use super::words::fold;
+use gjcfs_engine::views::terminal::Escapes;
 
 /// The most characters of document text a snippet holds.
 pub const SNIPPET_CHARS: usize = 160;
@@ -170,8 +172,10 @@ fn window(text: &str, matches: Vec<(usize, usize)>) -> Snippet {
         .filter(|m| m.0 < end && m.1 > start)
         .peekable();
     let mut space = false;
+    let mut escapes = Escapes::default();
     for (i, c) in text[start..end].char_indices() {
         let at = start + i;
+        let hidden = escapes.hides(c);
         if open.is_none() {
             if let Some(&&(s, e)) = next.peek() {
                 if at >= s && at < e {
@@ -183,7 +187,8 @@ fn window(text: &str, matches: Vec<(usize, usize)>) -> Snippet {
                 }
             }
         }
-        if c.is_whitespace() || c.is_control() {
+        if hidden {
+        } else if c.is_whitespace() || c.is_control() {
             space = !out.is_empty() && !out.ends_with(' ') && !out.ends_with('…');
             if open.is_some() && space {
                 out.push(' ');
@@ -239,6 +244,18 @@ mod tests {
         }
         out.push_str(&s.text[at..]);
         out
+    }
+
+    #[test]
+    fn a_terminals_colour_codes_are_not_shown() {
+        let query = Query::parse("failed").unwrap();
+        let s = Snippet::of(
+            "\u{1b}[31m✗\u{1b}[0m failed: \u{1b}[1mboom\u{1b}[0m",
+            &query,
+        )
+        .unwrap();
+        assert_eq!(s.text, "✗ failed: boom");
+        assert_eq!(marked(&s), "✗ [failed]: boom");
     }
 
     #[test]

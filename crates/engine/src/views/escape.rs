@@ -13,24 +13,14 @@ pub fn attr(s: &str) -> String {
 
 fn escape(s: &str, in_attribute: bool) -> String {
     let mut out = String::with_capacity(s.len() + s.len() / 8);
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
+    // A terminal's sequences (colours, titles) are dropped whole, as a terminal would not
+    // print them.
+    let mut escapes = super::terminal::Escapes::default();
+    for c in s.chars() {
+        if escapes.hides(c) {
+            continue;
+        }
         match c {
-            // A terminal's colour and cursor sequences (CSI: ESC [, parameter and
-            // intermediate bytes, a final byte) are dropped whole, as a terminal would not
-            // print them; anything else after ESC [ stays text.
-            '\u{1b}' if chars.peek() == Some(&'[') => {
-                chars.next();
-                while chars
-                    .peek()
-                    .is_some_and(|c| ('\u{20}'..='\u{3f}').contains(c))
-                {
-                    chars.next();
-                }
-                if chars.peek().is_some_and(|c| ('@'..='~').contains(c)) {
-                    chars.next();
-                }
-            }
             // Bidirectional controls would reorder what follows them on the page.
             '\u{61c}'
             | '\u{200e}'

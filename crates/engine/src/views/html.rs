@@ -455,8 +455,8 @@ mod tests {
         );
         assert_eq!(attr("x\" onload='y'"), "x&quot; onload=&#39;y&#39;");
         assert_eq!(
-            text("a\0b\u{1b}[1;31mc\td\ne\r\u{1b}x"),
-            "a\u{fffd}bc\td\ne\u{fffd}\u{fffd}x"
+            text("a\0b\u{1b}[1;31mc\td\ne\r\u{1b}7x"),
+            "a\u{fffd}bc\td\ne\u{fffd}x"
         );
         assert_eq!(
             text("cut \u{1b}[31"),

@@ -15,7 +15,9 @@
 //!   ISO timestamp of the entry the message comes from (the message's own `timestamp`
 //!   when the entry has none); `<entry id>` is that entry's id (the compaction's for a
 //!   compaction summary).
-//! - User, developer, assistant and custom text is written as written, unshortened.
+//! - User, developer, assistant and custom text is written as written, unshortened, less a
+//!   terminal's control sequences and the control characters other than newline and tab
+//!   (tool output keeps colour codes; `cat context.md` must not replay them).
 //!   A thinking block becomes `<details><summary>thinking</summary>`, a blank line, the
 //!   thinking text, a blank line and `</details>`; a redacted one becomes
 //!   `*(redacted thinking)*`. A tool call becomes ``**Tool call** `<name>` · `<call id>` ``

@@ -11,6 +11,7 @@ pub mod escape;
 pub mod html;
 pub mod markdown;
 pub mod store_index;
+pub mod terminal;
 pub mod transcript;
 pub mod tree;
 pub mod tree_svg;
@@ -35,6 +36,7 @@ pub(crate) struct OneLine {
     max: usize,
     pending_space: bool,
     full: bool,
+    escapes: terminal::Escapes,
 }
 
 impl OneLine {
@@ -45,6 +47,7 @@ impl OneLine {
             max,
             pending_space: false,
             full: false,
+            escapes: terminal::Escapes::default(),
         }
     }
 
@@ -53,8 +56,7 @@ impl OneLine {
         let mut chars = chars.into_iter();
         while !self.full {
             let Some(c) = chars.next() else { break };
-            if c == '\u{1b}' {
-                skip_escape(&mut chars);
+            if self.escapes.hides(c) {
             } else if c.is_whitespace() {
                 self.pending_space = self.count > 0;
             } else if c.is_control() {
@@ -89,18 +91,6 @@ impl OneLine {
 
     pub(crate) fn finish(self) -> String {
         self.out
-    }
-}
-
-/// Skips the rest of an escape sequence after ESC: a CSI sequence (`[` parameters, one final
-/// byte in `@`..`~`), or the one character that follows.
-fn skip_escape(chars: &mut impl Iterator<Item = char>) {
-    if chars.next() == Some('[') {
-        for c in chars.by_ref() {
-            if ('@'..='~').contains(&c) {
-                break;
-            }
-        }
     }
 }
 

@@ -10,8 +10,9 @@
 //!   [`Sink::end_message`].
 //! - One-line values (roles, models, tool names, ids, times, paths) come through
 //!   [`one_line`]: no control character, no newline; prose, thinking, code and output come
-//!   as written (lone surrogates as U+FFFD). Nothing here escapes for a syntax: that is the
-//!   renderer's.
+//!   as written (lone surrogates as U+FFFD) less a terminal's control sequences and the
+//!   control characters other than newline and tab ([`super::terminal`]), so that no view
+//!   replays them on a terminal. Nothing here escapes for a syntax: that is the renderer's.
 //! - Blank prose and blank thinking are not passed on. Base64 image data never is: an
 //!   image is a blob hash, an invalid reference, or an inline image's type and size.
 
@@ -19,6 +20,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
 
+use super::terminal::without_escapes;
 use super::{one_line, thousands};
 use crate::format::blob::{parse_blob_ref, BlobStore, BLOB_REF_PREFIX};
 use crate::format::time::format_iso_millis;
@@ -360,7 +362,7 @@ impl<S: Sink> Walker<'_, S> {
         if text.trim().is_empty() {
             return Ok(());
         }
-        self.sink.text(text)
+        self.sink.text(&without_escapes(text))
     }
 
     /// A `content` value: a string, or an array of blocks.
@@ -388,7 +390,7 @@ impl<S: Sink> Walker<'_, S> {
                 if thinking.trim().is_empty() {
                     return Ok(());
                 }
-                self.sink.thinking(&thinking)
+                self.sink.thinking(&without_escapes(&thinking))
             }
             "redactedThinking" => self.sink.redacted_thinking(),
             "toolCall" => {
@@ -435,7 +437,11 @@ impl<S: Sink> Walker<'_, S> {
         }
         let content = m.get("content").map(Value::expanded);
         let blocks: Vec<Cow<'_, Value>> = match content.as_deref() {
-            Some(Value::String(s)) => return self.sink.output(&s.to_string_lossy(), "text"),
+            Some(Value::String(s)) => {
+                return self
+                    .sink
+                    .output(&without_escapes(&s.to_string_lossy()), "text")
+            }
             Some(Value::Array(blocks)) => blocks.iter().map(Value::expanded).collect(),
             _ => Vec::new(),
         };
@@ -450,7 +456,7 @@ impl<S: Sink> Walker<'_, S> {
                 output.push_str(&text);
             }
         }
-        self.sink.output(&output, "text")?;
+        self.sink.output(&without_escapes(&output), "text")?;
         for block in &blocks {
             match block.as_object() {
                 Some(b) if b.get_str("type") == Some("text") => {}
@@ -469,9 +475,9 @@ impl<S: Sink> Walker<'_, S> {
         } else {
             input
         };
-        self.sink.code(&input, lang)?;
+        self.sink.code(&without_escapes(&input), lang)?;
         self.sink.output(
-            text_of(m.get("output")).as_deref().unwrap_or_default(),
+            &without_escapes(text_of(m.get("output")).as_deref().unwrap_or_default()),
             "text",
         )?;
         let mut status = Vec::new();
