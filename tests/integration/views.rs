@@ -90,7 +90,8 @@ fn real_transcripts_render_every_context_message_and_entry() {
             .count(),
         373
     );
-    assert!(text.starts_with("# Session d703a1a9-1b7b-4fb1-b512-c9738b1fe617\n\n- session: `d703a1a9-1b7b-4fb1-b512-c9738b1fe617`\n- cwd: `/Users/badlogic/workspaces/pi-mono`\n- leaf: `"));
+    // Titled by its first prompt, as `gjcfs ls` shows it.
+    assert!(text.starts_with("# /mode\n\n- session: `d703a1a9-1b7b-4fb1-b512-c9738b1fe617`\n- cwd: `/Users/badlogic/workspaces/pi-mono`\n- leaf: `"));
     assert!(text.ends_with("\n\n") && !text.ends_with("\n\n\n"));
     let tree = tree_text(&large);
     assert_eq!(tree.lines().count(), large.entry_count());

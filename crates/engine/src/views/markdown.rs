@@ -2,7 +2,9 @@
 //! model, [`Session::build_context`]) as readable Markdown.
 //!
 //! Format (invariants):
-//! - The first line is `# <title>` (the header's title on one line, else `Session <id>`),
+//! - The first line is `# <title>` (the session's title as every listing shows it: the
+//!   header's title, else its first prompt's first line; `Session <id>` with neither; see
+//!   [`super::transcript::Facts::title`]),
 //!   followed by a blank line and a list of facts: ``- session: `<id>` ``,
 //!   ``- cwd: `<cwd>` ``, ``- leaf: `<entry id>` `` (`none` for a null leaf; for a leaf marker, the entry it
 //!   stands for: see [`crate::manager::leaf_marker`]), `- messages: <n>`,

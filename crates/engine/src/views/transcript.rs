@@ -23,17 +23,24 @@ use std::io;
 use super::terminal::without_escapes;
 use super::{one_line, thousands};
 use crate::format::blob::{parse_blob_ref, BlobStore, BLOB_REF_PREFIX};
+use crate::format::cold_spill::rehydrate_record;
 use crate::format::time::format_iso_millis;
 use crate::json::{self, Object, Value};
 use crate::session::tree::Session;
 use crate::session::usage::UsageTotals;
+use crate::store::discovery::{shown_title, user_text};
 
 /// How long a one-line detail (a model, a tool name, an error message) may get.
 pub const DETAIL_CHARS: usize = 200;
+/// How long a title may get.
+pub const TITLE_CHARS: usize = 100;
 
 /// What the page says of the session before its messages.
 pub struct Facts {
-    /// The header's title on one line, else `Session <id>`.
+    /// The session's title by the rule of every listing — the header's title, else the
+    /// first line of its first prompt — on one line of at most [`TITLE_CHARS`]
+    /// characters, else `Session <id>`; ` · at <entry>` added for a context built at an
+    /// entry named by the caller.
     pub title: String,
     /// The header's session id on one line.
     pub id: String,
@@ -215,7 +222,7 @@ pub fn walk(
         .into_iter()
         .map(|c| (c.index, c.amounts))
         .collect();
-    let facts = facts(session, &ctx, &usage, leaf, window);
+    let facts = facts(session, &ctx, &usage, leaf, window, cold);
     let page = facts.page;
     sink.facts(&facts)?;
     let mut walker = Walker { sink };
@@ -240,14 +247,25 @@ fn facts(
     usage: &HashMap<usize, UsageTotals>,
     leaf: Option<&str>,
     window: Option<Window>,
+    cold: Option<&BlobStore>,
 ) -> Facts {
     let header = session.header();
     let id = one_line(header.id().unwrap_or_default(), usize::MAX);
-    let title = header
-        .title()
-        .map(|t| one_line(t, usize::MAX))
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| format!("Session {id}"));
+    // The one title rule of every listing: the header's title, else the first prompt.
+    // (A cold-spilled first prompt is read back, as the messages are.)
+    let first_prompt = session.records().iter().find_map(|record| match cold {
+        Some(blobs) => user_text(&rehydrate_record(record, blobs)),
+        None => user_text(record),
+    });
+    let shown = shown_title(header.title(), first_prompt.as_deref());
+    let mut title = one_line(shown.lines().next().unwrap_or_default(), TITLE_CHARS);
+    if title.is_empty() {
+        title = format!("Session {id}");
+    }
+    // A page at another entry than the session's leaf says so.
+    if let Some(at) = leaf {
+        title = format!("{title} · at {}", one_line(at, usize::MAX));
+    }
     let mut total = UsageTotals::default();
     for source in &ctx.sources {
         if let Some(amounts) = usage.get(source) {
