@@ -51,10 +51,11 @@ gen 2026-04-17T17-30-05-310Z_review.jsonl --entries 40 --seed 3 --cwd "$ws" --sc
 gen 2026-04-18T08-15-00-000Z_image.jsonl --entries 12 --seed 4 --cwd "$ws" --scope "$agent"
 scope=$(dirname "$(ls "$agent"/sessions/v2-*/*_image.jsonl)")
 
-# A screenshot-sized image (2,048 random bytes = 2,732 base64 characters): the append stores
-# it in the blob store and leaves a reference in the transcript.
-image=$(head -c 2048 /dev/urandom | base64 -w0)
-printf '{"role":"user","content":[{"type":"text","text":"What does this screenshot show?"},{"type":"image","data":"%s","mimeType":"image/png"}]}\n' \
+# A real picture, demo/chart.png (a 320x180 bar chart, 1,549 bytes = 2,068 base64
+# characters): the append stores it in the blob store and leaves a reference in the
+# transcript, and every page of the session shows it.
+image=$(base64 -w0 demo/chart.png)
+printf '{"role":"user","content":[{"type":"text","text":"What does this chart show?"},{"type":"image","data":"%s","mimeType":"image/png"}]}\n' \
 	"$image" | "$GJCFS" append "$scope/2026-04-18T08-15-00-000Z_image.jsonl" --agent-dir "$agent" >/dev/null
 
 # A legacy directory (the workspace path encoded: / becomes -) with a v1 transcript.
