@@ -126,7 +126,10 @@ fn the_demo_agent_holds_a_scope_an_image_blob_a_legacy_transcript_and_a_history(
     // A real picture: the demo's chart, a PNG.
     let chart = fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/demo/chart.png")).unwrap();
     assert!(chart.starts_with(b"\x89PNG\r\n\x1a\n"));
-    assert_eq!(fs::read(agent.join("blobs").join(&blobs[0])).unwrap(), chart);
+    assert_eq!(
+        fs::read(agent.join("blobs").join(&blobs[0])).unwrap(),
+        chart
+    );
     let image = managed
         .iter()
         .find(|p| p.to_str().unwrap().ends_with("_image.jsonl"))

@@ -194,7 +194,10 @@ fn a_directory_names_every_path_under_it_and_nothing_beside_it() {
         ["/w/proj/src/deep/c.rs", "/w/proj/src", "/w/proj/src/a.rs"].map(native)
     );
     assert_eq!(entries("/w/proj/src/"), entries("/w/proj/src"));
-    assert_eq!(entries("/w/proj/src/deep"), [native("/w/proj/src/deep/c.rs")]);
+    assert_eq!(
+        entries("/w/proj/src/deep"),
+        [native("/w/proj/src/deep/c.rs")]
+    );
     assert_eq!(entries("/w/proj/sr"), Vec::<String>::new());
     assert_eq!(entries("/w/proj/src.rs"), [native("/w/proj/src.rs")]);
     assert_eq!(entries("/w/proj").len(), 6);
