@@ -9,11 +9,13 @@ use super::output::BadQuery;
 /// The time range flags, parsed by clap: a date that cannot be read is a usage error.
 #[derive(clap::Args, Clone, Default)]
 pub struct TimeRangeArgs {
-    /// Only from this date or time on (YYYY-MM-DD, the start of that day in UTC, or an ISO
-    /// timestamp).
+    /// Only from this date or time on: YYYY-MM-DD or YYYYMMDD (the start of that day in
+    /// UTC), an ISO timestamp, today, yesterday (the start of the day, UTC), or Nd (N days
+    /// before now, e.g. 7d).
     #[arg(long, value_name = "DATE", value_parser = parse_time)]
     pub since: Option<Moment>,
-    /// Only before this date or time (YYYY-MM-DD is the start of that day, UTC).
+    /// Only before this date or time (as --since: YYYY-MM-DD and YYYYMMDD are the start of
+    /// that day, UTC; also today, yesterday, Nd).
     #[arg(long, value_name = "DATE", value_parser = parse_time)]
     pub until: Option<Moment>,
 }
@@ -26,15 +28,56 @@ pub struct Moment {
     ms: i64,
 }
 
-/// Reads YYYY-MM-DD (midnight UTC) or an ISO timestamp.
+/// A day in milliseconds.
+const DAY_MS: i64 = 86_400_000;
+
+/// Reads YYYY-MM-DD or YYYYMMDD (midnight UTC), an ISO timestamp, `today` or `yesterday`
+/// (midnight UTC), or `Nd` (N days before now).
 pub fn parse_time(text: &str) -> Result<Moment, String> {
-    parse_iso_millis(text)
-        .or_else(|| parse_iso_millis(&format!("{text}T00:00:00.000Z")))
-        .map(|ms| Moment {
-            text: text.to_owned(),
-            ms,
-        })
-        .ok_or_else(|| format!("invalid date {text:?}: expected YYYY-MM-DD or an ISO timestamp"))
+    parse_time_at(text, now_ms())
+}
+
+/// [`parse_time`] with `now` (milliseconds since the epoch) as the current time.
+fn parse_time_at(text: &str, now: i64) -> Result<Moment, String> {
+    let midnight = now - now.rem_euclid(DAY_MS);
+    let compact = |t: &str| {
+        (t.len() == 8 && t.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| format!("{}-{}-{}", &t[..4], &t[4..6], &t[6..]))
+    };
+    let days_back = |t: &str| {
+        t.strip_suffix('d')?
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| n > 0)
+            .map(|n| now - i64::from(n) * DAY_MS)
+    };
+    let ms = match text {
+        "today" => Some(midnight),
+        "yesterday" => Some(midnight - DAY_MS),
+        _ => parse_iso_millis(text)
+            .or_else(|| {
+                let day = compact(text).unwrap_or_else(|| text.to_owned());
+                parse_iso_millis(&format!("{day}T00:00:00.000Z"))
+            })
+            .or_else(|| days_back(text)),
+    };
+    ms.map(|ms| Moment {
+        text: text.to_owned(),
+        ms,
+    })
+    .ok_or_else(|| {
+        format!(
+            "invalid date {text:?}: expected YYYY-MM-DD, YYYYMMDD, an ISO timestamp, today, \
+             yesterday or Nd (N days ago)"
+        )
+    })
+}
+
+/// The current time in milliseconds since the epoch.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl TimeRangeArgs {
@@ -68,7 +111,19 @@ mod tests {
             parse_time("2026-01-02T01:00:00Z").unwrap().ms,
             1_767_315_600_000
         );
-        assert!(parse_time("yesterday").unwrap_err().contains("YYYY-MM-DD"));
+        assert!(parse_time("someday").unwrap_err().contains("YYYY-MM-DD"));
+        assert_eq!(parse_time("20260102").unwrap().ms, 1_767_312_000_000);
+        // 2026-01-02T13:00:00Z as now.
+        let now = 1_767_312_000_000 + 13 * 3_600_000;
+        assert_eq!(parse_time_at("today", now).unwrap().ms, 1_767_312_000_000);
+        assert_eq!(
+            parse_time_at("yesterday", now).unwrap().ms,
+            1_767_225_600_000
+        );
+        assert_eq!(parse_time_at("7d", now).unwrap().ms, now - 7 * DAY_MS);
+        for bad in ["0d", "-1d", "d", "7days", "2026010", "202601021"] {
+            assert!(parse_time_at(bad, now).is_err(), "{bad}");
+        }
         let args = |since: &str, until: &str| TimeRangeArgs {
             since: Some(parse_time(since).unwrap()),
             until: Some(parse_time(until).unwrap()),

@@ -30,9 +30,11 @@ pub struct SearchSessions {
     /// Search the sessions of every directory, not one workspace.
     #[serde(default)]
     pub all: bool,
-    /// Only hits from this date or time on (YYYY-MM-DD, UTC, or an ISO timestamp).
+    /// Only hits from this date or time on (YYYY-MM-DD, today, yesterday, 7d, or
+    /// an ISO timestamp; days start at midnight UTC).
     pub since: Option<String>,
-    /// Only hits before this date or time (YYYY-MM-DD, UTC, or an ISO timestamp).
+    /// Only hits before this date or time (YYYY-MM-DD, today, yesterday, 7d, or
+    /// an ISO timestamp; days start at midnight UTC).
     pub until: Option<String>,
     /// Only messages of this role: `user`, `assistant` or `tool` (tool results and
     /// shell executions).
@@ -81,9 +83,11 @@ pub struct ListSessions {
     /// List the sessions of every directory.
     #[serde(default)]
     pub all: bool,
-    /// Only sessions modified from this date or time on (YYYY-MM-DD, UTC, or ISO).
+    /// Only sessions modified from this date or time on (YYYY-MM-DD, today, 7d, or
+    /// an ISO timestamp; days start at midnight UTC).
     pub since: Option<String>,
-    /// Only sessions modified before this date or time (YYYY-MM-DD, UTC, or ISO).
+    /// Only sessions modified before this date or time (YYYY-MM-DD, today, 7d, or
+    /// an ISO timestamp; days start at midnight UTC).
     pub until: Option<String>,
     /// Skip this many sessions (for the next page).
     #[serde(default)]
@@ -108,9 +112,11 @@ pub struct SessionTree {
 pub struct Usage {
     /// Group the totals: `session`, `day`, `week`, `month`, `project` or `model`.
     pub by: Option<String>,
-    /// Only replies from this date or time on (YYYY-MM-DD, UTC, or ISO).
+    /// Only replies from this date or time on (YYYY-MM-DD, today, 7d, or
+    /// an ISO timestamp; days start at midnight UTC).
     pub since: Option<String>,
-    /// Only replies before this date or time (YYYY-MM-DD, UTC, or ISO).
+    /// Only replies before this date or time (YYYY-MM-DD, today, 7d, or
+    /// an ISO timestamp; days start at midnight UTC).
     pub until: Option<String>,
     /// At most this many groups, largest cost first (default 20, at most 100).
     pub limit: Option<usize>,
@@ -129,9 +135,11 @@ pub struct FilesTouched {
     /// Look in the sessions of every directory.
     #[serde(default)]
     pub all: bool,
-    /// Only touches from this date or time on (YYYY-MM-DD, UTC, or ISO).
+    /// Only touches from this date or time on (YYYY-MM-DD, today, 7d, or
+    /// an ISO timestamp; days start at midnight UTC).
     pub since: Option<String>,
-    /// Only touches before this date or time (YYYY-MM-DD, UTC, or ISO).
+    /// Only touches before this date or time (YYYY-MM-DD, today, 7d, or
+    /// an ISO timestamp; days start at midnight UTC).
     pub until: Option<String>,
     /// Skip this many touches (for the next page).
     #[serde(default)]
