@@ -497,3 +497,32 @@ fn export_names_only_portable_files_and_follows_no_planted_symlink() {
     assert!(said.status.success(), "{said:?}");
     assert!(elsewhere.join(format!("{sid}.html")).is_file());
 }
+
+#[test]
+fn a_page_says_which_usage_is_its_branch_and_which_the_whole_session() {
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/demo/sessions/demo.jsonl");
+    let page = crate::common::gjcfs_stdout(&["show", demo, "--format", "html"]);
+    let usage = gjcfs::engine::json::parse(&crate::common::gjcfs_stdout(&[
+        "show", demo, "--format", "usage",
+    ]))
+    .unwrap();
+    let cost = usage
+        .as_object()
+        .unwrap()
+        .get("cost")
+        .unwrap()
+        .as_f64()
+        .unwrap();
+    let fact = |name: &str| {
+        let at = page
+            .find(&format!("<dt>{name}</dt><dd>"))
+            .unwrap_or_else(|| panic!("no {name} fact"));
+        let rest = &page[at..];
+        rest[..rest.find("</dd>").unwrap()].to_owned()
+    };
+    // The demo session has a branch: its page counts less than the whole session.
+    let branch = fact("usage, this branch");
+    let whole = fact("usage, whole session");
+    assert_ne!(branch, whole);
+    assert!(whole.ends_with(&format!("${cost:.4}")), "{whole} vs {cost}");
+}

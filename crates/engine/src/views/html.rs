@@ -7,7 +7,9 @@
 //!   only; images only from `file:` (the mount's `blobs/`) and `data:` (an export)), the
 //!   style inline, no script, no external font, nothing fetched from a network.
 //! - A `<header>` with the title, and the facts of `context.md` as a `<dl>` plus the usage
-//!   summed over the context's messages (tokens and cost).
+//!   summed over the context's messages (tokens and cost), named `usage, this branch`, and,
+//!   where the session's other branches add to it, the whole session's as `usage, whole
+//!   session` (what `gjcfs ls --long` counts).
 //! - One `<section class="message role-<role>" id="m<n>">` per context message, in context
 //!   order: an `<h2>` with the number (a link to its own anchor), the role, the detail, the
 //!   time (`<time>`), the entry id, the entry's label and the message's usage (tokens,
@@ -256,7 +258,11 @@ impl<W: Write + ?Sized> Sink for Page<'_, W> {
         if let Some(model) = &f.model {
             fact("model", &text(model))?;
         }
-        fact("usage", &usage_line(&f.usage))?;
+        // Which usage is which: this branch's messages, or every branch of the session.
+        fact("usage, this branch", &usage_line(&f.usage))?;
+        if f.session_usage != f.usage {
+            fact("usage, whole session", &usage_line(&f.session_usage))?;
+        }
         self.out.write_all(b"</dl>\n")?;
         if let Some((session, cold, links)) = self.tree {
             self.out

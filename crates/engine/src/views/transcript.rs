@@ -55,8 +55,10 @@ pub struct Facts {
     pub thinking_level: String,
     /// The context's default model, if it names one.
     pub model: Option<String>,
-    /// The usage of every message of the context that has one, summed.
+    /// The usage of every message of the context that has one, summed: this branch's.
     pub usage: UsageTotals,
+    /// The usage of every entry of the session, every branch (as `gjcfs ls --long`).
+    pub session_usage: UsageTotals,
     /// The page of the messages walked (all of them in one page without a [`Window`]).
     pub page: PageOf,
 }
@@ -285,6 +287,9 @@ fn facts(
             .get("default")
             .map(|m| one_line(&scalar_text(m), DETAIL_CHARS)),
         usage: total,
+        session_usage: usage
+            .values()
+            .fold(UsageTotals::default(), |sum, u| sum.plus(u)),
         page: PageOf::of(ctx.messages.len(), window),
         id,
     }
