@@ -13,12 +13,11 @@ use super::style;
 /// first line, as one line of at most `max` characters (controls and escape sequences
 /// dropped), safe for a terminal; `(untitled)` with neither a title nor a prompt.
 pub fn title_cell(title: Option<&str>, first_prompt: Option<&str>, max: usize) -> String {
-    let shown = gjcfs_engine::store::discovery::shown_title(title, first_prompt);
-    let first = shown.lines().next().unwrap_or_default();
-    if first.trim().is_empty() {
+    let line = gjcfs_engine::views::title_line(title, first_prompt, max);
+    if line.is_empty() {
         return "(untitled)".to_owned();
     }
-    terminal_safe(&gjcfs_engine::views::one_line(first, max)).into_owned()
+    terminal_safe(&line).into_owned()
 }
 
 pub use gjcfs_engine::views::token_count;

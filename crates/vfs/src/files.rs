@@ -34,7 +34,7 @@ use std::path::{PathBuf, MAIN_SEPARATOR, MAIN_SEPARATOR_STR};
 use std::sync::Arc;
 
 use super::layout::{safe_session_name, usable_name};
-use super::search::{Answers, SearchView};
+use super::search::{index_error, Answers, SearchView};
 use super::VfsError;
 use gjcfs_engine::json;
 use gjcfs_search::{touch_json, FileTouch, SearchIndex, TouchFilters};
@@ -132,7 +132,7 @@ impl FilesView {
         self.names.get_or(dir, || {
             let index = self.index(from)?;
             let named = |parent: &str, names: &mut Names| -> Result<(), VfsError> {
-                let found = index.touched_names(parent).map_err(unreadable)?;
+                let found = index.touched_names(parent).map_err(index_error)?;
                 for name in found.into_iter().filter(|n| usable_name(n)) {
                     let path = format!("{parent}{name}");
                     names.0.entry(name).or_insert(path);
@@ -179,7 +179,7 @@ impl FilesView {
                 limit: TOUCHES_SHOWN,
                 ..TouchFilters::default()
             };
-            let found = index.files_touched(&path, &filters).map_err(unreadable)?;
+            let found = index.files_touched(&path, &filters).map_err(index_error)?;
             let mut jsonl = Vec::new();
             let mut links = Vec::new();
             for (at, touch) in found.touches.iter().enumerate() {
@@ -202,8 +202,4 @@ impl FilesView {
         self.touched.clear();
         self.fresh.clear();
     }
-}
-
-fn unreadable(e: gjcfs_search::SearchError) -> VfsError {
-    VfsError::Unreadable(format!("the search index: {e}"))
 }

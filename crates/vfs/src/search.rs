@@ -186,7 +186,7 @@ impl SearchView {
             }),
             None => SearchIndex::open_in_memory(),
         }
-        .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?
+        .map_err(index_error)?
         .with_storage(self.storage.clone())
         .with_blobs(&self.blob_dir);
         Ok(index.insert(Arc::new(opened)).clone())
@@ -235,7 +235,7 @@ impl SearchView {
         // The watcher of the file's index stops: an index in memory is checked instead.
         drop(self.watching.lock().take());
         let in_memory = SearchIndex::open_in_memory()
-            .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?
+            .map_err(index_error)?
             .with_storage(self.storage.clone())
             .with_blobs(&self.blob_dir);
         let in_memory = Arc::new(in_memory);
@@ -257,14 +257,14 @@ impl SearchView {
         let threads = search_threads();
         if let Err(e) = index.update(&paths, threads, &|_| {}) {
             if !(e.is_disk_full() && index.path().is_some()) {
-                return Err(VfsError::Unreadable(format!("the search index: {e}")));
+                return Err(index_error(e));
             }
             // A full cache filesystem: the index gives its space back, and the mount
             // searches an index in memory from now on.
             index = self.keep_in_memory()?;
             index
                 .update(&paths, threads, &|_| {})
-                .map_err(|e| VfsError::Unreadable(format!("the search index: {e}")))?;
+                .map_err(index_error)?;
         }
         Ok(index)
     }
@@ -359,6 +359,11 @@ impl SearchView {
         }
         self.watch_if_built();
     }
+}
+
+/// An error of the search index, as the views give it.
+pub(crate) fn index_error(e: gjcfs_search::SearchError) -> VfsError {
+    VfsError::Unreadable(format!("the search index: {e}"))
 }
 
 #[cfg(test)]

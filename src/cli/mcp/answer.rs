@@ -109,11 +109,11 @@ pub fn capped(text: &str, max: usize) -> String {
     }
 }
 
-/// The title a session is shown under (its own, else its first prompt: the one rule of
-/// every listing), on one line of at most [`super::params::TITLE_CHARS`] characters.
+/// The title a session is shown under, as every listing shows it
+/// ([`gjcfs_engine::views::title_line`]), of at most [`super::params::TITLE_CHARS`]
+/// characters.
 pub fn title(title: Option<&str>, first_prompt: Option<&str>) -> String {
-    let shown = gjcfs_engine::store::discovery::shown_title(title, first_prompt);
-    gjcfs_engine::views::one_line(shown, super::params::TITLE_CHARS)
+    gjcfs_engine::views::title_line(title, first_prompt, super::params::TITLE_CHARS)
 }
 
 /// `value` as a shell word: itself when it needs no quoting, else in single quotes.

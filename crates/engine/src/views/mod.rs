@@ -27,6 +27,15 @@ pub fn one_line(text: &str, max: usize) -> String {
     line.finish()
 }
 
+/// The title a session is shown under, by the rule of every listing
+/// ([`crate::store::discovery::shown_title`]: its own title, else its first prompt), as the
+/// first line of that text on one line of at most `max` characters ([`one_line`]); empty
+/// with neither.
+pub fn title_line(title: Option<&str>, first_prompt: Option<&str>, max: usize) -> String {
+    let shown = crate::store::discovery::shown_title(title, first_prompt);
+    one_line(shown.lines().next().unwrap_or_default(), max)
+}
+
 /// One line of text built from pieces by the rules of [`one_line`] (a piece boundary counts
 /// as whitespace only through [`OneLine::separate`]), which can tell when it is full, so
 /// that a reader stops decoding.

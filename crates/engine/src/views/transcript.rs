@@ -21,14 +21,14 @@ use std::collections::HashMap;
 use std::io;
 
 use super::terminal::without_escapes;
-use super::{one_line, thousands};
+use super::{one_line, thousands, title_line};
 use crate::format::blob::{parse_blob_ref, BlobStore, BLOB_REF_PREFIX};
 use crate::format::cold_spill::rehydrate_record;
 use crate::format::time::format_iso_millis;
 use crate::json::{self, Object, Value};
 use crate::session::tree::Session;
 use crate::session::usage::UsageTotals;
-use crate::store::discovery::{shown_title, user_text};
+use crate::store::discovery::user_text;
 
 /// How long a one-line detail (a model, a tool name, an error message) may get.
 pub const DETAIL_CHARS: usize = 200;
@@ -259,8 +259,7 @@ fn facts(
         Some(blobs) => user_text(&rehydrate_record(record, blobs)),
         None => user_text(record),
     });
-    let shown = shown_title(header.title(), first_prompt.as_deref());
-    let mut title = one_line(shown.lines().next().unwrap_or_default(), TITLE_CHARS);
+    let mut title = title_line(header.title(), first_prompt.as_deref(), TITLE_CHARS);
     if title.is_empty() {
         title = format!("Session {id}");
     }
