@@ -222,9 +222,9 @@ fn the_tree_is_drawn_and_every_branch_end_has_its_page_in_the_mount_and_an_expor
             })
             .collect();
         let shown: Vec<String> = leaf_page
-            .split("<div class=\"text\">")
+            .split("<div class=\"md\"><p>")
             .skip(1)
-            .map(|t| t.split("</div>").next().unwrap().to_owned())
+            .map(|t| t.split("</p>").next().unwrap().to_owned())
             .collect();
         assert_eq!(shown, expected, "{name}");
     }
@@ -403,7 +403,7 @@ fn a_long_context_is_paged_in_the_mount_and_the_export() {
         let page = fs::read_to_string(out.join(format!("long.pages/{n}.html"))).unwrap();
         assert_eq!(check_structure(&page), 1000);
         let nav = page
-            .split("<nav")
+            .split("<nav class=\"pages\"")
             .nth(1)
             .unwrap()
             .split("</nav>")

@@ -10,6 +10,7 @@ use std::io;
 use std::sync::Arc;
 
 use gjcfs_engine::format::blob::BlobStore;
+use gjcfs_engine::json as engine_json;
 use gjcfs_engine::session::tree::Session;
 use gjcfs_engine::storage::FileStorage;
 use gjcfs_engine::views::transcript::{self, Facts, Heading, Image, Sink};
@@ -309,13 +310,11 @@ impl Sink for TextSink {
         &mut self,
         name: &str,
         id: Option<&str>,
-        arguments: Option<&str>,
+        arguments: Option<&engine_json::Value>,
     ) -> io::Result<()> {
         let id = id.map_or_else(String::new, |id| format!(" ({id})"));
-        self.part(&format!(
-            "[tool call {name}{id}]\n{}",
-            arguments.unwrap_or("{}")
-        ))
+        let arguments = arguments.map_or_else(|| "{}".to_owned(), engine_json::to_pretty);
+        self.part(&format!("[tool call {name}{id}]\n{arguments}"))
     }
 
     fn code(&mut self, text: &str, _lang: &str) -> io::Result<()> {

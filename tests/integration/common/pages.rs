@@ -32,6 +32,17 @@ pub fn hostile() -> Vec<String> {
         "<meta http-equiv=\"refresh\" content=\"0;url=http://example.invalid\">".to_owned(),
         "<base href=\"http://example.invalid/\"><link rel=stylesheet href=http://example.invalid>"
             .to_owned(),
+        // Markdown-borne: links, images, autolinks, reference definitions, HTML blocks,
+        // a fence's info string, a link's title.
+        "[click](javascript:alert(1)) [data](data:text/html;base64,PHNjcmlwdD4=) [f](file:///etc/passwd)"
+            .to_owned(),
+        "![remote](http://example.invalid/x.png) ![svg](data:image/svg+xml,<svg onload=alert(1)>)"
+            .to_owned(),
+        "<http://example.invalid/auto> <javascript:alert(1)> <mailto:a@example.invalid>".to_owned(),
+        "[ref] and ![img][ref]\n\n[ref]: javascript:alert(1) \"t\"".to_owned(),
+        format!("<div onclick=\"x\">\n<script>window.{MARKER}=5</script>\n</div>\n\nafter"),
+        format!("```\"><script>window.{MARKER}=6</script>\ncode\n```"),
+        "[t](https://example.invalid \"\\\" onmouseover=\\\"alert(1)\")".to_owned(),
     ]
 }
 
@@ -96,6 +107,32 @@ pub fn hostile_store() -> (tempfile::TempDir, String) {
             ),
         );
     }
+    // The tools a page shows as what they did, with hostile arguments.
+    let t = string(&all);
+    let calls = [
+        format!(r#"{{"name":"write","arguments":{{"path":{t},"content":{t}}}}}"#),
+        format!(r#"{{"name":"edit","arguments":{{"path":{t},"oldText":{t},"newText":"x"}}}}"#),
+        format!(
+            r#"{{"name":"edit","arguments":{{"path":{t},"edits":[{{"oldText":"a","newText":{t}}}]}}}}"#
+        ),
+        format!(r#"{{"name":"edit","arguments":{{"input":{t}}}}}"#),
+        format!(r#"{{"name":"bash","arguments":{{"command":{t},"cwd":{t},"env":{{"X":{t}}}}}}}"#),
+        format!(r#"{{"name":"read","arguments":{{"path":{t},"offset":1,"limit":2}}}}"#),
+        format!(r#"{{"name":"search","arguments":{{"pattern":{t},"paths":[{t}]}}}}"#),
+        format!(r#"{{"name":"find","arguments":{{"paths":[{t}],"hidden":{t}}}}}"#),
+    ];
+    let blocks: Vec<String> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| format!(r#"{{"type":"toolCall","id":"k{i}",{}"#, &call[1..]))
+        .collect();
+    push(
+        &mut lines,
+        format!(
+            r#"{{"role":"assistant","content":[{}],"stopReason":"toolUse","timestamp":1}}"#,
+            blocks.join(",")
+        ),
+    );
     // A role nobody knows, a lone surrogate, a 10 MB line, images of every kind.
     push(
         &mut lines,
@@ -134,13 +171,68 @@ pub fn hostile_store() -> (tempfile::TempDir, String) {
 }
 
 /// The elements and attributes a page may have, and what its links and sources may be.
-pub const TAGS: [&str; 41] = [
-    "!DOCTYPE", "html", "head", "meta", "title", "style", "body", "header", "h1", "dl", "dt", "dd",
-    "code", "main", "section", "h2", "a", "span", "time", "div", "details", "summary", "pre", "p",
-    "img", "ul", "li", "svg", "path", "circle", "text", "h3", "table", "tr", "th", "td", "rect",
-    "title", "g", "nav", "b",
+pub const TAGS: [&str; 55] = [
+    "!DOCTYPE",
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "header",
+    "h1",
+    "dl",
+    "dt",
+    "dd",
+    "code",
+    "main",
+    "section",
+    "h2",
+    "a",
+    "span",
+    "time",
+    "div",
+    "details",
+    "summary",
+    "pre",
+    "p",
+    "img",
+    "ul",
+    "li",
+    "svg",
+    "path",
+    "circle",
+    "text",
+    "h3",
+    "table",
+    "tr",
+    "th",
+    "td",
+    "rect",
+    "title",
+    "g",
+    "nav",
+    "b",
+    "figure",
+    "figcaption",
+    "strong",
+    "em",
+    "ol",
+    "h4",
+    "h5",
+    "h6",
+    "blockquote",
+    "br",
+    "del",
+    "thead",
+    "tbody",
+    "hr",
 ];
-pub const ATTRIBUTES: [&str; 28] = [
+pub const ATTRIBUTES: [&str; 32] = [
+    "open",
+    "title",
+    "style",
+    "start",
     "lang",
     "charset",
     "http-equiv",
@@ -196,13 +288,24 @@ pub fn check_structure(page: &str) -> usize {
             let (value, after) = after.split_once('"').unwrap_or_else(|| panic!("<{tag}>"));
             assert!(ATTRIBUTES.contains(&attr), "attribute {attr:?} in <{tag}>");
             match attr {
-                // The page's own anchors and its sibling pages: never a scheme or a host.
+                // The page's own anchors and its sibling pages, never a scheme or a host; or
+                // a web or mail address the prose links to.
                 "href" => assert!(
                     value.starts_with("#m")
                         || value.ends_with(".html")
                             && !value.contains([':', '\\'])
-                            && !value.starts_with('/'),
+                            && !value.starts_with('/')
+                        || ["http://", "https://", "mailto:"]
+                            .iter()
+                            .any(|s| value.starts_with(s)),
                     "href {value:?}"
+                ),
+                // A table column's alignment.
+                "style" => assert!(
+                    ["left", "center", "right"]
+                        .iter()
+                        .any(|a| value == format!("text-align: {a}")),
+                    "style {value:?}"
                 ),
                 "xmlns" => assert_eq!(value, "http://www.w3.org/2000/svg"),
                 "src" => assert!(

@@ -10,13 +10,18 @@
 //!   summed over the context's messages (tokens and cost), named `usage, this branch`, and,
 //!   where the session's other branches add to it, the whole session's as `usage, whole
 //!   session` (what `gjcfs ls --long` counts).
+//! - A `<nav class="contents">` lists the user prompts on the page, each by its first line
+//!   linked to its message, folded when there are more than 30.
 //! - One `<section class="message role-<role>" id="m<n>">` per context message, in context
 //!   order: an `<h2>` with the number (a link to its own anchor), the role, the detail, the
 //!   time (`<time>`), the entry id, the entry's label and the message's usage (tokens,
-//!   cost); then its parts. Prose and code keep their line breaks (`white-space:
-//!   pre-wrap`); thinking is folded (`<details>`); tool output longer than `context.md`
-//!   shows is folded whole, its size in the summary; a compaction or branch summary is
-//!   marked by its section's class and a line naming it.
+//!   cost); then its parts. Prose is Markdown rendered ([`super::prose`]: raw HTML as text,
+//!   links only to web and mail addresses, images never loaded); code, commands and output
+//!   are monospace blocks labelled by a `<figcaption>`, code highlighted
+//!   ([`super::highlight`]); a tool call is shown as what it did ([`super::tool_view`]);
+//!   thinking is folded (`<details>`); tool output longer than `context.md` shows is folded
+//!   whole, its size in the summary; a compaction or branch summary is marked by its
+//!   section's class and a line naming it.
 //! - Images stored as blobs are `<img>`s: linked as `<prefix><sha256>` ([`Images::Link`]),
 //!   or embedded as `data:` URLs read from the blob store and checked against their hash
 //!   ([`Images::Embed`]; a missing
@@ -27,18 +32,26 @@
 //!   `<`, `>` everywhere and both quotes in attributes; terminal escape sequences (CSI) are
 //!   dropped, other control characters but tab and newline, and the bidirectional
 //!   controls, become U+FFFD (as lone surrogates already are). No session text is
-//!   ever put in a URL, a style or a tag name: links point only to the page's own anchors
-//!   and to blob hashes the engine checked (64 hex digits), and classes are made of ASCII
-//!   letters taken from the role.
+//!   ever put in a style or a tag name: links point only to the page's own anchors, to blob
+//!   hashes the engine checked (64 hex digits) and to the `http:`, `https:` and `mailto:`
+//!   links of the prose (followed on a click only), and classes are made of ASCII letters
+//!   taken from the role or the highlighter's scope names.
+//! - The style ([`super::page_style`]) follows the reader's light or dark preference and
+//!   prints without backgrounds, with folded parts open.
 
 use std::io::{self, Write};
 
 pub use super::escape::{attr, text};
+use super::highlight::code_block;
 use super::markdown::{cut_point, line_count};
+use super::page_style::STYLE;
+use super::prose::push_prose;
+use super::tool_view::push_tool_call;
 use super::transcript::{self, Facts, Heading, Image, PageOf, Sink, Window};
 use super::tree_svg::{write_tree_svg, TreeLinks};
 use super::{thousands, token_count};
 use crate::format::blob::BlobStore;
+use crate::json::Value;
 use crate::session::tree::Session;
 use crate::session::usage::UsageTotals;
 
@@ -56,26 +69,6 @@ pub enum Images<'a> {
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; \
      img-src file: data:; base-uri 'none'; form-action 'none'";
 
-/// The style every page shares.
-pub(super) const STYLE: &str = "\
-body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:1rem;color:#1d1d1f;background:#fff}\
-header{border-bottom:1px solid #ccc;margin-bottom:1rem}\
-h1{font-size:1.4rem;margin:.2rem 0}\
-dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:0 1rem;margin:.5rem 0}\
-dl.facts dt{color:#666}dl.facts dd{margin:0}\
-section.message{border:1px solid #ddd;border-radius:6px;margin:.8rem 0;padding:.2rem .9rem}\
-section.role-user{background:#f3f7ff}section.role-assistant{background:#fafafa}\
-section.role-toolResult,section.role-bashExecution,section.role-pythonExecution{background:#f7f7f2}\
-section.role-compactionSummary,section.role-branchSummary{background:#fff8e6;border-color:#e6c36a}\
-h2{font-size:1rem;margin:.4rem 0}h2 a{color:inherit;text-decoration:none}\
-h2 .detail,h2 time,h2 .entry,h2 .usage{color:#666;font-weight:normal;font-size:.85rem;margin-left:.5rem}\
-h2 .label{background:#e6f0d8;border-radius:3px;padding:0 .3rem;font-size:.85rem;margin-left:.5rem}\
-.text{white-space:pre-wrap;overflow-wrap:anywhere}\
-pre{background:#f0f0f0;padding:.5rem;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}\
-details>summary{cursor:pointer;color:#555}\
-.note,.status,.stopped{color:#666;font-style:italic}.error{color:#b00020;font-weight:bold}\
-.kind{font-weight:bold}img{max-width:100%}";
-
 /// What a page shows and how it links.
 pub struct PageOptions<'a> {
     /// How images stored as blobs are shown.
@@ -92,6 +85,9 @@ pub struct PageOptions<'a> {
     /// leaves out.
     pub page_links: Option<PageLinks<'a>>,
 }
+
+/// A page's list of contents is open when it names at most this many prompts.
+const CONTENTS_OPEN_UP_TO: usize = 30;
 
 /// How many messages a page holds: a context longer than this is paged, so that a browser
 /// opens any page in about a second.
@@ -205,8 +201,46 @@ impl<W: Write + ?Sized> Page<'_, W> {
         self.out.write_all(b"</nav>\n")
     }
 
-    fn pre(&mut self, class: &str, body: &str) -> io::Result<()> {
-        writeln!(self.out, "<pre class=\"{class}\">{}</pre>", text(body))
+    /// The list of the page's prompts, each a link to its message; open when short.
+    fn contents(&mut self, prompts: &[(usize, String)]) -> io::Result<()> {
+        if prompts.is_empty() {
+            return Ok(());
+        }
+        let open = if prompts.len() <= CONTENTS_OPEN_UP_TO {
+            " open=\"\""
+        } else {
+            ""
+        };
+        let unit = if prompts.len() == 1 {
+            "prompt"
+        } else {
+            "prompts"
+        };
+        let mut html = format!(
+            "<nav class=\"contents\"><details{open}><summary>Contents: {} {unit}</summary><ol>\n",
+            thousands(prompts.len() as u64)
+        );
+        for (n, line) in prompts {
+            html.push_str(&format!("<li><a href=\"#m{n}\">{}</a></li>\n", text(line)));
+        }
+        html.push_str("</ol></details></nav>\n");
+        self.out.write_all(html.as_bytes())
+    }
+
+    /// A block of `lang` labelled `label`.
+    fn figure(&mut self, label: &str, body: &str, lang: &str) -> io::Result<()> {
+        write!(self.out, "<figure><figcaption>{label}</figcaption>")?;
+        self.out
+            .write_all(code_block(body, lang, label).as_bytes())?;
+        self.out.write_all(b"</figure>\n")
+    }
+
+    /// Markdown rendered in a `<div class="md">`.
+    fn prose(&mut self, body: &str) -> io::Result<()> {
+        let mut html = String::from("<div class=\"md\">");
+        push_prose(&mut html, body);
+        html.push_str("</div>\n");
+        self.out.write_all(html.as_bytes())
     }
 
     fn embed(&mut self, hash: &str, mime: Option<&str>, blobs: &BlobStore) -> io::Result<()> {
@@ -270,6 +304,7 @@ impl<W: Write + ?Sized> Sink for Page<'_, W> {
             write_tree_svg(session, cold, links, self.out)?;
             self.out.write_all(b"</details>\n")?;
         }
+        self.contents(&f.prompts)?;
         self.pages(&f.page, f.messages)?;
         self.out.write_all(b"</header>\n<main>\n")
     }
@@ -305,15 +340,14 @@ impl<W: Write + ?Sized> Sink for Page<'_, W> {
     }
 
     fn text(&mut self, body: &str) -> io::Result<()> {
-        writeln!(self.out, "<div class=\"text\">{}</div>", text(body))
+        self.prose(body)
     }
 
     fn thinking(&mut self, body: &str) -> io::Result<()> {
-        writeln!(
-            self.out,
-            "<details class=\"thinking\"><summary>thinking</summary><div class=\"text\">{}</div></details>",
-            text(body)
-        )
+        self.out
+            .write_all(b"<details class=\"thinking\"><summary>thinking</summary>")?;
+        self.prose(body)?;
+        self.out.write_all(b"</details>\n")
     }
 
     fn redacted_thinking(&mut self) -> io::Result<()> {
@@ -324,34 +358,27 @@ impl<W: Write + ?Sized> Sink for Page<'_, W> {
         &mut self,
         name: &str,
         id: Option<&str>,
-        arguments: Option<&str>,
+        arguments: Option<&Value>,
     ) -> io::Result<()> {
-        write!(
-            self.out,
-            "<p><span class=\"kind\">Tool call</span> <code>{}</code>",
-            text(name)
-        )?;
-        if let Some(id) = id {
-            write!(self.out, " · <code>{}</code>", text(id))?;
-        }
-        self.out.write_all(b"</p>\n")?;
-        match arguments {
-            Some(args) => self.output(args, "json"),
-            None => Ok(()),
-        }
+        let mut html = String::new();
+        push_tool_call(&mut html, name, id, arguments);
+        self.out.write_all(html.as_bytes())
     }
 
     fn code(&mut self, body: &str, lang: &str) -> io::Result<()> {
-        self.pre(&format!("code {}", role_class(lang)), body)
+        // The style writes a command's prompt, so that a copy takes the command alone.
+        match lang {
+            "sh" => self.figure("command", body.strip_prefix("$ ").unwrap_or(body), lang),
+            _ => self.figure("code", body, lang),
+        }
     }
 
     fn output(&mut self, body: &str, lang: &str) -> io::Result<()> {
         if body.is_empty() {
             return writeln!(self.out, "<p class=\"note\">(no output)</p>");
         }
-        let class = format!("output {}", role_class(lang));
         if cut_point(body) == body.len() {
-            return self.pre(&class, body);
+            return self.figure("output", body, lang);
         }
         writeln!(
             self.out,
@@ -359,7 +386,7 @@ impl<W: Write + ?Sized> Sink for Page<'_, W> {
             thousands(body.len() as u64),
             thousands(line_count(body) as u64)
         )?;
-        self.pre(&class, body)?;
+        self.figure("output", body, lang)?;
         self.out.write_all(b"</details>\n")
     }
 

@@ -48,6 +48,7 @@ use std::io::{self, Write};
 use super::thousands;
 use super::transcript::{self, Facts, Heading, Image, Sink};
 use crate::format::blob::BlobStore;
+use crate::json::{self, Value};
 use crate::session::tree::Session;
 
 /// Tool output longer than this many bytes is cut.
@@ -209,7 +210,7 @@ impl<W: Write + ?Sized> Sink for Markdown<'_, W> {
         &mut self,
         name: &str,
         id: Option<&str>,
-        arguments: Option<&str>,
+        arguments: Option<&Value>,
     ) -> io::Result<()> {
         write!(self.out, "**Tool call** `{name}`")?;
         if let Some(id) = id {
@@ -217,7 +218,7 @@ impl<W: Write + ?Sized> Sink for Markdown<'_, W> {
         }
         writeln!(self.out, "\n")?;
         match arguments {
-            Some(args) => self.fenced(args, "json"),
+            Some(args) => self.fenced(&json::to_pretty(args), "json"),
             None => Ok(()),
         }
     }

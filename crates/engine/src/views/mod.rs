@@ -8,10 +8,14 @@
 //! invariant in its own documentation.
 
 pub mod escape;
+pub mod highlight;
 pub mod html;
 pub mod markdown;
+pub mod page_style;
+pub mod prose;
 pub mod store_index;
 pub mod terminal;
+pub mod tool_view;
 pub mod transcript;
 pub mod tree;
 pub mod tree_svg;

@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use super::escape::{attr, text};
-use super::html::{CONTENT_SECURITY_POLICY, STYLE};
+use super::html::CONTENT_SECURITY_POLICY;
+use super::page_style::STYLE;
 use super::usage_chart::{tokens, write_usage_svg};
 use super::{one_line, token_count};
 use crate::session::usage::UsageSum;

@@ -61,6 +61,9 @@ pub struct Facts {
     pub session_usage: UsageTotals,
     /// The page of the messages walked (all of them in one page without a [`Window`]).
     pub page: PageOf,
+    /// The user prompts on the page, for a list of contents: each message's number and the
+    /// first line of its text (at most [`TITLE_CHARS`] characters).
+    pub prompts: Vec<(usize, String)>,
 }
 
 /// A window onto the context's messages: pages of `size` messages counted from the first
@@ -166,12 +169,13 @@ pub trait Sink {
     fn thinking(&mut self, text: &str) -> io::Result<()>;
     /// A thinking block whose content the provider redacted.
     fn redacted_thinking(&mut self) -> io::Result<()>;
-    /// A tool call: its name, its call id, and its arguments as pretty JSON.
+    /// A tool call: its name, its call id, and its arguments as written (untrusted: any
+    /// JSON value).
     fn tool_call(
         &mut self,
         name: &str,
         id: Option<&str>,
-        arguments: Option<&str>,
+        arguments: Option<&Value>,
     ) -> io::Result<()>;
     /// Code shown whole (a bash command with its `$ `, python code): `lang` is `sh` or
     /// `python`.
@@ -273,7 +277,9 @@ fn facts(
             total = total.plus(amounts);
         }
     }
+    let page = PageOf::of(ctx.messages.len(), window);
     Facts {
+        prompts: prompts(&ctx.messages, page),
         title,
         cwd: header.cwd().map(|cwd| one_line(cwd, usize::MAX)),
         leaf: leaf
@@ -289,9 +295,48 @@ fn facts(
         session_usage: usage
             .values()
             .fold(UsageTotals::default(), |sum, u| sum.plus(u)),
-        page: PageOf::of(ctx.messages.len(), window),
+        page,
         id,
     }
+}
+
+/// The user prompts among the messages on `page` (see [`Facts::prompts`]).
+fn prompts(messages: &[Cow<'_, Value>], page: PageOf) -> Vec<(usize, String)> {
+    let on_page = messages
+        .iter()
+        .enumerate()
+        .skip(page.first - 1)
+        .take(page.end - page.first);
+    on_page
+        .filter_map(|(i, message)| {
+            let m = message.as_object()?;
+            if m.get_str("role") != Some("user") {
+                return None;
+            }
+            let content = m.get("content")?.expanded();
+            let text = match content.as_ref() {
+                Value::String(s) => s.to_string_lossy().into_owned(),
+                Value::Array(blocks) => blocks.iter().find_map(|b| {
+                    let b = b.expanded();
+                    let b = b.as_object()?;
+                    if b.get_str("type") != Some("text") {
+                        return None;
+                    }
+                    text_of(b.get("text")).map(Cow::into_owned)
+                })?,
+                _ => return None,
+            };
+            let line = title_line(None, Some(&without_escapes(&text)), TITLE_CHARS);
+            Some((
+                i + 1,
+                if line.is_empty() {
+                    "(no text)".to_owned()
+                } else {
+                    line
+                },
+            ))
+        })
+        .collect()
 }
 
 /// A string value as text (lone surrogates become U+FFFD).
@@ -420,11 +465,10 @@ impl<S: Sink> Walker<'_, S> {
                 let id = b
                     .get("id")
                     .map(|id| one_line(&scalar_text(id), DETAIL_CHARS));
-                let arguments = b.get("arguments").map(json::to_pretty);
                 self.sink.tool_call(
                     &one_line(&name, DETAIL_CHARS),
                     id.as_deref(),
-                    arguments.as_deref(),
+                    b.get("arguments"),
                 )
             }
             "image" => self.image(b),
