@@ -49,6 +49,7 @@ mod mount_lifecycle;
 mod mount_log;
 mod mount_views;
 mod mount_walk;
+mod page_parts;
 mod peer_cases;
 mod properties;
 mod refresh;

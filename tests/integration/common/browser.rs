@@ -308,6 +308,18 @@ impl Browser {
             .unwrap_or(Value::Null)
     }
 
+    /// Renders `page` as for `media` (`screen` or `print`) and a reader who prefers the
+    /// colour scheme `scheme` (`light` or `dark`).
+    pub fn emulate(&mut self, page: &Page, media: &str, scheme: &str) {
+        self.call(
+            Some(&page.session),
+            "Emulation.setEmulatedMedia",
+            &format!(
+                "{{\"media\":\"{media}\",\"features\":[{{\"name\":\"prefers-color-scheme\",\"value\":\"{scheme}\"}}]}}"
+            ),
+        );
+    }
+
     /// A PNG screenshot of the whole page, kept under `target/tmp/screenshots/NAME.png`;
     /// returns its path.
     pub fn screenshot(&mut self, page: &Page, name: &str) -> PathBuf {
