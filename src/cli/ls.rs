@@ -80,17 +80,7 @@ pub fn listing(
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let rows: Vec<(SessionInfo, Option<&'static str>)> = if all {
-        // What is counted is kept with the listing, so the next run reads nothing of a
-        // session that did not change.
-        let complete = |infos: &mut [SessionInfo], cache: &mut ListingCache| {
-            for info in infos {
-                if exact(storage.as_ref(), info) {
-                    cache.complete(info);
-                }
-            }
-        };
-        store
-            .sessions_then(complete)?
+        store_listing(store)?
             .into_iter()
             .map(|info| (info, None))
             .collect()
@@ -173,6 +163,20 @@ pub fn run(all: bool, cwd: Option<&Path>, format: Format, store: &StoreArgs) -> 
     Ok(())
 }
 
+/// Every session of the store as `gjcfs ls --all` lists it: message counts exact, and the
+/// first prompt looked for past a file's first 4 KiB where it was not found there.
+pub fn store_listing(store: &StoreArgs) -> Result<Vec<SessionInfo>> {
+    // What is counted is kept with the listing, so the next run reads nothing of a session
+    // that did not change.
+    store.sessions_then(|infos: &mut [SessionInfo], cache: &mut ListingCache| {
+        for info in infos {
+            if exact(&FileStorage, info) {
+                cache.complete(info);
+            }
+        }
+    })
+}
+
 /// Completes a listing's estimate from a large file's first 4 KiB: its messages counted
 /// exactly, and a first prompt that a long system prompt pushed out looked for further;
 /// whether anything changed.
@@ -232,6 +236,9 @@ fn nothing_listed(in_store: usize, sessions_root: &Path, workspace: Option<&Path
 /// Progress is shown for the usage of at least this many sessions.
 const PROGRESS_FROM: usize = 500;
 
+/// The most characters of a session's title a table shows (`ls` and `usage --by session`).
+pub const TITLE_WIDTH: usize = 60;
+
 /// Width of the TOKENS and COST columns of `--long`.
 const TOKENS_WIDTH: usize = 13;
 const COST_WIDTH: usize = 10;
@@ -286,7 +293,7 @@ fn table_row(
         &modified[..16].replace('T', " "),
         count,
         terminal_safe(&info.cwd),
-        title_cell(info.title.as_deref(), info.first_prompt(), 60)
+        title_cell(info.title.as_deref(), info.first_prompt(), TITLE_WIDTH)
     )
 }
 

@@ -30,6 +30,7 @@ mod show;
 mod store;
 mod style;
 mod usage;
+mod zone;
 
 use std::process::ExitCode;
 
@@ -147,13 +148,15 @@ enum Command {
     /// Token usage and cost over the whole store, each reply counted once
     ///
     /// Summed over every session of the store: a fork or branched copy repeats its parent's
-    /// entries, and the copies are not counted again. Grouped by session, day, ISO week,
-    /// month, project or model (each grouping's groups add up to the total), and limited to
-    /// the replies of a time range.
+    /// entries, and the copies are not counted again. Grouped by session (with its title),
+    /// day, ISO week, month, project or model (each grouping's groups add up to the total),
+    /// each row broken down by model with --breakdown, and limited to the replies of a time
+    /// range. Days and dates are those of --timezone, the machine's own zone by default.
     ///
     /// Examples:
     ///   gjcfs usage
     ///   gjcfs usage --by day --since 2026-11-01
+    ///   gjcfs usage --by day --since 7d --timezone Europe/Berlin --breakdown
     ///   gjcfs usage --by week --since 2026-10-01 --until 2026-11-01
     ///   gjcfs usage --by session --json
     #[command(verbatim_doc_comment)]

@@ -1,39 +1,62 @@
-//! `gjcfs usage [--by GROUP] [--since DATE] [--until DATE] [--json]`: token usage and cost
-//! over the store.
+//! `gjcfs usage [--by GROUP] [--since DATE] [--until DATE] [--timezone ZONE] [--breakdown]
+//! [--json]`: token usage and cost over the store.
 
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use gjcfs_engine::json;
-use gjcfs_engine::session::usage::UsageSum;
-use gjcfs_engine::store::discovery::keep_live_copies;
-use gjcfs_engine::store::usage::{Grouping, StoreUsage, TimeRange};
-use gjcfs_engine::views::thousands;
+use gjcfs_engine::json::{self, Object, Value};
+use gjcfs_engine::store::discovery::{keep_live_copies, SessionInfo};
+use gjcfs_engine::store::usage::{Grouping, Report, StoreUsage};
+use gjcfs_engine::views::title_line;
 
-use super::output::{left_to_exit, terminal_safe, token_count as count, warn};
+use super::ls::{store_listing, TITLE_WIDTH};
+use super::output::{left_to_exit, title_cell, warn};
 use super::progress::Progress;
 use super::range::TimeRangeArgs;
 use super::store::StoreArgs;
-use super::style;
+use super::zone::{parse_zone, Zone};
+
+mod table;
 
 /// How many unreadable files are named one by one before the rest are only counted.
 const FAILED_SHOWN: usize = 5;
 /// Progress is shown for stores of at least this many files.
 const PROGRESS_FROM: usize = 500;
+/// The most characters of a session's title in `--json`.
+const JSON_TITLE_CHARS: usize = 200;
+
+/// `--since` and `--until` as `usage` reads them: in --timezone.
+const SINCE_HELP: &str = "Only from this date or time on: YYYY-MM-DD or YYYYMMDD (the start of \
+    that day in --timezone), an ISO timestamp (in --timezone without an offset), today, \
+    yesterday (the start of the day), or Nd (N days before now, e.g. 7d)";
+const UNTIL_HELP: &str = "Only before this date or time (as --since: YYYY-MM-DD and YYYYMMDD \
+    are the start of that day in --timezone; also today, yesterday, Nd)";
 
 #[derive(Args)]
+#[command(mut_arg("since", |a| a.help(SINCE_HELP)), mut_arg("until", |a| a.help(UNTIL_HELP)))]
 pub struct UsageArgs {
-    /// Group the totals: by the session a reply counts in (its oldest copy), by the UTC
-    /// day, ISO week (YYYY-Www, from Monday) or month of each reply, by project (the
-    /// session's working directory), or by model.
+    /// Group the totals: by the session a reply counts in (its oldest copy, shown with its
+    /// project and title), by the day, ISO week (YYYY-Www, from Monday) or month of each
+    /// reply in --timezone, by project (the session's working directory), or by model.
     #[arg(long, value_enum, value_name = "GROUP")]
     by: Option<By>,
     /// Only replies in this range (--since from, --until before).
     #[command(flatten)]
     range: TimeRangeArgs,
-    /// Print JSON: {"sessions","records","copies","skipped","outsideRange","totals"} and
-    /// the groups ("bySession", "byDay", "byWeek", "byMonth", "byProject" or "byModel").
+    /// The time zone of the days, weeks and months, and of the dates of --since and
+    /// --until: an IANA name (Europe/Berlin) or UTC [default: the machine's own: TZ, else
+    /// the system's setting; UTC without either].
+    #[arg(long, value_name = "ZONE", value_parser = parse_zone)]
+    timezone: Option<Zone>,
+    /// Under each row, a row per model with its tokens and cost, the dearest first.
+    #[arg(long)]
+    breakdown: bool,
+    /// Print JSON: {"timezone","sessionsInRange","firstDay","lastDay","sessions","records",
+    /// "copies","skipped","outsideRange","totals"} and the groups ("bySession" with each
+    /// session's "cwd" and "title", "byDay", "byWeek", "byMonth", "byProject" or
+    /// "byModel"); with --breakdown, the totals and each group have "models".
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -59,24 +82,35 @@ pub fn run(args: UsageArgs) -> Result<()> {
         By::Project => Grouping::Project,
         By::Model => Grouping::Model,
     });
-    let range = args.range.range()?;
-    let usage = store_usage(&args.store, range, PROGRESS_FROM)?;
+    let zone = args.timezone.unwrap_or_else(Zone::local);
+    let offset = |ms| zone.offset_ms(ms);
+    let report = Report {
+        range: args.range.range_in(zone.tz())?,
+        utc_offset_ms: &offset,
+        models: args.breakdown,
+    };
+    let usage = store_usage(&args.store, &report, PROGRESS_FROM)?;
+    let titles = match by {
+        Some(Grouping::Session) => Titles::of_store(&args.store)?,
+        _ => Titles::default(),
+    };
     let mut out = BufWriter::new(std::io::stdout().lock());
     if args.json {
-        writeln!(out, "{}", json::to_pretty(&usage.to_value(by)))?;
+        let value = report_value(&usage, by, &zone, &titles);
+        writeln!(out, "{}", json::to_pretty(&value))?;
     } else {
-        write_table(&mut out, &usage, by)?;
+        table::write(&mut out, &usage, by, &zone, &titles)?;
     }
     out.flush()?;
-    left_to_exit(usage);
+    left_to_exit((usage, titles));
     Ok(())
 }
 
-/// The usage of the whole store in `range`, each reply counted once; the files that
-/// cannot be read are named on stderr. Progress is shown from `progress_from` files on.
+/// The usage of the whole store as `report` counts it, each reply counted once; the files
+/// that cannot be read are named on stderr. Progress is shown from `progress_from` files on.
 pub fn store_usage(
     store: &StoreArgs,
-    range: TimeRange,
+    report: &Report<'_>,
     progress_from: usize,
 ) -> Result<StoreUsage> {
     let paths = store.transcripts()?;
@@ -97,102 +131,83 @@ pub fn store_usage(
     keep_live_copies(&mut contributions, |s| {
         (&s.contribution.session_id, s.modified_ms(), &s.path)
     });
-    let usage = StoreUsage::combine_in(contributions.iter().map(|s| &s.contribution), range);
+    let usage = StoreUsage::report(contributions.iter().map(|s| &s.contribution), report);
     store.let_go(contributions);
     Ok(usage)
 }
 
-/// A row: its labels (one, or a session's id and project), then the numbers.
-fn row(labels: Vec<String>, sum: &UsageSum) -> Vec<String> {
-    let t = &sum.totals;
-    let mut cells = labels;
-    cells.extend([
-        thousands(sum.records),
-        count(t.input),
-        count(t.output),
-        count(t.cache_read),
-        count(t.cache_write),
-        count(t.premium_requests),
-        format!("${:.4}", t.cost),
-    ]);
-    cells
+/// The titles of the store's sessions by id, as `gjcfs ls` shows them.
+#[derive(Default)]
+struct Titles(HashMap<String, SessionInfo>);
+
+impl Titles {
+    /// Those of every session of the store ([`store_listing`]).
+    fn of_store(store: &StoreArgs) -> Result<Titles> {
+        let listing = store_listing(store)?;
+        Ok(Titles(
+            listing.into_iter().map(|i| (i.id.clone(), i)).collect(),
+        ))
+    }
+
+    /// The title of session `id` in a table: as `gjcfs ls` shows it, `(untitled)` without
+    /// one.
+    fn cell(&self, id: &str) -> String {
+        let info = self.0.get(id);
+        title_cell(
+            info.and_then(|i| i.title.as_deref()),
+            info.and_then(SessionInfo::first_prompt),
+            TITLE_WIDTH,
+        )
+    }
+
+    /// The title of session `id` in JSON: its first line, empty without one.
+    fn line(&self, id: &str) -> String {
+        let info = self.0.get(id);
+        title_line(
+            info.and_then(|i| i.title.as_deref()),
+            info.and_then(SessionInfo::first_prompt),
+            JSON_TITLE_CHARS,
+        )
+    }
 }
 
-fn write_table(out: &mut impl Write, usage: &StoreUsage, by: Option<Grouping>) -> Result<()> {
-    let outside = if usage.outside_range > 0 {
-        format!(", {} outside the range", thousands(usage.outside_range))
-    } else {
-        String::new()
+/// The report as `--json` prints it: the zone, the sessions and dates in the range, then the
+/// engine's members ([`StoreUsage::to_value`]), each session's group with its title.
+fn report_value(usage: &StoreUsage, by: Option<Grouping>, zone: &Zone, titles: &Titles) -> Value {
+    let Value::Object(mut engine) = usage.to_value(by) else {
+        unreachable!("the usage is an object")
     };
-    writeln!(
-        out,
-        "{} sessions, {} usage records counted, {} copies in forks not counted, {} invalid{outside}",
-        thousands(usage.sessions as u64),
-        thousands(usage.totals.records),
-        thousands(usage.copies),
-        thousands(usage.skipped)
-    )?;
-    let labels: &[&str] = match by {
-        None => &[""],
-        Some(Grouping::Session) => &["SESSION", "PROJECT"],
-        Some(Grouping::Day) => &["DAY"],
-        Some(Grouping::Week) => &["WEEK"],
-        Some(Grouping::Month) => &["MONTH"],
-        Some(Grouping::Project) => &["PROJECT"],
-        Some(Grouping::Model) => &["MODEL"],
-    };
-    let mut header: Vec<String> = labels.iter().map(|&l| l.to_owned()).collect();
-    header.extend(
-        [
-            "RECORDS",
-            "INPUT",
-            "OUTPUT",
-            "CACHE READ",
-            "CACHE WRITE",
-            "PREMIUM",
-            "COST",
-        ]
-        .map(str::to_owned),
-    );
-    let mut rows = vec![header];
-    if let Some(by) = by {
-        // Projects are the sessions' cwds, models what the replies named.
-        rows.extend(usage.groups(by).iter().map(|(key, sum)| {
-            let mut cells = vec![terminal_safe(key).into_owned()];
-            if by == Grouping::Session {
-                let cwd = usage.session_cwds.get(key).map_or("", String::as_str);
-                cells.push(terminal_safe(cwd).into_owned());
-            }
-            row(cells, sum)
-        }));
-    }
-    let mut total = vec!["total".to_owned()];
-    total.resize(labels.len(), String::new());
-    rows.push(row(total, &usage.totals));
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+    let dates = usage.dates();
+    let day = |d: Option<&str>| d.map_or(Value::Null, Value::string);
+    let ours = [
+        ("timezone", Value::string(zone.name())),
+        (
+            "sessionsInRange",
+            Value::number(usage.sessions_counted() as f64),
+        ),
+        ("firstDay", day(dates.map(|d| d.0))),
+        ("lastDay", day(dates.map(|d| d.1))),
+    ];
+    let mut o = Object::from_distinct(ours.into_iter().map(|(k, v)| (k.into(), v)));
+    // The engine's members moved after ours, in their order (a few: no copy of the groups).
+    let keys: Vec<String> = engine
+        .keys()
+        .map(|k| k.to_string_lossy().into_owned())
         .collect();
-    writeln!(out)?;
-    let bold = style::stdout_colored();
-    for (i, r) in rows.iter().enumerate() {
-        let mut line = String::new();
-        for (c, (cell, w)) in r.iter().zip(&widths).enumerate() {
-            if c > 0 {
-                line.push_str("  ");
-            }
-            // Labels to the left, numbers to the right.
-            if c < labels.len() {
-                line.push_str(&format!("{cell:<w$}"));
-            } else {
-                line.push_str(&format!("{cell:>w$}"));
-            }
-        }
-        let line = line.trim_end();
-        if i == 0 {
-            writeln!(out, "{}", style::paint(line, style::HEADER, bold))?;
-        } else {
-            writeln!(out, "{line}")?;
+    for key in keys {
+        if let Some(value) = engine.remove(&key) {
+            o.insert(&key, value);
         }
     }
-    Ok(())
+    if by == Some(Grouping::Session) {
+        if let Some(Value::Object(sessions)) = o.get_mut(Grouping::Session.json_key()) {
+            for (id, group) in sessions.iter_mut() {
+                if let Value::Object(group) = group {
+                    let title = titles.line(&id.to_string_lossy());
+                    group.insert("title", Value::string(title));
+                }
+            }
+        }
+    }
+    Value::Object(o)
 }

@@ -1,12 +1,14 @@
 //! Cost reports through the command line, against totals computed by hand: `gjcfs usage`
-//! with every grouping and a time range, and each session's own usage in `gjcfs ls`.
+//! with every grouping, a time range, a time zone and a breakdown by model, and each
+//! session's own usage in `gjcfs ls`. Every run is given its TZ.
 
 use std::fs;
 use std::path::Path;
+use std::process::{Command, Output};
 
 use gjcfs::engine::json::{self, Value};
 
-use crate::common::gjcfs_stdout;
+use crate::common::{gjcfs_bin, gjcfs_stdout};
 
 /// A reply with usage: `input` tokens in, a tenth of that out, and `cost` dollars.
 fn reply(id: &str, parent: &str, time: &str, model: &str, input: u32, cost: f64) -> String {
@@ -27,9 +29,11 @@ fn session(dir: &Path, name: &str, header: &str, lines: &[String]) {
     fs::write(dir.join(name), text).unwrap();
 }
 
-/// Three sessions: `parent` (in /w1: a1 on Monday 2026-01-05, a2 on Saturday 2026-01-31),
-/// its fork `fork` (copies of a1 and a2, and a3 on Monday 2026-02-02) and `other` (in /w2:
-/// b1 at midnight starting Sunday 2026-03-01).
+/// Three sessions: `parent` (in /w1: a1 on Monday 2026-01-05, a2 on Saturday 2026-01-31 at
+/// 23:00 UTC, already Sunday 2026-02-01 in Berlin), its fork `fork` (copies of a1 and a2,
+/// and a3 on Monday 2026-02-02) and `other` (in /w2: b1 at midnight UTC starting Sunday
+/// 2026-03-01, still Saturday 2026-02-28 in New York; its title is longer than a table's
+/// column, and has a second line and an escape sequence).
 fn store() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let sessions = tmp.path().join("agent/sessions");
@@ -61,7 +65,10 @@ fn store() -> tempfile::TempDir {
     session(
         &sessions.join("--w2--"),
         "2026-01-10T00-00-00-000Z_other.jsonl",
-        r#"{"type":"session","version":5,"id":"other","timestamp":"2026-01-10T00:00:00.000Z","cwd":"/w2"}"#,
+        &format!(
+            r#"{{"type":"session","version":5,"id":"other","timestamp":"2026-01-10T00:00:00.000Z","cwd":"/w2","title":{}}}"#,
+            json::to_compact(&Value::string(OTHER_TITLE))
+        ),
         &[
             question("q9", None),
             reply("b1", "q9", "2026-03-01T00:00:00.000Z", "m2", 800, 8.0),
@@ -69,6 +76,10 @@ fn store() -> tempfile::TempDir {
     );
     tmp
 }
+
+/// The title of `other`: its first line, without the escape, is what a listing shows.
+const OTHER_TITLE: &str = "The \u{1b}[1musage report\u{1b}[0m by day, with a title longer than \
+     any table gives it\nand a second line";
 
 fn agent(tmp: &tempfile::TempDir) -> String {
     tmp.path().join("agent").to_str().unwrap().to_owned()
@@ -112,10 +123,33 @@ fn expected(rows: &[Group]) -> Vec<(String, f64, f64, f64)> {
         .collect()
 }
 
+/// `gjcfs usage --agent-dir AGENT ARGS…` run with the time zone `tz` as TZ.
+fn usage_run(tz: &str, agent: &str, args: &[&str]) -> Output {
+    Command::new(gjcfs_bin())
+        .args(["usage", "--agent-dir", agent])
+        .args(args)
+        .env("TZ", tz)
+        .output()
+        .unwrap()
+}
+
+/// The standard output of a `usage_run` that must succeed.
+fn usage_out(tz: &str, agent: &str, args: &[&str]) -> String {
+    let out = usage_run(tz, agent, args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `usage --json` in UTC.
 fn usage_json(agent: &str, extra: &[&str]) -> Value {
-    let mut args = vec!["usage", "--json", "--agent-dir", agent];
+    usage_json_in("UTC", agent, extra)
+}
+
+fn usage_json_in(tz: &str, agent: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["--json"];
     args.extend_from_slice(extra);
-    json::parse(gjcfs_stdout(&args).trim()).unwrap()
+    json::parse(usage_out(tz, agent, &args).trim()).unwrap()
 }
 
 #[test]
@@ -195,7 +229,7 @@ fn usage_groups_every_way_with_each_reply_counted_once() {
     assert_eq!(member(parent, "cwd").as_str(), Some("/w1"));
 
     // The table: a row per session with its project, then the total.
-    let table = gjcfs_stdout(&["usage", "--by", "session", "--agent-dir", &a]);
+    let table = usage_out("UTC", &a, &["--by", "session"]);
     let rows: Vec<Vec<&str>> = table
         .lines()
         .skip(2)
@@ -236,11 +270,12 @@ fn usage_counts_only_the_replies_in_the_range() {
     let report = usage_json(&a, &["--since", "2026-01-31T23:30:00Z"]);
     assert_eq!(number(member(&report, "totals"), "cost"), 12.0, "a3 and b1");
 
-    let table = gjcfs_stdout(&["usage", "--since", "2026-02-01", "--agent-dir", &a]);
-    assert!(
-        table.starts_with(
-            "3 sessions, 2 usage records counted, 0 copies in forks not counted, 0 invalid, \
-             4 outside the range"
+    let table = usage_out("UTC", &a, &["--since", "2026-02-01"]);
+    assert_eq!(
+        table.lines().next(),
+        Some(
+            "2 sessions, 2026-02-02 – 2026-03-01, UTC: 2 usage records counted, 0 copies in \
+             forks not counted, 0 invalid, 4 outside the range; 3 sessions in the store"
         ),
         "{table}"
     );
@@ -252,16 +287,11 @@ fn usage_counts_only_the_replies_in_the_range() {
         ),
         (vec!["--since", "last week"], "invalid date"),
     ] {
-        let mut all = vec!["usage", "--agent-dir", a.as_str()];
-        all.extend(args);
-        let out = std::process::Command::new(crate::common::gjcfs_bin())
-            .args(&all)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{all:?}");
+        let out = usage_run("UTC", &a, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(
             String::from_utf8_lossy(&out.stderr).contains(why),
-            "{all:?}: {}",
+            "{args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
@@ -309,4 +339,304 @@ fn ls_gives_each_session_its_own_tokens_and_cost() {
     // Without --long, no usage is read or shown.
     let short = gjcfs_stdout(&["ls", "--all", "--agent-dir", &a]);
     assert!(!short.contains("COST") && !short.contains('$'), "{short}");
+}
+
+#[test]
+fn usage_counts_days_and_dates_in_the_time_zone() {
+    let tmp = store();
+    let a = agent(&tmp);
+    let by_month = |tz: &str, extra: &[&str]| {
+        let mut args = vec!["--by", "month"];
+        args.extend_from_slice(extra);
+        let report = usage_json_in(tz, &a, &args);
+        (
+            member(&report, "timezone").as_str().unwrap().to_owned(),
+            groups(&report, "byMonth"),
+        )
+    };
+    // a2, at 23:00 UTC on January 31st, is on February 1st in Berlin (TZ, as a machine's
+    // own zone), and b1, at midnight UTC on March 1st, on February 28th in New York.
+    assert_eq!(
+        by_month("UTC", &[]),
+        (
+            "UTC".to_owned(),
+            expected(&[
+                ("2026-01", 2.0, 300.0, 3.0),
+                ("2026-02", 1.0, 400.0, 4.0),
+                ("2026-03", 1.0, 800.0, 8.0),
+            ])
+        )
+    );
+    assert_eq!(
+        by_month("Europe/Berlin", &[]),
+        (
+            "Europe/Berlin".to_owned(),
+            expected(&[
+                ("2026-01", 1.0, 100.0, 1.0),
+                ("2026-02", 2.0, 600.0, 6.0),
+                ("2026-03", 1.0, 800.0, 8.0),
+            ])
+        )
+    );
+    // --timezone wins over TZ.
+    assert_eq!(
+        by_month("Europe/Berlin", &["--timezone", "America/New_York"]),
+        (
+            "America/New_York".to_owned(),
+            expected(&[("2026-01", 2.0, 300.0, 3.0), ("2026-02", 2.0, 1200.0, 12.0)])
+        )
+    );
+    let days = usage_json_in("Europe/Berlin", &a, &["--by", "day"]);
+    assert_eq!(
+        groups(&days, "byDay"),
+        expected(&[
+            ("2026-01-05", 1.0, 100.0, 1.0),
+            ("2026-02-01", 1.0, 200.0, 2.0),
+            ("2026-02-02", 1.0, 400.0, 4.0),
+            ("2026-03-01", 1.0, 800.0, 8.0),
+        ])
+    );
+
+    // A date is the start of that day in the zone: Berlin's February starts at 23:00 UTC,
+    // so a2 is in it; New York's March starts at 05:00 UTC, so b1 is before it.
+    let range = |tz: &str| {
+        let report = usage_json_in(
+            "UTC",
+            &a,
+            &[
+                "--timezone",
+                tz,
+                "--since",
+                "20260201",
+                "--until",
+                "2026-03-01",
+            ],
+        );
+        let dates =
+            ["firstDay", "lastDay"].map(|k| member(&report, k).as_str().unwrap().to_owned());
+        (
+            number(&report, "sessionsInRange"),
+            number(&report, "records"),
+            number(member(&report, "totals"), "cost"),
+            dates,
+        )
+    };
+    assert_eq!(
+        range("UTC"),
+        (
+            1.0,
+            1.0,
+            4.0,
+            ["2026-02-02", "2026-02-02"].map(str::to_owned)
+        )
+    );
+    assert_eq!(
+        range("Europe/Berlin"),
+        (
+            2.0,
+            2.0,
+            6.0,
+            ["2026-02-01", "2026-02-02"].map(str::to_owned)
+        )
+    );
+    assert_eq!(
+        range("America/New_York"),
+        (
+            2.0,
+            2.0,
+            12.0,
+            ["2026-02-02", "2026-02-28"].map(str::to_owned)
+        )
+    );
+
+    // The table names the zone in its first line and above the days.
+    let table = usage_out(
+        "Europe/Berlin",
+        &a,
+        &["--by", "day", "--since", "2026-02-01"],
+    );
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0],
+        "3 sessions, 2026-02-01 – 2026-03-01, Europe/Berlin: 3 usage records counted, 1 copies \
+         in forks not counted, 0 invalid, 2 outside the range; 3 sessions in the store",
+        "{table}"
+    );
+    assert!(
+        lines[2].starts_with("DAY (Europe/Berlin)  RECORDS"),
+        "{table}"
+    );
+    assert!(lines[3].starts_with("2026-02-01 "), "{table}");
+
+    // An unknown zone is a usage error; a TZ that names none leaves UTC, with a warning.
+    let out = usage_run("UTC", &a, &["--timezone", "Mars/Olympus_Mons"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown time zone \"Mars/Olympus_Mons\""),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    let out = usage_run("Mars/Olympus_Mons", &a, &["--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("TZ=\"Mars/Olympus_Mons\" is not a time zone: UTC is used"),
+        "{stderr}"
+    );
+    let report = json::parse(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    assert_eq!(member(&report, "timezone").as_str(), Some("UTC"));
+}
+
+/// Each model of a group's breakdown: (model, records, input, cost).
+fn models(group: &Value) -> Vec<(String, f64, f64, f64)> {
+    member(group, "models")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                member(m, "model").as_str().unwrap().to_owned(),
+                number(m, "records"),
+                number(m, "input"),
+                number(m, "cost"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn usage_breakdown_splits_every_row_by_model() {
+    let tmp = store();
+    let a = agent(&tmp);
+    let keys = [
+        ("session", "bySession"),
+        ("day", "byDay"),
+        ("week", "byWeek"),
+        ("month", "byMonth"),
+        ("project", "byProject"),
+    ];
+    for (by, key) in keys {
+        let report = usage_json(&a, &["--by", by, "--breakdown"]);
+        for (name, group) in member(&report, key).as_object().unwrap().iter() {
+            let models = models(group);
+            let sum = |f: fn(&(String, f64, f64, f64)) -> f64| models.iter().map(f).sum::<f64>();
+            let got = (sum(|m| m.1), sum(|m| m.2), sum(|m| m.3));
+            let row = (
+                number(group, "records"),
+                number(group, "input"),
+                number(group, "cost"),
+            );
+            assert_eq!(got, row, "{by} {name:?}");
+        }
+        // The dearest model first: m2 (a2 and b1) before m1 (a1 and a3).
+        assert_eq!(
+            models(member(&report, "totals")),
+            expected(&[
+                ("anthropic/m2", 2.0, 1000.0, 10.0),
+                ("anthropic/m1", 2.0, 500.0, 5.0)
+            ]),
+            "{by}"
+        );
+    }
+    let report = usage_json(&a, &["--by", "session", "--breakdown"]);
+    assert_eq!(
+        models(member(member(&report, "bySession"), "parent")),
+        expected(&[
+            ("anthropic/m2", 1.0, 200.0, 2.0),
+            ("anthropic/m1", 1.0, 100.0, 1.0)
+        ])
+    );
+    let by_model = usage_json(&a, &["--by", "model", "--breakdown"]);
+    for (_, group) in member(&by_model, "byModel").as_object().unwrap().iter() {
+        assert!(group.as_object().unwrap().get("models").is_none());
+    }
+    assert!(member(&usage_json(&a, &[]), "totals")
+        .as_object()
+        .unwrap()
+        .get("models")
+        .is_none());
+
+    // The table: an indented row per model under each row, the total's too.
+    let table = usage_out("UTC", &a, &["--by", "month", "--breakdown"]);
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .skip(3)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let expected_rows: [&[&str]; 9] = [
+        &["2026-01", "2", "300", "30", "0", "0", "0", "$3.0000"],
+        &["anthropic/m2", "1", "200", "20", "0", "0", "0", "$2.0000"],
+        &["anthropic/m1", "1", "100", "10", "0", "0", "0", "$1.0000"],
+        &["2026-02", "1", "400", "40", "0", "0", "0", "$4.0000"],
+        &["anthropic/m1", "1", "400", "40", "0", "0", "0", "$4.0000"],
+        &["2026-03", "1", "800", "80", "0", "0", "0", "$8.0000"],
+        &["anthropic/m2", "1", "800", "80", "0", "0", "0", "$8.0000"],
+        &["total", "4", "1,500", "150", "0", "0", "0", "$15.0000"],
+        &[
+            "anthropic/m2",
+            "2",
+            "1,000",
+            "100",
+            "0",
+            "0",
+            "0",
+            "$10.0000",
+        ],
+    ];
+    assert_eq!(rows[..9], expected_rows, "{table}");
+    assert_eq!(rows.len(), 10, "{table}");
+    let model_row = table.lines().find(|l| l.contains("anthropic/m1")).unwrap();
+    assert!(model_row.starts_with("  anthropic/m1"), "{table}");
+}
+
+#[test]
+fn usage_by_session_shows_the_title_ls_shows() {
+    let tmp = store();
+    let a = agent(&tmp);
+    let listing = gjcfs_stdout(&["ls", "--all", "--agent-dir", &a]);
+    let table = usage_out("UTC", &a, &["--by", "session"]);
+    assert!(
+        table.lines().nth(2).unwrap().ends_with("COST  TITLE"),
+        "{table}"
+    );
+    // The last cell of a row: a title has no run of two spaces (whitespace is one space).
+    let title = |text: &str, id: &str| -> String {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap();
+        row.rsplit("  ").next().unwrap().to_owned()
+    };
+    for id in ["fork", "other", "parent"] {
+        assert_eq!(
+            title(&table, id),
+            title(&listing, id),
+            "{id}: {table}\n{listing}"
+        );
+    }
+    // Its title's first line, the escapes dropped and cut as ls cuts it; else the first
+    // prompt.
+    let other = title(&table, "other");
+    assert!(
+        other.starts_with("The usage report by day, with a title"),
+        "{other}"
+    );
+    assert!(
+        other.ends_with('…') && other.chars().count() == 60,
+        "{other}"
+    );
+    assert_eq!(title(&table, "parent"), "question");
+    assert!(!table.contains('\u{1b}'), "{table:?}");
+
+    let report = usage_json(&a, &["--by", "session"]);
+    let sessions = member(&report, "bySession");
+    assert_eq!(
+        member(member(sessions, "parent"), "title").as_str(),
+        Some("question")
+    );
+    assert_eq!(
+        member(member(sessions, "other"), "title").as_str(),
+        Some("The usage report by day, with a title longer than any table gives it")
+    );
 }

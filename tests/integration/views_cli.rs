@@ -202,22 +202,22 @@ fn forked_store() -> tempfile::TempDir {
 #[test]
 fn usage_prints_totals_and_groups_with_fork_copies_counted_once() {
     let dir = forked_store();
-    let table = ok(&gjcfs(&["usage", "--session-dir", s(dir.path())]));
+    let usage = |args: &[&str]| {
+        let mut all = vec!["usage", "--timezone", "UTC", "--session-dir", s(dir.path())];
+        all.extend_from_slice(args);
+        ok(&gjcfs(&all))
+    };
+    let table = usage(&[]);
     assert_eq!(
         table,
-        "2 sessions, 3 usage records counted, 2 copies in forks not counted, 0 invalid\n\
+        "2 sessions, 2026-02-01 – 2026-02-03, UTC: 3 usage records counted, 2 copies in forks \
+         not counted, 0 invalid; 2 sessions in the store\n\
          \n\
          \x20      RECORDS  INPUT  OUTPUT  CACHE READ  CACHE WRITE  PREMIUM     COST\n\
          total        3  3,000      30          15            0        0  $0.7500\n"
     );
-    let by_day = ok(&gjcfs(&[
-        "usage",
-        "--by",
-        "day",
-        "--session-dir",
-        s(dir.path()),
-    ]));
-    assert!(by_day.contains("\nDAY         RECORDS  INPUT"), "{by_day}");
+    let by_day = usage(&["--by", "day"]);
+    assert!(by_day.contains("\nDAY (UTC)   RECORDS  INPUT"), "{by_day}");
     assert!(
         by_day.contains(
             "\n2026-02-01        1  1,000      10           5            0        0  $0.2500\n"
@@ -226,33 +226,18 @@ fn usage_prints_totals_and_groups_with_fork_copies_counted_once() {
     );
     assert!(by_day.contains("\n2026-02-03        1  1,000"), "{by_day}");
 
-    let value = json::parse(&ok(&gjcfs(&[
-        "usage",
-        "--by",
-        "project",
-        "--json",
-        "--session-dir",
-        s(dir.path()),
-    ])))
-    .unwrap();
+    let value = json::parse(&usage(&["--by", "project", "--json"])).unwrap();
     assert_eq!(
         json::to_compact(&value),
         concat!(
-            r#"{"sessions":2,"records":3,"copies":2,"skipped":0,"outsideRange":0,"#,
+            r#"{"timezone":"UTC","sessionsInRange":2,"firstDay":"2026-02-01","lastDay":"2026-02-03","#,
+            r#""sessions":2,"records":3,"copies":2,"skipped":0,"outsideRange":0,"#,
             r#""totals":{"input":3000,"output":30,"cacheRead":15,"cacheWrite":0,"premiumRequests":0,"cost":0.75,"records":3},"#,
             r#""byProject":{"/work/a":{"input":2000,"output":20,"cacheRead":10,"cacheWrite":0,"premiumRequests":0,"cost":0.5,"records":2},"#,
             r#""/work/b":{"input":1000,"output":10,"cacheRead":5,"cacheWrite":0,"premiumRequests":0,"cost":0.25,"records":1}}}"#
         )
     );
-    let by_model = json::parse(&ok(&gjcfs(&[
-        "usage",
-        "--by",
-        "model",
-        "--json",
-        "--session-dir",
-        s(dir.path()),
-    ])))
-    .unwrap();
+    let by_model = json::parse(&usage(&["--by", "model", "--json"])).unwrap();
     assert_eq!(
         crate::common::at(&by_model, &["byModel", "anthropic/sonnet", "records"]).as_f64(),
         Some(2.0)
@@ -291,9 +276,14 @@ fn usage_warns_about_files_that_are_not_sessions_and_reads_the_rest() {
         "--agent-dir",
         s(empty.path()),
         "--allow-empty",
+        "--timezone",
+        "UTC",
     ]));
     assert!(
-        agent.starts_with("0 sessions, 0 usage records counted"),
+        agent.starts_with(
+            "0 sessions, UTC: 0 usage records counted, 0 copies in forks not counted, \
+             0 invalid; 0 sessions in the store\n"
+        ),
         "{agent}"
     );
     let err = failed(&gjcfs(&[

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 use gjcfs_engine::format::time::format_iso_millis;
-use gjcfs_engine::store::usage::Grouping;
+use gjcfs_engine::store::usage::{Grouping, Report};
 use serde_json::{json, Value};
 
 use super::answer::{capped, from_engine, or_nothing, page_note, range, Answer, ToolError};
@@ -32,7 +32,12 @@ pub fn usage(store: &StoreArgs, p: Usage) -> Answer {
         }
     };
     let range = range(p.since.as_deref(), p.until.as_deref())?;
-    let usage = store_usage(store, range, usize::MAX)?;
+    // Days, weeks and months of UTC, as the tool's parameters say.
+    let report = Report {
+        range,
+        ..Report::ALL
+    };
+    let usage = store_usage(store, &report, usize::MAX)?;
     let mut answer = from_engine(&usage.to_value(None));
     if let (Some(by), Value::Object(o)) = (by, &mut answer) {
         let mut groups: Vec<_> = usage.groups(by).iter().collect();

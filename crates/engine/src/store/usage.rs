@@ -31,10 +31,14 @@
 //!   range. Copies share their original's time, so a range keeps or drops both.
 //! - Groups (every record counted falls in exactly one group of each grouping, so each
 //!   grouping's sums add up to the totals): session — the id of the session the record
-//!   counts in (its `cwd` beside it); day — the UTC date (`YYYY-MM-DD`) of its time; week —
-//!   its ISO 8601 week (`YYYY-Www`, weeks from Monday, UTC); month — `YYYY-MM`; a record
-//!   without a time is in the `unknown` day, week and month; project — the header `cwd` of
-//!   the session it counts in; model — [`usage_model`](crate::session::usage::usage_model).
+//!   counts in (its `cwd` beside it); day — the date (`YYYY-MM-DD`) of its time in the
+//!   report's zone ([`Report::utc_offset_ms`]; UTC unless given); week — the ISO 8601 week
+//!   of that date (`YYYY-Www`, weeks from Monday); month — `YYYY-MM`; a record without a
+//!   time is in the `unknown` day, week and month; project — the header `cwd` of the
+//!   session it counts in; model — [`usage_model`](crate::session::usage::usage_model).
+//! - With a breakdown ([`Report::models`]), every group but a model's also sums its records
+//!   by model ([`StoreUsage::models`]): a group's models add up to the group, and the
+//!   totals' models are the groups by model.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -158,15 +162,15 @@ impl SessionUsageContribution {
 }
 
 /// How store usage is grouped (see the module invariants).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Grouping {
     /// By the id of the session a record counts in.
     Session,
-    /// By the UTC date of a record's time, `YYYY-MM-DD`.
+    /// By the date of a record's time in the report's zone, `YYYY-MM-DD`.
     Day,
-    /// By the ISO 8601 week of a record's time, `YYYY-Www` (UTC).
+    /// By the ISO 8601 week of that date, `YYYY-Www`.
     Week,
-    /// By the month of a record's time, `YYYY-MM` (UTC).
+    /// By the month of that date, `YYYY-MM`.
     Month,
     /// By the header `cwd` of the session a record counts in.
     Project,
@@ -230,6 +234,48 @@ impl TimeRange {
     }
 }
 
+/// How [`StoreUsage::report`] counts and groups the records.
+#[derive(Clone, Copy)]
+pub struct Report<'a> {
+    /// The records counted, by their time.
+    pub range: TimeRange,
+    /// The offset from UTC, in milliseconds, of the zone whose days, weeks and months group
+    /// the records, in force at an instant (milliseconds since the epoch).
+    pub utc_offset_ms: &'a dyn Fn(i64) -> i64,
+    /// Whether every group's records are also summed by model ([`StoreUsage::models`]).
+    pub models: bool,
+}
+
+/// UTC's offset at every instant.
+fn no_offset(_: i64) -> i64 {
+    0
+}
+
+impl Report<'_> {
+    /// Every record, by UTC days, without a breakdown.
+    pub const ALL: Report<'static> = Report {
+        range: TimeRange::ALL,
+        utc_offset_ms: &no_offset,
+        models: false,
+    };
+}
+
+/// Sums by model name.
+pub type ModelSums = BTreeMap<String, UsageSum>;
+
+/// The models of `models` by cost, the dearest first (then by name): the order of a
+/// breakdown.
+pub fn models_by_cost(models: &ModelSums) -> Vec<(&str, &UsageSum)> {
+    let mut sorted: Vec<(&str, &UsageSum)> = models.iter().map(|(m, s)| (m.as_str(), s)).collect();
+    sorted.sort_by(|a, b| {
+        b.1.totals
+            .cost
+            .total_cmp(&a.1.totals.cost)
+            .then(a.0.cmp(b.0))
+    });
+    sorted
+}
+
 /// Usage summed over a store, copies across fork lineages counted once.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StoreUsage {
@@ -245,11 +291,11 @@ pub struct StoreUsage {
     pub outside_range: u64,
     /// The counted records by the id of the session they count in.
     pub by_session: BTreeMap<String, UsageSum>,
-    /// The counted records by UTC date (`YYYY-MM-DD`, `unknown` without a time).
+    /// The counted records by date (`YYYY-MM-DD`, `unknown` without a time).
     pub by_day: BTreeMap<String, UsageSum>,
     /// The counted records by ISO 8601 week (`YYYY-Www`, `unknown` without a time).
     pub by_week: BTreeMap<String, UsageSum>,
-    /// The counted records by UTC month (`YYYY-MM`, `unknown` without a time).
+    /// The counted records by month (`YYYY-MM`, `unknown` without a time).
     pub by_month: BTreeMap<String, UsageSum>,
     /// The counted records by the header `cwd` of the session they count in.
     pub by_project: BTreeMap<String, UsageSum>,
@@ -257,6 +303,9 @@ pub struct StoreUsage {
     pub by_model: BTreeMap<String, UsageSum>,
     /// The `cwd` of each session of [`StoreUsage::by_session`].
     pub session_cwds: BTreeMap<String, String>,
+    /// With a breakdown ([`Report::models`]): each group's records by model, for every
+    /// grouping but by model (keyed as [`StoreUsage::groups`]); `None` without.
+    pub models: Option<HashMap<Grouping, BTreeMap<String, ModelSums>>>,
 }
 
 impl StoreUsage {
@@ -264,13 +313,14 @@ impl StoreUsage {
     pub fn combine<'a>(
         contributions: impl IntoIterator<Item = &'a SessionUsageContribution>,
     ) -> Self {
-        Self::combine_in(contributions, TimeRange::ALL)
+        Self::report(contributions, &Report::ALL)
     }
 
-    /// As [`StoreUsage::combine`], counting only the records whose time is in `range`.
-    pub fn combine_in<'a>(
+    /// As [`StoreUsage::combine`], counting only the records in the report's range and
+    /// grouping them by the days of its zone, with a breakdown by model if it asks for one.
+    pub fn report<'a>(
         contributions: impl IntoIterator<Item = &'a SessionUsageContribution>,
-        range: TimeRange,
+        report: &Report<'_>,
     ) -> Self {
         let all: Vec<&SessionUsageContribution> = contributions.into_iter().collect();
         let lineage = Lineage::new(&all);
@@ -284,18 +334,20 @@ impl StoreUsage {
         });
         let mut usage = StoreUsage {
             sessions: all.len(),
+            models: report.models.then(HashMap::new),
             ..StoreUsage::default()
         };
-        let mut by_day: BTreeMap<Option<i64>, UsageSum> = BTreeMap::new();
+        // By the day number of the zone's date (days since 1970-01-01).
+        let mut by_day: BTreeMap<Option<i64>, Partial> = BTreeMap::new();
         let record_count = all.iter().map(|c| c.records.len()).sum();
         let mut owners: HashMap<(&str, &str, &str), usize> = HashMap::with_capacity(record_count);
         for &i in &order {
             let c = all[i];
             usage.skipped += c.skipped as u64;
             let root = lineage.root(i);
-            let mut counted = UsageSum::default();
+            let mut counted = Partial::default();
             for r in &c.records {
-                if !range.contains(r.time_ms) {
+                if !report.range.contains(r.time_ms) {
                     usage.outside_range += 1;
                     continue;
                 }
@@ -310,11 +362,11 @@ impl StoreUsage {
                     continue;
                 }
                 usage.totals.add(&r.amounts);
-                counted.add(&r.amounts);
-                by_day
-                    .entry(r.time_ms.map(|ms| ms.div_euclid(DAY_MS)))
-                    .or_default()
-                    .add(&r.amounts);
+                counted.add(r, report.models);
+                let day = r
+                    .time_ms
+                    .map(|ms| (ms + (report.utc_offset_ms)(ms)).div_euclid(DAY_MS));
+                by_day.entry(day).or_default().add(r, report.models);
                 match usage.by_model.get_mut(&r.model) {
                     Some(sum) => sum.add(&r.amounts),
                     None => {
@@ -324,17 +376,17 @@ impl StoreUsage {
                     }
                 }
             }
-            if counted.records > 0 {
-                merge_into(&mut usage.by_project, &c.cwd, &counted);
-                merge_into(&mut usage.by_session, &c.session_id, &counted);
+            if counted.sum.records > 0 {
+                usage.merge_group(Grouping::Project, &c.cwd, &counted);
+                usage.merge_group(Grouping::Session, &c.session_id, &counted);
                 usage
                     .session_cwds
                     .entry(c.session_id.clone())
                     .or_insert_with(|| c.cwd.clone());
             }
         }
-        for (day, sum) in by_day {
-            let [d, w, m] = match day {
+        for (day, group) in by_day {
+            let keys = match day {
                 None => ["unknown", "unknown", "unknown"].map(str::to_owned),
                 Some(d) => [
                     format_iso_millis(d * DAY_MS)[..10].to_owned(),
@@ -342,11 +394,37 @@ impl StoreUsage {
                     month_of_day(d),
                 ],
             };
-            usage.by_day.insert(d, sum);
-            merge_into(&mut usage.by_week, &w, &sum);
-            merge_into(&mut usage.by_month, &m, &sum);
+            for (by, key) in [Grouping::Day, Grouping::Week, Grouping::Month]
+                .iter()
+                .zip(keys)
+            {
+                usage.merge_group(*by, &key, &group);
+            }
         }
         usage
+    }
+
+    /// Adds a group's records to the group `key` of `by`, and its models to the group's.
+    fn merge_group(&mut self, by: Grouping, key: &str, group: &Partial) {
+        let groups = match by {
+            Grouping::Session => &mut self.by_session,
+            Grouping::Day => &mut self.by_day,
+            Grouping::Week => &mut self.by_week,
+            Grouping::Month => &mut self.by_month,
+            Grouping::Project => &mut self.by_project,
+            Grouping::Model => &mut self.by_model,
+        };
+        merge_into(groups, key, &group.sum);
+        if let Some(models) = &mut self.models {
+            let groups = models.entry(by).or_default();
+            if !groups.contains_key(key) {
+                groups.insert(key.to_owned(), ModelSums::new());
+            }
+            let sums = groups.get_mut(key).expect("inserted above");
+            for (model, sum) in &group.models {
+                merge_into(sums, model, sum);
+            }
+        }
     }
 
     /// The groups of a grouping, by key ([`StoreUsage::by_session`] and its siblings).
@@ -361,10 +439,37 @@ impl StoreUsage {
         }
     }
 
+    /// With a breakdown, the records of the group `key` of `by` by model (`None` without
+    /// one, and for the groups by model); with `by` `None`, those of the totals.
+    pub fn models(&self, by: Option<Grouping>, key: &str) -> Option<&ModelSums> {
+        let models = self.models.as_ref()?;
+        match by {
+            None => Some(&self.by_model),
+            Some(by) => models.get(&by)?.get(key),
+        }
+    }
+
+    /// How many sessions have records counted: those of [`StoreUsage::by_session`].
+    pub fn sessions_counted(&self) -> usize {
+        self.by_session.len()
+    }
+
+    /// The first and the last date (`YYYY-MM-DD`) with records counted, `None` without any.
+    pub fn dates(&self) -> Option<(&str, &str)> {
+        let mut dated = self
+            .by_day
+            .keys()
+            .map(String::as_str)
+            .filter(|&day| day != "unknown");
+        let first = dated.next()?;
+        Some((first, dated.next_back().unwrap_or(first)))
+    }
+
     /// `{"sessions", "records", "copies", "skipped", "outsideRange", "totals": {…}}`, and
     /// with a grouping its groups ([`Grouping::json_key`]: key → totals and `records`, keys
     /// in byte order; a session's group also has its `cwd`). Totals are written as
-    /// [`UsageSum::to_value`] writes them.
+    /// [`UsageSum::to_value`] writes them. With a breakdown, the totals and every group but
+    /// a model's have `models`: `[{"model", totals…, "records"}]`, by [`models_by_cost`].
     pub fn to_value(&self, by: Option<Grouping>) -> Value {
         self.to_value_grouped(by.as_slice())
     }
@@ -377,12 +482,12 @@ impl StoreUsage {
         o.insert("copies", Value::number(self.copies as f64));
         o.insert("skipped", Value::number(self.skipped as f64));
         o.insert("outsideRange", Value::number(self.outside_range as f64));
-        o.insert("totals", self.totals.to_value());
+        o.insert("totals", self.group_value(None, "", &self.totals));
         for &by in by {
             // The keys of a map, so distinct: 100,000 sessions are not each looked up
             // among the ones before.
             let g = Object::from_distinct(self.groups(by).iter().map(|(key, sum)| {
-                let mut value = sum.to_value();
+                let mut value = self.group_value(Some(by), key, sum);
                 if let (Grouping::Session, Value::Object(members)) = (by, &mut value) {
                     let cwd = self.session_cwds.get(key).map_or("", String::as_str);
                     members.insert("cwd", Value::string(cwd));
@@ -392,6 +497,44 @@ impl StoreUsage {
             o.insert(by.json_key(), Value::Object(g));
         }
         Value::Object(o)
+    }
+
+    /// A group's sum (the totals' with `by` `None`), with its models under a breakdown.
+    fn group_value(&self, by: Option<Grouping>, key: &str, sum: &UsageSum) -> Value {
+        let mut value = sum.to_value();
+        if let (Some(models), Value::Object(members)) = (self.models(by, key), &mut value) {
+            let models = models_by_cost(models).into_iter().map(|(model, sum)| {
+                let Value::Object(totals) = sum.to_value() else {
+                    unreachable!("a sum is an object")
+                };
+                let model = ("model".into(), Value::string(model));
+                let members = totals.iter().map(|(k, v)| (k.clone(), v.clone()));
+                Value::Object(Object::from_distinct(std::iter::once(model).chain(members)))
+            });
+            members.insert("models", Value::Array(models.collect()));
+        }
+        value
+    }
+}
+
+/// The records of a group as they are counted: their sum and, with a breakdown, their sums
+/// by model.
+#[derive(Default)]
+struct Partial<'a> {
+    sum: UsageSum,
+    models: BTreeMap<&'a str, UsageSum>,
+}
+
+impl<'a> Partial<'a> {
+    /// Adds a record, to its model's sum too when `models`.
+    fn add(&mut self, record: &'a ContributedUsage, models: bool) {
+        self.sum.add(&record.amounts);
+        if models {
+            self.models
+                .entry(record.model.as_str())
+                .or_default()
+                .add(&record.amounts);
+        }
     }
 }
 
@@ -638,7 +781,13 @@ mod tests {
             since_ms: parse_iso_millis("2026-02-01"),
             until_ms: parse_iso_millis("2026-03-01"),
         };
-        let february = StoreUsage::combine_in(all, range);
+        let february = StoreUsage::report(
+            all,
+            &Report {
+                range,
+                ..Report::ALL
+            },
+        );
         assert_eq!(
             (
                 february.totals.records,
@@ -662,5 +811,114 @@ mod tests {
              \"records\":1,\"cwd\":\"/work/f\"},\"p\":{\"input\":1,\"output\":0,\"cacheRead\":0,\
              \"cacheWrite\":0,\"premiumRequests\":0,\"cost\":0,\"records\":1,\"cwd\":\"/work/p\"}}}"
         );
+    }
+
+    #[test]
+    fn days_are_the_zones_and_a_breakdown_sums_each_group_by_model() {
+        // Sunday 2026-05-31 23:30 UTC closes week 22 and May; a2 is the next day in UTC.
+        let mut s = contribution(
+            "s",
+            None,
+            &[
+                ("a1", "2026-05-31T23:30:00.000Z"),
+                ("a2", "2026-06-01T00:30:00.000Z"),
+                ("a3", "2026-06-01T12:00:00.000Z"),
+            ],
+        );
+        s.records[1].model = "n".to_owned();
+        s.records[1].amounts.cost = 5.0;
+        s.records[2].amounts.cost = 1.0;
+        let keys = |usage: &StoreUsage, by| -> Vec<(String, u64)> {
+            usage
+                .groups(by)
+                .iter()
+                .map(|(k, v)| (k.clone(), v.records))
+                .collect()
+        };
+        let owned = |pairs: &[(&str, u64)]| -> Vec<(String, u64)> {
+            pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+        };
+        let utc = StoreUsage::combine([&s]);
+        assert_eq!(
+            keys(&utc, Grouping::Day),
+            owned(&[("2026-05-31", 1), ("2026-06-01", 2)])
+        );
+        assert_eq!(utc.models(None, ""), None, "no breakdown asked for");
+        // Two hours ahead of UTC (Berlin in summer), 23:30 is 01:30 on Monday, June 1st.
+        let ahead = |_: i64| 2 * 3_600_000;
+        let zoned = |offset: &dyn Fn(i64) -> i64| {
+            StoreUsage::report(
+                [&s],
+                &Report {
+                    utc_offset_ms: offset,
+                    models: true,
+                    ..Report::ALL
+                },
+            )
+        };
+        let berlin = zoned(&ahead);
+        assert_eq!(keys(&berlin, Grouping::Day), owned(&[("2026-06-01", 3)]));
+        assert_eq!(keys(&berlin, Grouping::Week), owned(&[("2026-W23", 3)]));
+        assert_eq!(keys(&berlin, Grouping::Month), owned(&[("2026-06", 3)]));
+        // An hour behind, 00:30 is still Sunday; the offset is the one at each instant.
+        let behind = |ms: i64| {
+            if ms < s.records[2].time_ms.unwrap() {
+                -3_600_000
+            } else {
+                0
+            }
+        };
+        let west = zoned(&behind);
+        assert_eq!(
+            keys(&west, Grouping::Week),
+            owned(&[("2026-W22", 2), ("2026-W23", 1)])
+        );
+        assert_eq!(
+            keys(&west, Grouping::Month),
+            owned(&[("2026-05", 2), ("2026-06", 1)])
+        );
+
+        // Each group's models add up to the group; the totals' are the groups by model.
+        for usage in [&berlin, &west] {
+            for by in Grouping::ALL {
+                for (key, sum) in usage.groups(by) {
+                    let Some(models) = usage.models(Some(by), key) else {
+                        assert_eq!(by, Grouping::Model);
+                        continue;
+                    };
+                    let mut added = UsageSum::default();
+                    models.values().for_each(|m| added.merge(m));
+                    assert_eq!(&added, sum, "{by:?} {key}");
+                }
+            }
+            assert_eq!(usage.models(None, ""), Some(&usage.by_model));
+        }
+        let day = berlin.models(Some(Grouping::Day), "2026-06-01").unwrap();
+        let order: Vec<(&str, u64)> = models_by_cost(day)
+            .iter()
+            .map(|(m, s)| (*m, s.records))
+            .collect();
+        assert_eq!(order, [("n", 1), ("m", 2)], "the dearest first");
+        let value = json::to_compact(&berlin.to_value(Some(Grouping::Month)));
+        let m = "\"input\":2,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\"premiumRequests\":0,\
+                 \"cost\":1,\"records\":2}";
+        let n = "\"input\":1,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\"premiumRequests\":0,\
+                 \"cost\":5,\"records\":1}";
+        let models = format!("\"models\":[{{\"model\":\"n\",{n},{{\"model\":\"m\",{m}]");
+        assert!(
+            value.contains("\"totals\":{\"input\":3,") && value.contains(&models),
+            "{value}"
+        );
+        assert_eq!(
+            value.matches(&models).count(),
+            2,
+            "the totals and June: {value}"
+        );
+        assert!(!json::to_compact(&utc.to_value(Some(Grouping::Day))).contains("models"));
+        assert_eq!(utc.dates(), Some(("2026-05-31", "2026-06-01")));
+        assert_eq!(berlin.dates(), Some(("2026-06-01", "2026-06-01")));
+        assert_eq!(berlin.sessions_counted(), 1);
+        let undated = contribution("u", None, &[("x", "?")]);
+        assert_eq!(StoreUsage::combine([&undated]).dates(), None);
     }
 }
