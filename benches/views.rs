@@ -5,6 +5,9 @@
 //!   context at the leaf is short; `context.md` is also rendered for the same session with
 //!   its compactions turned into `custom` entries, whose context is the whole path to the
 //!   leaf (the worst case).
+//! - `pages`: rendering `context.html` of the real 914-message transcript
+//!   (`tests/fixtures/real/large-session.jsonl`), warm: the highlighter's syntaxes are
+//!   loaded and their patterns compiled by the first render, which is not timed.
 //! - `store_usage`: `gjcfs usage` over a 10,000-session store (one generated 40-entry session
 //!   copied under 10,000 session ids, every fifth a fork of the one before), cold (every
 //!   file read and parsed on two threads, then combined) and the combine step alone over
@@ -21,6 +24,7 @@ use gjcfs::engine::load_session;
 use gjcfs::engine::storage::FileStorage;
 use gjcfs::engine::store::discovery::transcript_paths;
 use gjcfs::engine::store::usage::{scan_sessions, StoreUsage};
+use gjcfs::engine::views::html::{self, Images, PageOptions};
 use gjcfs::engine::views::{markdown, tree, usage};
 use gjcfs::engine::Session;
 
@@ -85,6 +89,27 @@ fn views(c: &mut Criterion) {
     group.finish();
 }
 
+fn pages(c: &mut Criterion) {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real/large-session.jsonl");
+    let session = load_session(&path).expect("loads").session;
+    let options = PageOptions {
+        images: Images::Link("blobs/"),
+        cold: None,
+        leaf: None,
+        tree: None,
+        page: None,
+        page_links: None,
+    };
+    black_box(html::context_html(&session, &options));
+    let mut group = c.benchmark_group("pages");
+    group.sample_size(20);
+    group.bench_function("context_html/real_914_messages", |b| {
+        b.iter(|| html::context_html(black_box(&session), &options))
+    });
+    group.finish();
+}
+
 /// A store of `STORE_SESSIONS` copies of one generated session, each under its own session
 /// id; every fifth names the one before it as its `parentSession` (a fork).
 fn store(dir: &Path) -> Vec<PathBuf> {
@@ -140,5 +165,5 @@ fn store_usage(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, views, store_usage);
+criterion_group!(benches, views, pages, store_usage);
 criterion_main!(benches);

@@ -60,7 +60,7 @@ fn a_page_shows_every_kind_of_part() {
         "<p class=\"what\">ran a command</p>",
         "<figcaption>diff</figcaption>",
         "<figcaption>file</figcaption><pre class=\"code file\"><code><span class=\"hl-",
-        "<figcaption>command</figcaption><pre class=\"code command\"><code><span class=\"hl-",
+        "<figcaption>command</figcaption><pre class=\"code command\"><code>cargo test",
         "<summary>output: ",
     ] {
         assert!(html.contains(part), "{part}");

@@ -4,6 +4,8 @@
 //! ([`super::page_style`]). No script, no inline colour.
 //!
 //! Invariants:
+//! - A diff (`diff`) is classed line by line (headers, hunk ranges, insertions,
+//!   deletions) without the highlighter.
 //! - The language is looked up by a fence's token (`rust`, `py`, `sh`, `diff`) or a file
 //!   name's extension; unknown, or code longer than [`HIGHLIGHT_MAX_BYTES`], or code the
 //!   highlighter gives up on, is the same `<pre>` with the text escaped and no spans.
@@ -57,6 +59,12 @@ pub fn language_of_path(path: &str) -> &str {
 /// `code` as a `<pre class="code <class>">` (see the module invariants), highlighted as
 /// `lang` when the program knows it.
 pub fn code_block(code: &str, lang: &str, class: &str) -> String {
+    if lang == "diff" {
+        return format!(
+            "<pre class=\"code {class}\"><code>{}</code></pre>\n",
+            diff_lines(code)
+        );
+    }
     let highlighted = (code.len() <= HIGHLIGHT_MAX_BYTES)
         .then(|| syntax_for(lang))
         .flatten()
@@ -68,6 +76,29 @@ pub fn code_block(code: &str, lang: &str, class: &str) -> String {
             text(code)
         ),
     }
+}
+
+/// A unified diff, each line classed by its first characters as the diff syntax would
+/// class it (headers, hunk ranges, insertions, deletions): diffs are the most common code
+/// in a session, and this costs no more than escaping them.
+fn diff_lines(diff: &str) -> String {
+    let mut html = String::with_capacity(diff.len() + diff.len() / 4);
+    for line in diff.split_inclusive('\n') {
+        let class = if line.starts_with("+++") || line.starts_with("---") {
+            "hl-meta hl-header"
+        } else if line.starts_with("@@") {
+            "hl-meta hl-diff hl-range"
+        } else if line.starts_with('+') {
+            "hl-markup hl-inserted"
+        } else if line.starts_with('-') {
+            "hl-markup hl-deleted"
+        } else {
+            html.push_str(&text(line));
+            continue;
+        };
+        html.push_str(&format!("<span class=\"{class}\">{}</span>", text(line)));
+    }
+    html
 }
 
 fn highlighted(code: &str, syntax: &SyntaxReference) -> Option<String> {
@@ -95,7 +126,14 @@ mod tests {
         assert!(html.contains("&lt;b&gt;"), "{html}");
         assert!(!html.contains("<b>"), "{html}");
         assert!(code_block("x = 1\n", "py", "").contains("hl-"));
-        assert!(code_block("-a\n+b\n", "diff", "").contains("hl-markup"));
+        assert_eq!(
+            code_block("--- a\n+++ a\n@@ -1 +1 @@\n-<a>\n+b\n c", "diff", "diff"),
+            "<pre class=\"code diff\"><code><span class=\"hl-meta hl-header\">--- a\n</span>\
+             <span class=\"hl-meta hl-header\">+++ a\n</span>\
+             <span class=\"hl-meta hl-diff hl-range\">@@ -1 +1 @@\n</span>\
+             <span class=\"hl-markup hl-deleted\">-&lt;a&gt;\n</span>\
+             <span class=\"hl-markup hl-inserted\">+b\n</span> c</code></pre>\n"
+        );
     }
 
     #[test]

@@ -368,7 +368,8 @@ impl<W: Write + ?Sized> Sink for Page<'_, W> {
     fn code(&mut self, body: &str, lang: &str) -> io::Result<()> {
         // The style writes a command's prompt, so that a copy takes the command alone.
         match lang {
-            "sh" => self.figure("command", body.strip_prefix("$ ").unwrap_or(body), lang),
+            // Plain, as a tool call's command ([`super::tool_view`]).
+            "sh" => self.figure("command", body.strip_prefix("$ ").unwrap_or(body), ""),
             _ => self.figure("code", body, lang),
         }
     }

@@ -56,7 +56,7 @@ header svg{background:#fff;border-radius:4px}\
 .hl-entity.hl-name,.hl-support.hl-function{color:var(--hl-function)}\
 .hl-support.hl-type,.hl-entity.hl-name.hl-type{color:var(--hl-type)}\
 .hl-markup.hl-inserted{background:var(--hl-ins)}.hl-markup.hl-deleted{background:var(--hl-del)}\
-.hl-meta.hl-diff.hl-range,.hl-meta.hl-header{color:var(--hl-function)}\
+.hl-meta.hl-range,.hl-meta.hl-header{color:var(--hl-function)}\
 @media print{:root{--bg:#fff;--fg:#000;--user:#fff;--assistant:#fff;--tool:#fff;--summary:#fff;\
 --code:#f6f6f6}body{max-width:none;padding:0}nav.contents,nav.pages{display:none}\
 section.message{break-inside:avoid-page}h2{break-after:avoid}\

@@ -88,7 +88,9 @@ impl<'a> Call<'a> {
                 };
                 let cwd = self.string("cwd");
                 self.what("ran a command", cwd.as_deref().map(|cwd| ("in", cwd)), None);
-                self.block("command", &command, "sh");
+                // Shown plain: the shell's syntax costs the highlighter four times the rest
+                // of a page (BENCHMARKS.md, "HTML pages").
+                self.block("command", &command, "");
             }
             "write" => {
                 let (Some(path), Some(content)) = (self.string("path"), self.string("content"))
