@@ -2,7 +2,6 @@
 //! repair repaired (`gjcfs_engine::check`).
 
 use std::io::Write;
-use std::process::ExitCode;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
@@ -13,6 +12,7 @@ use gjcfs_engine::check::{
 use gjcfs_engine::json;
 use gjcfs_engine::storage::FileStorage;
 
+use super::exit::Exit;
 use super::progress::Progress;
 use super::store::StoreArgs;
 
@@ -49,12 +49,7 @@ pub struct CheckArgs {
     store: StoreArgs,
 }
 
-/// Exit status 3: warnings are left (nothing of a session is at risk).
-pub const WARNINGS_LEFT: u8 = 3;
-/// Exit status 4: errors are left (a session or what the store holds for it is damaged).
-pub const ERRORS_LEFT: u8 = 4;
-
-pub fn run(args: CheckArgs) -> Result<ExitCode> {
+pub fn run(args: CheckArgs) -> Result<Exit> {
     args.store.check()?;
     let dirs = args.store.agent_dirs()?;
     let (target, base) = match &args.store.session_dir {
@@ -123,8 +118,8 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         None => report.worst(),
     };
     Ok(match worst {
-        None | Some(Severity::Note) => ExitCode::SUCCESS,
-        Some(Severity::Warning) => ExitCode::from(WARNINGS_LEFT),
-        Some(Severity::Error) => ExitCode::from(ERRORS_LEFT),
+        None | Some(Severity::Note) => Exit::Done,
+        Some(Severity::Warning) => Exit::WarningsLeft,
+        Some(Severity::Error) => Exit::ErrorsLeft,
     })
 }

@@ -6,6 +6,7 @@ mod check;
 mod completions;
 mod context;
 mod entries;
+mod exit;
 mod export;
 mod files;
 mod generate;
@@ -35,6 +36,8 @@ mod zone;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use exit::Exit;
 
 /// Inspect and work with GJC agent sessions.
 #[derive(Parser)]
@@ -270,24 +273,25 @@ pub fn run() -> ExitCode {
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
         Command::Check(args) => match check::run(args) {
-            Ok(code) => return code,
+            Ok(exit) => return exit.into(),
             Err(e) => Err(e),
         },
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) if output::is_broken_pipe(&err) => ExitCode::SUCCESS,
+    let exit = match result {
+        Ok(()) => Exit::Done,
+        Err(err) if output::is_broken_pipe(&err) => Exit::Done,
         Err(err) if output::is_nothing_found(&err) => {
             eprintln!("gjcfs: {err}");
-            ExitCode::FAILURE
+            Exit::Failed
         }
         Err(err) if output::is_usage_error(&err) => {
             output::error(&err);
-            ExitCode::from(2)
+            Exit::Usage
         }
         Err(err) => {
             output::error(&err);
-            ExitCode::FAILURE
+            Exit::Failed
         }
-    }
+    };
+    exit.into()
 }
