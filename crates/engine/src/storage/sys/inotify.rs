@@ -1,52 +1,44 @@
-//! Watching directories on Linux: one inotify instance, one watch a directory, its events
-//! read in the order the kernel queued them.
+//! Watching directories on Linux: one inotify instance (the `inotify` crate), one watch a
+//! directory, its events read in the order the kernel queued them.
 
 use std::collections::HashMap;
-use std::ffi::{CString, OsStr};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use inotify::{EventMask, WatchDescriptor, WatchMask};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 use crate::storage::{Changes, DirWatch};
 
 /// What changes an entry of a watched directory, and the directory itself going away.
-const MASK: u32 = libc::IN_CREATE
-    | libc::IN_DELETE
-    | libc::IN_MODIFY
-    | libc::IN_CLOSE_WRITE
-    | libc::IN_ATTRIB
-    | libc::IN_MOVED_FROM
-    | libc::IN_MOVED_TO
-    | libc::IN_DELETE_SELF
-    | libc::IN_MOVE_SELF
-    | libc::IN_ONLYDIR
-    | libc::IN_DONT_FOLLOW
-    | libc::IN_EXCL_UNLINK;
-
-/// The fixed part of an event (`struct inotify_event` without its name).
-const EVENT_HEAD: usize = std::mem::size_of::<libc::inotify_event>();
+const MASK: WatchMask = WatchMask::CREATE
+    .union(WatchMask::DELETE)
+    .union(WatchMask::MODIFY)
+    .union(WatchMask::CLOSE_WRITE)
+    .union(WatchMask::ATTRIB)
+    .union(WatchMask::MOVED_FROM)
+    .union(WatchMask::MOVED_TO)
+    .union(WatchMask::DELETE_SELF)
+    .union(WatchMask::MOVE_SELF)
+    .union(WatchMask::ONLYDIR)
+    .union(WatchMask::DONT_FOLLOW)
+    .union(WatchMask::EXCL_UNLINK);
 
 /// An inotify instance and the directory of each of its watches.
 #[derive(Debug)]
 pub struct Inotify {
-    fd: OwnedFd,
-    dirs: HashMap<i32, PathBuf>,
+    inotify: inotify::Inotify,
+    dirs: HashMap<WatchDescriptor, PathBuf>,
     /// Read events land here: room for many at once (each is 16 bytes and a name).
     buf: Vec<u8>,
 }
 
 impl Inotify {
     pub fn new() -> io::Result<Self> {
-        // SAFETY: no pointers; the descriptor returned is owned below.
-        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
         Ok(Inotify {
-            // SAFETY: a descriptor just opened and owned by nothing else.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            // Non-blocking and closed on exec, as the crate opens it.
+            inotify: inotify::Inotify::init()?,
             dirs: HashMap::new(),
             buf: vec![0; 64 * 1024],
         })
@@ -54,90 +46,53 @@ impl Inotify {
 
     /// Whether an event is waiting, after up to `timeout`.
     fn ready(&self, timeout: Duration) -> io::Result<bool> {
-        let mut poll = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
+        let timeout = Timespec {
+            tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: timeout.subsec_nanos().into(),
         };
-        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
         loop {
-            // SAFETY: one pollfd that lives across the call.
-            match unsafe { libc::poll(&mut poll, 1, ms) } {
-                n if n >= 0 => return Ok(n > 0),
-                _ => {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::Interrupted {
-                        return Err(e);
-                    }
-                }
+            let mut fds = [PollFd::new(&self.inotify, PollFlags::IN)];
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(n) => return Ok(n > 0),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
             }
         }
     }
 
-    /// Reads what is queued into `buf`: its length (0 when nothing is).
-    fn read_queued(&mut self) -> io::Result<usize> {
-        loop {
-            // SAFETY: the buffer is ours and as long as passed.
-            let n = unsafe {
-                libc::read(
-                    self.fd.as_raw_fd(),
-                    self.buf.as_mut_ptr().cast(),
-                    self.buf.len(),
-                )
-            };
-            if n >= 0 {
-                return Ok(n as usize);
-            }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::Interrupted => {}
-                io::ErrorKind::WouldBlock => return Ok(0),
-                _ => return Err(e),
-            }
-        }
-    }
-
-    /// The events of `buf[..len]` as changes, in order.
-    fn changes(&mut self, len: usize, into: &mut Vec<PathBuf>) -> Option<()> {
-        let mut at = 0;
-        while at + EVENT_HEAD <= len {
-            // SAFETY: EVENT_HEAD bytes are in the buffer at `at`; read unaligned.
-            let event: libc::inotify_event =
-                unsafe { std::ptr::read_unaligned(self.buf[at..].as_ptr().cast()) };
-            let name_at = at + EVENT_HEAD;
-            let name_end = (name_at + event.len as usize).min(len);
-            at = name_end;
-            if event.mask & libc::IN_Q_OVERFLOW != 0 {
-                return None;
+    /// Reads what is queued, as changes appended to `into`: `Ok(false)` when nothing was
+    /// queued, `None` when the kernel's queue overflowed (changes were lost).
+    fn read_queued(&mut self, into: &mut Vec<PathBuf>) -> io::Result<Option<bool>> {
+        let events = match self.inotify.read_events(&mut self.buf) {
+            Ok(events) => events,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Some(false)),
+            Err(e) => return Err(e),
+        };
+        let mut any = false;
+        for event in events {
+            any = true;
+            if event.mask.contains(EventMask::Q_OVERFLOW) {
+                return Ok(None);
             }
             let Some(dir) = self.dirs.get(&event.wd) else {
                 continue;
             };
-            let name = &self.buf[name_at..name_end];
-            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-            into.push(if name.is_empty() {
-                dir.clone()
-            } else {
-                dir.join(OsStr::from_bytes(name))
+            into.push(match event.name {
+                Some(name) if !name.is_empty() => dir.join(name),
+                _ => dir.clone(),
             });
-            if event.mask & libc::IN_IGNORED != 0 {
+            if event.mask.contains(EventMask::IGNORED) {
                 // The directory went away (or was moved): its watch is gone.
                 self.dirs.remove(&event.wd);
             }
         }
-        Some(())
+        Ok(Some(any))
     }
 }
 
 impl DirWatch for Inotify {
     fn add(&mut self, dir: &Path) -> io::Result<()> {
-        let path = CString::new(dir.as_os_str().as_bytes())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        // SAFETY: a NUL-terminated path that lives across the call.
-        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), path.as_ptr(), MASK) };
-        if wd < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let wd = self.inotify.watches().add(dir, MASK)?;
         self.dirs.insert(wd, dir.to_owned());
         Ok(())
     }
@@ -148,12 +103,10 @@ impl DirWatch for Inotify {
             return Ok(Changes::Paths(paths));
         }
         loop {
-            let len = self.read_queued()?;
-            if len == 0 {
-                return Ok(Changes::Paths(paths));
-            }
-            if self.changes(len, &mut paths).is_none() {
-                return Ok(Changes::Lost);
+            match self.read_queued(&mut paths)? {
+                Some(true) => {}
+                Some(false) => return Ok(Changes::Paths(paths)),
+                None => return Ok(Changes::Lost),
             }
         }
     }
