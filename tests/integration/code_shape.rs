@@ -555,3 +555,43 @@ fn the_checks_find_what_they_look_for() {
         ["a::y (layer 1) uses b (layer 2)", "c is in no layer"]
     );
 }
+
+/// Every `.rs` file under `tests/integration/` is compiled: declared as a module by
+/// `main.rs` (or by the `mod.rs` of its directory), so no test is written and never run.
+#[test]
+fn every_test_file_is_compiled() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration");
+    let mut missing = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        let parent = if dir == root { "main.rs" } else { "mod.rs" };
+        let declared = fs::read_to_string(dir.join(parent)).unwrap_or_default();
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+            let module = if path.is_dir() {
+                dirs.push(path.clone());
+                name
+            } else if let Some(stem) = name.strip_suffix(".rs") {
+                if stem == "main" || stem == "mod" {
+                    continue;
+                }
+                stem.to_owned()
+            } else {
+                continue;
+            };
+            let declared_here = declared.lines().any(|line| {
+                let line = line.trim();
+                line == format!("mod {module};") || line == format!("pub mod {module};")
+            });
+            if !declared_here {
+                missing.push(path.strip_prefix(&root).unwrap().display().to_string());
+            }
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "test files no module declares: {missing:?}"
+    );
+}
