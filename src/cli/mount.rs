@@ -126,7 +126,12 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         // The index and the saved usage `gjcfs search` and `gjcfs usage` keep for the same
         // store, so both share them.
         search_index: cache_dir.clone(),
-        saved_usage: cache_dir.map(|dir| dir.join(gjcfs_engine::store::usage::SAVED_USAGE_FILE)),
+        saved_usage: cache_dir
+            .as_ref()
+            .map(|dir| dir.join(gjcfs_engine::store::usage::SAVED_USAGE_FILE)),
+        // The listing `gjcfs ls` keeps: a mount starts from it.
+        saved_listing: cache_dir
+            .map(|dir| dir.join(gjcfs_engine::store::discovery::SAVED_LISTING_FILE)),
     }));
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };

@@ -15,7 +15,7 @@ use gjcfs_engine::AgentDirs;
 use super::output::{left_to_exit, terminal_safe};
 
 /// The saved listing's file in the store's cache directory ([`StoreArgs::cache_file`]).
-pub const LISTING_FILE: &str = "listing";
+pub use gjcfs_engine::store::discovery::SAVED_LISTING_FILE as LISTING_FILE;
 
 /// How many matching ids an ambiguity error names.
 const AMBIGUOUS_SHOWN: usize = 5;

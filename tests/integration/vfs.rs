@@ -81,6 +81,7 @@ fn vfs_config(tmp: &Path, read_only: bool) -> VfsConfig {
         owner_uid: None,
         search_index: None,
         saved_usage: None,
+        saved_listing: None,
     }
 }
 
@@ -1140,6 +1141,7 @@ fn session_ids_that_cannot_name_a_directory_are_left_out_and_reported() {
         owner_uid: None,
         search_index: None,
         saved_usage: None,
+        saved_listing: None,
     });
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
     let names = listed_names(&v, sessions);
@@ -1232,6 +1234,7 @@ fn a_deeply_nested_message_renders_in_linear_size() {
         owner_uid: None,
         search_index: None,
         saved_usage: None,
+        saved_listing: None,
     });
     let sdir = session_ino(&v, "deep");
     for name in ["context.json", "context.md", "tree.txt"] {

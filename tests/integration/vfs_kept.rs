@@ -206,3 +206,67 @@ fn a_second_pass_over_every_file_of_a_session_no_longer_loaded_loads_nothing() {
     let loaded = opened_as_a_kernel_would(&v, session_dir(&v, sid), &storage);
     assert!(loaded.is_empty(), "loaded for {loaded:?}");
 }
+
+/// A model over `storage` that keeps its listing at `saved`, if given.
+fn listing_vfs(storage: &MemoryStorage, saved: Option<&str>) -> Vfs {
+    let mut config = crate::common::vfs_io::memory_config(storage);
+    config.saved_listing = saved.map(PathBuf::from);
+    Vfs::new(config)
+}
+
+/// How many files have been opened to be read.
+fn reads(storage: &MemoryStorage) -> usize {
+    storage
+        .op_log()
+        .iter()
+        .filter(|op| op.starts_with("open_read"))
+        .count()
+}
+
+/// The sessions `sessions/` lists, and how many files the listing opened to read.
+fn listed(storage: &MemoryStorage, v: &Vfs) -> (Vec<String>, usize) {
+    let before = reads(storage);
+    let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
+    let mut names: Vec<String> = v
+        .readdir(sessions)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .filter(|n| n != "." && n != "..")
+        .collect();
+    names.sort();
+    (names, reads(storage) - before)
+}
+
+#[test]
+fn a_second_model_lists_the_store_from_the_saved_listing_and_reads_only_what_changed() {
+    let storage = MemoryStorage::new();
+    let path = managed_transcript(&storage);
+    let others = others(&storage, &path);
+    let sessions = 1 + others.len();
+    let saved = Some("/cache/listing");
+    let (first, _) = listed(&storage, &listing_vfs(&storage, saved));
+    assert_eq!(first.len(), sessions);
+    assert!(storage.file(Path::new("/cache/listing")).is_some(), "saved");
+    // A model without it reads every session; a new one with it (a mount started again)
+    // reads the saved listing instead.
+    let (names, unsaved) = listed(&storage, &listing_vfs(&storage, None));
+    assert_eq!(names, first);
+    let (names, from_saved) = listed(&storage, &listing_vfs(&storage, saved));
+    assert_eq!(names, first);
+    assert_eq!(
+        from_saved + sessions - 1,
+        unsaved,
+        "one file read for {sessions}"
+    );
+    // A session changed since: only it is read again.
+    let other = path.with_file_name("2026-01-02T00-00-01-000Z_o.jsonl");
+    let mut text = storage.file(&other).unwrap();
+    text.extend_from_slice(
+        b"{\"type\":\"message\",\"id\":\"o1\",\"parentId\":\"o0\",\"timestamp\":\"2026-01-02T00:00:02.000Z\",\"message\":{\"role\":\"assistant\",\"content\":\"hi\"}}\n",
+    );
+    storage.put_file(&other, &text);
+    let (names, after_change) = listed(&storage, &listing_vfs(&storage, saved));
+    assert_eq!(names, first);
+    assert_eq!(after_change, from_saved + 1);
+}

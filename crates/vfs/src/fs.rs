@@ -43,6 +43,10 @@ pub struct VfsConfig {
     /// The store's saved usage, shared with `gjcfs usage` (`usage.json`, `index.html`);
     /// `None` keeps it in memory.
     pub saved_usage: Option<PathBuf>,
+    /// The store's saved listing, shared with `gjcfs ls`: the first listing reads only the
+    /// files changed since it was saved, and the listing is saved again after the first
+    /// scan and at most every ten minutes after. `None` keeps it in memory.
+    pub saved_listing: Option<PathBuf>,
 }
 
 /// An opened file.
@@ -185,7 +189,8 @@ impl Vfs {
                 config.source.clone(),
                 config.blob_dir.clone(),
                 config.max_loaded,
-            ),
+            )
+            .saving_listing_at(config.saved_listing.clone()),
             config,
             inodes: Mutex::new(InodeTable::default()),
             handles: Handles::default(),

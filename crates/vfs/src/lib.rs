@@ -140,6 +140,7 @@ mod writes;
 pub use gjcfs_engine::io_cause::IoCause;
 /// The storages a model can be configured with ([`VfsConfig::storage`]).
 pub use gjcfs_engine::storage::{mountinfo, FileStorage, SessionStorage};
+pub use gjcfs_engine::store::discovery::SAVED_LISTING_FILE;
 pub use gjcfs_engine::store::usage::SAVED_USAGE_FILE;
 pub use handles::{Part, LEAF_MAX, LINE_MAX, PENDING_MAX};
 pub use layout::{label_file_name, safe_session_name};
@@ -217,6 +218,7 @@ pub(crate) fn test_config(
         owner_uid: None,
         search_index: None,
         saved_usage: None,
+        saved_listing: None,
     }
 }
 

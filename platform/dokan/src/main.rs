@@ -94,6 +94,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 saved_usage: search_index
                     .as_ref()
                     .map(|dir| dir.join(gjcfs_vfs::SAVED_USAGE_FILE)),
+                saved_listing: search_index
+                    .as_ref()
+                    .map(|dir| dir.join(gjcfs_vfs::SAVED_LISTING_FILE)),
                 search_index,
             }));
             let served = gjcfs_dokan::windows::serve(

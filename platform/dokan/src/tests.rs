@@ -44,6 +44,7 @@ fn store(tmp: &Path, read_only: bool) -> (Adapter, String) {
         owner_uid: None,
         search_index: None,
         saved_usage: None,
+        saved_listing: None,
     });
     let owner = Sid::parse(USER).expect("sid");
     (Adapter::new(Arc::new(vfs), owner), manager.session_id())

@@ -26,7 +26,12 @@ pub fn config(storage: &MemoryStorage) -> StorageConfig {
 /// A writable mount model over the managed sessions under [`SESSIONS_ROOT`] of `storage`,
 /// with the blobs in `/agent/blobs` and at most four sessions loaded at once.
 pub fn memory_vfs(storage: &MemoryStorage) -> Vfs {
-    Vfs::new(VfsConfig {
+    Vfs::new(memory_config(storage))
+}
+
+/// The configuration of [`memory_vfs`].
+pub fn memory_config(storage: &MemoryStorage) -> VfsConfig {
+    VfsConfig {
         storage: Arc::new(storage.clone()),
         source: SessionSource::SessionsRoot(PathBuf::from(SESSIONS_ROOT)),
         blob_dir: "/agent/blobs".into(),
@@ -36,7 +41,8 @@ pub fn memory_vfs(storage: &MemoryStorage) -> Vfs {
         owner_uid: None,
         search_index: None,
         saved_usage: None,
-    })
+        saved_listing: None,
+    }
 }
 
 /// Reads node `ino` whole (up to 1 MiB).

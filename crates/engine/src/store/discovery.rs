@@ -17,7 +17,7 @@ use crate::read::replay::{header_patch, parse_session_entries};
 use crate::storage::SessionStorage;
 
 mod cache;
-pub use cache::ListingCache;
+pub use cache::{ListingCache, SAVED_LISTING_FILE};
 
 /// How much of a file's start is read for its metadata.
 pub const PREFIX_BYTES: usize = 4096;

@@ -68,6 +68,8 @@ pub(super) struct Sessions {
     /// Held while the store is scanned, so that one scan serves everyone waiting; it holds
     /// what the last scan read, so that a scan reads only the files that changed.
     scan: Mutex<ListingCache>,
+    /// Where the listing is saved between runs, and when this server last saved it.
+    saved_listing: Option<(PathBuf, Mutex<Option<std::time::Instant>>)>,
     cache: Mutex<SlotCache>,
     /// What is kept of the sessions no longer loaded ([`kept`]).
     kept: Mutex<kept::Kept>,
@@ -104,6 +106,7 @@ impl Sessions {
             max_loaded,
             listing: Mutex::new(HashMap::new()),
             scan: Mutex::new(ListingCache::default()),
+            saved_listing: None,
             cache: Mutex::new(SlotCache::default()),
             kept: Mutex::new(kept::Kept::default()),
             watch: Mutex::new(None),

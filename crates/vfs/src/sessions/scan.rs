@@ -7,14 +7,43 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use super::Sessions;
 use crate::layout::safe_session_name;
 use crate::slots::Listed;
 use crate::SessionSource;
-use gjcfs_engine::store::discovery::{list_all_cached, list_dir_cached, SessionInfo};
+use gjcfs_engine::store::discovery::{list_all_cached, list_dir_cached, ListingCache, SessionInfo};
+
+/// How often a changed listing is saved again, after the first scan saved it.
+const SAVE_EVERY: Duration = Duration::from_secs(600);
 
 impl Sessions {
+    /// Starts the listing from the one saved at `path` (by `gjcfs ls` or an earlier mount),
+    /// and saves it there ([`Sessions::rescan`]); `None`: nothing is saved.
+    pub(crate) fn saving_listing_at(mut self, path: Option<PathBuf>) -> Self {
+        if let Some(path) = &path {
+            *self.scan.get_mut() = ListingCache::load(path);
+        }
+        self.saved_listing = path.map(|path| (path, parking_lot::Mutex::new(None)));
+        self
+    }
+
+    /// Saves the listing `cache` holds if it changed, after the first scan and then at most
+    /// every [`SAVE_EVERY`]: a cache in the user's cache directory, never the store; one
+    /// that cannot be written costs the next start its speed only.
+    fn save_listing(&self, cache: &mut ListingCache) {
+        let Some((path, last)) = &self.saved_listing else {
+            return;
+        };
+        let mut last = last.lock();
+        if last.is_some_and(|at| at.elapsed() < SAVE_EVERY) {
+            return;
+        }
+        let _ = cache.save(self.storage(), path);
+        *last = Some(Instant::now());
+    }
+
     /// Lists the store again (one scan at a time, no other lock held meanwhile), calling
     /// `progress(done, total)` after each transcript file read.
     pub(crate) fn rescan(&self, progress: &dyn Fn(usize, usize)) {
@@ -40,10 +69,11 @@ impl Sessions {
         let fresh: HashMap<String, Listed> = usable
             .into_iter()
             .map(|mut info| {
-                // A title may take a read past the file's first 4 KiB: what it found is
-                // kept with the file's listing, and not looked for again while the file is
+                // A title may take a read past the file's first 4 KiB (where the count
+                // of messages, from those 4 KiB alone, may be 0): what it found is kept
+                // with the file's listing, and not looked for again while the file is
                 // unchanged.
-                if info.message_count > 0 && info.first_prompt().is_none() {
+                if info.message_count_is_estimate && info.first_prompt().is_none() {
                     info.find_first_prompt(storage);
                     cache.complete(&info);
                 }
@@ -75,6 +105,7 @@ impl Sessions {
         if changed {
             self.listing_changed();
         }
+        self.save_listing(&mut cache);
     }
 
     /// Whether the store may have changed since the last scan: always without a watch of

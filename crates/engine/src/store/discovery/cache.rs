@@ -9,6 +9,10 @@ use super::{session_info, SessionInfo};
 use crate::storage::SessionStorage;
 use crate::store::saved::{self, ByVersion, Decoder, Encoder, Saved};
 
+/// The saved listing's file name in a store's cache directory, where every program that
+/// lists the store (the commands, the mount) keeps it.
+pub const SAVED_LISTING_FILE: &str = "listing";
+
 /// What a listing read of each file, so that the next listing of the same store reads only
 /// the files that changed. A file is not read again while its version (identity, length and
 /// modification time) is what it was: an append changes the length, a rewrite (a rename over
