@@ -98,9 +98,10 @@ pub fn run(args: Args) -> Result<()> {
     let listed = if args.all {
         let mut listed = args.store.sessions()?;
         // The index titles a session by its first prompt when it has no title; a long
-        // system prompt can push that past the first 4 KiB, where the listing looked.
+        // system prompt can push that past the first 4 KiB, where the listing looked. (A
+        // count of messages from those 4 KiB alone may be 0 where messages come later.)
         for info in &mut listed {
-            if info.message_count > 0 && info.first_prompt().is_none() {
+            if info.message_count_is_estimate && info.first_prompt().is_none() {
                 info.find_first_prompt(&FileStorage);
             }
         }

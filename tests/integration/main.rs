@@ -61,6 +61,7 @@ mod search;
 mod search_trust;
 mod shell;
 mod terminal;
+mod titles;
 mod tree;
 mod unseen_rewrites;
 mod vfs;

@@ -8,10 +8,12 @@
 //!
 //! A name is the time (`HH-MM`, UTC, from the header's timestamp) or the rank (newest
 //! first by the transcript's mtime, at most [`RECENT_MAX`]), the session's title (else its
-//! first message) made safe as a file name, and the first 8 characters of its id, which
-//! keep names distinct.
+//! first message; its first line, as every surface shows it) made safe as a file name, and
+//! the first 8 characters of its id, which keep names distinct.
 
 use std::collections::BTreeMap;
+
+use gjcfs_engine::views::title_line;
 
 use super::slots::Listed;
 
@@ -20,10 +22,11 @@ pub const RECENT_MAX: usize = 100;
 /// How many characters of a title a name keeps.
 const TITLE_CHARS: usize = 60;
 
-/// A title as part of a file name: one line, no `/` or control characters, runs of
-/// blanks made one space, at most [`TITLE_CHARS`] characters.
+/// A title as part of a file name: its first line as every surface shows it
+/// ([`title_line`]: terminal escape sequences and control characters dropped), no `/`, runs
+/// of blanks made one space, at most [`TITLE_CHARS`] characters.
 fn slug(title: &str) -> String {
-    let cleaned: String = title
+    let cleaned: String = title_line(Some(title), None, usize::MAX)
         .chars()
         .map(|c| if c == '/' || c.is_control() { ' ' } else { c })
         .collect();
@@ -143,7 +146,8 @@ mod tests {
             names,
             [
                 (&"09-41 (0194f1a3)".to_owned(), &b.0),
-                (&"09-41 fix a b parser (0194f1a2)".to_owned(), &a.0)
+                // The first line, made safe.
+                (&"09-41 fix a b (0194f1a2)".to_owned(), &a.0)
             ]
         );
         assert_eq!(days.len(), 1, "a session without a date is in no day");
@@ -153,7 +157,7 @@ mod tests {
             ranked,
             [
                 "001 (0194f1a3)",
-                "002 fix a b parser (0194f1a2)",
+                "002 fix a b (0194f1a2)",
                 "003 x (0194f1a4)"
             ]
         );

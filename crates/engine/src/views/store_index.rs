@@ -10,7 +10,8 @@
 //!   of its sessions newest first (by start time, then id); "By day": one section per UTC
 //!   day a session started (newest first), with the project as a column. A row is the
 //!   session's title (the one rule of every surface,
-//!   [`shown_title`](crate::store::discovery::shown_title), on one line), linked to its page; its
+//!   [`shown_title`](crate::store::discovery::shown_title), its first line on one line as
+//!   [`title_line`](super::title_line) makes it), linked to its page; its
 //!   start time; its message count; and its own cost and tokens (what the session records,
 //!   copies from its parent included, as `gjcfs ls --long` shows it).
 //! - Every string is escaped as in [`super::html`]; links are the caller's, escaped.
@@ -22,7 +23,7 @@ use super::escape::{attr, text};
 use super::html::CONTENT_SECURITY_POLICY;
 use super::page_style::STYLE;
 use super::usage_chart::{tokens, write_usage_svg};
-use super::{one_line, token_count};
+use super::{one_line, title_line, token_count};
 use crate::session::usage::UsageSum;
 use crate::store::usage::StoreUsage;
 
@@ -105,7 +106,8 @@ fn table<W: Write + ?Sized>(out: &mut W, entries: &[&IndexEntry], project: bool)
         "<table>\n<tr><th>session</th><th>started</th>{extra}<th>messages</th><th>tokens</th><th>cost</th></tr>"
     )?;
     for e in entries {
-        let shown = one_line(&e.title, TITLE_CHARS);
+        // The first line only, as every surface shows a title.
+        let shown = title_line(Some(&e.title), None, TITLE_CHARS);
         let shown = if shown.is_empty() {
             format!("(untitled) {}", one_line(&e.id, usize::MAX))
         } else {
