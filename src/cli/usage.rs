@@ -24,8 +24,6 @@ mod table;
 const FAILED_SHOWN: usize = 5;
 /// Progress is shown for stores of at least this many files.
 const PROGRESS_FROM: usize = 500;
-/// The most characters of a session's title in `--json`.
-const JSON_TITLE_CHARS: usize = 200;
 
 /// `--since` and `--until` as `usage` reads them: in --timezone.
 const SINCE_HELP: &str = "Only from this date or time on: YYYY-MM-DD or YYYYMMDD (the start of \
@@ -160,14 +158,11 @@ impl Titles {
         )
     }
 
-    /// The title of session `id` in JSON: its first line, empty without one.
-    fn line(&self, id: &str) -> String {
-        let info = self.0.get(id);
-        title_line(
-            info.and_then(|i| i.title.as_deref()),
-            info.and_then(SessionInfo::first_prompt),
-            JSON_TITLE_CHARS,
-        )
+    /// The title of session `id` by the rule of every listing, if it has one.
+    fn line(&self, id: &str) -> Option<String> {
+        let info = self.0.get(id)?;
+        let line = title_line(info.title.as_deref(), info.first_prompt(), usize::MAX);
+        (!line.is_empty()).then_some(line)
     }
 }
 
@@ -200,14 +195,7 @@ fn report_value(usage: &StoreUsage, by: Option<Grouping>, zone: &Zone, titles: &
         }
     }
     if by == Some(Grouping::Session) {
-        if let Some(Value::Object(sessions)) = o.get_mut(Grouping::Session.json_key()) {
-            for (id, group) in sessions.iter_mut() {
-                if let Value::Object(group) = group {
-                    let title = titles.line(&id.to_string_lossy());
-                    group.insert("title", Value::string(title));
-                }
-            }
-        }
+        StoreUsage::add_session_titles(&mut o, &|id| titles.line(id));
     }
     Value::Object(o)
 }

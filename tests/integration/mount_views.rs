@@ -226,6 +226,9 @@ fn the_store_usage_matches_gjcfs_usage_and_follows_new_replies() {
                 "--json",
                 "--by",
                 by,
+                // The mount's usage.json counts days in UTC.
+                "--timezone",
+                "UTC",
                 "--session-dir",
                 p(store.path()),
             ],

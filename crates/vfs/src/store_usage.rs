@@ -29,7 +29,7 @@ use super::content::Bytes;
 use super::inode::StoreFile;
 use super::SessionSource;
 use super::VfsError;
-use gjcfs_engine::json;
+use gjcfs_engine::json::{self, Value};
 use gjcfs_engine::storage::FileVersion;
 use gjcfs_engine::storage::SessionStorage;
 use gjcfs_engine::store::discovery::{all_transcript_paths, keep_live_copies, transcript_paths};
@@ -127,8 +127,13 @@ impl StoreUsageView {
         }
         let bytes = Arc::new(match file {
             StoreFile::UsageJson => {
-                let value = combined.usage.to_value_grouped(&Grouping::ALL);
-                let mut out = json::to_pretty(&value).into_bytes();
+                let Value::Object(mut value) = combined.usage.to_value_grouped(&Grouping::ALL)
+                else {
+                    unreachable!("the usage is an object")
+                };
+                // Each session's title, as `gjcfs usage --json --by session` gives it.
+                StoreUsage::add_session_titles(&mut value, title);
+                let mut out = json::to_pretty(&Value::Object(value)).into_bytes();
                 out.push(b'\n');
                 out
             }
