@@ -32,7 +32,8 @@ fn header_cwd(file: &Path) -> String {
 }
 
 /// Builds the demo agent directory at `dir` with scripts/make-demo-agent.sh and the
-/// tested binary; `dir`, canonical.
+/// tested binary; `dir`, canonical. The script lists what it built, which saves the
+/// listing in a cache directory: `<dir>.cache`, beside it, not the user's.
 pub fn make_demo_agent(dir: &Path) -> PathBuf {
     let out = Command::new("bash")
         .arg(concat!(
@@ -41,6 +42,7 @@ pub fn make_demo_agent(dir: &Path) -> PathBuf {
         ))
         .arg(dir)
         .env("GJCFS", env!("CARGO_BIN_EXE_gjcfs"))
+        .env("XDG_CACHE_HOME", dir.with_extension("cache"))
         .output()
         .unwrap();
     assert!(

@@ -99,20 +99,14 @@ fn within(limit: Duration, child: std::process::Child) -> Option<std::process::O
 
 /// `gjcfs ARGS… --agent-dir AGENT` in `cwd`, with the tests' cache; its standard output.
 fn cli(demo: &Demo, cwd: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
-        .args(args)
-        .arg("--agent-dir")
-        .arg(&demo.agent)
-        .current_dir(cwd)
-        .env("XDG_CACHE_HOME", &demo.cache)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gjcfs {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    crate::common::stdout_of(
+        Command::new(env!("CARGO_BIN_EXE_gjcfs"))
+            .args(args)
+            .arg("--agent-dir")
+            .arg(&demo.agent)
+            .current_dir(cwd)
+            .env("XDG_CACHE_HOME", &demo.cache),
+    )
 }
 
 fn json_lines(text: &str) -> Vec<Value> {

@@ -52,17 +52,11 @@ struct Listed {
 /// its own (under `work`), so that it reads nothing another command saved.
 fn gjcfs_alone(work: &Path, args: &[&str]) -> String {
     let cache = tempfile::tempdir_in(work).unwrap();
-    let out = Command::new(crate::common::gjcfs_bin())
-        .args(args)
-        .env("XDG_CACHE_HOME", cache.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gjcfs {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    crate::common::stdout_of(
+        Command::new(crate::common::gjcfs_bin())
+            .args(args)
+            .env("XDG_CACHE_HOME", cache.path()),
+    )
 }
 
 /// The sessions of the store at `agent` as `gjcfs ls --all --json` lists them, newest
@@ -508,28 +502,11 @@ fn generated() -> (tempfile::TempDir, PathBuf, Vec<Listed>) {
 }
 
 /// The demo agent directory of `scripts/make-demo-agent.sh`, built in a new temporary
-/// directory, and its listing. Built as `demo_agent::make_demo_agent` builds it, but with a
-/// cache directory of its own: the script lists what it built, which saves the listing in
-/// the cache, and the user's is left alone.
+/// directory (`demo_agent::make_demo_agent`, with a cache directory of its own), and its
+/// listing.
 fn demo() -> (tempfile::TempDir, PathBuf, Vec<Listed>) {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("demo");
-    let out = Command::new("bash")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/make-demo-agent.sh"
-        ))
-        .arg(&dir)
-        .env("GJCFS", crate::common::gjcfs_bin())
-        .env("XDG_CACHE_HOME", tmp.path().join("cache"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let agent = fs::canonicalize(&dir).unwrap().join("agent");
+    let agent = crate::demo_agent::make_demo_agent(&tmp.path().join("demo")).join("agent");
     let listed = listing(tmp.path(), p(&agent));
     assert_eq!(listed.len(), 7);
     (tmp, agent, listed)

@@ -123,14 +123,18 @@ pub fn gjcfs_bin() -> PathBuf {
 
 /// The standard output of `gjcfs ARGS…`, which must succeed.
 pub fn gjcfs_stdout<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
-    let out = std::process::Command::new(gjcfs_bin())
-        .args(args)
-        .output()
-        .expect("gjcfs runs");
-    let shown: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
+    let mut command = std::process::Command::new(gjcfs_bin());
+    command.args(args);
+    stdout_of(&mut command)
+}
+
+/// The standard output of `command` (a run of gjcfs, set up as the caller needs), which
+/// must succeed.
+pub fn stdout_of(command: &mut std::process::Command) -> String {
+    let out = command.output().expect("gjcfs runs");
     assert!(
         out.status.success(),
-        "gjcfs {shown:?}: {}",
+        "{command:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("UTF-8 output")

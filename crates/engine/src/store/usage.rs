@@ -614,6 +614,19 @@ impl<'a> Lineage<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The groups of `by`: each key with its record count.
+    fn keys(usage: &StoreUsage, by: Grouping) -> Vec<(String, u64)> {
+        usage
+            .groups(by)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.records))
+            .collect()
+    }
+
+    fn owned(pairs: &[(&str, u64)]) -> Vec<(String, u64)> {
+        pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+    }
     use crate::json;
 
     fn contribution(
@@ -755,16 +768,6 @@ mod tests {
             &[("b1", "2025-12-29T08:00:00.000Z"), ("b2", "?")],
         );
         let all = [&parent, &fork, &other];
-        let keys = |usage: &StoreUsage, by| -> Vec<(String, u64)> {
-            usage
-                .groups(by)
-                .iter()
-                .map(|(k, v)| (k.clone(), v.records))
-                .collect()
-        };
-        let owned = |pairs: &[(&str, u64)]| -> Vec<(String, u64)> {
-            pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
-        };
         let usage = StoreUsage::combine(all);
         assert_eq!((usage.totals.records, usage.copies), (5, 1));
         assert_eq!(
@@ -847,16 +850,6 @@ mod tests {
         s.records[1].model = "n".to_owned();
         s.records[1].amounts.cost = 5.0;
         s.records[2].amounts.cost = 1.0;
-        let keys = |usage: &StoreUsage, by| -> Vec<(String, u64)> {
-            usage
-                .groups(by)
-                .iter()
-                .map(|(k, v)| (k.clone(), v.records))
-                .collect()
-        };
-        let owned = |pairs: &[(&str, u64)]| -> Vec<(String, u64)> {
-            pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
-        };
         let utc = StoreUsage::combine([&s]);
         assert_eq!(
             keys(&utc, Grouping::Day),
