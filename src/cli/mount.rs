@@ -121,8 +121,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         read_only,
         max_loaded: MAX_LOADED,
         history_db: dirs.history_db(),
-        // SAFETY: getuid cannot fail.
-        owner_uid: Some(unsafe { libc::getuid() }),
+        owner_uid: Some(rustix::process::getuid().as_raw()),
         // The index and the saved usage `gjcfs search` and `gjcfs usage` keep for the same
         // store, so both share them.
         search_index: cache_dir.clone(),
@@ -133,8 +132,10 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         saved_listing: cache_dir
             .map(|dir| dir.join(gjcfs_engine::store::discovery::SAVED_LISTING_FILE)),
     }));
-    // SAFETY: getuid/getgid cannot fail.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid) = (
+        rustix::process::getuid().as_raw(),
+        rustix::process::getgid().as_raw(),
+    );
     let options = gjcfs_fuse::MountOptions {
         uid,
         gid,

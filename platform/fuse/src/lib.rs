@@ -196,9 +196,7 @@ fn request_max(kernel: Kernel) -> usize {
 }
 
 fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).unwrap_or(4096).max(512)
+    rustix::param::page_size().max(512)
 }
 
 /// Where a write request of `len` bytes stands in its `write(2)`: one as long as the

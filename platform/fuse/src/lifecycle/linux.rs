@@ -59,8 +59,7 @@ pub fn umount(mountpoint: &Path) -> Result<(), MountError> {
 /// Whether fusermount3 will accept `auto_unmount` (it needs `allow_other`: root, or
 /// `user_allow_other` in /etc/fuse.conf).
 pub fn auto_unmount_allowed() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
+    if rustix::process::geteuid().is_root() {
         return true;
     }
     std::fs::read_to_string("/etc/fuse.conf")
