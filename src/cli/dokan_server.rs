@@ -25,6 +25,10 @@ pub struct Serve<'a> {
     pub history_db: &'a Path,
     pub search_index: Option<&'a Path>,
     pub read_only: bool,
+    /// `--redact`.
+    pub redact: bool,
+    /// `--redact-rules` (or the default rules file), under `--redact`.
+    pub redact_rules: Option<&'a Path>,
     /// `--log-file`.
     pub log_file: Option<&'a Path>,
 }
@@ -50,6 +54,13 @@ pub fn serve_args(s: &Serve<'_>) -> Vec<OsString> {
     }
     if s.read_only {
         args.push("--read-only".into());
+    }
+    if s.redact {
+        args.push("--redact".into());
+        if let Some(file) = s.redact_rules {
+            args.push("--redact-rules".into());
+            args.push(file.as_os_str().to_owned());
+        }
     }
     args
 }
@@ -86,6 +97,8 @@ mod tests {
             history_db: Path::new("C:/a/history.db"),
             search_index: Some(Path::new("C:/cache/index")),
             read_only: true,
+            redact: true,
+            redact_rules: Some(Path::new("C:/cfg/secret-rules.toml")),
             log_file: Some(Path::new("C:/logs/mount.log")),
         };
         let args: Vec<String> = serve_args(&s)
@@ -107,13 +120,18 @@ mod tests {
                 "C:/cache/index",
                 "--log-file",
                 "C:/logs/mount.log",
-                "--read-only"
+                "--read-only",
+                "--redact",
+                "--redact-rules",
+                "C:/cfg/secret-rules.toml"
             ]
         );
         let dir = Serve {
             session_dir: Some(Path::new("D:/s")),
             search_index: None,
             read_only: false,
+            redact: false,
+            redact_rules: None,
             log_file: None,
             ..s
         };

@@ -20,7 +20,16 @@
 //!   directory is created 0700 when missing); a file of the same name is replaced. A session
 //!   whose id cannot name a file is skipped with a warning, and so is a file that cannot be
 //!   read as a session; the command then exits 1 after exporting the rest.
+//! - `--redact`: every secret in what is written is replaced by `[redacted: <rule id>]`
+//!   ([`gjcfs_engine::redact`]: gjcfs's built-in rules, `.env` reads, and the rules of
+//!   `--redact-rules FILE` or else of the default rules file when it exists). `jsonl`
+//!   redacts the file line by line, value by value, so it stays a session file with the
+//!   same entries; `html` and `md` render a redacted copy of the session (its cold-spilled
+//!   content read back first), and the store's `index.html` shows redacted titles. The rule
+//!   sets in use and each session's count per rule go to stderr (never the secrets); images
+//!   are not redacted.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,6 +37,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use gjcfs_engine::format::blob::BlobStore;
+use gjcfs_engine::redact::{self, Report};
 use gjcfs_engine::session::tree::Session;
 use gjcfs_engine::storage::{FileStorage, OutputDir, SessionStorage};
 use gjcfs_engine::store::discovery::{shown_title, SessionInfo};
@@ -73,6 +83,22 @@ pub struct Args {
     /// session store or holding it.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    /// Replace every secret found with `[redacted: <rule id>]` before writing, and report
+    /// on stderr how many each rule replaced, per session (never the secrets). Secrets are
+    /// what gjcfs's built-in rules find (cloud, AI, code hosting, registry, messaging and
+    /// payment providers' keys and tokens, private keys, JWTs; password=, token=, secret=
+    /// assignments, passwords in URLs, high-entropy tokens), the whole output of a read of
+    /// a .env file, and what the rules of --redact-rules find. jsonl stays a valid session
+    /// file. A secret no rule matches, one split across messages or one in an image is not
+    /// found.
+    #[arg(long)]
+    redact: bool,
+    /// Also apply the secret rules of FILE, in gitleaks' format (typically gitleaks' own
+    /// config/gitleaks.toml; a rule that does not compile is named and left out) [default:
+    /// $XDG_CONFIG_HOME/gjcfs/secret-rules.toml, else ~/.config/gjcfs/secret-rules.toml,
+    /// when it exists]
+    #[arg(long, value_name = "FILE", requires = "redact")]
+    redact_rules: Option<PathBuf>,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -133,27 +159,51 @@ pub fn run(args: Args) -> Result<()> {
     // exported: for the store's pages.
     let mut usage: Vec<(PathBuf, SessionUsageContribution, bool)> = Vec::new();
     let mut failed = 0usize;
+    if args.redact {
+        let (sets, left_out) = use_redact_rules(args.redact_rules.as_deref())?;
+        eprintln!("gjcfs: {sets}");
+        for message in left_out {
+            warn(message);
+        }
+    }
+    let mut redacted = Report::default();
     for (done, path) in paths.iter().enumerate() {
+        let mut report = args.redact.then(Report::default);
         let exported = load_session(path)
             .map_err(anyhow::Error::from)
             .and_then(|loaded| {
                 let contribution =
                     store_pages.then(|| SessionUsageContribution::from_loaded(&loaded));
-                let exported = export_one(path, loaded, args.format, blobs.as_ref(), &out);
+                let how = How {
+                    format: args.format,
+                    blobs: blobs.as_ref(),
+                    report: report.as_mut(),
+                };
+                let exported = export_one(path, loaded, how, &out);
                 if let Some(c) = contribution {
                     usage.push((path.clone(), c, exported.is_ok()));
                 }
                 exported
             });
-        if let Err(e) = exported {
-            warn(format_args!("{}: not exported: {e:#}", path.display()));
-            failed += 1;
+        match (exported, report) {
+            (Err(e), _) => {
+                warn(format_args!("{}: not exported: {e:#}", path.display()));
+                failed += 1;
+            }
+            (Ok(id), Some(report)) => {
+                eprintln!("gjcfs: {id}: {}", redaction_line(&report));
+                redacted.merge(&report);
+            }
+            (Ok(_), None) => {}
         }
         bar.set(done as u64 + 1);
     }
     bar.finish();
     if let (Some(listed), true) = (&listed, store_pages) {
-        write_store_pages(listed, &usage, &out)?;
+        write_store_pages(listed, &usage, &out, args.redact)?;
+    }
+    if args.redact {
+        eprintln!("gjcfs: in all: {}", redaction_line(&redacted));
     }
     eprintln!(
         "gjcfs: exported {} session(s) to {}",
@@ -166,13 +216,49 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// The file of secret rules to add to the built-in ones: `file` (`--redact-rules`), else
+/// the default rules file when it exists ([`redact::default_rules_file`]).
+pub fn redact_rules_file(file: Option<&Path>) -> Option<PathBuf> {
+    match file {
+        Some(file) => Some(file.to_owned()),
+        None => redact::default_rules_file().filter(|default| default.is_file()),
+    }
+}
+
+/// Makes redaction apply the built-in rules and those of `file`, else of the default
+/// rules file when it exists ([`redact::default_rules_file`]); returns what to tell: the
+/// rule sets in use (`redacting secrets by built-in N rules; plus FILE: M rules`), and what
+/// to warn of each rule left out (not compiled). An error when the file cannot be read or
+/// holds no rules.
+pub fn use_redact_rules(file: Option<&Path>) -> Result<(String, Vec<String>)> {
+    let files: Vec<PathBuf> = redact_rules_file(file).into_iter().collect();
+    let rules = redact::use_rules(&files).map_err(|e| anyhow::anyhow!("secret rules: {e}"))?;
+    let mut sets = format!("redacting secrets by built-in {} rules", rules.builtin);
+    for (name, n) in &rules.files {
+        sets.push_str(&format!("; plus {name}: {n} rules"));
+    }
+    let left_out = rules.refused.iter();
+    let left_out = left_out.map(|(id, error)| format!("secret rule {id} is left out: {error}"));
+    Ok((sets, left_out.collect()))
+}
+
+/// `redacted N secret(s): rule n, …`, or that none was found.
+fn redaction_line(report: &Report) -> String {
+    match report.total() {
+        0 => "no secret found".to_owned(),
+        n => format!("redacted {n} secret(s): {report}"),
+    }
+}
+
 /// Writes `index.html` (every exported session by project and by day, linking to its page)
 /// and `usage.svg` (the store's cost and tokens per day, every session that loaded counted)
-/// for an export of the whole store.
+/// for an export of the whole store; under `--redact` the titles are redacted (a title is
+/// a session's own text, counted in its report already).
 fn write_store_pages(
     listed: &[SessionInfo],
     usage: &[(PathBuf, SessionUsageContribution, bool)],
     out: &OutputDir,
+    redact: bool,
 ) -> Result<()> {
     let titles: HashMap<&Path, &SessionInfo> =
         listed.iter().map(|i| (i.path.as_path(), i)).collect();
@@ -183,9 +269,13 @@ fn write_store_pages(
             let title = titles.get(path.as_path()).map_or("", |info| {
                 shown_title(info.title.as_deref(), info.first_prompt())
             });
+            let title = match redact {
+                true => redact::redact_text(title, &mut Report::default()),
+                false => Cow::Borrowed(title),
+            };
             IndexEntry {
                 id: c.session_id.clone(),
-                title: title.to_owned(),
+                title: title.into_owned(),
                 cwd: c.cwd.clone(),
                 created: c.created.clone(),
                 messages: c.messages,
@@ -204,14 +294,27 @@ fn write_store_pages(
     Ok(())
 }
 
-/// Writes the export of the session file `path`, loaded, into `out`.
+/// How a session is exported: its format, the blob store, and under `--redact` the report
+/// of what was redacted.
+struct How<'a> {
+    format: Format,
+    blobs: Option<&'a BlobStore>,
+    report: Option<&'a mut Report>,
+}
+
+/// Writes the export of the session file `path`, loaded, into `out`; returns its session
+/// id.
 fn export_one(
     path: &Path,
     mut loaded: LoadedSession,
-    format: Format,
-    blobs: Option<&BlobStore>,
+    how: How<'_>,
     out: &OutputDir,
-) -> Result<()> {
+) -> Result<String> {
+    let How {
+        format,
+        blobs,
+        report,
+    } = how;
     warn_skipped(path, &loaded.skipped);
     let id = loaded.session.header().id().unwrap_or_default().to_owned();
     if !portable_stem(&id) {
@@ -222,24 +325,46 @@ fn export_one(
     }
     let name = format!("{id}.{}", format.extension());
     let bytes = match format {
-        Format::Jsonl => FileStorage.read(path)?,
+        Format::Jsonl => {
+            let bytes = FileStorage.read(path)?;
+            match report {
+                Some(report) => redact::redact_lines(&bytes, report),
+                None => bytes,
+            }
+        }
         Format::Md => {
             // The context the agent sends: its load-time sanitizer applied, in memory only.
             loaded.sanitize();
+            let session = shown(&loaded.session, blobs, report);
             match blobs {
                 Some(blobs) => {
                     let prefix = format!("{}/", blobs.dir().display());
-                    markdown::context_md_rehydrated(&loaded.session, &prefix, blobs)
+                    markdown::context_md_rehydrated(&session, &prefix, blobs)
                 }
-                None => markdown::context_md(&loaded.session, "blobs/"),
+                None => markdown::context_md(&session, "blobs/"),
             }
         }
         Format::Html => {
             loaded.sanitize();
-            write_leaf_pages(&loaded.session, &id, blobs, out)?
+            let session = shown(&loaded.session, blobs, report);
+            write_leaf_pages(&session, &id, blobs, out)?
         }
     };
-    write_file(out, &name, &bytes)
+    write_file(out, &name, &bytes)?;
+    Ok(id)
+}
+
+/// The session pages are rendered from: under `--redact` (a report given), a redacted
+/// copy with its cold-spilled content read back ([`redact::redacted_session`]).
+fn shown<'s>(
+    session: &'s Session,
+    blobs: Option<&BlobStore>,
+    report: Option<&mut Report>,
+) -> Cow<'s, Session> {
+    match report {
+        Some(report) => Cow::Owned(redact::redacted_session(session, blobs, report)),
+        None => Cow::Borrowed(session),
+    }
 }
 
 /// Writes the file `name` into `dir`, owner-only, replacing one there.

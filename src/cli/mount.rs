@@ -31,6 +31,18 @@ pub struct Args {
     /// opened before a change reads whole as it was.
     #[arg(long)]
     pub read_only: bool,
+    /// Render the pages for people with every secret replaced by `[redacted: <rule id>]`
+    /// (the rules of `gjcfs export --redact`): context.html, context.md, pages/, leaves/,
+    /// tree.txt, tree.svg and the store's index.html. The data stays as stored:
+    /// session.jsonl, entries/, context.json, search/, history/ and files/ still hold the
+    /// secrets.
+    #[arg(long)]
+    pub redact: bool,
+    /// Also apply the secret rules of FILE, in gitleaks' format (as `gjcfs export
+    /// --redact-rules`) [default: $XDG_CONFIG_HOME/gjcfs/secret-rules.toml, else
+    /// ~/.config/gjcfs/secret-rules.toml, when it exists]
+    #[arg(long, value_name = "FILE", requires = "redact")]
+    pub redact_rules: Option<PathBuf>,
     /// Let other users reach the mount (needs root or user_allow_other in
     /// /etc/fuse.conf). The kernel still enforces the permissions shown (files 0400, leaf
     /// 0600, entries/new 0200, directories 0700, owned by the mounting user), and the
@@ -65,6 +77,7 @@ pub fn command(args: Args) -> Result<()> {
             agent_dir: args.store.agent_dir.as_deref(),
             session_dir: args.store.session_dir.as_deref(),
             read_only: args.read_only,
+            redact: args.redact.then_some(args.redact_rules.as_deref()),
             allow_other: args.allow_other,
             allow_empty: args.store.allow_empty,
         },
@@ -86,8 +99,24 @@ pub struct Options<'a> {
     pub agent_dir: Option<&'a Path>,
     pub session_dir: Option<&'a Path>,
     pub read_only: bool,
+    /// `--redact`, with `--redact-rules`.
+    pub redact: Option<Option<&'a Path>>,
     pub allow_other: bool,
     pub allow_empty: bool,
+}
+
+/// Loads the secret rules of `--redact` (before anything is rendered), and logs what it
+/// does, which rule sets it applies and any rule left out (not compiled).
+fn use_redact_rules(file: Option<&Path>) -> Result<()> {
+    let (sets, left_out) = super::export::use_redact_rules(file)?;
+    tracing::info!(
+        "the pages show secrets redacted ({sets}); session.jsonl, entries/ and context.json \
+         hold them as stored"
+    );
+    for message in left_out {
+        tracing::warn!("{message}");
+    }
+    Ok(())
 }
 
 pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
@@ -95,6 +124,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         agent_dir,
         session_dir,
         read_only,
+        redact,
         allow_other,
         allow_empty,
     } = options;
@@ -107,6 +137,9 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         .with_context(|| format!("{}: cannot resolve", mountpoint.display()))?;
     lifecycle::check_fuse_installed()?;
     super::agent::check_store(&dirs, session_dir, allow_empty)?;
+    if let Some(file) = redact {
+        use_redact_rules(file)?;
+    }
     prepare_mountpoint(&mountpoint, &dirs, session_dir)?;
 
     // Signals are taken by one thread with sigwait; blocked before any other thread starts
@@ -131,6 +164,7 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
         // The listing `gjcfs ls` keeps: a mount starts from it.
         saved_listing: cache_dir
             .map(|dir| dir.join(gjcfs_engine::store::discovery::SAVED_LISTING_FILE)),
+        redact: redact.is_some(),
     }));
     let (uid, gid) = (
         rustix::process::getuid().as_raw(),

@@ -20,6 +20,18 @@ pub struct Args {
     /// Refuse every write (the volume is write-protected).
     #[arg(long)]
     pub read_only: bool,
+    /// Render the pages for people with every secret replaced by `[redacted: <rule id>]`
+    /// (the rules of `gjcfs export --redact`): context.html, context.md, pages/, leaves/,
+    /// tree.txt, tree.svg and the store's index.html. The data stays as stored:
+    /// session.jsonl, entries/, context.json, search/, history/ and files/ still hold the
+    /// secrets.
+    #[arg(long)]
+    pub redact: bool,
+    /// Also apply the secret rules of FILE, in gitleaks' format (as `gjcfs export
+    /// --redact-rules`) [default: $XDG_CONFIG_HOME/gjcfs/secret-rules.toml, else
+    /// %APPDATA%\gjcfs\secret-rules.toml, when it exists]
+    #[arg(long, value_name = "FILE", requires = "redact")]
+    pub redact_rules: Option<PathBuf>,
     /// Append the server's log to this file instead of standard error (what is logged
     /// is chosen by GJCFS_LOG, e.g. GJCFS_LOG=debug).
     #[arg(long, value_name = "FILE")]
@@ -71,6 +83,10 @@ pub fn command(args: Args) -> Result<()> {
     let search_index = gjcfs_search::default_index_dir(served_dir);
     let (sessions_root, blob_dir, history_db) =
         (dirs.sessions_root(), dirs.blob_dir(), dirs.history_db());
+    let redact_rules = args
+        .redact
+        .then(|| super::export::redact_rules_file(args.redact_rules.as_deref()))
+        .flatten();
     run_server(serve_args(&Serve {
         mountpoint: &args.mountpoint,
         session_dir,
@@ -79,6 +95,8 @@ pub fn command(args: Args) -> Result<()> {
         history_db: &history_db,
         search_index: search_index.as_deref(),
         read_only: args.read_only,
+        redact: args.redact,
+        redact_rules: redact_rules.as_deref(),
         log_file: args.log_file.as_deref(),
     }))
 }

@@ -52,6 +52,7 @@ mod mount_walk;
 mod page_parts;
 mod peer_cases;
 mod properties;
+mod redact;
 mod refresh;
 mod repair_bounds;
 mod repair_crash;

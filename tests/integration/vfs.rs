@@ -82,6 +82,7 @@ fn vfs_config(tmp: &Path, read_only: bool) -> VfsConfig {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
+        redact: false,
     }
 }
 
@@ -1142,6 +1143,7 @@ fn session_ids_that_cannot_name_a_directory_are_left_out_and_reported() {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
+        redact: false,
     });
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
     let names = listed_names(&v, sessions);
@@ -1235,6 +1237,7 @@ fn a_deeply_nested_message_renders_in_linear_size() {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
+        redact: false,
     });
     let sdir = session_ino(&v, "deep");
     for name in ["context.json", "context.md", "tree.txt"] {

@@ -24,6 +24,7 @@ pub mod format;
 pub mod history;
 pub mod manager;
 pub mod read;
+pub mod redact;
 pub mod session;
 pub mod storage;
 pub mod store;

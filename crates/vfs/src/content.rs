@@ -7,11 +7,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 
-use gjcfs_engine::format::blob::{is_valid_hash, BLOB_REF_PREFIX};
+use gjcfs_engine::format::blob::{is_valid_hash, BlobStore, BLOB_REF_PREFIX};
 use gjcfs_engine::format::record::Record;
 use gjcfs_engine::format::time::parse_iso_millis;
 use gjcfs_engine::json;
 use gjcfs_engine::manager::SessionManager;
+use gjcfs_engine::redact::{self, Report};
 use gjcfs_engine::session::tree::Session;
 use gjcfs_engine::views;
 use hashbrown::HashTable;
@@ -69,23 +70,38 @@ const SESSION_PAGE_LINKS: views::tree_svg::TreeLinks<'static> = views::tree_svg:
     current: Some("context.html"),
 };
 
+/// The session a session's pages are rendered from: the one its manager holds, or under
+/// `--redact` a redacted copy of it ([`redact::redacted_session`]).
+enum Shown<'m> {
+    Stored(&'m SessionManager),
+    Redacted(Arc<Session>),
+}
+
+impl Shown<'_> {
+    fn read<R>(&self, f: impl FnOnce(&Session) -> R) -> R {
+        match self {
+            Shown::Stored(manager) => manager.read(f),
+            Shown::Redacted(session) => f(session),
+        }
+    }
+}
+
 /// A page in a directory beside `context.html` (`leaves/`, `pages/`): the context at
 /// `leaf` (else the current one), its page `page` of messages linking to the others by
 /// `page_links`, its images in `../blobs/`, its drawing's branch ends in `leaves`.
 fn page_beside(
-    manager: &SessionManager,
+    (shown, blobs): (&Shown<'_>, &BlobStore),
     leaf: Option<&str>,
     leaves: Option<&str>,
     page: Option<usize>,
     page_links: Option<views::html::PageLinks<'_>>,
 ) -> Vec<u8> {
-    let blobs = manager.blobs();
-    manager.read(|session| {
+    shown.read(|session| {
         views::html::context_html(
             session,
             &views::html::PageOptions {
                 images: views::html::Images::Link("../blobs/"),
-                cold: Some(&blobs),
+                cold: Some(blobs),
                 leaf,
                 tree: Some(views::tree_svg::TreeLinks {
                     leaves,
@@ -119,6 +135,11 @@ fn kept_page<K: PartialEq>(
 #[derive(Debug)]
 pub struct Rendered {
     pub generation: Generation,
+    /// `--redact`: the pages for people (`context.md`, `context.html`, `pages/`, `leaves/`,
+    /// `tree.txt`, `tree.svg`) are rendered from a redacted copy of the session, made when
+    /// first needed and kept with the rendered bytes.
+    redact: bool,
+    redacted: Option<Arc<Session>>,
     pub header: Bytes,
     pub header_mtime_ms: Option<i64>,
     pub leaf: Bytes,
@@ -267,13 +288,15 @@ impl EntryTable {
 }
 
 impl Rendered {
-    pub fn new(session: &Session) -> Self {
+    pub fn new(session: &Session, redact: bool) -> Self {
         let leaf = match gjcfs_engine::manager::leaf_marker::shown_leaf(session) {
             Some(id) => format!("{id}\n").into_bytes(),
             None => Vec::new(),
         };
         Rendered {
             generation: Generation::of(session),
+            redact,
+            redacted: None,
             header: Arc::new(pretty_record(&session.records()[0])),
             header_mtime_ms: session.header().timestamp().and_then(parse_iso_millis),
             leaf: Arc::new(leaf),
@@ -299,6 +322,7 @@ impl Rendered {
     /// lookups, attributes and listings while its file is unchanged (the `known_` methods).
     pub fn strip(&mut self) {
         self.context = None;
+        self.redacted = None;
         self.views = [None, None, None, None, None];
         self.leaf_pages.clear();
         self.earlier_pages.clear();
@@ -407,7 +431,7 @@ impl Rendered {
     pub fn advance(&mut self, session: &Session, same_session: bool, edited: &[usize]) {
         let table = self.table.take();
         let mut sizes = std::mem::take(&mut self.entry_sizes);
-        *self = Rendered::new(session);
+        *self = Rendered::new(session, self.redact);
         let Some(mut table) = table.filter(|t| t.numbers_hold(session, same_session)) else {
             return;
         };
@@ -488,15 +512,29 @@ impl Rendered {
         })
     }
 
+    /// The session the pages are rendered from (see [`Shown`]).
+    fn shown<'m>(&mut self, manager: &'m SessionManager) -> Shown<'m> {
+        if !self.redact {
+            return Shown::Stored(manager);
+        }
+        let copy = self.redacted.get_or_insert_with(|| {
+            let blobs = manager.blobs();
+            // The mount counts nothing: what it redacts, `gjcfs export --redact` reports.
+            let mut report = Report::default();
+            Arc::new(manager.read(|s| redact::redacted_session(s, Some(&blobs), &mut report)))
+        });
+        Shown::Redacted(copy.clone())
+    }
+
     /// The bytes of `view`.
     pub fn view_bytes(&mut self, manager: &SessionManager, view: View) -> Bytes {
-        let slot = &mut self.views[view as usize];
-        if let Some(bytes) = slot {
+        if let Some(bytes) = &self.views[view as usize] {
             return bytes.clone();
         }
+        let shown = self.shown(manager);
         // Cold-spilled content is shown as the agent shows it, from its blobs.
         let blobs = manager.blobs();
-        let bytes = Arc::new(manager.read(|session| match view {
+        let bytes = Arc::new(shown.read(|session| match view {
             View::ContextMd => views::markdown::context_md_rehydrated(session, "blobs/", &blobs),
             View::ContextHtml => views::html::context_html(
                 session,
@@ -516,7 +554,7 @@ impl Rendered {
             View::Tree => views::tree::tree_txt_rehydrated(session, &blobs),
             View::Usage => views::usage::session_usage_json(session),
         }));
-        *slot = Some(bytes.clone());
+        self.views[view as usize] = Some(bytes.clone());
         self.view_lens[view as usize] = Some(bytes.len() as u64);
         bytes
     }
@@ -534,8 +572,9 @@ impl Rendered {
             return None;
         }
         let key = id.to_owned();
+        let (shown, blobs) = (self.shown(manager), manager.blobs());
         let bytes = kept_page(&mut self.leaf_pages, key, || {
-            page_beside(manager, Some(id), Some(""), None, None)
+            page_beside((&shown, &blobs), Some(id), Some(""), None, None)
         });
         self.leaf_page_lens
             .insert(id.to_owned(), bytes.len() as u64);
@@ -560,8 +599,15 @@ impl Rendered {
             dir: "",
             last: "../context.html",
         };
+        let (shown, blobs) = (self.shown(manager), manager.blobs());
         let bytes = kept_page(&mut self.earlier_pages, n, || {
-            page_beside(manager, None, Some("../leaves/"), Some(n), Some(links))
+            page_beside(
+                (&shown, &blobs),
+                None,
+                Some("../leaves/"),
+                Some(n),
+                Some(links),
+            )
         });
         self.earlier_page_lens.insert(n, bytes.len() as u64);
         Some(bytes)

@@ -47,6 +47,11 @@ pub struct VfsConfig {
     /// files changed since it was saved, and the listing is saved again after the first
     /// scan and at most every ten minutes after. `None` keeps it in memory.
     pub saved_listing: Option<PathBuf>,
+    /// Render the pages for people (`context.md`, `context.html`, `pages/`, `leaves/`,
+    /// `tree.txt`, `tree.svg`, the store's `index.html`) with every secret redacted
+    /// (`gjcfs_engine::redact`); the data (`session.jsonl`, `entries/`, `context.json`, …)
+    /// stays as stored.
+    pub redact: bool,
 }
 
 /// An opened file.
@@ -188,7 +193,7 @@ impl Vfs {
                 config.storage.clone(),
                 config.source.clone(),
                 config.blob_dir.clone(),
-                config.max_loaded,
+                (config.max_loaded, config.redact),
             )
             .saving_listing_at(config.saved_listing.clone()),
             config,

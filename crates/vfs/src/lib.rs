@@ -138,6 +138,8 @@ mod store_usage;
 mod writes;
 
 pub use gjcfs_engine::io_cause::IoCause;
+/// Secret redaction, for a mount server that loads its rules (`--redact-rules`).
+pub use gjcfs_engine::redact;
 /// The storages a model can be configured with ([`VfsConfig::storage`]).
 pub use gjcfs_engine::storage::{mountinfo, FileStorage, SessionStorage};
 pub use gjcfs_engine::store::discovery::SAVED_LISTING_FILE;
@@ -219,6 +221,7 @@ pub(crate) fn test_config(
         search_index: None,
         saved_usage: None,
         saved_listing: None,
+        redact: false,
     }
 }
 

@@ -171,7 +171,15 @@ impl Vfs {
             if !listed_now.replace(true) {
                 self.rescan();
             }
-            self.listed(id).map(|l| l.title)
+            let title = self.listed(id).map(|l| l.title)?;
+            Some(match self.config.redact {
+                // A title is a session's own text: what it holds is redacted in its pages.
+                true => {
+                    let mut report = gjcfs_engine::redact::Report::default();
+                    gjcfs_engine::redact::redact_text(&title, &mut report).into_owned()
+                }
+                false => title,
+            })
         })
     }
 

@@ -7,7 +7,7 @@
 //! ```text
 //! gjcfs-dokan serve MOUNTPOINT --sessions-root DIR | --session-dir DIR
 //!             --blob-dir DIR --history-db FILE [--search-index DIR] [--read-only]
-//!             [--log-file FILE]
+//!             [--redact [--redact-rules FILE]] [--log-file FILE]
 //! gjcfs-dokan unmount MOUNTPOINT
 //! ```
 //! The store's paths come resolved from `gjcfs mount`; this program does not look for them.
@@ -44,6 +44,12 @@ enum Command {
         search_index: Option<PathBuf>,
         #[arg(long)]
         read_only: bool,
+        /// Render the pages for people with every secret redacted.
+        #[arg(long)]
+        redact: bool,
+        /// Also apply the secret rules of this file (gitleaks' format).
+        #[arg(long, value_name = "FILE", requires = "redact")]
+        redact_rules: Option<PathBuf>,
         /// Append the log here instead of standard error (GJCFS_LOG chooses what).
         #[arg(long, value_name = "FILE")]
         log_file: Option<PathBuf>,
@@ -68,6 +74,8 @@ fn run(cli: Cli) -> Result<(), String> {
             history_db,
             search_index,
             read_only,
+            redact,
+            redact_rules,
             log_file,
         } => {
             gjcfs_log::init(match &log_file {
@@ -75,6 +83,13 @@ fn run(cli: Cli) -> Result<(), String> {
                 None => gjcfs_log::Destination::Stderr { ansi: false },
             })
             .map_err(|e| e.to_string())?;
+            if redact {
+                let rules = gjcfs_vfs::redact::use_rules(&Vec::from_iter(redact_rules))?;
+                tracing::info!("the pages show secrets redacted by {} rules", rules.rules);
+                for (id, error) in &rules.refused {
+                    tracing::warn!("secret rule {id} is left out: {error}");
+                }
+            }
             let (source, store) = match (session_dir, sessions_root) {
                 (Some(dir), _) => (SessionSource::Dir(dir.clone()), dir),
                 (None, Some(root)) => (SessionSource::SessionsRoot(root.clone()), root),
@@ -98,6 +113,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     .as_ref()
                     .map(|dir| dir.join(gjcfs_vfs::SAVED_LISTING_FILE)),
                 search_index,
+                redact,
             }));
             let served = gjcfs_dokan::windows::serve(
                 vfs.clone(),

@@ -196,8 +196,10 @@ impl Mount {
             .arg("mount")
             .arg(&self.mountpoint)
             .args(args)
-            // The search index goes to the mount's own cache, never the user's.
+            // The search index goes to the mount's own cache, never the user's, and no
+            // secret rules of the user's configuration apply.
             .env("XDG_CACHE_HOME", &self.cache)
+            .env("XDG_CONFIG_HOME", &self.cache)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(fs::File::create(&self.log).unwrap())

@@ -184,7 +184,7 @@ mod tests {
             std::sync::Arc::new(FileStorage),
             SessionSource::SessionsRoot(PathBuf::from("/store")),
             PathBuf::from("/blobs"),
-            1,
+            (1, false),
         );
         sessions.take_events(&mut Burst(UNANNOUNCED_MAX));
         assert_eq!(sessions.unannounced.lock().paths.len(), UNANNOUNCED_MAX);

@@ -117,7 +117,7 @@ mod tests {
     fn rendered() -> Rendered {
         let header = "{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}";
         let record = parse_line(true, header.as_bytes()).unwrap().unwrap();
-        Rendered::new(&build_session(vec![record], None).session)
+        Rendered::new(&build_session(vec![record], None).session, false)
     }
 
     fn version(len: u64) -> FileVersion {

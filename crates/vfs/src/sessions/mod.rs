@@ -63,6 +63,8 @@ pub(super) struct Sessions {
     blob_dir: PathBuf,
     /// How many sessions stay loaded at once.
     max_loaded: usize,
+    /// `--redact`: each session's pages are rendered redacted ([`Rendered`]).
+    redact: bool,
     /// The sessions of the last scan, by id.
     listing: Mutex<HashMap<String, Listed>>,
     /// Held while the store is scanned, so that one scan serves everyone waiting; it holds
@@ -97,13 +99,14 @@ impl Sessions {
         storage: Arc<dyn SessionStorage>,
         source: SessionSource,
         blob_dir: PathBuf,
-        max_loaded: usize,
+        (max_loaded, redact): (usize, bool),
     ) -> Self {
         Sessions {
             storage,
             source,
             blob_dir,
             max_loaded,
+            redact,
             listing: Mutex::new(HashMap::new()),
             scan: Mutex::new(ListingCache::default()),
             saved_listing: None,
@@ -383,7 +386,7 @@ impl Sessions {
                             manager.read(|session| rendered.advance(session, false, &[]));
                             rendered
                         }
-                        None => manager.read(Rendered::new),
+                        None => manager.read(|session| Rendered::new(session, self.redact)),
                     },
                 };
                 state.loaded = Some(Loaded {
