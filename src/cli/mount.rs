@@ -147,25 +147,13 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     let signals = lifecycle::block_termination_signals()?;
 
     let cache_dir = gjcfs_search::default_index_dir(session_dir.unwrap_or(dirs.agent_dir()));
-    let vfs = Arc::new(Vfs::new(VfsConfig {
-        storage: std::sync::Arc::new(gjcfs_engine::storage::FileStorage),
+    let vfs = Arc::new(Vfs::new(vfs_config(
         source,
-        blob_dir: dirs.blob_dir(),
+        &dirs,
+        cache_dir,
         read_only,
-        max_loaded: MAX_LOADED,
-        history_db: dirs.history_db(),
-        owner_uid: Some(rustix::process::getuid().as_raw()),
-        // The index and the saved usage `gjcfs search` and `gjcfs usage` keep for the same
-        // store, so both share them.
-        search_index: cache_dir.clone(),
-        saved_usage: cache_dir
-            .as_ref()
-            .map(|dir| dir.join(gjcfs_engine::store::usage::SAVED_USAGE_FILE)),
-        // The listing `gjcfs ls` keeps: a mount starts from it.
-        saved_listing: cache_dir
-            .map(|dir| dir.join(gjcfs_engine::store::discovery::SAVED_LISTING_FILE)),
-        redact: redact.is_some(),
-    }));
+        redact.is_some(),
+    )));
     let (uid, gid) = (
         rustix::process::getuid().as_raw(),
         rustix::process::getgid().as_raw(),
@@ -222,6 +210,34 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
     }
     tracing::info!("unmounted {}", mountpoint.display());
     Ok(())
+}
+
+/// The model of the store `source` (of the agent directory `dirs`), served from the disk to
+/// this user, sharing the caches `gjcfs search`, `gjcfs usage` and `gjcfs ls` keep for it in
+/// `cache_dir`: the search index, the saved usage, and the saved listing it starts from.
+fn vfs_config(
+    source: SessionSource,
+    dirs: &AgentDirs,
+    cache_dir: Option<PathBuf>,
+    read_only: bool,
+    redact: bool,
+) -> VfsConfig {
+    VfsConfig {
+        storage: Arc::new(gjcfs_engine::storage::FileStorage),
+        source,
+        blob_dir: dirs.blob_dir(),
+        read_only,
+        max_loaded: MAX_LOADED,
+        history_db: dirs.history_db(),
+        owner_uid: Some(rustix::process::getuid().as_raw()),
+        search_index: cache_dir.clone(),
+        saved_usage: cache_dir
+            .as_ref()
+            .map(|dir| dir.join(gjcfs_engine::store::usage::SAVED_USAGE_FILE)),
+        saved_listing: cache_dir
+            .map(|dir| dir.join(gjcfs_engine::store::discovery::SAVED_LISTING_FILE)),
+        redact,
+    }
 }
 
 /// Makes `mountpoint` ready to be mounted on: outside the store and not around it, no

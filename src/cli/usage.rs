@@ -195,7 +195,7 @@ fn report_value(usage: &StoreUsage, by: Option<Grouping>, zone: &Zone, titles: &
         }
     }
     if by == Some(Grouping::Session) {
-        StoreUsage::add_session_titles(&mut o, &|id| titles.line(id));
+        gjcfs_engine::views::usage::add_session_titles(&mut o, &|id| titles.line(id));
     }
     Value::Object(o)
 }

@@ -132,7 +132,7 @@ impl StoreUsageView {
                     unreachable!("the usage is an object")
                 };
                 // Each session's title, as `gjcfs usage --json --by session` gives it.
-                StoreUsage::add_session_titles(&mut value, title);
+                views::usage::add_session_titles(&mut value, title);
                 let mut out = json::to_pretty(&Value::Object(value)).into_bytes();
                 out.push(b'\n');
                 out

@@ -234,10 +234,6 @@ impl TimeRange {
     }
 }
 
-/// The most characters of a session's title in a report's JSON
-/// ([`StoreUsage::add_session_titles`]).
-pub const JSON_TITLE_CHARS: usize = 200;
-
 /// How [`StoreUsage::report`] counts and groups the records.
 #[derive(Clone, Copy)]
 pub struct Report<'a> {
@@ -476,21 +472,6 @@ impl StoreUsage {
     /// a model's have `models`: `[{"model", totals…, "records"}]`, by [`models_by_cost`].
     pub fn to_value(&self, by: Option<Grouping>) -> Value {
         self.to_value_grouped(by.as_slice())
-    }
-
-    /// Adds to each group of `bySession` in `report` (the JSON of [`StoreUsage::to_value`])
-    /// the session's title: `title(id)` on one line, its first line only, at most
-    /// [`JSON_TITLE_CHARS`] characters (empty without one).
-    pub fn add_session_titles(report: &mut Object, title: &dyn Fn(&str) -> Option<String>) {
-        if let Some(Value::Object(sessions)) = report.get_mut(Grouping::Session.json_key()) {
-            for (id, group) in sessions.iter_mut() {
-                if let Value::Object(group) = group {
-                    let title = title(&id.to_string_lossy());
-                    let line = crate::views::title_line(title.as_deref(), None, JSON_TITLE_CHARS);
-                    group.insert("title", Value::string(line));
-                }
-            }
-        }
     }
 
     /// As [`StoreUsage::to_value`], with the groups of every grouping of `by`, in that order.

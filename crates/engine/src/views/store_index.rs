@@ -11,7 +11,7 @@
 //!   day a session started (newest first), with the project as a column. A row is the
 //!   session's title (the one rule of every surface,
 //!   [`shown_title`](crate::store::discovery::shown_title), its first line on one line as
-//!   [`title_line`](super::title_line) makes it), linked to its page; its
+//!   [`super::title_line`] makes it), linked to its page; its
 //!   start time; its message count; and its own cost and tokens (what the session records,
 //!   copies from its parent included, as `gjcfs ls --long` shows it).
 //! - Every string is escaped as in [`super::html`]; links are the caller's, escaped.

@@ -17,6 +17,27 @@ use std::collections::BTreeMap;
 use crate::json::{self, Object, Value};
 use crate::session::tree::Session;
 use crate::session::usage::UsageSum;
+use crate::store::usage::Grouping;
+
+/// The most characters of a session's title in a store report's JSON
+/// ([`add_session_titles`]).
+pub const JSON_TITLE_CHARS: usize = 200;
+
+/// Adds to each group of `bySession` in `report` (the JSON of a store's usage,
+/// [`StoreUsage::to_value`](crate::store::usage::StoreUsage::to_value)) the session's title:
+/// `title(id)` on one line, its first line only, at most [`JSON_TITLE_CHARS`] characters
+/// (empty without one).
+pub fn add_session_titles(report: &mut Object, title: &dyn Fn(&str) -> Option<String>) {
+    if let Some(Value::Object(sessions)) = report.get_mut(Grouping::Session.json_key()) {
+        for (id, group) in sessions.iter_mut() {
+            if let Value::Object(group) = group {
+                let title = title(&id.to_string_lossy());
+                let line = super::title_line(title.as_deref(), None, JSON_TITLE_CHARS);
+                group.insert("title", Value::string(line));
+            }
+        }
+    }
+}
 
 /// The `usage.json` value.
 pub fn session_usage_value(session: &Session) -> Value {
