@@ -26,6 +26,9 @@ struct Cli {
     command: Command,
 }
 
+// `Serve` holds every option of a mount, `Unmount` one name: the command line is parsed
+// once, so the size of the larger variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Mount the store and serve it until it is unmounted.
