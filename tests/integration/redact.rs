@@ -5,8 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use gjcfs::engine::json;
-use gjcfs::engine::manager::{SessionManager, StorageConfig};
 
+use crate::common::fixture;
 use crate::common::mount::{p, Mount};
 
 const AWS: &str = "AKIAZ3MSJV4WWNKWW5FG";
@@ -14,7 +14,8 @@ const ANTHROPIC: &str = "sk-ant-api03-9dK2mQx7Lp4vR8sT1wY6zB3nF5hJ0cXaE2gU7iO9kM
 const PASSWORD: &str = "hunter2horse";
 const PEM_BODY: &str = "MIIEowIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi8AsRDKJ4ks2yHU/KtJTGFZrNT";
 const ENV_LINE: &str = "DATABASE_URL_SUFFIX=plainvalue";
-/// A token of a kind only the rules of `--redact-rules` know ([`ACME_RULES`]).
+/// A token of a kind only the rules of `--redact-rules` know
+/// (`tests/fixtures/secrets/acme-rules.toml`).
 const ACME: &str = "acme_live_k3j4h5g6f7d8s9a0q1w2e3r4";
 /// One the file's allowlist allows.
 const ACME_ALLOWED: &str = "acme_test_000000000000000000000000";
@@ -47,14 +48,7 @@ fn message(json_text: &str) -> json::Value {
 
 fn secret_store() -> SecretStore {
     let tmp = tempfile::tempdir().unwrap();
-    let ws = tmp.path().join("workspace");
-    fs::create_dir_all(&ws).unwrap();
-    let m = SessionManager::create_managed(
-        &ws,
-        &tmp.path().join("agent/sessions"),
-        StorageConfig::files(tmp.path().join("agent/blobs")),
-    )
-    .unwrap();
+    let m = crate::common::mount::new_managed_session(tmp.path());
     let pem = format!(
         "-----BEGIN RSA PRIVATE KEY-----\\n{PEM_BODY}\\nO9GPhjfHYkArVq9ev4hm4BSGIy2h0xZz4p1YgxkkOeWd2BfjMBVoN7eAhlKVELU8\\n-----END RSA PRIVATE KEY-----"
     );
@@ -222,31 +216,11 @@ fn a_mount_with_redact_shows_pages_without_secrets_and_the_data_as_stored() {
     assert!(context.contains(AWS));
 }
 
-/// A user's rule file in gitleaks' format: a rule for Acme's tokens with keywords, a secret
-/// group and an allowlist, a rule that does not compile, and keys gjcfs does not read.
-const ACME_RULES: &str = r#"
-title = "acme's rules"
-[extend]
-useDefault = true
-[[rules]]
-id = "acme-token"
-description = "Acme API token"
-regex = '''acme_(?:live|test)_([a-z0-9]{24})\b'''
-secretGroup = 1
-keywords = ["acme_"]
-tags = ["acme"]
-[[rules.allowlists]]
-regexes = ['''^0+$''']
-[[rules]]
-id = "acme-broken"
-regex = '''acme_('''
-"#;
-
 #[test]
 fn redact_rules_adds_a_users_rules_to_the_builtin_ones_and_so_does_the_default_file() {
     let store = secret_store();
     let rules = store.tmp.path().join("acme.toml");
-    fs::write(&rules, ACME_RULES).unwrap();
+    fs::copy(fixture("secrets/acme-rules.toml"), &rules).unwrap();
     let default = store.tmp.path().join("config/gjcfs/secret-rules.toml");
     for (n, args) in [vec!["--redact-rules", p(&rules)], vec![]]
         .into_iter()

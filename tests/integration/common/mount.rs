@@ -402,18 +402,24 @@ pub fn message(role: &str, text: &str) -> gjcfs::engine::json::Value {
     .unwrap()
 }
 
+/// A new managed session of the workspace `<tmp>/workspace` in the agent directory
+/// `<tmp>/agent`, open for appends.
+pub fn new_managed_session(tmp: &Path) -> gjcfs::engine::manager::SessionManager {
+    use gjcfs::engine::manager::{SessionManager, StorageConfig};
+    let ws = tmp.join("workspace");
+    fs::create_dir_all(&ws).unwrap();
+    SessionManager::create_managed(
+        &ws,
+        &tmp.join("agent/sessions"),
+        StorageConfig::files(tmp.join("agent/blobs")),
+    )
+    .unwrap()
+}
+
 /// A managed session of three messages (user, assistant, user) in a fresh agent directory.
 pub fn store() -> Store {
-    use gjcfs::engine::manager::{SessionManager, StorageConfig};
     let tmp = tempfile::tempdir().unwrap();
-    let ws = tmp.path().join("workspace");
-    fs::create_dir_all(&ws).unwrap();
-    let m = SessionManager::create_managed(
-        &ws,
-        &tmp.path().join("agent/sessions"),
-        StorageConfig::files(tmp.path().join("agent/blobs")),
-    )
-    .unwrap();
+    let m = new_managed_session(tmp.path());
     let ids = vec![
         m.append_message(message("user", "question MOUNTTOKEN"))
             .unwrap(),

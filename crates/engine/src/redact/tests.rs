@@ -247,28 +247,8 @@ fn go_regexes_are_spelled_as_the_regex_crate_reads_them_meaning_the_same() {
 }
 
 /// A user's file in gitleaks' format, with keys gjcfs does not read.
-const ACME: &str = r#"
-title = "acme"
-[extend]
-useDefault = true
-[allowlist]
-stopwords = ["sample"]
-[[rules]]
-id = "acme-token"
-description = "Acme's API tokens"
-regex = '''acme_(?:live|test)_([a-z0-9]{24})\b'''
-secretGroup = 1
-keywords = ["acme_"]
-tags = ["acme"]
-[[rules.allowlists]]
-regexes = ['''^0+$''']
-[[rules]]
-id = "broken"
-regex = '''(unclosed'''
-[[rules]]
-id = "bound-to-paths"
-path = '''\.pem$'''
-"#;
+/// The user's rule file of the integration tests too.
+const ACME: &str = include_str!("../../../../tests/fixtures/secrets/acme-rules.toml");
 
 #[test]
 fn a_users_file_adds_its_rules_after_the_builtin_ones() {
@@ -279,7 +259,7 @@ fn a_users_file_adds_its_rules_after_the_builtin_ones() {
     assert_eq!(set.info.rules, builtin + 1);
     assert_eq!(set.info.path_bound, ["bound-to-paths"]);
     assert_eq!(set.info.refused.len(), 1);
-    assert_eq!(set.info.refused[0].0, "broken");
+    assert_eq!(set.info.refused[0].0, "acme-broken");
     let scanner = Scanner::new(set);
     let mut report = Report::default();
     let text = "use acme_live_k3j4h5g6f7d8s9a0q1w2e3r4 or acme_test_000000000000000000000000 \
