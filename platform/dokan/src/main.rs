@@ -87,7 +87,10 @@ fn run(cli: Cli) -> Result<(), String> {
             })
             .map_err(|e| e.to_string())?;
             if redact {
-                let rules = gjcfs_vfs::redact::use_rules(&Vec::from_iter(redact_rules))?;
+                let rules = gjcfs_vfs::redact::use_rules(
+                    &gjcfs_vfs::FileStorage,
+                    &Vec::from_iter(redact_rules),
+                )?;
                 tracing::info!("the pages show secrets redacted by {} rules", rules.rules);
                 for (id, error) in &rules.refused {
                     tracing::warn!("secret rule {id} is left out: {error}");

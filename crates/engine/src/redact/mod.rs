@@ -38,7 +38,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::storage::{FileStorage, SessionStorage};
+use crate::storage::SessionStorage;
 
 pub use records::{redact_lines, redacted_session, KEPT_MEMBERS};
 pub use rules::RuleSetInfo;
@@ -121,11 +121,14 @@ pub fn rule_set() -> &'static RuleSetInfo {
 /// and named in [`RuleSetInfo::refused`]). Call it before anything is redacted. An error
 /// names a file that cannot be read, is no TOML or holds no `[[rules]]`, or says that the
 /// rules are in use already.
-pub fn use_rules(files: &[PathBuf]) -> Result<&'static RuleSetInfo, String> {
+pub fn use_rules(
+    storage: &dyn SessionStorage,
+    files: &[PathBuf],
+) -> Result<&'static RuleSetInfo, String> {
     let mut set = rules::RuleSet::builtin();
     for file in files {
         let name = file.display().to_string();
-        let bytes = FileStorage.read(file).map_err(|e| format!("{name}: {e}"))?;
+        let bytes = storage.read(file).map_err(|e| format!("{name}: {e}"))?;
         let text = String::from_utf8(bytes).map_err(|e| format!("{name}: {e}"))?;
         set.add_file(&name, &text)
             .map_err(|e| format!("{name}: not a rule file: {e}"))?;
