@@ -127,9 +127,7 @@ pub fn run(args: Args) -> Result<()> {
         // system prompt can push that past the first 4 KiB, where the listing looked. (A
         // count of messages from those 4 KiB alone may be 0 where messages come later.)
         for info in &mut listed {
-            if info.message_count_is_estimate && info.first_prompt().is_none() {
-                info.find_first_prompt(&FileStorage);
-            }
+            info.find_first_prompt(&FileStorage);
         }
         Some(listed)
     } else {

@@ -81,13 +81,15 @@ impl SessionInfo {
 
     /// Looks for the first prompt past the first [`PREFIX_BYTES`] when the listing found
     /// none there but the file is longer (a long system prompt or reply came first), up to
-    /// [`FIRST_MESSAGE_SCAN_BYTES`].
-    pub fn find_first_prompt(&mut self, storage: &dyn SessionStorage) {
-        if self.first_prompt().is_none() && self.size > PREFIX_BYTES as u64 {
-            if let Ok(Some(text)) = first_user_text_beyond_prefix(storage, &self.path) {
-                self.first_message = text;
-            }
+    /// [`FIRST_MESSAGE_SCAN_BYTES`]. Whether it looked (read the file).
+    pub fn find_first_prompt(&mut self, storage: &dyn SessionStorage) -> bool {
+        if self.first_prompt().is_some() || self.size <= PREFIX_BYTES as u64 {
+            return false;
         }
+        if let Ok(Some(text)) = first_user_text_beyond_prefix(storage, &self.path) {
+            self.first_message = text;
+        }
+        true
     }
 }
 

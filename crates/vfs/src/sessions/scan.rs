@@ -73,8 +73,7 @@ impl Sessions {
                 // of messages, from those 4 KiB alone, may be 0): what it found is kept
                 // with the file's listing, and not looked for again while the file is
                 // unchanged.
-                if info.message_count_is_estimate && info.first_prompt().is_none() {
-                    info.find_first_prompt(storage);
+                if info.find_first_prompt(storage) {
                     cache.complete(&info);
                 }
                 let listed = Listed {
