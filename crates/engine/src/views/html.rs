@@ -503,6 +503,53 @@ mod tests {
         assert_eq!(text("a\u{202e}b\u{2066}c"), "a\u{fffd}b\u{fffd}c");
     }
 
+    /// Costs whose sum depends on the order they are added in.
+    fn costly_session() -> Session {
+        let mut lines = vec![
+            r#"{"type":"session","version":5,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#.to_owned(),
+        ];
+        let mut parent = "null".to_owned();
+        for (n, cost) in [0.1, 0.2, 0.3, 1e-17, 0.7, 1e16, 0.3, 0.06]
+            .iter()
+            .enumerate()
+        {
+            let id = format!("m{n}");
+            lines.push(format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"message":{{"role":"assistant","content":[{{"type":"text","text":"t"}}],"provider":"p","model":"m","usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"cost":{{"total":{cost}}}}}}}}}"#
+            ));
+            parent = format!("\"{id}\"");
+        }
+        let text = lines.join("\n") + "\n";
+        Session::from_records(
+            crate::read::replay::parse_session_entries(&text)
+                .unwrap()
+                .records,
+        )
+    }
+
+    #[test]
+    fn a_page_is_the_same_at_every_rendering() {
+        let session = costly_session();
+        let options = PageOptions {
+            images: Images::Link("blobs/"),
+            cold: None,
+            leaf: None,
+            tree: None,
+            page: None,
+            page_links: None,
+        };
+        let render = || String::from_utf8(context_html(&session, &options)).unwrap();
+        let first = render();
+        assert!(first.contains("usage, this branch"), "{first}");
+        assert!(
+            !first.contains("usage, whole session"),
+            "one branch: its usage is the whole session's"
+        );
+        for _ in 0..20 {
+            assert_eq!(render(), first);
+        }
+    }
+
     #[test]
     fn classes_keep_only_ascii_letters() {
         assert_eq!(role_class("toolResult"), "toolResult");

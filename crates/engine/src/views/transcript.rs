@@ -222,13 +222,15 @@ pub fn walk(
         Some(blobs) => ctx.with_cold_spill_rehydrated(blobs),
         None => ctx,
     };
-    let usage: HashMap<usize, UsageTotals> = session
-        .counted_usage()
-        .1
-        .into_iter()
-        .map(|c| (c.index, c.amounts))
-        .collect();
-    let facts = facts(session, &ctx, &usage, leaf, window, cold);
+    let counted = session.counted_usage().1;
+    // Summed in file order: a sum of costs in another order may differ in its last bits,
+    // and the page would then differ from one rendering to the next.
+    let session_usage = counted
+        .iter()
+        .fold(UsageTotals::default(), |sum, c| sum.plus(&c.amounts));
+    let usage: HashMap<usize, UsageTotals> =
+        counted.into_iter().map(|c| (c.index, c.amounts)).collect();
+    let facts = facts(session, &ctx, (&usage, session_usage), leaf, window, cold);
     let page = facts.page;
     sink.facts(&facts)?;
     let mut walker = Walker { sink };
@@ -250,7 +252,7 @@ pub fn walk(
 fn facts(
     session: &Session,
     ctx: &super::super::SessionContext<'_>,
-    usage: &HashMap<usize, UsageTotals>,
+    (usage, session_usage): (&HashMap<usize, UsageTotals>, UsageTotals),
     leaf: Option<&str>,
     window: Option<Window>,
     cold: Option<&BlobStore>,
@@ -292,9 +294,7 @@ fn facts(
             .get("default")
             .map(|m| one_line(&scalar_text(m), DETAIL_CHARS)),
         usage: total,
-        session_usage: usage
-            .values()
-            .fold(UsageTotals::default(), |sum, u| sum.plus(u)),
+        session_usage,
         page,
         id,
     }
