@@ -14,7 +14,7 @@ use anyhow::Context;
 use anyhow::{bail, Result};
 use gjcfs_engine::store::agent_dir::AgentDirs;
 use gjcfs_fuse::lifecycle;
-use gjcfs_vfs::{SessionSource, Vfs, VfsConfig};
+use gjcfs_vfs::{SavedViewSizes, SessionSource, Vfs, VfsConfig};
 
 use super::output::terminal_safe;
 use super::progress::Progress;
@@ -214,7 +214,8 @@ pub fn run(mountpoint: &Path, options: Options<'_>) -> Result<()> {
 
 /// The model of the store `source` (of the agent directory `dirs`), served from the disk to
 /// this user, sharing the caches `gjcfs search`, `gjcfs usage` and `gjcfs ls` keep for it in
-/// `cache_dir`: the search index, the saved usage, and the saved listing it starts from.
+/// `cache_dir`: the search index, the saved usage, the saved listing it starts from, and
+/// the sizes of the views it rendered.
 fn vfs_config(
     source: SessionSource,
     dirs: &AgentDirs,
@@ -235,7 +236,15 @@ fn vfs_config(
             .as_ref()
             .map(|dir| dir.join(gjcfs_engine::store::usage::SAVED_USAGE_FILE)),
         saved_listing: cache_dir
+            .as_ref()
             .map(|dir| dir.join(gjcfs_engine::store::discovery::SAVED_LISTING_FILE)),
+        // Sizes rendered with the secrets in them are not those of a redacted view.
+        saved_view_sizes: cache_dir.filter(|_| !redact).and_then(|dir| {
+            SavedViewSizes::for_this_program(
+                &gjcfs_engine::storage::FileStorage,
+                dir.join(gjcfs_vfs::SAVED_VIEW_SIZES_FILE),
+            )
+        }),
         redact,
     }
 }

@@ -1,6 +1,7 @@
 //! Walking a real mount as search tools do: ripgrep and fd read the root's `.ignore` and
 //! search each session once, in `sessions/<id>/session.jsonl`; `rg -uu` and `fd
-//! --no-ignore` still read the derived views.
+//! --no-ignore` still read the derived views. A walk that only stats (`du`) after a restart
+//! gives each view the size it reads at, saved by the run before.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -102,4 +103,64 @@ fn rg_and_fd_search_each_session_once_and_read_every_view_when_told() {
     }
     let all = ok(fd, &["--no-ignore", "--type", "f", "context.json", p(root)]);
     assert_eq!(all.lines().count(), transcripts.len());
+}
+
+/// `du -ab` of the mount's sessions: every file and directory below with its size, the
+/// paths relative to the mount, sorted.
+fn du_all(root: &Path) -> Vec<String> {
+    let out = ok("du", &["-ab", p(&root.join("sessions"))]);
+    let mut lines: Vec<String> = out
+        .lines()
+        .map(|l| l.replace(&format!("{}/", p(root)), ""))
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// The saved sizes file under the server's cache directory `cache`.
+fn saved_sizes(cache: &Path) -> Option<std::path::PathBuf> {
+    let found = ok(
+        "find",
+        &[p(cache), "-name", gjcfs::vfs::SAVED_VIEW_SIZES_FILE],
+    );
+    found.lines().next().map(Into::into)
+}
+
+#[test]
+fn a_stat_walk_after_a_restart_gives_every_view_its_size_from_the_saved_sizes() {
+    require_fuse!();
+    for mode in [&[][..], &["--read-only"][..]] {
+        let store = tempfile::tempdir().unwrap();
+        for seed in ["1", "2", "3"] {
+            let file = store.path().join(format!("s{seed}.jsonl"));
+            let args = ["generate", p(&file), "--size", "30KB", "--seed", seed];
+            ok(env!("CARGO_BIN_EXE_gjcfs"), &args);
+        }
+        let cache = tempfile::tempdir().unwrap();
+        let mut args = vec!["--session-dir", p(store.path())];
+        args.extend_from_slice(mode);
+        let mut mount = Mount::start_with_cache(&args, cache.path());
+        let first = du_all(mount.path());
+        assert!(
+            first.iter().any(|l| l.ends_with("/context.html")),
+            "{first:?}"
+        );
+        assert!(mount.stop().is_some_and(|s| s.success()), "{mode:?}");
+        assert!(
+            saved_sizes(cache.path()).is_some(),
+            "{mode:?}: saved on unmount"
+        );
+        mount.restart(&args);
+        let root = mount.path();
+        assert_eq!(du_all(root), first, "{mode:?}: the same walk again");
+        // Each view reads whole at the size the walk gave it.
+        for line in first.iter().filter(|l| !l.contains("/entries/")) {
+            let (size, rel) = line.split_once('\t').unwrap();
+            let path = root.join(rel);
+            if path.is_file() {
+                let bytes = fs::read(&path).unwrap_or_else(|e| panic!("{mode:?}: {rel}: {e}"));
+                assert_eq!(bytes.len().to_string(), size, "{mode:?}: {rel}");
+            }
+        }
+    }
 }

@@ -82,6 +82,7 @@ fn vfs_config(tmp: &Path, read_only: bool) -> VfsConfig {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
+        saved_view_sizes: None,
         redact: false,
     }
 }
@@ -1143,6 +1144,7 @@ fn session_ids_that_cannot_name_a_directory_are_left_out_and_reported() {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
+        saved_view_sizes: None,
         redact: false,
     });
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
@@ -1237,6 +1239,7 @@ fn a_deeply_nested_message_renders_in_linear_size() {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
+        saved_view_sizes: None,
         redact: false,
     });
     let sdir = session_ino(&v, "deep");

@@ -346,6 +346,16 @@ impl Rendered {
             + 24 * self.earlier_page_lens.len()
     }
 
+    /// The sizes of every leaf page rendered, by entry id.
+    pub fn known_leaf_page_lens(&self) -> &HashMap<String, u64> {
+        &self.leaf_page_lens
+    }
+
+    /// The sizes of every earlier page rendered, by page.
+    pub fn known_earlier_page_lens(&self) -> &HashMap<usize, u64> {
+        &self.earlier_page_lens
+    }
+
     /// The size of `context.json`, if it was rendered.
     pub fn known_context_len(&self) -> Option<u64> {
         self.context_len

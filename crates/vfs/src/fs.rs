@@ -12,7 +12,7 @@ use super::handles::{Handle, Handles};
 use super::history::HistoryView;
 use super::inode::{InodeTable, Node, ROOT_INO};
 use super::kept_listings::{KeptListing, KeptListings};
-use super::sessions::{EntriesChanged, Events, Sessions};
+use super::sessions::{EntriesChanged, Events, SavedViewSizes, Sessions};
 use super::slots::{Listed, Loaded};
 use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, ListedAttr, SessionSource, VfsError};
@@ -47,6 +47,10 @@ pub struct VfsConfig {
     /// files changed since it was saved, and the listing is saved again after the first
     /// scan and at most every ten minutes after. `None` keeps it in memory.
     pub saved_listing: Option<PathBuf>,
+    /// Where the sizes of the sessions' rendered files are saved between runs, and what
+    /// renders them: a `stat` of a view rendered before for its transcript as it is renders
+    /// nothing. `None` keeps them for this run only (in what is kept of each session).
+    pub saved_view_sizes: Option<SavedViewSizes>,
     /// Render the pages for people (`context.md`, `context.html`, `pages/`, `leaves/`,
     /// `tree.txt`, `tree.svg`, the store's `index.html`) with every secret redacted
     /// (`gjcfs_engine::redact`); the data (`session.jsonl`, `entries/`, `context.json`, …)
@@ -195,7 +199,8 @@ impl Vfs {
                 config.blob_dir.clone(),
                 (config.max_loaded, config.redact),
             )
-            .saving_listing_at(config.saved_listing.clone()),
+            .saving_listing_at(config.saved_listing.clone())
+            .saving_view_sizes(config.saved_view_sizes.clone()),
             config,
             inodes: Mutex::new(InodeTable::default()),
             handles: Handles::default(),

@@ -169,6 +169,17 @@ pub enum View {
     Usage,
 }
 
+impl View {
+    /// Every view, in the order of their numbers (`view as usize`).
+    pub const ALL: [View; 5] = [
+        View::ContextMd,
+        View::ContextHtml,
+        View::Tree,
+        View::TreeSvg,
+        View::Usage,
+    ];
+}
+
 /// The view a node shows, if it is one.
 pub(super) fn view_of(node: &Node) -> Option<(&str, View)> {
     match node {

@@ -9,6 +9,7 @@ use super::errors::HISTORY_LOG;
 use super::fs::Vfs;
 use super::inode::Node;
 use super::layout::in_session_dir;
+use super::sessions::SizeOf;
 use super::shapes::Shape;
 use super::snapshots::Compared;
 use super::{Attr, NodeKind, VfsError};
@@ -91,13 +92,17 @@ impl Vfs {
                 }
                 return Ok(attr);
             }
+            drop(inodes);
+            if let Some(attr) = self.sized_version(node, shape, source, counted) {
+                return Ok(attr);
+            }
         }
         let bytes = self.content(node)?;
         let mut inodes = self.inodes.lock();
         let mut ino = inodes.ino(node);
         let kept = match self.snapshots.compare(ino, &bytes, source) {
             Compared::Same(attr) => Some(attr),
-            Compared::Different => {
+            Compared::Different | Compared::Missized => {
                 ino = inodes.renumber(node);
                 None
             }
@@ -118,10 +123,42 @@ impl Vfs {
         Ok(attr)
     }
 
+    /// A number for `node` that holds the size saved for its rendering from the session
+    /// file at `source`, if one was saved (`sessions/sizes.rs`): nothing is loaded or
+    /// rendered, the bytes are rendered at the first read ([`Snapshots::take_sized`]).
+    ///
+    /// [`Snapshots::take_sized`]: super::snapshots::Snapshots::take_sized
+    fn sized_version(
+        &self,
+        node: &Node,
+        shape: &Shape,
+        source: &gjcfs_engine::storage::FileVersion,
+        counted: bool,
+    ) -> Option<Attr> {
+        let (sid, of) = SizeOf::node(node)?;
+        let size = self.sessions.saved_size(sid, of, Some(source))?;
+        let mut inodes = self.inodes.lock();
+        let mut ino = inodes.ino(node);
+        if self.snapshots.attr(ino).is_some() {
+            // It holds another version.
+            ino = inodes.renumber(node);
+        }
+        let attr = Attr {
+            size,
+            lookup_each_open: true,
+            ..attr_from(ino, shape)
+        };
+        self.snapshots.take_sized(attr, *source);
+        if counted {
+            inodes.remember(ino);
+        }
+        Some(attr)
+    }
+
     /// For a listing that gives attributes: `node`'s number now and the attributes that
     /// number holds, when `node` is a view whose bytes are not rendered for its session
     /// file as it is (its size would take rendering it); `None` when its attributes are
-    /// known, or it is no such view. The reference is counted as [`Vfs::entry_of`] counts
+    /// known (rendered, or its size saved for that version), or it is no such view. The reference is counted as [`Vfs::entry_of`] counts
     /// it. A number that holds no bytes yet gets size 0: the kernel is told to keep
     /// neither these attributes nor the name, so the name's first use looks it up, and the
     /// lookup renders the view and gives its number as [`Vfs::entry_of`] chooses it.
@@ -135,6 +172,15 @@ impl Vfs {
                 return None;
             }
         }
+        drop(inodes);
+        // Its size was saved: a lookup gives it without rendering.
+        let saved = SizeOf::node(node)
+            .is_some_and(|(sid, of)| self.sessions.saved_size(sid, of, source.as_ref()).is_some());
+        if saved {
+            return None;
+        }
+        let mut inodes = self.inodes.lock();
+        let ino = inodes.ino(node);
         inodes.remember(ino);
         Some(self.snapshots.attr(ino).unwrap_or(Attr {
             lookup_each_open: true,

@@ -123,10 +123,18 @@ impl Vfs {
             Some(bytes) => Ok(bytes),
             // Dropped to make room: rendered again, served if still the same.
             None => {
+                let source = self.rendered_source(node);
                 let fresh = self.content(node)?;
-                match self.snapshots.compare(ino, &fresh, None) {
+                match self.snapshots.compare(ino, &fresh, source) {
                     Compared::Same(_) => Ok(fresh),
                     Compared::Different | Compared::Unknown => Err(VfsError::Stale),
+                    // Opened again, it is rendered and sized anew.
+                    Compared::Missized => {
+                        if let Some(sid) = node.session() {
+                            self.sessions.forget_sizes(sid);
+                        }
+                        Err(VfsError::Stale)
+                    }
                 }
             }
         }

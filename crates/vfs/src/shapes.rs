@@ -5,6 +5,7 @@ use super::errors::HISTORY_LOG;
 use super::fs::Vfs;
 use super::inode::Node;
 use super::layout::{link_target, project_name, view_of};
+use super::sessions::SizeOf;
 use super::{NodeKind, SessionSource, VfsError};
 
 /// A node's attributes before it has a number.
@@ -318,6 +319,12 @@ impl Vfs {
     /// The shape of the context, a view or a page.
     fn rendered_shape(&self, node: &Node) -> Result<Shape, VfsError> {
         let file_ms = || node.session().and_then(|s| self.file_ms(s)).unwrap_or(0);
+        // Saved for the transcript as it is: nothing to load or render.
+        let saved =
+            SizeOf::node(node).and_then(|(sid, of)| self.sessions.saved_size(sid, of, None));
+        if let Some(len) = saved {
+            return Ok(file(len as usize, file_ms()));
+        }
         Ok(match node {
             Node::Context(s) => {
                 let len = self.with_known(

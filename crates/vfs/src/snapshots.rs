@@ -10,7 +10,9 @@
 //! - looking a file up finds its number: the one that holds bytes rendered from the
 //!   transcript as it is now, known by the transcript's version without rendering, else
 //!   the bytes are rendered, and bytes that differ from what its number holds get a new
-//!   number, so a kernel sees a new file, with pages of its own;
+//!   number, so a kernel sees a new file, with pages of its own; a view whose size was
+//!   saved for the transcript's version (`sessions/sizes.rs`) gets a number holding that
+//!   size alone, and is rendered at its first read;
 //! - the attributes and reads of a number serve what it holds, and only that: a file opened
 //!   before a change reads whole as it was, never half old and half new.
 //!
@@ -68,7 +70,9 @@ struct Version {
     /// session's alone ([`super::inode::Node::rendered_from_transcript`]): while the file
     /// keeps it, the bytes are the same without rendering them again.
     source: Option<FileVersion>,
-    digest: u64,
+    /// `None` for a version given its size alone (saved from an earlier rendering,
+    /// [`Snapshots::take_sized`]), until its bytes are rendered.
+    digest: Option<u64>,
     /// `None` once dropped to make room.
     bytes: Option<Bytes>,
     used: u64,
@@ -82,6 +86,9 @@ pub(super) enum Compared {
     /// The same bytes: its attributes.
     Same(Attr),
     Different,
+    /// Bytes rendered from the session file at the version it holds, of another size than
+    /// the one it was given ([`Snapshots::take_sized`]): that size was saved wrong.
+    Missized,
 }
 
 fn digest(bytes: &[u8]) -> u64 {
@@ -130,13 +137,22 @@ impl Snapshots {
         let Some(version) = kept.by_ino.get_mut(&ino) else {
             return Compared::Unknown;
         };
-        let same = match &version.bytes {
-            Some(bytes) => Arc::ptr_eq(bytes, fresh) || bytes == fresh,
-            None => version.attr.size == fresh.len() as u64 && version.digest == digest(fresh),
+        let sized = version.attr.size == fresh.len() as u64;
+        let same = match (&version.bytes, version.digest) {
+            (Some(bytes), _) => Arc::ptr_eq(bytes, fresh) || bytes == fresh,
+            (None, Some(kept)) => sized && kept == digest(fresh),
+            // Given its size alone: these are its bytes if they have that size.
+            (None, None) => sized,
         };
+        if !same && version.digest.is_none() && source.is_some() && version.source == source {
+            // A size saved wrong: its version no longer stands for the session file.
+            version.source = None;
+            return Compared::Missized;
+        }
         if !same {
             return Compared::Different;
         }
+        version.digest = version.digest.or_else(|| Some(digest(fresh)));
         version.source = source.or(version.source);
         let attr = version.attr;
         if version.bytes.is_none() && self.keeps(fresh) {
@@ -152,7 +168,7 @@ impl Snapshots {
         let version = Version {
             attr,
             source,
-            digest: digest(&bytes),
+            digest: Some(digest(&bytes)),
             bytes: None,
             used: 0,
         };
@@ -161,6 +177,24 @@ impl Snapshots {
         }
         if self.keeps(&bytes) {
             kept.keep_bytes(attr.ino, bytes);
+        }
+    }
+
+    /// Gives the new number `attr.ino` the version of a file rendered from the session
+    /// file at `source` whose size alone is known (`attr.size`, saved from an earlier
+    /// rendering of that version): its bytes are rendered at its first read, and served if
+    /// they have that size.
+    pub fn take_sized(&self, attr: Attr, source: FileVersion) {
+        let mut kept = self.kept.lock();
+        let version = Version {
+            attr,
+            source: Some(source),
+            digest: None,
+            bytes: None,
+            used: 0,
+        };
+        if let Some(old) = kept.by_ino.insert(attr.ino, version) {
+            kept.uncount(&old);
         }
     }
 

@@ -118,6 +118,13 @@ fn run(cli: Cli) -> Result<(), String> {
                 saved_listing: search_index
                     .as_ref()
                     .map(|dir| dir.join(gjcfs_vfs::SAVED_LISTING_FILE)),
+                // Sizes rendered with the secrets in them are not those of a redacted view.
+                saved_view_sizes: search_index.as_ref().filter(|_| !redact).and_then(|dir| {
+                    gjcfs_vfs::SavedViewSizes::for_this_program(
+                        &gjcfs_vfs::FileStorage,
+                        dir.join(gjcfs_vfs::SAVED_VIEW_SIZES_FILE),
+                    )
+                }),
                 search_index,
                 redact,
             }));

@@ -45,6 +45,7 @@ fn store(tmp: &Path, read_only: bool) -> (Adapter, String) {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
+        saved_view_sizes: None,
         redact: false,
     });
     let owner = Sid::parse(USER).expect("sid");

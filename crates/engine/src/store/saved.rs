@@ -41,31 +41,38 @@ impl Encoder {
         Encoder(bytes)
     }
 
+    /// A number.
     pub fn u64(&mut self, n: u64) {
         self.0.extend_from_slice(&n.to_le_bytes());
     }
 
+    /// A signed number.
     pub fn i64(&mut self, n: i64) {
         self.0.extend_from_slice(&n.to_le_bytes());
     }
 
+    /// A float, as its bits.
     pub fn f64(&mut self, n: f64) {
         self.u64(n.to_bits());
     }
 
+    /// A flag, one byte.
     pub fn bool(&mut self, b: bool) {
         self.0.push(u8::from(b));
     }
 
+    /// Bytes after their length.
     pub fn bytes(&mut self, bytes: &[u8]) {
         self.u64(bytes.len() as u64);
         self.0.extend_from_slice(bytes);
     }
 
+    /// A text after its length.
     pub fn str(&mut self, text: &str) {
         self.bytes(text.as_bytes());
     }
 
+    /// An optional text after a flag byte.
     pub fn opt_str(&mut self, text: Option<&str>) {
         self.bool(text.is_some());
         if let Some(text) = text {
@@ -73,6 +80,7 @@ impl Encoder {
         }
     }
 
+    /// A file's version.
     pub fn version(&mut self, v: &FileVersion) {
         self.u64(v.id.dev);
         self.u64(v.id.ino);
@@ -114,18 +122,22 @@ impl<'a> Decoder<'a> {
         self.take(N)?.try_into().ok()
     }
 
+    /// A number; `None` past the end.
     pub fn u64(&mut self) -> Option<u64> {
         self.array().map(u64::from_le_bytes)
     }
 
+    /// A signed number; `None` past the end.
     pub fn i64(&mut self) -> Option<i64> {
         self.array().map(i64::from_le_bytes)
     }
 
+    /// A float; `None` past the end.
     pub fn f64(&mut self) -> Option<f64> {
         self.u64().map(f64::from_bits)
     }
 
+    /// A flag; `None` past the end or for a byte that is no flag.
     pub fn bool(&mut self) -> Option<bool> {
         match self.take(1)? {
             [0] => Some(false),
@@ -141,15 +153,18 @@ impl<'a> Decoder<'a> {
         (n.checked_mul(min_bytes.max(1))? <= self.rest.len()).then_some(n)
     }
 
+    /// Bytes after their length; `None` when fewer are left.
     pub fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = usize::try_from(self.u64()?).ok()?;
         self.take(n)
     }
 
+    /// A text after its length; `None` when fewer bytes are left or they are no UTF-8.
     pub fn str(&mut self) -> Option<&'a str> {
         std::str::from_utf8(self.bytes()?).ok()
     }
 
+    /// An optional text after a flag byte.
     pub fn opt_str(&mut self) -> Option<Option<&'a str>> {
         match self.bool()? {
             false => Some(None),
@@ -157,6 +172,7 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// A file's version; `None` past the end.
     pub fn version(&mut self) -> Option<FileVersion> {
         Some(FileVersion {
             id: FileId {

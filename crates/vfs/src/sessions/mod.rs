@@ -23,6 +23,10 @@ use parking_lot::Mutex;
 mod followed;
 mod kept;
 mod scan;
+mod sizes;
+
+pub use sizes::SavedViewSizes;
+pub(crate) use sizes::SizeOf;
 
 use crate::content::{Generation, Rendered};
 use crate::errors::from_session;
@@ -75,6 +79,8 @@ pub(super) struct Sessions {
     cache: Mutex<SlotCache>,
     /// What is kept of the sessions no longer loaded ([`kept`]).
     kept: Mutex<kept::Kept>,
+    /// The sizes of rendered files, saved between runs ([`sizes`]); `None`: not kept.
+    sizes: Option<Mutex<sizes::Sizes>>,
     /// A watch of the store's directories, where the storage can watch them: a scan is
     /// skipped while it saw no change (`scan.rs`).
     watch: Mutex<Option<Box<dyn gjcfs_engine::storage::DirWatch>>>,
@@ -112,6 +118,7 @@ impl Sessions {
             saved_listing: None,
             cache: Mutex::new(SlotCache::default()),
             kept: Mutex::new(kept::Kept::default()),
+            sizes: None,
             watch: Mutex::new(None),
             followed: Default::default(),
             unscanned: Default::default(),
@@ -159,6 +166,7 @@ impl Sessions {
                 if let Some(loaded) = state.loaded.take() {
                     let _ = loaded.manager.close();
                     if let Some(version) = loaded.synced {
+                        self.learn_sizes(&loaded.path, version, &loaded.rendered);
                         let mut kept = self.kept.lock();
                         kept.put(&old_sid, &loaded.path, version, loaded.rendered);
                     }
@@ -497,6 +505,7 @@ impl Sessions {
                 self.follow_outside_changes(&sid, &mut state, events);
             }
         }
+        self.save_sizes(false);
     }
 
     fn note_stamp(&self, sid: &str, stamp: Option<FileVersion>) {
@@ -522,11 +531,15 @@ impl Sessions {
         let mut failures = Vec::new();
         for (sid, slot) in slots {
             if let Some(loaded) = slot.lock().loaded.take() {
+                if let Some(version) = loaded.synced {
+                    self.learn_sizes(&loaded.path, version, &loaded.rendered);
+                }
                 if let Err(e) = loaded.manager.close() {
                     failures.push((sid, e.to_string()));
                 }
             }
         }
+        self.save_sizes(true);
         failures
     }
 }
