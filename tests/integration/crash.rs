@@ -42,6 +42,7 @@ fn sigkill_during_appends_loses_at_most_the_line_being_written() {
                 }
             }
         });
+        // A fixed, random wait: the kill lands at a random point of the appends.
         std::thread::sleep(Duration::from_millis(rng.random_range(1..40)));
         child.kill().unwrap();
         child.wait().unwrap();
@@ -143,6 +144,7 @@ fn temp_files_of_killed_full_rewrites_are_removed_by_the_next_write() {
         {
             std::thread::sleep(Duration::from_millis(1));
         }
+        // A fixed, random wait: the kill lands at a random point of the rewrite.
         std::thread::sleep(Duration::from_millis(rng.random_range(0..300)));
         child.kill().unwrap();
         child.wait().unwrap();

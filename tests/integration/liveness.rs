@@ -305,7 +305,8 @@ impl StoppedMount {
         .unwrap();
         assert_eq!(held.trim(), "held");
         stopped.mount.pause();
-        // Past the attribute time of what is held: a `stat` would now ask the server.
+        // Past the attribute time of what is held (a second): a `stat` would now ask the
+        // server. A fixed wait: only time makes the kernel's copy expire.
         std::thread::sleep(Duration::from_millis(1500));
         stopped
     }

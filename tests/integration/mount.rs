@@ -6,25 +6,17 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use crate::common::mount::{is_mounted, message, ok, p, run, store, within, Mount, Store};
+use crate::common::mount::{
+    each_mode, each_mode_mounted, is_mounted, message, mount_in, ok, p, run, store, within, Mount,
+    Store,
+};
+use crate::common::watchdog::fuse_call_of;
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
 use gjcfs::engine::manager::{SessionManager, StorageConfig};
 
 fn sh(script: &str) -> Output {
     run("sh", &["-c", script])
-}
-
-/// The two ways a mount serves reads: a writable one through file handles, a read-only
-/// one by node (the kernel opens and closes files without asking the server).
-const MODES: [&[&str]; 2] = [&[], &["--read-only"]];
-
-/// Mounts `s` with the options of `mode`.
-fn mount_in(s: &Store, mode: &[&str]) -> Mount {
-    let agent = s.agent_dir();
-    let mut args = vec!["--agent-dir", agent.as_str()];
-    args.extend_from_slice(mode);
-    Mount::start(&args)
 }
 
 /// Prompts added to the store's history, in order.
@@ -125,17 +117,15 @@ fn a_session_reads_through_ls_cat_grep_and_stat() {
 fn modes_tell_which_files_take_writes() {
     require_fuse!();
     let s = store();
-    for (args, leaf, new) in [
-        (vec!["--agent-dir", &s.agent_dir()], "600", "200"),
-        (
-            vec!["--agent-dir", &s.agent_dir(), "--read-only"],
-            "400",
-            "400",
-        ),
-    ] {
-        let mount = Mount::start(&args);
+    each_mode(|mode| {
+        let (leaf, new) = if mode.is_empty() {
+            ("600", "200")
+        } else {
+            ("400", "400")
+        };
+        let mount = mount_in(&s, mode);
         let dir = mount.path().join("sessions").join(&s.sid);
-        let mode = |name: &str| {
+        let perm = |name: &str| {
             ok("stat", &["-c", "%a", p(&dir.join(name))])
                 .trim()
                 .to_owned()
@@ -149,15 +139,15 @@ fn modes_tell_which_files_take_writes() {
             "usage.json",
             "errors",
         ] {
-            assert_eq!(mode(name), "400", "{name}");
+            assert_eq!(perm(name), "400", "{name}");
         }
-        assert_eq!(mode("leaf"), leaf);
-        assert_eq!(mode("entries/new"), new);
+        assert_eq!(perm("leaf"), leaf);
+        assert_eq!(perm("entries/new"), new);
         assert_eq!(
             ok("stat", &["-c", "%a", p(&mount.path().join("usage.json"))]).trim(),
             "400"
         );
-    }
+    });
 }
 
 /// Whether process `pid` has `path` open with its offset at the file's end (`tail -n 0 -f`
@@ -185,9 +175,7 @@ fn session_jsonl_is_the_transcript_and_tail_f_follows_it() {
     require_fuse!();
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
-    for mode in MODES {
-        let s = store();
-        let mount = mount_in(&s, mode);
+    each_mode_mounted(|s, mount, mode| {
         let dir = mount.path().join("sessions").join(&s.sid);
         let transcript = dir.join("session.jsonl");
         assert_eq!(fs::read(&transcript).unwrap(), fs::read(&s.file).unwrap());
@@ -212,13 +200,13 @@ fn session_jsonl_is_the_transcript_and_tail_f_follows_it() {
             let seen = lines.next().unwrap().unwrap();
             assert!(seen.contains("TAILMOUNT"), "{seen}");
         }
-        append_outside(&s, "TAILOUTSIDE");
+        append_outside(s, "TAILOUTSIDE");
         let seen = lines.next().unwrap().unwrap();
         assert!(seen.contains("TAILOUTSIDE"), "{mode:?}: {seen}");
         let _ = tail.kill();
         let _ = tail.wait();
         assert_eq!(fs::read(&transcript).unwrap(), fs::read(&s.file).unwrap());
-    }
+    });
 }
 
 /// Opens `path` and reads it whole: the open file, its bytes and its mtime, a little
@@ -229,6 +217,7 @@ fn open_and_read(path: &Path) -> (fs::File, Vec<u8>, std::time::SystemTime) {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).unwrap();
     let mtime = fs::metadata(path).unwrap().modified().unwrap();
+    // A fixed wait: the clock moves on past a tick of the file system's times.
     std::thread::sleep(Duration::from_millis(20));
     (file, bytes, mtime)
 }
@@ -310,11 +299,7 @@ fn on_a_read_only_mount_an_open_view_reads_whole_as_it_was_and_a_new_open_shows_
 #[test]
 fn a_view_can_be_mapped() {
     require_fuse!();
-    for mode in MODES {
-        let s = store();
-        let mount = mount_in(&s, mode);
-        map_context_md(&mount, &s);
-    }
+    each_mode_mounted(|s, mount, _| map_context_md(mount, s));
 }
 
 fn map_context_md(mount: &Mount, s: &Store) {
@@ -547,6 +532,7 @@ fn entry_names_never_change_while_the_mount_and_gjcfs_append_write_at_once() {
             let line = format!("{{\"role\":\"user\",\"content\":\"cli {i}\"}}\n");
             stdin.write_all(line.as_bytes()).unwrap();
             stdin.flush().unwrap();
+            // A fixed pause: the lines come apart, interleaved with the mount's.
             std::thread::sleep(Duration::from_millis(2));
         }
     });
@@ -624,9 +610,10 @@ fn names_looked_up_once_cost_no_memory_after_the_kernel_lets_them_go() {
             // Every name there is a query: looking it up makes nodes and an answer.
             let _ = fs::metadata(search.join(format!("zq{batch}x{i}")));
         }
-        // The kernel lets every name go (and tells the server: FUSE forget).
+        // The kernel lets every name go and queues a FUSE forget for each (before the write
+        // returns); the server has handled them all when it waits for requests again.
         fs::write("/proc/sys/vm/drop_caches", "2").unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        mount.wait_idle();
         after.push(resident_kib(mount.pid()));
     }
     // Once the first batches have brought the allocator to its steady state, more
@@ -743,30 +730,24 @@ fn sigterm_unmounts_and_exits_cleanly() {
 #[test]
 fn an_append_by_the_agent_outside_the_mount_shows_up() {
     require_fuse!();
-    for mode in MODES {
-        let s = store();
-        let mount = mount_in(&s, mode);
+    each_mode_mounted(|s, mount, mode| {
         let dir = mount.path().join("sessions").join(&s.sid);
         assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 4);
         assert_eq!(context_messages(&dir), 3);
         let leaf = ok("cat", &[p(&dir.join("leaf"))]);
-        let added = append_outside(&s, "outside");
+        let added = append_outside(s, "outside");
         assert_eq!(ok("ls", &[p(&dir.join("entries"))]).lines().count(), 5);
         let moved = ok("cat", &[p(&dir.join("leaf"))]);
         assert_eq!(moved.len(), leaf.len());
         assert_eq!(moved, format!("{added}\n"), "{mode:?}");
         assert_eq!(context_messages(&dir), 4, "{mode:?}");
-    }
+    });
 }
 
 #[test]
 fn cached_entries_and_headers_follow_patches_written_outside() {
     require_fuse!();
-    for mode in MODES {
-        let s = store();
-        let mount = mount_in(&s, mode);
-        entries_and_headers_follow_patches(&mount, &s);
-    }
+    each_mode_mounted(|s, mount, _| entries_and_headers_follow_patches(mount, s));
 }
 
 fn entries_and_headers_follow_patches(mount: &Mount, s: &Store) {
@@ -791,12 +772,16 @@ fn entries_and_headers_follow_patches(mount: &Mount, s: &Store) {
         .unwrap()
         .write_all(patch.as_bytes())
         .unwrap();
-    // Nobody touches the mount: the server notices by itself and drops the kernel's copies.
-    std::thread::sleep(Duration::from_millis(1200));
+    // Nothing is written to the mount: the server notices by itself (its poll of loaded
+    // sessions) and drops the kernel's copies, which reads of the kept entry and header
+    // would otherwise go on being served from.
+    let patched = || {
+        ok("cat", &[p(&entry)]).contains("patched outside, much longer than before")
+            && ok("cat", &[p(&header)]).contains("renamed outside")
+    };
     assert!(
-        within(Duration::from_secs(2), || ok("cat", &[p(&entry)])
-            .contains("patched outside, much longer than before")),
-        "the patched entry is shown"
+        within(Duration::from_secs(10), patched),
+        "the patched entry and header are shown"
     );
     let shown = ok("cat", &[p(&entry)]);
     assert!(!shown.contains("MOUNTTOKEN"), "{shown}");
@@ -910,10 +895,10 @@ fn history_reads_through_cat() {
     require_fuse!();
     let s = store();
     add_prompts(&s, &["rename the module", "explain the tree"]);
-    for mode in MODES {
+    each_mode(|mode| {
         let mount = mount_in(&s, mode);
         history_reads(&mount);
-    }
+    });
 }
 
 fn history_reads(mount: &Mount) {
@@ -1018,9 +1003,7 @@ fn readers_see_whole_files_while_the_agent_appends_outside_the_mount() {
     use std::sync::Arc;
     const APPENDS: usize = 120;
     const READERS: usize = 3;
-    for mode in MODES {
-        let s = store();
-        let mount = mount_in(&s, mode);
+    each_mode_mounted(|s, mount, _| {
         let dir = mount.path().join("sessions").join(&s.sid);
         let done = Arc::new(AtomicBool::new(false));
 
@@ -1109,7 +1092,7 @@ fn readers_see_whole_files_while_the_agent_appends_outside_the_mount() {
                 Some(format!("outside {i}").as_str())
             );
         }
-    }
+    });
 }
 
 #[test]
@@ -1176,7 +1159,6 @@ fn concurrent_writers_to_entries_new_each_land_exactly_once() {
 fn other_sessions_answer_while_a_big_session_loads() {
     require_fuse!();
     use std::process::{Command, Stdio};
-    use std::time::Instant;
     let s = store();
     let ws = s.tmp.path().join("workspace");
     let generated = Command::new(env!("CARGO_BIN_EXE_gjcfs"))
@@ -1203,29 +1185,39 @@ fn other_sessions_answer_while_a_big_session_loads() {
     let mount = Mount::start(&["--agent-dir", &s.agent_dir()]);
     let sessions = mount.path().join("sessions");
     ok("ls", &[p(&sessions)]);
-    let started = Instant::now();
     let mut big = Command::new("cat")
         .arg(sessions.join(&big_id).join("context.json"))
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    // Give the load time to start, then ask for other things.
-    std::thread::sleep(Duration::from_millis(150));
-    assert!(
-        big.try_wait().unwrap().is_none(),
-        "the big load is still running"
-    );
-    ok("ls", &[p(&sessions)]);
-    ok("cat", &[p(&sessions.join(&s.sid).join("header.json"))]);
-    ok("cat", &[p(&sessions.join(&s.sid).join("context.json"))]);
-    let others_done = started.elapsed();
-    let still_loading = big.try_wait().unwrap().is_none();
+    // The big session loads while `cat` waits in one call on the mount (the open of its
+    // view, which looks the view up). Other requests are answered meanwhile: a round of
+    // them starts and ends with `cat` still in the same call, whatever the load's speed.
+    let other = sessions.join(&s.sid);
+    let mut rounds = 0;
+    let mut answered_during_a_call = false;
+    let finished = within(Duration::from_secs(120), || {
+        let Some(call) = fuse_call_of(big.id()) else {
+            // Not (or no longer) waiting on the mount: starting, or done.
+            return big.try_wait().unwrap().is_some();
+        };
+        fs::read_dir(&sessions).unwrap().for_each(drop);
+        fs::read(other.join("header.json")).unwrap();
+        fs::read(other.join("context.json")).unwrap();
+        rounds += 1;
+        answered_during_a_call = fuse_call_of(big.id()) == Some(call);
+        answered_during_a_call
+    });
+    if !finished {
+        let _ = big.kill();
+    }
     let status = big.wait().unwrap();
-    let big_done = started.elapsed();
+    assert!(finished, "cat neither waited on the mount nor ended");
     assert!(status.success());
     assert!(
-        still_loading,
-        "the other reads waited for the big load ({others_done:?}; the big one took {big_done:?})"
+        answered_during_a_call,
+        "no round of other requests was answered while the big session loaded: they waited \
+         for it ({rounds} rounds)"
     );
 }
 
@@ -1487,16 +1479,11 @@ pub(crate) fn mixed_store() -> (Store, PathBuf, String) {
 #[test]
 fn reading_everything_through_the_mount_changes_no_file() {
     require_fuse!();
-    for read_only in [false, true] {
+    each_mode(|mode| {
         let (s, _legacy, legacy_id) = mixed_store();
         let agent = s.tmp.path().join("agent");
         let before = snapshot(&agent);
-        let mut args = vec!["--agent-dir".to_owned(), s.agent_dir()];
-        if read_only {
-            args.push("--read-only".to_owned());
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mount = Mount::start(&args);
+        let mount = mount_in(&s, mode);
         let sessions = mount.path().join("sessions");
         let listed = ok("ls", &[p(&sessions)]);
         for id in [s.sid.as_str(), legacy_id.as_str(), "replay"] {
@@ -1539,12 +1526,9 @@ fn reading_everything_through_the_mount_changes_no_file() {
                     .cloned(),
             )
             .collect();
-        assert!(
-            changed.is_empty(),
-            "read_only={read_only}: changed {changed:?}"
-        );
+        assert!(changed.is_empty(), "{mode:?}: changed {changed:?}");
         assert_eq!(before.len(), after.len());
-    }
+    });
 }
 
 #[test]
@@ -1821,7 +1805,8 @@ fn a_mount_keeps_a_built_search_index_fresh_for_gjcfs_search_and_lets_go_when_it
         String::from_utf8(out.stdout).unwrap()
     };
     // The mount builds no index nobody searched (its store's cache directory holds only
-    // the listing it saved); once a search built it, the mount watches it.
+    // the listing it saved); once a search built it, the mount watches it. A fixed wait,
+    // past a poll of the mount (every half second): nothing is to happen in it.
     std::thread::sleep(Duration::from_millis(600));
     let built = || index_dir().is_some_and(|dir| dir.join("search.sqlite").exists());
     assert!(!claimed() && !built());
@@ -1886,13 +1871,13 @@ const ADDED: usize = 200;
 
 /// Runs `f` in each mode on a mount of a store whose session has [`ADDED`] more messages.
 fn with_many_entries(f: impl Fn(&Store, &Mount, &[&str])) {
-    for mode in MODES {
+    each_mode(|mode| {
         let s = store();
         for i in 0..ADDED {
             append_outside(&s, &format!("more {i}"));
         }
         f(&s, &mount_in(&s, mode), mode);
-    }
+    });
 }
 
 #[test]
@@ -1932,11 +1917,10 @@ fn listing_reads(mount: &Mount) -> usize {
 #[test]
 fn a_listing_the_kernel_kept_serves_again_until_the_directory_changes() {
     require_fuse!();
-    for mode in MODES {
+    each_mode(|mode| {
         let s = store();
         let agent = s.agent_dir();
-        let mut args = vec!["--agent-dir", agent.as_str()];
-        args.extend_from_slice(mode);
+        let args = [&["--agent-dir", agent.as_str()], mode].concat();
         let mount = Mount::start_with_log(&args, "gjcfs_fuse=trace");
         let entries = mount.session_dir(&s.sid).join("entries");
         let first = ok("ls", &[p(&entries)]);
@@ -1973,7 +1957,7 @@ fn a_listing_the_kernel_kept_serves_again_until_the_directory_changes() {
             let listed = ok("ls", &[p(&entries)]);
             assert!(listed.contains(&id), "{id} not in {listed}");
         }
-    }
+    });
 }
 
 /// Only the disk on Linux can watch the store's directories.
@@ -1991,9 +1975,7 @@ fn a_sessions_fixed_names_cost_no_request_until_the_session_changes() {
         "leaves",
         "session.jsonl",
     ];
-    for mode in MODES {
-        let s = store();
-        let mount = mount_in(&s, mode);
+    each_mode_mounted(|s, mount, mode| {
         // Listed: the scan watches the store's directories.
         ok("ls", &[p(&mount.path().join("sessions"))]);
         let dir = mount.session_dir(&s.sid);
@@ -2001,7 +1983,8 @@ fn a_sessions_fixed_names_cost_no_request_until_the_session_changes() {
         let args: Vec<&str> = paths.iter().map(String::as_str).collect();
         let stat = |args: &[&str]| ok("stat", &[&["-c", "%n %s"], args].concat());
         let first = stat(&args);
-        // Past the brief time other names are kept.
+        // Past the brief time other names are kept (a second): a fixed wait, since what is
+        // shown is that these names outlast it.
         std::thread::sleep(Duration::from_millis(1200));
         let before = mount.server_reads();
         for _ in 0..3 {
@@ -2014,7 +1997,7 @@ fn a_sessions_fixed_names_cost_no_request_until_the_session_changes() {
         );
 
         // The agent appends: the next stat shows the transcript's new size.
-        append_outside(&s, "appended outside");
+        append_outside(s, "appended outside");
         let size = fs::metadata(&s.file).unwrap().len();
         let transcript = dir.join("session.jsonl");
         let shown = || fs::metadata(&transcript).unwrap().len();
@@ -2023,9 +2006,11 @@ fn a_sessions_fixed_names_cost_no_request_until_the_session_changes() {
             "{mode:?}: {} shown, {size} on disk",
             shown()
         );
+        // And it stays shown past the brief time of the kernel's copies (a fixed wait: for
+        // nothing to change).
         std::thread::sleep(Duration::from_millis(1200));
         assert_eq!(shown(), size, "{mode:?}");
-    }
+    });
 }
 
 #[test]

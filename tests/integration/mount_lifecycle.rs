@@ -64,6 +64,7 @@ fn sigterm_with_entries_new_held_open_refuses_later_writes_and_exits() {
                     after_stop,
                     acknowledged,
                 });
+                // A fixed pause: a slow writer, still writing when the server stops.
                 std::thread::sleep(Duration::from_millis(100));
             }
             attempts

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use std::time::Duration;
 
-use crate::common::mount::{ok, p, run, within, Mount};
+use crate::common::mount::{each_mode, ok, p, run, within, Mount};
 use crate::common::{fixture, gjcfs_bin, renumbered};
 use gjcfs::engine::json::{self, Value};
 use gjcfs::engine::load_session;
@@ -416,12 +416,8 @@ fn a_long_listing_of_a_session_never_read_shows_each_view_at_its_size() {
         "tree.svg",
         "usage.json",
     ];
-    for read_only in [false, true] {
-        let mut args = vec!["--session-dir", p(store.path())];
-        if read_only {
-            args.push("--read-only");
-        }
-        let mount = Mount::start(&args);
+    each_mode(|mode| {
+        let mount = Mount::start(&[&["--session-dir", p(store.path())], mode].concat());
         let dir = mount.path().join("sessions").join(&sid);
         // The listing gives no size of a view not rendered yet; `ls -l` then asks each
         // name's attributes, which must be the sizes the files read at.
@@ -434,9 +430,9 @@ fn a_long_listing_of_a_session_never_read_shows_each_view_at_its_size() {
             let size: u64 = line.split_whitespace().nth(4).unwrap().parse().unwrap();
             let bytes = fs::read(dir.join(view)).unwrap();
             assert!(size > 0, "{view}: {line}");
-            assert_eq!(size, bytes.len() as u64, "{view} (read-only: {read_only})");
+            assert_eq!(size, bytes.len() as u64, "{view} ({mode:?})");
         }
-    }
+    });
 }
 
 /// Bytes the process `pid` has read so far (`rchar` of `/proc/<pid>/io`).

@@ -310,6 +310,7 @@ fn repairs_keep_the_newest_complete_runs_and_prune_keeps_what_did_not_finish() {
         set_mode(&s.file, 0o644);
         let out = check(&s, &["--repair"]);
         assert_eq!(out.status.code(), Some(0), "{out:?}");
+        // A fixed wait: each run is named by the millisecond it starts at.
         std::thread::sleep(Duration::from_millis(2));
     }
     let kept = runs(&s);

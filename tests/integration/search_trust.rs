@@ -161,15 +161,8 @@ mod watched {
     }
 
     /// Polls `f` for up to twenty seconds; whether it came true.
-    pub(super) fn within_seconds(mut f: impl FnMut() -> bool) -> bool {
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(20) {
-            if f() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
+    pub(super) fn within_seconds(f: impl FnMut() -> bool) -> bool {
+        crate::common::within(Duration::from_secs(20), f)
     }
 
     /// What is done to the index file while a watcher follows the store.
@@ -398,6 +391,7 @@ mod through_a_mount {
                     std::io::Write::write_all(&mut out, line.as_bytes()).unwrap();
                     n += 1;
                     if n.is_multiple_of(5) {
+                        // A fixed pause: the flood's pace.
                         std::thread::sleep(Duration::from_millis(1));
                     }
                 }

@@ -462,7 +462,8 @@ fn a_watched_store_lists_every_change_at_once() {
     let m = second_session(tmp.path());
     let two = listed(&v);
     assert_eq!(two.len(), 2, "{two:?}");
-    // An append moves the session's time; a removal takes it away.
+    // An append moves the session's time (past a tick of the file system's clock: a fixed
+    // wait); a removal takes it away.
     std::thread::sleep(std::time::Duration::from_millis(20));
     let file = m.session_file().unwrap();
     let appender =

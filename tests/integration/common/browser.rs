@@ -252,7 +252,7 @@ impl Browser {
         );
         self.wait_for(&session, "Page.loadEventFired");
         // Anything late (a timer, a lazy image) is asked for within this evaluation's round
-        // trip and a short wait.
+        // trip and a short wait (a fixed one: there is nothing to wait for but time).
         std::thread::sleep(Duration::from_millis(300));
         self.call(Some(&session), "Runtime.evaluate", r#"{"expression":"1"}"#);
         let mut page = Page {

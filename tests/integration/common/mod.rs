@@ -58,6 +58,22 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Polls `f` until it holds, for up to `limit`; whether it did. The way a test waits for
+/// something to happen (a server to notice a change, a file to appear): `limit` is only a
+/// bound against hanging, never the time the test expects it to take.
+pub fn within(limit: std::time::Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if f() {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Whether the program `tool` is on PATH for a test that runs it; if not, [`cannot_run`].
 pub fn tool_ready(tool: &str) -> bool {
     let found = std::env::var_os("PATH")

@@ -18,9 +18,13 @@ use std::time::{Duration, Instant};
 const PATIENCE: Duration = Duration::from_secs(20);
 const POLL: Duration = Duration::from_millis(20);
 
+pub use super::within;
 pub use gjcfs::fuse::lifecycle::{answers, is_mounted};
 
-use super::watchdog::{abort_if_mounted, all_threads_stopped, connection_of, Watchdog, BOUND};
+use super::watchdog::{
+    abort_if_mounted, all_threads_stopped, connection_of, thread_states, workers_wait_for_requests,
+    Watchdog, BOUND,
+};
 
 /// Runs a tool to completion.
 pub fn run(program: &str, args: &[&str]) -> std::process::Output {
@@ -39,20 +43,6 @@ pub fn ok(program: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
-}
-
-/// Polls `f` until it holds, for up to `limit`; whether it did.
-pub fn within(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    loop {
-        if f() {
-            return true;
-        }
-        if start.elapsed() > limit {
-            return false;
-        }
-        sleep(Duration::from_millis(50));
-    }
 }
 
 /// Runs `command` (a `gjcfs mount` expected to give up by itself) for up to `limit`: its
@@ -260,6 +250,18 @@ impl Mount {
         }
     }
 
+    /// Waits until the server has read and handled every request and `forget` the kernel
+    /// queued for it so far: each of its threads serving the kernel waits for the next one.
+    pub fn wait_idle(&self) {
+        let pid = self.pid();
+        assert!(
+            within(PATIENCE, || workers_wait_for_requests(pid)),
+            "the server's threads never all waited for a request:\n{}server log: {}",
+            thread_states(pid),
+            self.log_text()
+        );
+    }
+
     /// Lets a paused server go on (SIGCONT).
     pub fn resume(&self) {
         self.signal(libc::SIGCONT);
@@ -370,6 +372,45 @@ impl Drop for Mount {
             );
         }
     }
+}
+
+/// The two ways a mount serves reads, as the options that choose them: a writable mount
+/// through file handles, a read-only one by node (the kernel opens and closes files
+/// without asking the server). A test of what both must do runs in each ([`each_mode`]).
+pub const MODES: [&[&str]; 2] = [&[], &["--read-only"]];
+
+/// Runs `test` once in each mode of [`MODES`], with the mode's options; a failure says in
+/// which mode it happened.
+pub fn each_mode(mut test: impl FnMut(&[&str])) {
+    /// Names the mode on the test's output when the test fails in it.
+    struct InMode(&'static [&'static str]);
+    impl Drop for InMode {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                eprintln!("(in mount mode {:?})", self.0);
+            }
+        }
+    }
+    for mode in MODES {
+        let _in_mode = InMode(mode);
+        test(mode);
+    }
+}
+
+/// [`each_mode`] on a mount of a fresh [`store`] in each mode ([`mount_in`]): `test` gets
+/// the store, the mount and the mode's options. The mount is unmounted before the next.
+pub fn each_mode_mounted(mut test: impl FnMut(&Store, &Mount, &[&str])) {
+    each_mode(|mode| {
+        let s = store();
+        let mount = mount_in(&s, mode);
+        test(&s, &mount, mode);
+    });
+}
+
+/// Mounts the store `s` (`--agent-dir`) with the options of `mode`.
+pub fn mount_in(s: &Store, mode: &[&str]) -> Mount {
+    let agent = s.agent_dir();
+    Mount::start(&[&["--agent-dir", agent.as_str()], mode].concat())
 }
 
 /// A store of one session to mount: an agent directory in a temporary directory.

@@ -110,7 +110,7 @@ pub fn abort_if_mounted(mountpoint: &Path, connection: Option<u32>) {
 
 /// Each thread of `pid`: its name, state, where it waits in the kernel, and its kernel
 /// stack where it can be read.
-fn thread_states(pid: u32) -> String {
+pub fn thread_states(pid: u32) -> String {
     let mut out = String::new();
     let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
         return format!("  (process {pid} is gone)\n");
@@ -151,13 +151,63 @@ pub fn all_threads_stopped(pid: u32) -> bool {
     })
 }
 
+/// Whether every thread of `pid` that serves the kernel's FUSE requests (fuser's
+/// `fuser-N`, one at least) waits in the FUSE device for the next one: all the requests and
+/// `forget`s queued for the server have then been read and handled (a request queued
+/// wakes a waiting thread, and a thread woken shows no wait).
+pub fn workers_wait_for_requests(pid: u32) -> bool {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let mut workers = 0;
+    for task in tasks.flatten() {
+        let read = |name: &str| fs::read_to_string(task.path().join(name)).unwrap_or_default();
+        let comm = read("comm");
+        let number = comm.trim().strip_prefix("fuser-").unwrap_or_default();
+        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if read("wchan").trim() != "fuse_dev_do_read" {
+            return false;
+        }
+        workers += 1;
+    }
+    workers > 0
+}
+
+/// Whether a kernel wait `wchan` is one on a FUSE server's answer.
+fn waits_on_fuse(wchan: &str) -> bool {
+    wchan.contains("fuse") || wchan.contains("request_wait_answer")
+}
+
+/// The system call in which process `pid` (single-threaded) waits for a FUSE server's
+/// answer, if it does: its `/proc/PID/syscall` line (number, arguments, stack and program
+/// counters) and its counts of reads and writes. Two equal values taken at two moments
+/// show the process in one call all along, unless it made another call just like it in
+/// between that moved neither count (a program that opens the file once and reads it
+/// does not).
+pub fn fuse_call_of(pid: u32) -> Option<String> {
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let wchan = fs::read_to_string(proc.join("wchan")).ok()?;
+    if !waits_on_fuse(&wchan) {
+        return None;
+    }
+    let call = fs::read_to_string(proc.join("syscall")).ok()?;
+    let io = fs::read_to_string(proc.join("io")).ok()?;
+    let counts: Vec<&str> = io
+        .lines()
+        .filter(|l| l.starts_with("syscr:") || l.starts_with("syscw:"))
+        .collect();
+    Some(format!("{} {}", call.trim(), counts.join(" ")))
+}
+
 /// Every process whose kernel wait is in FUSE, with its command line.
 fn waiting_on_fuse() -> String {
     let mut out = String::new();
     for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
         let dir = entry.path();
         let wchan = fs::read_to_string(dir.join("wchan")).unwrap_or_default();
-        if wchan.contains("fuse") || wchan.contains("request_wait_answer") {
+        if waits_on_fuse(&wchan) {
             let cmd = fs::read(dir.join("cmdline")).unwrap_or_default();
             let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
             out.push_str(&format!(
