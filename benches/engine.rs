@@ -1,4 +1,4 @@
-//! Engine benchmarks over generated sessions (see `BENCHMARKS.md`).
+//! Engine benchmarks over generated sessions (targets and figures: `docs/PERFORMANCE.md`).
 //!
 //! Inputs are written by the corpus generator into a temporary directory, so the benchmark
 //! needs nothing but the crate. Groups:

@@ -1,4 +1,5 @@
-//! Prompt-history benchmarks (results and commands in `BENCHMARKS.md`, "Prompt history").
+//! Prompt-history benchmarks (results and commands in `docs/benchmarks-archive.md`, "Prompt
+//! history").
 //!
 //! - `history_search`: `HistoryStorage::search` (limit 20) over a generated database of
 //!   1,000,000 prompts (`GJCFS_BENCH_HISTORY_ROWS` changes the count) for a few query

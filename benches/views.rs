@@ -1,5 +1,5 @@
-//! Views benchmarks (see `BENCHMARKS.md` ## Views). Inputs are written by the corpus
-//! generator into a temporary directory. Groups:
+//! Views benchmarks (see `docs/benchmarks-archive.md` ## Views). Inputs are written by the
+//! corpus generator into a temporary directory. Groups:
 //! - `views`: rendering `context.md`, `tree.txt` and `usage.json` of a loaded
 //!   100,000-entry session (the load is not timed). The generated session compacts, so its
 //!   context at the leaf is short; `context.md` is also rendered for the same session with

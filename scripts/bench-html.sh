@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the HTML pages of large sessions (BENCHMARKS.md ## HTML pages).
+# Benchmark of the HTML pages of large sessions (docs/benchmarks-archive.md ## HTML pages).
 #
 # Builds the release binary, makes two 100,000-entry sessions under target/bench/html/ —
 # `gjcfs generate --entries 100000 --seed 1` (it compacts and branches: a short context, a

@@ -7,7 +7,8 @@
 #     word (target: within 2x); one `files_touched` call next to `gjcfs files`;
 #   - the peak resident memory (GNU time) of `gjcfs search`, and of one server answering
 #     one call, each tool once, and CALLS/2 and CALLS calls of every tool in turn, two at
-#     a time (target: bounded, stated in BENCHMARKS.md; the peak does not grow with calls).
+#     a time (target: bounded, stated in docs/PERFORMANCE.md; the peak does not grow with
+#     calls).
 # The index is built first (timed once) and shared by both sides, in OUT's cache.
 # Writes under target/bench/mcp/ (the store is kept for reruns).
 # Environment: RUNS (default 10), WARMUP (default 2), SESSIONS, SESSION_SIZE, CALLS

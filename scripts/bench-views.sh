@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the views from the command line (BENCHMARKS.md ## Views).
+# Benchmark of the views from the command line (docs/benchmarks-archive.md ## Views).
 #
 # Builds the release binary, generates its inputs under target/bench/views/ and times, with
 # hyperfine, each command as a fresh process (nothing cached in the process; the files are

@@ -78,9 +78,10 @@ fn a_session_of_small_entries_costs_about_its_size() {
             assert_eq!(taken.stdout.lines().count(), ENTRIES + 1);
         }
         // The text itself, its records and the index of their ids: 2.2 to 2.5 times the
-        // text in a debug build, as the threads that read it share the work (BENCHMARKS.md
-        // has the release figures); before, 5.4 (append) and 5.9 (entries) times. A context
-        // holds its messages too, each built for it alone: 3.4 times, before 6.3.
+        // text in a debug build, as the threads that read it share the work
+        // (docs/benchmarks-archive.md has the release figures); before, 5.4 (append) and
+        // 5.9 (entries) times. A context holds its messages too, each built for it alone:
+        // 3.4 times, before 6.3.
         let bound = if what == "context" {
             size * 5
         } else {

@@ -22,6 +22,7 @@ mod corpus;
 mod cost;
 mod crash;
 mod demo_agent;
+mod docs_paths;
 mod entry_bounds;
 mod export;
 mod fault_injection;

@@ -79,10 +79,10 @@ CREATE TABLE listing (id INTEGER PRIMARY KEY CHECK (id = 1), files_gen INTEGER N
 ";
 
 /// The page size of a new index (an existing one keeps its own). Measured on 10,000
-/// sessions against the 4 KB default (BENCHMARKS.md, "Search"): builds 5–20 % faster, an
-/// index 5 % smaller, a scan of every document's text 30 % faster; warm queries of the word
-/// index moved both ways within the host's noise (a phrase perhaps 1–2 ms slower). 64 KB
-/// pages made those queries slower.
+/// sessions against the 4 KB default (docs/benchmarks-archive.md, "Search"): builds 5–20 %
+/// faster, an index 5 % smaller, a scan of every document's text 30 % faster; warm queries
+/// of the word index moved both ways within the host's noise (a phrase perhaps 1–2 ms
+/// slower). 64 KB pages made those queries slower.
 const PAGE_SIZE: i64 = 32 << 10;
 
 pub(super) fn configure(conn: &Connection) -> rusqlite::Result<()> {
@@ -100,8 +100,8 @@ pub(super) fn configure(conn: &Connection) -> rusqlite::Result<()> {
 pub enum CacheFor {
     /// 512 KB (16 pages). A query reads most pages once, and a cache that grows takes fresh
     /// memory for each page it adds, a page fault per 4 KB (about 2 µs each on the machine
-    /// of BENCHMARKS.md); a small one reuses its buffers. A phrase of common words, which
-    /// reads 7 MB of word lists, took 13 ms instead of 16 ms with it.
+    /// of docs/benchmarks-archive.md); a small one reuses its buffers. A phrase of common
+    /// words, which reads 7 MB of word lists, took 13 ms instead of 16 ms with it.
     Queries,
     /// 32 MB: an update rewrites FTS5 segments and the documents' b-tree pages many times
     /// over.

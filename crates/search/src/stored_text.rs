@@ -4,11 +4,11 @@
 //! value's SQL type tells which, so every reader goes through [`text_of`], and [`len_of`]
 //! gives a text's length from the frame's header without decoding it.
 //!
-//! Measured on 10,000 generated sessions (BENCHMARKS.md, "Search"): the documents' text
-//! is 40 % of the index; zstd at level 1 keeps 61 % of it (lz4 kept 80 %, deflate 60 % at
-//! a third of the speed), at about 80 MB/s on one core of the machine there. The thread
-//! writing the index compresses ([`super::doc_rows`]): the threads reading sessions had
-//! more to do, and the build kept its pace.
+//! Measured on 10,000 generated sessions (docs/benchmarks-archive.md, "Search"): the
+//! documents' text is 40 % of the index; zstd at level 1 keeps 61 % of it (lz4 kept 80 %,
+//! deflate 60 % at a third of the speed), at about 80 MB/s on one core of the machine
+//! there. The thread writing the index compresses ([`super::doc_rows`]): the threads
+//! reading sessions had more to do, and the build kept its pace.
 //!
 //! The index is a cache: a blob that does not decode to UTF-8 text is damage, reported as
 //! [`rusqlite::ErrorCode::DatabaseCorrupt`] so that the index is made anew.

@@ -28,9 +28,9 @@ pub fn remove(inner: &mut Inner, path: &Path) -> rusqlite::Result<()> {
     remove_files(inner, std::slice::from_ref(&path))
 }
 
-/// Drops the files of `paths` and everything indexed of them, in one transaction: the
-/// word index's pages and the vocabulary's words that several files share are rewritten
-/// and looked up once (200 sessions of 54 KB: BENCHMARKS.md, "Search: erasing").
+/// Drops the files of `paths` and everything indexed of them, in one transaction: the word
+/// index's pages and the vocabulary's words that several files share are rewritten and
+/// looked up once (200 sessions of 54 KB: docs/benchmarks-archive.md, "Search: erasing").
 fn remove_files(inner: &mut Inner, paths: &[&Path]) -> rusqlite::Result<()> {
     let tx = begin(&inner.conn, &inner.lock_wait)?;
     let mut dropped = Dropped::default();

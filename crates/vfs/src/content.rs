@@ -2,6 +2,15 @@
 //!
 //! A generation is (record count, leaf id): every change the mount can make (an append, a
 //! branch, a reset) changes it, and while it is unchanged every rendered byte stays valid.
+//!
+//! [`Rendered`] holds what a session shows in one generation: the header, the leaf,
+//! `context.json` (kept between reads up to [`KEPT_MAX`]), the views (`context.md`,
+//! `context.html`, `tree.txt`, `tree.svg`, `usage.json`), the entry files (their table made
+//! when first needed), and the sub-pages `pages/<n>.html` and `leaves/<entry>.html`, of
+//! which the last few read are kept ([`PAGES_KEPT`]) with the size of every one rendered.
+//! Under `--redact` the pages for people are rendered from a redacted copy of the session.
+//! Stripped of its bytes ([`Rendered::strip`]), it is what the model keeps of a session no
+//! longer loaded (`sessions/kept.rs`), and its `known_` methods answer from that.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, RandomState};

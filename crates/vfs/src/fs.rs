@@ -1,4 +1,14 @@
 //! [`Vfs`]: the operations of the model over the engine's sessions.
+//!
+//! Here: the model's state, composed of parts that own theirs — the sessions
+//! (`sessions/`), the root's views (`history.rs`, `store_usage.rs`, `check.rs`,
+//! `search.rs`, `files.rs`), the handles, the inode table, the listings a kernel may keep,
+//! the errors log and the snapshots — and its requests on nodes and directories (lookup,
+//! attributes, listings, links). Opening and reading are in `reads.rs`, the write side in
+//! `writes.rs`, and what each node is in the modules by directory family (`lookup.rs`,
+//! `listing.rs`, `shapes.rs`, `nodes.rs`, `paths.rs`); those import this module, never the
+//! other way. A part reports to the model through a trait ([`Events`]) and never imports
+//! this module.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;

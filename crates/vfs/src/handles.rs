@@ -3,6 +3,14 @@
 //! Handles live in one table behind a short lock. A write handle's buffer has a lock of its
 //! own, taken before the session's: writes through one handle apply in order, and the
 //! table is never held while a session is loaded or written.
+//!
+//! An `entries/new` handle buffers bytes until they make whole lines ([`LineBuffer`]); a
+//! request that may be continued ([`Part`]: the adapter tells from the kernel's request
+//! sizes where a request stands in its `write(2)`) is held and appended with the rest of
+//! its `write(2)`. A `leaf` handle holds what it will write ([`LeafBuffer`]). Each write
+//! handle notes who last wrote through it ([`LastWriter`], from the platform's lock
+//! owners), so that a close by a process that only inherited the descriptor (a child
+//! after a fork) applies nothing.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,4 +1,11 @@
 //! The fixed layout: which names a directory holds and which node each name is.
+//!
+//! One table (`FIXED`) holds the names of the fixed directories in listing order — the
+//! root, `history/` and a session's directory — and lookups (`lookup.rs`), listings
+//! (`listing.rs`) and paths (`paths.rs`) all read it. Beside it: which names the store may
+//! give (a session id that can name a directory, a label's file name, a workspace's
+//! encoded name, a link's target) and `in_session_dir`, the nodes of a session's directory
+//! that a kernel may keep while the store's changes are followed (`sessions/followed.rs`).
 
 use super::inode::Node;
 use super::inode::StoreFile;

@@ -10,6 +10,9 @@
 //! first by the transcript's mtime, at most [`RECENT_MAX`]), the session's title (else its
 //! first message; its first line, as every surface shows it) made safe as a file name, and
 //! the first 8 characters of its id, which keep names distinct.
+//!
+//! Both trees are made from the whole listing at once, and made anew only when the listing
+//! changed (`Sessions::navigation`), not for each link looked up.
 
 use std::collections::BTreeMap;
 

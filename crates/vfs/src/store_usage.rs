@@ -18,6 +18,11 @@
 //!   the store's usage may lag a change by that much).
 //! - Files that cannot be read as sessions count nothing (the CLI's `gjcfs usage` names
 //!   them).
+//! - The store is listed, its files stamped and the saved usage read and written through
+//!   the model's storage ([`crate::VfsConfig::storage`]); but a session whose contribution
+//!   is not kept is read by the engine's scan ([`scan_sessions_cached`]), which takes each
+//!   file's version again and loads it from the disk (`FileStorage`), whatever storage the
+//!   model was given.
 
 use std::path::PathBuf;
 use std::sync::Arc;

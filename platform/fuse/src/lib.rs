@@ -2,6 +2,16 @@
 //! [`Vfs`] and its results to replies. It decides nothing itself: every answer comes from
 //! the model, every error code from [`to_errno`], and a panic in a handler becomes `EIO`.
 //!
+//! What the adapter adds is the kernel's side: the mount and its options for each kernel
+//! (Linux, macFUSE); every request run in a span of its own (`call`); the changes the
+//! model announces handed to the kernel as invalidations ([`invalidator`]); the attributes
+//! and how long the kernel may keep them (`attrs.rs`); a directory's listing read from the
+//! offset asked (`listing_from`) and what the kernel may keep of it (`listing_flags`, from
+//! the model's `KeptListing`); where a write request stands in its `write(2)`, from the
+//! kernel's request sizes (`part_of`); and, on a read-only mount on Linux, files opened by
+//! the kernel without a request (`FUSE_NO_OPEN_SUPPORT`), read by node. Serving until a
+//! signal or an unmount is `serve.rs`; the mount's lifecycle, `lifecycle.rs`.
+//!
 //! FUSE exists only on Unix: elsewhere (Windows) this crate is empty.
 // A library never prints: it returns errors and emits events; the programs decide.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]

@@ -1,4 +1,11 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: real mounts under a watchdog (`mount.rs`,
+//! `watchdog.rs`) and the macros that start a mount test — `require_fuse!()` (a visible
+//! skip where `/dev/fuse` or `fusermount3` is missing, a failure under CI) and
+//! `mounted_store!()` (the same, then the demo store mounted) — a headless browser for the
+//! page tests (`browser.rs`, `require_browser!()`, `pages.rs`), a pseudo-terminal
+//! (`pty.rs`), stores in memory and the mount model over one (`memory.rs`, `vfs_io.rs`), a
+//! command's peak memory (`peak.rs`), a small tmpfs to fill (`tmpfs.rs`) and names swapped
+//! atomically (`swap.rs`).
 #![allow(dead_code)]
 
 /// Returns from a test that mounts where no mount can run (see `mount::fuse_ready`): a

@@ -1,5 +1,4 @@
-//! A loaded session: its records, the id index, the tree, the leaf pointer and labels
-//!.
+//! A loaded session: its records, the id index, the tree, the leaf pointer and labels.
 //!
 //! Invariants:
 //! - `records[0]` is the header; the other records are in file order. Records of type

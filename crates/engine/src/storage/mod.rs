@@ -16,6 +16,18 @@
 //! - `rename` replaces its target atomically; `rename_no_replace` and `hard_link` never
 //!   replace anything: they fail with [`io::ErrorKind::AlreadyExists`] when the target is
 //!   taken.
+//! - gjcfs's own writers of one file take turns through its append lock
+//!   ([`StorageWriter::lock`]: `flock` on Unix, on Windows a `LockFileEx` byte past any end
+//!   of the file), so that checking the file's end, taking in lines another process
+//!   appended and appending are one step (the manager's appends, the cut of a torn tail, a
+//!   rewrite's target); writers that never ask (the agent's) are not held back.
+//!   [`SessionStorage::is_locked`] asks whether another holds it, with a shared lock tried
+//!   and dropped.
+//!
+//! The disk backend is [`FileStorage`] (`file.rs`, with [`OutputDir`], a directory the
+//! command writes whole files into), the memory backend [`MemoryStorage`] (`memory/`, with
+//! faults and a crash model); the platform calls under the disk backend are `sys/`, and
+//! what an I/O failure means is [`io_cause`].
 
 mod file;
 pub mod io_cause;

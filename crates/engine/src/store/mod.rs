@@ -1,7 +1,9 @@
 //! The agent's store of sessions: where the agent keeps its files ([`agent_dir`]), the managed
 //! v2 scopes ([`scope`]), the older encoded directories and their migration ([`legacy`]),
-//! listing ([`discovery`]), terminal breadcrumbs ([`breadcrumb`]), the usage of the whole
-//! store ([`usage`]) and what is kept of it between runs ([`saved`]).
+//! listing ([`discovery`]), terminal breadcrumbs ([`breadcrumb`]) and the usage of the whole
+//! store ([`usage`]). What a listing or a usage scan read of each file is kept while the file
+//! keeps its version — in memory for the mount, and between runs in the store's cache
+//! directory ([`saved`]: the checked encoding, each file replaced whole).
 
 pub mod agent_dir;
 pub mod breadcrumb;

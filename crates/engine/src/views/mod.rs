@@ -1,11 +1,17 @@
 //! Read-only renderings of a session for people and tools, computed from a loaded
-//! [`Session`](super::Session): the context at the leaf as Markdown ([`markdown`]), the whole
-//! entry tree as text ([`tree`]) and the usage statistics as JSON ([`usage`]).
+//! [`Session`](super::Session): the context at the leaf as Markdown ([`markdown`]) and as
+//! HTML pages ([`html`]), the whole entry tree as text ([`tree`]) and drawn ([`tree_svg`]),
+//! and the usage statistics as JSON ([`usage`]); for a whole store, its index page
+//! ([`store_index`]) and usage chart ([`usage_chart`]). A page's parts come from one walk of
+//! the context ([`transcript`]), rendered by [`prose`], [`highlight`], [`tool_view`],
+//! [`terminal`], [`escape`] and [`page_style`].
 //!
-//! Each view is a pure function of the session (and, for Markdown, of the prefix its image
-//! links start with): the same session always renders to the same bytes, nothing is read
-//! from disk, and nothing is written but the output. Every module states its format as an
-//! invariant in its own documentation.
+//! Each view is a function of the session and its options (the prefix image links start
+//! with, the page and the links of a page): the same session always renders to the same
+//! bytes, and nothing is written but the output. What is read beyond the session is the
+//! blob store a caller gives: cold-spilled content read back (the `_rehydrated` Markdown,
+//! a page's `cold` option) and images embedded in a page. Every module states its format
+//! as an invariant in its own documentation.
 
 pub mod escape;
 pub mod highlight;

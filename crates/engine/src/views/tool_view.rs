@@ -89,7 +89,7 @@ impl<'a> Call<'a> {
                 let cwd = self.string("cwd");
                 self.what("ran a command", cwd.as_deref().map(|cwd| ("in", cwd)), None);
                 // Shown plain: the shell's syntax costs the highlighter four times the rest
-                // of a page (BENCHMARKS.md, "HTML pages").
+                // of a page (docs/benchmarks-archive.md, "HTML pages").
                 self.block("command", &command, "");
             }
             "write" => {

@@ -1,6 +1,10 @@
 //! Reading the usage of many session files in parallel, and [`UsageCache`]: what that gave
 //! for each file, saved between runs, so that the next scan reads only the files that
 //! changed.
+//!
+//! A scan takes each file's version and loads the file from the disk ([`FileStorage`]);
+//! only the saved cache goes through the storage given to [`UsageCache::load`] and
+//! [`UsageCache::save`].
 
 use std::io;
 use std::path::{Path, PathBuf};
