@@ -53,6 +53,12 @@ fn demo() -> &'static Demo {
 /// Runs the SDK client: `calls` (a JSON array of {"tool","arguments"}) against `gjcfs mcp
 /// --agent-dir AGENT`, started in `cwd`; the client's report.
 fn client(demo: &Demo, cwd: &Path, calls: &str) -> Value {
+    client_in(demo, cwd, calls, &[("XDG_CACHE_HOME", &demo.cache)])
+}
+
+/// [`client`] with `env` as the client's (and so the server's) environment beside the
+/// test's own.
+fn client_in(demo: &Demo, cwd: &Path, calls: &str, env: &[(&str, &Path)]) -> Value {
     let tmp = tempfile::tempdir().unwrap();
     let calls_file = tmp.path().join("calls.json");
     std::fs::write(&calls_file, calls).unwrap();
@@ -64,7 +70,7 @@ fn client(demo: &Demo, cwd: &Path, calls: &str) -> Value {
         .arg("--agent-dir")
         .arg(&demo.agent)
         .current_dir(cwd)
-        .env("XDG_CACHE_HOME", &demo.cache)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -203,6 +209,30 @@ fn the_sdk_client_lists_every_tool_with_a_schema_and_a_description() {
             );
         }
     }
+}
+
+#[test]
+fn the_server_keeps_its_index_in_the_cache_directory_of_its_environment() {
+    if !sdk_ready() {
+        return;
+    }
+    let demo = demo();
+    let dir = tempfile::tempdir().unwrap();
+    let (home, cache) = (dir.path().join("home"), dir.path().join("cache"));
+    std::fs::create_dir_all(&home).unwrap();
+    let calls =
+        r#"[{"tool": "search_sessions", "arguments": {"query": "compaction", "all": true}}]"#;
+    let env = [
+        ("HOME", home.as_path()),
+        ("XDG_CACHE_HOME", cache.as_path()),
+    ];
+    let report = client_in(demo, &demo.workspace, calls, &env);
+    assert!(!items(ok(&report, 0), "hits").is_empty());
+    assert!(
+        cache.join("gjcfs/search").is_dir(),
+        "the index is in XDG_CACHE_HOME"
+    );
+    assert!(!home.join(".cache").exists(), "nothing under HOME/.cache");
 }
 
 #[test]

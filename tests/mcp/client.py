@@ -13,6 +13,7 @@ object: {"server": serverInfo, "tools": [{name, description, inputSchema, annota
 
 import asyncio
 import json
+import os
 import sys
 
 from mcp import ClientSession, StdioServerParameters
@@ -30,7 +31,9 @@ def error_of(e):
 
 
 async def main(gjcfs, calls, args):
-    server = StdioServerParameters(command=gjcfs, args=["mcp", *args])
+    # The server gets the test's environment whole (the SDK passes only a few variables by
+    # default): its XDG_CACHE_HOME keeps the search index out of the user's cache.
+    server = StdioServerParameters(command=gjcfs, args=["mcp", *args], env=dict(os.environ))
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
