@@ -14,7 +14,7 @@ use anyhow::Context;
 use anyhow::{bail, Result};
 use gjcfs_engine::store::agent_dir::AgentDirs;
 use gjcfs_fuse::lifecycle;
-use gjcfs_vfs::{SavedViewSizes, SessionSource, Vfs, VfsConfig};
+use gjcfs_vfs::{SavedRenderings, SessionSource, Vfs, VfsConfig};
 
 use super::output::terminal_safe;
 use super::progress::Progress;
@@ -239,10 +239,10 @@ fn vfs_config(
             .as_ref()
             .map(|dir| dir.join(gjcfs_engine::store::discovery::SAVED_LISTING_FILE)),
         // Sizes rendered with the secrets in them are not those of a redacted view.
-        saved_view_sizes: cache_dir.filter(|_| !redact).and_then(|dir| {
-            SavedViewSizes::for_this_program(
+        saved_renderings: cache_dir.filter(|_| !redact).and_then(|dir| {
+            SavedRenderings::for_this_program(
                 &gjcfs_engine::storage::FileStorage,
-                dir.join(gjcfs_vfs::SAVED_VIEW_SIZES_FILE),
+                dir.join(gjcfs_vfs::SAVED_RENDERINGS_FILE),
             )
         }),
         redact,

@@ -121,13 +121,13 @@ fn du_all(root: &Path) -> Vec<String> {
 fn saved_sizes(cache: &Path) -> Option<std::path::PathBuf> {
     let found = ok(
         "find",
-        &[p(cache), "-name", gjcfs::vfs::SAVED_VIEW_SIZES_FILE],
+        &[p(cache), "-name", gjcfs::vfs::SAVED_RENDERINGS_FILE],
     );
     found.lines().next().map(Into::into)
 }
 
 #[test]
-fn a_stat_walk_after_a_restart_gives_every_view_its_size_from_the_saved_sizes() {
+fn a_stat_walk_after_a_restart_gives_every_file_its_size_from_what_the_run_before_saved() {
     require_fuse!();
     for mode in [&[][..], &["--read-only"][..]] {
         let store = tempfile::tempdir().unwrap();

@@ -82,7 +82,7 @@ fn vfs_config(tmp: &Path, read_only: bool) -> VfsConfig {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
-        saved_view_sizes: None,
+        saved_renderings: None,
         redact: false,
     }
 }
@@ -1145,7 +1145,7 @@ fn session_ids_that_cannot_name_a_directory_are_left_out_and_reported() {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
-        saved_view_sizes: None,
+        saved_renderings: None,
         redact: false,
     });
     let sessions = v.lookup(ROOT_INO, "sessions").unwrap().ino;
@@ -1240,7 +1240,7 @@ fn a_deeply_nested_message_renders_in_linear_size() {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
-        saved_view_sizes: None,
+        saved_renderings: None,
         redact: false,
     });
     let sdir = session_ino(&v, "deep");

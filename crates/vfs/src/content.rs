@@ -4,10 +4,10 @@
 //! branch, a reset) changes it, and while it is unchanged every rendered byte stays valid.
 //!
 //! [`Rendered`] holds what a session shows in one generation: the header, the leaf,
-//! `context.json` (kept between reads up to [`KEPT_MAX`]), the views (`context.md`,
-//! `context.html`, `tree.txt`, `tree.svg`, `usage.json`), the entry files (their table made
-//! when first needed), and the sub-pages `pages/<n>.html` and `leaves/<entry>.html`, of
-//! which the last few read are kept ([`PAGES_KEPT`]) with the size of every one rendered.
+//! the files rendered from the transcript (`context.json`, the views `context.md`,
+//! `context.html`, `tree.txt`, `tree.svg`, `usage.json`, and the sub-pages
+//! `pages/<n>.html` and `leaves/<entry>.html`: one memo of their sizes and of the bytes
+//! kept, [`FileMemo`]) and the entry files (their table made when first needed).
 //! Under `--redact` the pages for people are rendered from a redacted copy of the session.
 //! Stripped of its bytes ([`Rendered::strip`]), it is what the model keeps of a session no
 //! longer loaded (`sessions/kept.rs`), and its `known_` methods answer from that.
@@ -26,15 +26,14 @@ use gjcfs_engine::session::tree::Session;
 use gjcfs_engine::views;
 use hashbrown::HashTable;
 
+mod saved;
+#[cfg(test)]
+pub(crate) use saved::tests as saved_tests;
+
 use super::layout::{label_file_name, View};
+use super::rendered_file::{FileMemo, RenderedFile};
 
-pub type Bytes = Arc<Vec<u8>>;
-
-/// The longest `context.json` kept rendered between reads. A longer one (a session with a
-/// tool output of hundreds of megabytes) is rendered for each open and dropped with its
-/// last reader, so the server holds it only while it is read; its size is kept, so that
-/// `stat` does not render it.
-pub const KEPT_MAX: usize = 16 << 20;
+pub use super::rendered_file::Bytes;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Generation {
@@ -68,10 +67,6 @@ impl EntryFile {
         entry_file_name(self.number, &self.id)
     }
 }
-
-/// How many leaf pages (and earlier pages) a session keeps rendered (a `getattr` then a
-/// `read` of each).
-const PAGES_KEPT: usize = 4;
 
 /// Where the links of a session directory's own pages point: `leaves/` beside them.
 const SESSION_PAGE_LINKS: views::tree_svg::TreeLinks<'static> = views::tree_svg::TreeLinks {
@@ -123,23 +118,6 @@ fn page_beside(
     })
 }
 
-/// The page kept under `key`, else `render`'s, kept among the last [`PAGES_KEPT`].
-fn kept_page<K: PartialEq>(
-    kept: &mut Vec<(K, Bytes)>,
-    key: K,
-    render: impl FnOnce() -> Vec<u8>,
-) -> Bytes {
-    if let Some((_, bytes)) = kept.iter().find(|(k, _)| *k == key) {
-        return bytes.clone();
-    }
-    let bytes = Arc::new(render());
-    if kept.len() == PAGES_KEPT {
-        kept.remove(0);
-    }
-    kept.push((key, bytes.clone()));
-    bytes
-}
-
 /// What a session shows, rendered for one generation.
 #[derive(Debug)]
 pub struct Rendered {
@@ -158,25 +136,14 @@ pub struct Rendered {
     /// Sizes of the entry files rendered so far (the bytes are not kept: a kernel caches
     /// entries itself, and a session of 100,000 entries read whole would hold them all).
     entry_sizes: HashMap<usize, u64>,
-    /// `context.json`'s bytes, kept while at most [`KEPT_MAX`] bytes long, and its size.
-    context: Option<Bytes>,
-    context_len: Option<u64>,
+    /// The files rendered from the transcript: their sizes, and the bytes kept.
+    files: FileMemo,
     blob_refs: Option<Vec<String>>,
-    views: [Option<Bytes>; 5],
-    /// The sizes of the views rendered so far (kept when their bytes are let go).
-    view_lens: [Option<u64>; 5],
     labels: Option<BTreeMap<String, String>>,
     /// The entries with a page in `leaves/`, in drawing order.
     branch_ends: Option<Vec<String>>,
-    /// The leaf pages read last, at most [`PAGES_KEPT`], and the size of every one rendered.
-    leaf_pages: Vec<(String, Bytes)>,
-    leaf_page_lens: HashMap<String, u64>,
     /// How many pages the context at the leaf fills.
     page_count: Option<usize>,
-    /// The earlier pages read last, at most [`PAGES_KEPT`], and the size of every one
-    /// rendered.
-    earlier_pages: Vec<(usize, Bytes)>,
-    earlier_page_lens: HashMap<usize, u64>,
 }
 
 fn pretty_record(record: &Record) -> Vec<u8> {
@@ -311,18 +278,11 @@ impl Rendered {
             leaf: Arc::new(leaf),
             table: None,
             entry_sizes: HashMap::new(),
-            context: None,
-            context_len: None,
+            files: FileMemo::default(),
             blob_refs: None,
-            views: [None, None, None, None, None],
-            view_lens: [None; 5],
             labels: None,
             branch_ends: None,
-            leaf_pages: Vec::new(),
-            leaf_page_lens: HashMap::new(),
             page_count: None,
-            earlier_pages: Vec::new(),
-            earlier_page_lens: HashMap::new(),
         }
     }
 
@@ -330,11 +290,8 @@ impl Rendered {
     /// sizes: what the model keeps of a session that is no longer loaded, to answer
     /// lookups, attributes and listings while its file is unchanged (the `known_` methods).
     pub fn strip(&mut self) {
-        self.context = None;
+        self.files.strip();
         self.redacted = None;
-        self.views = [None, None, None, None, None];
-        self.leaf_pages.clear();
-        self.earlier_pages.clear();
     }
 
     /// About how many bytes a stripped rendering holds.
@@ -351,38 +308,13 @@ impl Rendered {
             + strings(&mut self.blob_refs.iter().flatten().map(String::len))
             + strings(&mut self.labels.iter().flatten().map(|(k, v)| k.len() + v.len()))
             + strings(&mut self.branch_ends.iter().flatten().map(String::len))
-            + strings(&mut self.leaf_page_lens.keys().map(String::len))
-            + 24 * self.earlier_page_lens.len()
+            + self.files.lens().count() * 32
+            + self.files.leaf_page_ids_len().1
     }
 
-    /// The sizes of every leaf page rendered, by entry id.
-    pub fn known_leaf_page_lens(&self) -> &HashMap<String, u64> {
-        &self.leaf_page_lens
-    }
-
-    /// The sizes of every earlier page rendered, by page.
-    pub fn known_earlier_page_lens(&self) -> &HashMap<usize, u64> {
-        &self.earlier_page_lens
-    }
-
-    /// The size of `context.json`, if it was rendered.
-    pub fn known_context_len(&self) -> Option<u64> {
-        self.context_len
-    }
-
-    /// The size of `view`, if it was rendered.
-    pub fn known_view_len(&self, view: View) -> Option<u64> {
-        self.view_lens[view as usize]
-    }
-
-    /// The size of leaf page `id`, if it was rendered.
-    pub fn known_leaf_page_len(&self, id: &str) -> Option<u64> {
-        self.leaf_page_lens.get(id).copied()
-    }
-
-    /// The size of earlier page `n`, if it was rendered.
-    pub fn known_earlier_page_len(&self, n: usize) -> Option<u64> {
-        self.earlier_page_lens.get(&n).copied()
+    /// The size of `file`, if it was rendered.
+    pub fn known_len(&self, file: &RenderedFile) -> Option<u64> {
+        self.files.len(file)
     }
 
     /// The entry table, if it was made.
@@ -545,15 +477,40 @@ impl Rendered {
         Shown::Redacted(copy.clone())
     }
 
-    /// The bytes of `view`.
-    pub fn view_bytes(&mut self, manager: &SessionManager, view: View) -> Bytes {
-        if let Some(bytes) = &self.views[view as usize] {
-            return bytes.clone();
+    /// The bytes of `file`, rendered unless kept; `None` when there is no such file (a
+    /// leaf page of an entry that ends no branch, an earlier page past the last).
+    pub fn file_bytes(&mut self, manager: &SessionManager, file: &RenderedFile) -> Option<Bytes> {
+        if let Some(bytes) = self.files.bytes(file) {
+            return Some(bytes);
         }
+        let bytes = Arc::new(match file {
+            RenderedFile::Context => self.render_context(manager),
+            RenderedFile::View(view) => self.render_view(manager, *view),
+            RenderedFile::LeafPage(id) => self.render_leaf_page(manager, id)?,
+            RenderedFile::EarlierPage(n) => self.render_earlier_page(manager, *n)?,
+        });
+        self.files.put(file.clone(), &bytes);
+        if matches!(file, RenderedFile::Context) && self.files.bytes(file).is_none() {
+            // A context too large to keep built its messages for the rendering alone.
+            gjcfs_engine::storage::return_freed_memory();
+        }
+        Some(bytes)
+    }
+
+    /// The size of `file`, rendering it only the first time.
+    pub fn file_len(&mut self, manager: &SessionManager, file: &RenderedFile) -> Option<u64> {
+        match self.files.len(file) {
+            Some(len) => Some(len),
+            None => self.file_bytes(manager, file).map(|b| b.len() as u64),
+        }
+    }
+
+    /// `view` rendered.
+    fn render_view(&mut self, manager: &SessionManager, view: View) -> Vec<u8> {
         let shown = self.shown(manager);
         // Cold-spilled content is shown as the agent shows it, from its blobs.
         let blobs = manager.blobs();
-        let bytes = Arc::new(shown.read(|session| match view {
+        shown.read(|session| match view {
             View::ContextMd => views::markdown::context_md_rehydrated(session, "blobs/", &blobs),
             View::ContextHtml => views::html::context_html(
                 session,
@@ -572,10 +529,7 @@ impl Rendered {
             View::TreeSvg => views::tree_svg::tree_svg(session, Some(&blobs), &SESSION_PAGE_LINKS),
             View::Tree => views::tree::tree_txt_rehydrated(session, &blobs),
             View::Usage => views::usage::session_usage_json(session),
-        }));
-        self.views[view as usize] = Some(bytes.clone());
-        self.view_lens[view as usize] = Some(bytes.len() as u64);
-        bytes
+        })
     }
 
     /// The entries with a page in `leaves/` (the branch ends whose ids name files).
@@ -586,18 +540,18 @@ impl Rendered {
 
     /// The page of the context at branch end `id` (`leaves/<id>.html`), if it is one: the
     /// newest messages at that entry (the page names those it leaves out).
-    pub fn leaf_page(&mut self, manager: &SessionManager, id: &str) -> Option<Bytes> {
+    fn render_leaf_page(&mut self, manager: &SessionManager, id: &str) -> Option<Vec<u8>> {
         if !self.branch_ends(manager).iter().any(|end| end == id) {
             return None;
         }
-        let key = id.to_owned();
         let (shown, blobs) = (self.shown(manager), manager.blobs());
-        let bytes = kept_page(&mut self.leaf_pages, key, || {
-            page_beside((&shown, &blobs), Some(id), Some(""), None, None)
-        });
-        self.leaf_page_lens
-            .insert(id.to_owned(), bytes.len() as u64);
-        Some(bytes)
+        Some(page_beside(
+            (&shown, &blobs),
+            Some(id),
+            Some(""),
+            None,
+            None,
+        ))
     }
 
     /// How many pages of [`views::html::PAGE_MESSAGES`] the context at the leaf fills.
@@ -610,7 +564,7 @@ impl Rendered {
 
     /// `pages/<n>.html`: page `n` of the context at the leaf, one of the pages before the
     /// last (which is `context.html`).
-    pub fn earlier_page(&mut self, manager: &SessionManager, n: usize) -> Option<Bytes> {
+    fn render_earlier_page(&mut self, manager: &SessionManager, n: usize) -> Option<Vec<u8>> {
         if n == 0 || n >= self.page_count(manager) {
             return None;
         }
@@ -619,17 +573,13 @@ impl Rendered {
             last: "../context.html",
         };
         let (shown, blobs) = (self.shown(manager), manager.blobs());
-        let bytes = kept_page(&mut self.earlier_pages, n, || {
-            page_beside(
-                (&shown, &blobs),
-                None,
-                Some("../leaves/"),
-                Some(n),
-                Some(links),
-            )
-        });
-        self.earlier_page_lens.insert(n, bytes.len() as u64);
-        Some(bytes)
+        Some(page_beside(
+            (&shown, &blobs),
+            None,
+            Some("../leaves/"),
+            Some(n),
+            Some(links),
+        ))
     }
 
     /// Label file name ([`label_file_name`]) → labelled entry id.
@@ -650,10 +600,7 @@ impl Rendered {
     }
 
     /// `context.json`: the context at the leaf with blob references resolved.
-    pub fn context_bytes(&mut self, manager: &SessionManager) -> Bytes {
-        if let Some(bytes) = &self.context {
-            return bytes.clone();
-        }
+    fn render_context(&self, manager: &SessionManager) -> Vec<u8> {
         let blobs = manager.blobs();
         let mut out = Vec::new();
         manager.with_context(|context| {
@@ -662,23 +609,7 @@ impl Rendered {
                 .write_pretty_into(&mut out)
         });
         out.push(b'\n');
-        let bytes = Arc::new(out);
-        self.context_len = Some(bytes.len() as u64);
-        if bytes.len() <= KEPT_MAX {
-            self.context = Some(bytes.clone());
-        } else {
-            // A context this large built its messages for the rendering alone.
-            gjcfs_engine::storage::return_freed_memory();
-        }
-        bytes
-    }
-
-    /// The size of `context.json`, rendering it only the first time.
-    pub fn context_len(&mut self, manager: &SessionManager) -> u64 {
-        match self.context_len {
-            Some(len) => len,
-            None => self.context_bytes(manager).len() as u64,
-        }
+        out
     }
 }
 

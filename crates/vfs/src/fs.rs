@@ -22,7 +22,7 @@ use super::handles::{Handle, Handles};
 use super::history::HistoryView;
 use super::inode::{InodeTable, Node, ROOT_INO};
 use super::kept_listings::{KeptListing, KeptListings};
-use super::sessions::{EntriesChanged, Events, SavedViewSizes, Sessions};
+use super::sessions::{EntriesChanged, Events, SavedRenderings, Sessions};
 use super::slots::{Listed, Loaded};
 use super::store_usage::StoreUsageView;
 use super::{Attr, DirEntry, ListedAttr, SessionSource, VfsError};
@@ -57,10 +57,11 @@ pub struct VfsConfig {
     /// files changed since it was saved, and the listing is saved again after the first
     /// scan and at most every ten minutes after. `None` keeps it in memory.
     pub saved_listing: Option<PathBuf>,
-    /// Where the sizes of the sessions' rendered files are saved between runs, and what
-    /// renders them: a `stat` of a view rendered before for its transcript as it is renders
-    /// nothing. `None` keeps them for this run only (in what is kept of each session).
-    pub saved_view_sizes: Option<SavedViewSizes>,
+    /// Where what was rendered of each session (the names and sizes of its files) is saved
+    /// between runs, and what renders them: a lookup, `stat` or listing of a session
+    /// rendered before for its transcript as it is loads and renders nothing. `None` keeps
+    /// it for this run only.
+    pub saved_renderings: Option<SavedRenderings>,
     /// Render the pages for people (`context.md`, `context.html`, `pages/`, `leaves/`,
     /// `tree.txt`, `tree.svg`, the store's `index.html`) with every secret redacted
     /// (`gjcfs_engine::redact`); the data (`session.jsonl`, `entries/`, `context.json`, …)
@@ -210,7 +211,7 @@ impl Vfs {
                 (config.max_loaded, config.redact),
             )
             .saving_listing_at(config.saved_listing.clone())
-            .saving_view_sizes(config.saved_view_sizes.clone()),
+            .saving_renderings(config.saved_renderings.clone()),
             config,
             inodes: Mutex::new(InodeTable::default()),
             handles: Handles::default(),

@@ -162,7 +162,7 @@ pub(super) fn fixed_path(node: &Node) -> Option<Vec<String>> {
 }
 
 /// A rendering of the session for people ([`gjcfs_engine::views`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum View {
     /// `context.md`; its image links point into the session's `blobs/`.
     ContextMd,

@@ -129,11 +129,12 @@ mod nodes;
 mod paths;
 mod reads;
 mod recent;
+mod rendered_file;
+#[cfg(test)]
+mod saved_renderings_tests;
 mod search;
 mod sessions;
 mod shapes;
-#[cfg(test)]
-mod sizes_tests;
 mod slots;
 mod snapshots;
 mod store_usage;
@@ -154,10 +155,10 @@ pub use fs::{Caching, Invalidator, NamespaceChange, Opened, OpenedDir, Summary, 
 pub use inode::{Node, StoreFile, ROOT_INO};
 pub use kept_listings::{KeptListing, KEPT_MAX};
 pub use paths::{same_ignoring_case, Unresolved};
-pub use sessions::SavedViewSizes;
-/// The file in a store's cache directory that keeps the sizes of its sessions' rendered
-/// files between runs ([`SavedViewSizes`]).
-pub const SAVED_VIEW_SIZES_FILE: &str = "view-sizes";
+pub use sessions::SavedRenderings;
+/// The file in a store's cache directory that keeps what was rendered of its sessions
+/// between runs: the names and sizes of their files ([`SavedRenderings`]).
+pub const SAVED_RENDERINGS_FILE: &str = "renderings";
 
 /// Why an operation failed, in filesystem terms.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -227,7 +228,7 @@ pub(crate) fn test_config(
         search_index: None,
         saved_usage: None,
         saved_listing: None,
-        saved_view_sizes: None,
+        saved_renderings: None,
         redact: false,
     }
 }

@@ -9,7 +9,7 @@ use super::errors::HISTORY_LOG;
 use super::fs::Vfs;
 use super::inode::Node;
 use super::layout::in_session_dir;
-use super::sessions::SizeOf;
+use super::rendered_file::RenderedFile;
 use super::shapes::Shape;
 use super::snapshots::Compared;
 use super::{Attr, NodeKind, VfsError};
@@ -124,7 +124,7 @@ impl Vfs {
     }
 
     /// A number for `node` that holds the size saved for its rendering from the session
-    /// file at `source`, if one was saved (`sessions/sizes.rs`): nothing is loaded or
+    /// file at `source`, if one was saved (`sessions/saved_renderings.rs`): nothing is loaded or
     /// rendered, the bytes are rendered at the first read ([`Snapshots::take_sized`]).
     ///
     /// [`Snapshots::take_sized`]: super::snapshots::Snapshots::take_sized
@@ -135,8 +135,8 @@ impl Vfs {
         source: &gjcfs_engine::storage::FileVersion,
         counted: bool,
     ) -> Option<Attr> {
-        let (sid, of) = SizeOf::node(node)?;
-        let size = self.sessions.saved_size(sid, of, Some(source))?;
+        let (sid, file) = RenderedFile::of(node)?;
+        let size = self.sessions.saved_size(sid, &file, Some(source))?;
         let mut inodes = self.inodes.lock();
         let mut ino = inodes.ino(node);
         if self.snapshots.attr(ino).is_some() {
@@ -174,8 +174,11 @@ impl Vfs {
         }
         drop(inodes);
         // Its size was saved: a lookup gives it without rendering.
-        let saved = SizeOf::node(node)
-            .is_some_and(|(sid, of)| self.sessions.saved_size(sid, of, source.as_ref()).is_some());
+        let saved = RenderedFile::of(node).is_some_and(|(sid, file)| {
+            self.sessions
+                .saved_size(sid, &file, source.as_ref())
+                .is_some()
+        });
         if saved {
             return None;
         }

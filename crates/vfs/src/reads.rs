@@ -131,7 +131,7 @@ impl Vfs {
                     // Opened again, it is rendered and sized anew.
                     Compared::Missized => {
                         if let Some(sid) = node.session() {
-                            self.sessions.forget_sizes(sid);
+                            self.sessions.forget_saved(sid);
                         }
                         Err(VfsError::Stale)
                     }

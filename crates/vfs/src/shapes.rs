@@ -4,8 +4,8 @@ use super::disk;
 use super::errors::HISTORY_LOG;
 use super::fs::Vfs;
 use super::inode::Node;
-use super::layout::{link_target, project_name, view_of};
-use super::sessions::SizeOf;
+use super::layout::{link_target, project_name};
+use super::rendered_file::RenderedFile;
 use super::{NodeKind, SessionSource, VfsError};
 
 /// A node's attributes before it has a number.
@@ -316,44 +316,22 @@ impl Vfs {
         }
     }
 
-    /// The shape of the context, a view or a page.
+    /// The shape of the context, a view or a page: its size saved for the transcript as it
+    /// is (nothing loaded or rendered), else known, else rendered.
     fn rendered_shape(&self, node: &Node) -> Result<Shape, VfsError> {
         let file_ms = || node.session().and_then(|s| self.file_ms(s)).unwrap_or(0);
-        // Saved for the transcript as it is: nothing to load or render.
-        let saved =
-            SizeOf::node(node).and_then(|(sid, of)| self.sessions.saved_size(sid, of, None));
-        if let Some(len) = saved {
-            return Ok(file(len as usize, file_ms()));
-        }
-        Ok(match node {
-            Node::Context(s) => {
-                let len = self.with_known(
-                    s,
-                    |r| r.known_context_len(),
-                    |l| Ok(l.rendered.context_len(&l.manager)),
-                )?;
-                file(len as usize, file_ms())
-            }
-            Node::ContextMd(s)
-            | Node::ContextHtml(s)
-            | Node::Tree(s)
-            | Node::TreeSvg(s)
-            | Node::Usage(s)
-            | Node::LeafPage(s, _)
-            | Node::PageFile(s, _) => {
-                let len = self.with_known(
-                    s,
-                    |r| match (view_of(node), node) {
-                        (Some((_, view)), _) => r.known_view_len(view),
-                        (None, Node::LeafPage(_, id)) => r.known_leaf_page_len(id),
-                        (None, Node::PageFile(_, n)) => r.known_earlier_page_len(*n),
-                        (None, _) => None,
-                    },
-                    |loaded| Ok(loaded.rendered_bytes(node)?.len() as u64),
-                )?;
-                file(len as usize, file_ms())
-            }
-            _ => return Err(VfsError::NotFound),
-        })
+        let (sid, rendered) = RenderedFile::of(node).ok_or(VfsError::NotFound)?;
+        let len = match self.sessions.saved_size(sid, &rendered, None) {
+            Some(len) => len,
+            None => self.with_known(
+                sid,
+                |r| r.known_len(&rendered),
+                |l| {
+                    let len = l.rendered.file_len(&l.manager, &rendered);
+                    len.ok_or(VfsError::NotFound)
+                },
+            )?,
+        };
+        Ok(file(len as usize, file_ms()))
     }
 }

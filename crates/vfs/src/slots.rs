@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 
 use super::content::{Bytes, Rendered};
 use super::inode::Node;
-use super::layout::view_of;
+use super::rendered_file::RenderedFile;
 use super::VfsError;
 use gjcfs_engine::manager::SessionManager;
 use gjcfs_engine::storage::FileVersion;
@@ -51,17 +51,10 @@ impl Loaded {
     /// The bytes of `node`, a rendered file of the session (context, the views and the
     /// leaf pages).
     pub(super) fn rendered_bytes(&mut self, node: &Node) -> Result<Bytes, VfsError> {
-        let (rendered, manager) = (&mut self.rendered, &self.manager);
-        Ok(match (view_of(node), node) {
-            (Some((_, view)), _) => rendered.view_bytes(manager, view),
-            (None, Node::LeafPage(_, id)) => {
-                rendered.leaf_page(manager, id).ok_or(VfsError::NotFound)?
-            }
-            (None, Node::PageFile(_, n)) => rendered
-                .earlier_page(manager, *n)
-                .ok_or(VfsError::NotFound)?,
-            (None, _) => rendered.context_bytes(manager),
-        })
+        let (_, file) = RenderedFile::of(node).ok_or(VfsError::NotFound)?;
+        self.rendered
+            .file_bytes(&self.manager, &file)
+            .ok_or(VfsError::NotFound)
     }
 
     /// Renders the session as it is now, keeping the entry names (see

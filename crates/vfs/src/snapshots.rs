@@ -11,7 +11,7 @@
 //!   transcript as it is now, known by the transcript's version without rendering, else
 //!   the bytes are rendered, and bytes that differ from what its number holds get a new
 //!   number, so a kernel sees a new file, with pages of its own; a view whose size was
-//!   saved for the transcript's version (`sessions/sizes.rs`) gets a number holding that
+//!   saved for the transcript's version (`sessions/saved_renderings.rs`) gets a number holding that
 //!   size alone, and is rendered at its first read;
 //! - the attributes and reads of a number serve what it holds, and only that: a file opened
 //!   before a change reads whole as it was, never half old and half new.
@@ -42,7 +42,7 @@ use gjcfs_engine::storage::FileVersion;
 pub const KEPT_MAX: usize = 1024;
 /// The longest bytes kept while files are read through handles (which hold what they
 /// read): a larger file is rendered for the open that reads it and let go with it.
-pub const HANDLE_KEPT_MAX: usize = super::content::KEPT_MAX;
+pub const HANDLE_KEPT_MAX: usize = super::rendered_file::KEPT_MAX;
 /// How many bytes they keep together.
 pub const KEPT_BYTES: usize = 256 << 20;
 

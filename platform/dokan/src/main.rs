@@ -119,10 +119,10 @@ fn run(cli: Cli) -> Result<(), String> {
                     .as_ref()
                     .map(|dir| dir.join(gjcfs_vfs::SAVED_LISTING_FILE)),
                 // Sizes rendered with the secrets in them are not those of a redacted view.
-                saved_view_sizes: search_index.as_ref().filter(|_| !redact).and_then(|dir| {
-                    gjcfs_vfs::SavedViewSizes::for_this_program(
+                saved_renderings: search_index.as_ref().filter(|_| !redact).and_then(|dir| {
+                    gjcfs_vfs::SavedRenderings::for_this_program(
                         &gjcfs_vfs::FileStorage,
-                        dir.join(gjcfs_vfs::SAVED_VIEW_SIZES_FILE),
+                        dir.join(gjcfs_vfs::SAVED_RENDERINGS_FILE),
                     )
                 }),
                 search_index,

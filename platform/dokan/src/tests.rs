@@ -45,7 +45,7 @@ fn store(tmp: &Path, read_only: bool) -> (Adapter, String) {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
-        saved_view_sizes: None,
+        saved_renderings: None,
         redact: false,
     });
     let owner = Sid::parse(USER).expect("sid");

@@ -42,7 +42,7 @@ pub fn memory_config(storage: &MemoryStorage) -> VfsConfig {
         search_index: None,
         saved_usage: None,
         saved_listing: None,
-        saved_view_sizes: None,
+        saved_renderings: None,
         redact: false,
     }
 }

@@ -22,11 +22,10 @@ use parking_lot::Mutex;
 
 mod followed;
 mod kept;
+mod saved_renderings;
 mod scan;
-mod sizes;
 
-pub use sizes::SavedViewSizes;
-pub(crate) use sizes::SizeOf;
+pub use saved_renderings::SavedRenderings;
 
 use crate::content::{Generation, Rendered};
 use crate::errors::from_session;
@@ -79,8 +78,9 @@ pub(super) struct Sessions {
     cache: Mutex<SlotCache>,
     /// What is kept of the sessions no longer loaded ([`kept`]).
     kept: Mutex<kept::Kept>,
-    /// The sizes of rendered files, saved between runs ([`sizes`]); `None`: not kept.
-    sizes: Option<Mutex<sizes::Sizes>>,
+    /// The sessions' stripped renderings, saved between runs ([`saved_renderings`]); `None`: not
+    /// kept.
+    saved: Option<Mutex<saved_renderings::RenderingStore>>,
     /// A watch of the store's directories, where the storage can watch them: a scan is
     /// skipped while it saw no change (`scan.rs`).
     watch: Mutex<Option<Box<dyn gjcfs_engine::storage::DirWatch>>>,
@@ -118,7 +118,7 @@ impl Sessions {
             saved_listing: None,
             cache: Mutex::new(SlotCache::default()),
             kept: Mutex::new(kept::Kept::default()),
-            sizes: None,
+            saved: None,
             watch: Mutex::new(None),
             followed: Default::default(),
             unscanned: Default::default(),
@@ -166,7 +166,7 @@ impl Sessions {
                 if let Some(loaded) = state.loaded.take() {
                     let _ = loaded.manager.close();
                     if let Some(version) = loaded.synced {
-                        self.learn_sizes(&loaded.path, version, &loaded.rendered);
+                        self.save_rendering(&loaded.path, version, &loaded.rendered);
                         let mut kept = self.kept.lock();
                         kept.put(&old_sid, &loaded.path, version, loaded.rendered);
                     }
@@ -189,6 +189,7 @@ impl Sessions {
         loaded: impl FnOnce(&mut Loaded) -> Result<R, VfsError>,
     ) -> Result<R, VfsError> {
         if !self.cache.lock().slots.contains_key(sid) {
+            self.restore_saved(sid);
             let path = self.kept.lock().path_of(sid);
             let listed_there = path.as_ref().is_some_and(|path| {
                 self.listing
@@ -387,6 +388,7 @@ impl Sessions {
                 // What was kept of it holds while the file is as it was rendered from (what
                 // was learnt of its files stays known); else it carries its entry names over,
                 // while they hold.
+                self.restore_saved(sid);
                 let rendered = match (self.kept.lock().take(sid), state.dropped.take()) {
                     (Some((version, rendered)), _) if Some(version) == before => rendered,
                     (kept, dropped) => match dropped.or(kept.map(|(_, r)| r)) {
@@ -505,7 +507,7 @@ impl Sessions {
                 self.follow_outside_changes(&sid, &mut state, events);
             }
         }
-        self.save_sizes(false);
+        self.save_renderings(false);
     }
 
     fn note_stamp(&self, sid: &str, stamp: Option<FileVersion>) {
@@ -532,14 +534,14 @@ impl Sessions {
         for (sid, slot) in slots {
             if let Some(loaded) = slot.lock().loaded.take() {
                 if let Some(version) = loaded.synced {
-                    self.learn_sizes(&loaded.path, version, &loaded.rendered);
+                    self.save_rendering(&loaded.path, version, &loaded.rendered);
                 }
                 if let Err(e) = loaded.manager.close() {
                     failures.push((sid, e.to_string()));
                 }
             }
         }
-        self.save_sizes(true);
+        self.save_renderings(true);
         failures
     }
 }

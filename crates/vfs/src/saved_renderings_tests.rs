@@ -1,17 +1,18 @@
-//! The sizes of rendered files saved between runs (`sessions/sizes.rs`), over a store in
-//! memory: a model started after another one rendered the views gives their sizes without
-//! rendering them, for the same transcript and renderer only, and reads them whole; a size
-//! saved wrong costs one stale read, never a file cut short.
+//! What is rendered of each session saved between runs (`sessions/saved_renderings.rs`), over a store
+//! in memory: a model started after another one rendered the views gives their sizes, the
+//! session's names and its entries' attributes without loading or rendering anything, for
+//! the same transcript and renderer only, and reads the views whole; a size saved wrong
+//! costs one stale read, never a file cut short.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{OpenMode, SavedViewSizes, SessionSource, Vfs, VfsError};
+use super::{OpenMode, SavedRenderings, SessionSource, Vfs, VfsError};
 use gjcfs_engine::storage::{MemoryStorage, SessionStorage};
 
 const STORE: &str = "/store";
 const SESSION: &str = "/store/2026-03-01T10-00-00-000Z_s1.jsonl";
-const SAVED: &str = "/cache/view-sizes";
+const SAVED: &str = "/cache/renderings";
 
 /// The files whose sizes are saved, as paths below the session's directory.
 const VIEWS: [&str; 7] = [
@@ -44,7 +45,7 @@ fn model(storage: &MemoryStorage, renderer: Option<u64>) -> Vfs {
         SessionSource::Dir(STORE.into()),
         Path::new("/agent"),
     );
-    config.saved_view_sizes = renderer.map(|renderer| SavedViewSizes {
+    config.saved_renderings = renderer.map(|renderer| SavedRenderings {
         path: PathBuf::from(SAVED),
         renderer,
     });
@@ -115,6 +116,52 @@ fn a_later_model_gives_saved_sizes_without_rendering_and_reads_the_views_whole()
     for (view, bytes) in VIEWS.iter().zip(&bytes) {
         assert_eq!(&read(&second, view).unwrap(), bytes, "{view}: read whole");
     }
+}
+
+/// Every path below the session's directory with its size (0 for a directory), walked
+/// as `du` walks it: a listing, then each name's attributes.
+fn walk(vfs: &Vfs, dir: &str) -> Vec<(String, u64)> {
+    let ino = vfs.resolve_path(dir).unwrap().ino;
+    let mut found = Vec::new();
+    for entry in vfs.readdir(ino).unwrap() {
+        let path = format!("{dir}/{}", entry.name);
+        let attr = vfs.resolve_path(&path).unwrap();
+        match attr.kind {
+            crate::NodeKind::Directory => found.extend(walk(vfs, &path)),
+            _ => found.push((path, attr.size)),
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn a_later_model_walks_a_session_without_loading_it() {
+    let storage = store();
+    let first = model(&storage, Some(7));
+    let walked = walk(&first, "sessions/s1");
+    assert!(walked
+        .iter()
+        .any(|(p, _)| p.ends_with("/entries/000002-a3.json")));
+    assert!(first.close_all().is_empty());
+    let second = model(&storage, Some(7));
+    assert_eq!(
+        walk(&second, "sessions/s1"),
+        walked,
+        "the same names and sizes"
+    );
+    assert!(
+        !second.sessions.is_loaded("s1"),
+        "answered from what was saved"
+    );
+    // Read, the session is loaded, and its files are what the walk said.
+    for (path, size) in &walked {
+        if !path.ends_with("/new") && !path.contains("/labels/") {
+            let view = path.trim_start_matches("sessions/s1/");
+            assert_eq!(read(&second, view).unwrap().len() as u64, *size, "{path}");
+        }
+    }
+    assert!(second.sessions.is_loaded("s1"));
 }
 
 #[test]
