@@ -35,6 +35,7 @@ fn write_corpus(dir: &Path, name: &str, limit: Limit, format: Format) -> (PathBu
         seed: SEED,
         limit,
         format,
+        cwd: None,
     };
     let summary = corpus::generate_file(&path, &options).expect("corpus written");
     (path, summary.bytes)
@@ -165,6 +166,7 @@ fn json_lines(c: &mut Criterion) {
         seed: SEED,
         limit: Limit::Bytes(5_000_000),
         format: Format::V5,
+        cwd: None,
     });
     let text = String::from_utf8(bytes).expect("UTF-8");
     let lines: Vec<&str> = text.lines().collect();

@@ -138,6 +138,7 @@ fn tail_check(c: &mut Criterion) {
         seed: 1,
         limit: Limit::Bytes(100_000_000),
         format: Format::V5,
+        cwd: None,
     };
     corpus::generate_file(&pristine, &options).unwrap();
     // Each measurement appends to its own copy of the 100 MB session.

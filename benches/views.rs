@@ -39,6 +39,7 @@ fn generated(dir: &Path, name: &str, entries: u64) -> PathBuf {
             seed: SEED,
             limit: Limit::Entries(entries),
             format: Format::V5,
+            cwd: None,
         },
     )
     .expect("corpus written");

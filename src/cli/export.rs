@@ -230,8 +230,7 @@ pub fn redact_rules_file(file: Option<&Path>) -> Option<PathBuf> {
 /// holds no rules.
 pub fn use_redact_rules(file: Option<&Path>) -> Result<(String, Vec<String>)> {
     let files: Vec<PathBuf> = redact_rules_file(file).into_iter().collect();
-    let rules = redact::use_rules(&FileStorage, &files)
-        .map_err(|e| anyhow::anyhow!("secret rules: {e}"))?;
+    let rules = redact::use_rules(&FileStorage, &files).context("secret rules")?;
     let mut sets = format!("redacting secrets by built-in {} rules", rules.builtin);
     for (name, n) in &rules.files {
         sets.push_str(&format!("; plus {name}: {n} rules"));

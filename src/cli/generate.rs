@@ -1,12 +1,10 @@
 //! `gjcfs generate OUT.jsonl (--entries N | --size SIZE) [--seed S] [--version 5|1]
 //! [--cwd DIR [--scope AGENT_DIR]]`.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use gjcfs_corpus::{self as corpus, Format, Limit, Options};
-use gjcfs_engine::json::{self, Value};
 use gjcfs_engine::storage::{FileStorage, SessionStorage};
 
 use super::agent::agent_dirs;
@@ -90,6 +88,7 @@ pub fn run(out: &Path, limit: Limit, seed: u64, format: Format, target: Target<'
         seed,
         limit,
         format,
+        cwd: target.cwd.map(header_cwd).transpose()?,
     };
     let out = match target.scope {
         Some(agent_dir) => scoped_path(out, agent_dir, target.cwd)?,
@@ -97,23 +96,17 @@ pub fn run(out: &Path, limit: Limit, seed: u64, format: Format, target: Target<'
     };
     let summary = corpus::generate_file(&out, &options)
         .with_context(|| format!("cannot write {}", out.display()))?;
-    if let Some(cwd) = target.cwd {
-        set_header_cwd(&out, cwd)?;
-    }
     if target.scope.is_some() {
         // A managed transcript is a private file.
         FileStorage
             .set_mode(&out, 0o600)
             .with_context(|| format!("cannot make {} private", out.display()))?;
     }
-    // The size as written: the cwd set above changes it.
-    let bytes = fs::metadata(&out)
-        .with_context(|| format!("cannot read {}", out.display()))?
-        .len();
     eprintln!(
-        "gjcfs: wrote {} ({format} session, seed {seed}): {} entries, {bytes} bytes",
+        "gjcfs: wrote {} ({format} session, seed {seed}): {} entries, {} bytes",
         out.display(),
         summary.entries,
+        summary.bytes,
     );
     Ok(())
 }
@@ -133,22 +126,12 @@ fn scoped_path(out: &Path, agent_dir: &Path, cwd: Option<&Path>) -> Result<PathB
     Ok(scope.join(name))
 }
 
-/// Rewrites the first line (the header) with `cwd` set to the absolute `cwd`.
-fn set_header_cwd(file: &Path, cwd: &Path) -> Result<()> {
-    let cwd = std::path::absolute(cwd)?;
-    let Some(cwd) = cwd.to_str() else {
-        bail!("{}: not a UTF-8 path", cwd.display());
-    };
-    let text = fs::read_to_string(file)?;
-    let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
-    let mut header = json::parse(first).context("the generated header is not JSON")?;
-    match &mut header {
-        Value::Object(fields) => fields.insert("cwd", Value::from(cwd)),
-        _ => bail!("the generated header is not an object"),
+/// `cwd` as the header's `cwd`: made absolute, and UTF-8.
+fn header_cwd(cwd: &Path) -> Result<String> {
+    let absolute =
+        std::path::absolute(cwd).with_context(|| format!("{}: cannot resolve", cwd.display()))?;
+    match absolute.into_os_string().into_string() {
+        Ok(text) => Ok(text),
+        Err(path) => bail!("{}: not a UTF-8 path", Path::new(&path).display()),
     }
-    let mut bytes = Vec::with_capacity(text.len() + cwd.len());
-    json::write_compact(&header, &mut bytes);
-    bytes.push(b'\n');
-    bytes.extend_from_slice(rest.as_bytes());
-    fs::write(file, bytes).with_context(|| format!("cannot write {}", file.display()))
 }

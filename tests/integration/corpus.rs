@@ -17,6 +17,7 @@ fn v5(seed: u64, entries: u64) -> Options {
         seed,
         limit: Limit::Entries(entries),
         format: Format::V5,
+        cwd: None,
     }
 }
 
@@ -169,6 +170,7 @@ fn size_limit_lands_close_to_the_target() {
             seed,
             limit: Limit::Bytes(target),
             format,
+            cwd: None,
         };
         let bytes = corpus::generate_bytes(&options);
         let len = bytes.len() as u64;
@@ -348,6 +350,62 @@ fn cli_writes_the_same_bytes_as_the_library() {
         assert!(!output.status.success(), "{args:?} should fail");
     }
     assert!(!dir.path().join("x.jsonl").exists());
+}
+
+/// `gjcfs generate ARGS OUT` run in `dir`: the file's text and what it said on stderr.
+fn generate_in(dir: &std::path::Path, out: &str, args: &[&str]) -> (String, String) {
+    let output = Command::new(crate::common::gjcfs_bin())
+        .current_dir(dir)
+        .arg("generate")
+        .args(args)
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{args:?}: {output:?}");
+    let said = String::from_utf8(output.stderr).unwrap();
+    (std::fs::read_to_string(dir.join(out)).unwrap(), said)
+}
+
+#[test]
+fn cli_cwd_is_the_headers_and_the_rest_is_the_session_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let absolute = std::path::absolute("/x/y").unwrap();
+    let relative = dir.path().join("rel");
+    for limit in [&["--entries", "250"][..], &["--size", "300KB"]] {
+        for version in ["5", "1"] {
+            let args = [limit, &["--seed", "7", "--version", version]].concat();
+            let (plain, _) = generate_in(dir.path(), "plain.jsonl", &args);
+            let (plain_header, plain_rest) = plain.split_once('\n').unwrap();
+            for (cwd, expected) in [("/x/y", &absolute), ("rel", &relative)] {
+                let args = [&args[..], &["--cwd", cwd]].concat();
+                let (text, said) = generate_in(dir.path(), "cwd.jsonl", &args);
+                let (header, rest) = text.split_once('\n').unwrap();
+                assert!(
+                    rest == plain_rest,
+                    "{args:?}: the entries are the same bytes"
+                );
+                let header = gjcfs::engine::json::parse(header).unwrap();
+                let plain_header = gjcfs::engine::json::parse(plain_header).unwrap();
+                let (header, plain_header) = (
+                    header.as_object().unwrap(),
+                    plain_header.as_object().unwrap(),
+                );
+                assert_eq!(header.get_str("cwd"), expected.to_str(), "{args:?}");
+                let others = |o: &gjcfs::engine::json::Object| {
+                    let o = o.iter().filter(|(k, _)| k.as_str() != Some("cwd"));
+                    o.map(|(k, v)| (k.to_string_lossy().into_owned(), v.clone()))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(others(header), others(plain_header), "{args:?}");
+                let entries = rest.lines().count();
+                if limit[0] == "--entries" {
+                    assert_eq!(entries, 250);
+                }
+                let reported = format!(": {entries} entries, {} bytes\n", text.len());
+                assert!(said.ends_with(&reported), "{said:?}, expected {reported:?}");
+            }
+        }
+    }
 }
 
 /// Whether `keys` follow `spec`, a space-separated key list in emission order where a

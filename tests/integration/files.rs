@@ -216,6 +216,7 @@ fn files_answers_what_the_tool_calls_of_a_generated_store_say() {
             seed,
             limit: Limit::Entries(300),
             format: Format::V5,
+            cwd: None,
         };
         generate_file(&store.sessions().join(format!("s{seed}.jsonl")), &options).unwrap();
     }
@@ -279,6 +280,7 @@ fn files_takes_in_what_was_appended_and_resolves_relative_paths_against_the_cwd(
         seed: 9,
         limit: Limit::Entries(200),
         format: Format::V5,
+        cwd: None,
     };
     generate_file(&file, &options).unwrap();
     let before = store.answer("/");

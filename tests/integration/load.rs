@@ -11,6 +11,7 @@ fn a_large_damaged_file_loads_on_threads_exactly_as_one_pass_reads_it() {
         seed: 3,
         limit: Limit::Bytes(10_000_000),
         format: Format::V5,
+        cwd: None,
     });
     // CRLF endings, blank lines, invalid UTF-8 and torn lines all over the file, and a last
     // line without a newline.

@@ -27,6 +27,7 @@ fn session_file(dir: &Path, entries: u64) -> PathBuf {
         seed: 7,
         limit: Limit::Entries(entries),
         format: Format::V5,
+        cwd: None,
     };
     corpus::generate_file(&path, &options).unwrap();
     path
@@ -343,6 +344,7 @@ fn a_migrated_session_needs_a_reload_for_appended_lines() {
             seed: 1,
             limit: Limit::Entries(20),
             format: Format::V1,
+            cwd: None,
         },
     )
     .unwrap();

@@ -97,6 +97,7 @@ impl Store {
                 seed,
                 limit: Limit::Entries(40),
                 format: Format::V5,
+                cwd: None,
             };
             generate_file(&root.join(format!("s{seed}.jsonl")), &options).unwrap();
         }
@@ -585,6 +586,7 @@ fn large_sessions_written_a_batch_at_a_time_are_indexed_whole() {
             seed: n,
             limit: Limit::Entries(entries),
             format: Format::V5,
+            cwd: None,
         };
         generate_file(&store.file(n as u32), &options).unwrap();
     }
@@ -982,6 +984,7 @@ fn cli_search_over_an_agent_directory_reads_every_scope_directory() {
             seed,
             limit: Limit::Entries(20),
             format: Format::V5,
+            cwd: None,
         };
         generate_file(&path, &options).unwrap();
         append(&path, &[user("aa000001", &leaf_of(&path), "zyxscope")]);

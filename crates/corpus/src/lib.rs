@@ -66,11 +66,15 @@ pub enum Limit {
 }
 
 /// What to generate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     pub seed: u64,
     pub limit: Limit,
     pub format: Format,
+    /// The header's `cwd`; `None`: one the seed draws. Nothing else depends on it: the rest
+    /// of the file is the same bytes whatever it is (a byte limit counts the header as it
+    /// is with the drawn cwd).
+    pub cwd: Option<String>,
 }
 
 /// What was written.
@@ -166,6 +170,7 @@ mod tests {
             seed,
             limit,
             format,
+            cwd: None,
         }
     }
 
@@ -192,6 +197,47 @@ mod tests {
         assert_eq!(summary.entries, 500);
         assert_eq!(summary.bytes, bytes.len() as u64);
         assert_eq!(summary.by_type.values().sum::<u64>(), 500);
+    }
+
+    #[test]
+    fn a_given_cwd_is_the_headers_and_changes_nothing_else() {
+        // Shorter and longer than the drawn ones, and escaped in JSON.
+        let cwds = [
+            "/x",
+            "/a very/long \"quoted\" workspace/ünïcode\tdir/with/more/names",
+        ];
+        for format in [Format::V5, Format::V1] {
+            for limit in [Limit::Entries(200), Limit::Bytes(200_000)] {
+                for seed in 0..4 {
+                    let drawn = options(seed, limit, format);
+                    let plain = generate_bytes(&drawn);
+                    let plain = std::str::from_utf8(&plain).unwrap();
+                    let (plain_header, plain_rest) = plain.split_once('\n').unwrap();
+                    for cwd in cwds {
+                        let given = Options {
+                            cwd: Some(cwd.to_owned()),
+                            ..drawn.clone()
+                        };
+                        let bytes = generate_bytes(&given);
+                        let text = std::str::from_utf8(&bytes).unwrap();
+                        let (header, rest) = text.split_once('\n').unwrap();
+                        assert!(rest == plain_rest, "{format} {limit:?} {seed} {cwd}");
+                        let drawn_cwd = json::parse(plain_header).unwrap();
+                        let drawn_cwd = drawn_cwd.as_object().unwrap().get("cwd").unwrap();
+                        let mut header = json::parse(header).unwrap();
+                        let fields = header.as_object_mut().unwrap();
+                        assert_eq!(fields.get_str("cwd"), Some(cwd));
+                        fields.insert("cwd", drawn_cwd.clone());
+                        let mut back = Vec::new();
+                        json::write_compact(&header, &mut back);
+                        assert_eq!(back, plain_header.as_bytes(), "the rest of the header");
+                        let summary = generate(&given, io::sink()).unwrap();
+                        assert_eq!(summary.bytes, bytes.len() as u64);
+                        assert_eq!(summary.entries, rest.lines().count() as u64);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -15,23 +15,15 @@ use gjcfs_engine::storage::{FileStorage, OpenMode, SessionStorage};
 pub const INDEX_FILE: &str = "search.sqlite";
 
 /// Where the index of a store lives by default: `<cache>/gjcfs/search/<key>` where
-/// `<cache>` is `$XDG_CACHE_HOME` (if absolute), else `~/.cache` (on Windows
-/// `%LOCALAPPDATA%`), and `<key>` is the
-/// store directory's name followed by a digest of its absolute path, so every agent
-/// directory (or session directory) has its own.
+/// `<cache>` is the user's cache directory ([`cache_dir`]: `$XDG_CACHE_HOME` if absolute,
+/// else `~/.cache`; on Windows `%LOCALAPPDATA%`), and `<key>` is the store directory's name
+/// followed by a digest of its absolute path, so every agent directory (or session
+/// directory) has its own. `None` when there is no cache directory.
+///
+/// [`cache_dir`]: gjcfs_engine::storage::user_dirs::cache_dir
 pub fn default_index_dir(store: &Path) -> Option<PathBuf> {
     use sha2::{Digest, Sha256};
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            // Windows keeps caches in the local application data directory.
-            #[cfg(windows)]
-            let cache = std::env::var_os("LOCALAPPDATA").map(PathBuf::from);
-            #[cfg(not(windows))]
-            let cache = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache"));
-            cache.filter(|p| p.is_absolute())
-        })?;
+    let cache = gjcfs_engine::storage::user_dirs::cache_dir()?;
     let store = FileStorage
         .canonicalize(store)
         .unwrap_or_else(|_| store.to_owned());

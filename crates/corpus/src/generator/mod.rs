@@ -42,8 +42,13 @@ struct Generator<W> {
     rng: SmallRng,
     format: Format,
     limit: Limit,
+    /// The header's `cwd`, if the options give one.
+    cwd: Option<String>,
     out: W,
     summary: Summary,
+    /// The bytes counted against a byte limit: those written, the header counted as it is
+    /// with the cwd the seed draws, so that a cwd given changes nothing after the header.
+    counted: u64,
     /// The current time in milliseconds.
     now: i64,
     session_id: String,
@@ -73,8 +78,10 @@ impl<W: Write> Generator<W> {
             rng,
             format: options.format,
             limit: options.limit,
+            cwd: options.cwd.clone(),
             out,
             summary: Summary::default(),
+            counted: 0,
             now,
             session_id: String::new(),
             ids: HashSet::new(),
@@ -94,7 +101,7 @@ impl<W: Write> Generator<W> {
     fn done(&self) -> bool {
         match self.limit {
             Limit::Entries(n) => self.summary.entries >= n,
-            Limit::Bytes(n) => self.summary.bytes >= n,
+            Limit::Bytes(n) => self.counted >= n,
         }
     }
 
@@ -104,7 +111,7 @@ impl<W: Write> Generator<W> {
         let capped = match self.limit {
             Limit::Entries(_) => n,
             Limit::Bytes(target) => {
-                let missing = target.saturating_sub(self.summary.bytes) as usize;
+                let missing = target.saturating_sub(self.counted) as usize;
                 n.min((missing.saturating_sub(self.drawn) / 2).max(48))
             }
         };
@@ -178,6 +185,7 @@ impl<W: Write> Generator<W> {
         self.line.push(b'\n');
         self.out.write_all(&self.line)?;
         self.summary.bytes += self.line.len() as u64;
+        self.counted += self.line.len() as u64;
         self.drawn = 0;
         Ok(())
     }
@@ -259,7 +267,9 @@ impl<W: Write> Generator<W> {
     // Header and start-up.
 
     fn header(&mut self) -> io::Result<()> {
-        let cwd = self.pick(CWDS);
+        let drawn = self.pick(CWDS);
+        let given = self.cwd.take();
+        let cwd = given.as_deref().unwrap_or(drawn);
         let timestamp = s(format_iso_millis(self.now));
         let mut h = Object::with_capacity(8);
         h.insert("type", s("session"));
@@ -271,7 +281,7 @@ impl<W: Write> Generator<W> {
             h.insert("provider", s(model.provider));
             h.insert("modelId", s(model.model));
             h.insert("thinkingLevel", s("off"));
-            return self.write_line(&h);
+            return self.write_header(&h, drawn, cwd);
         }
         self.session_id = self.uuid_v7(self.now);
         h.insert("version", int(5));
@@ -318,7 +328,20 @@ impl<W: Write> Generator<W> {
                 h.insert("cwd", s(cwd));
             }
         }
-        self.write_line(&h)
+        self.write_header(&h, drawn, cwd)
+    }
+
+    /// Writes the header `h`, which holds `cwd`, counting it against a byte limit as it is
+    /// with the cwd `drawn`.
+    fn write_header(&mut self, h: &Object, drawn: &str, cwd: &str) -> io::Result<()> {
+        self.write_line(h)?;
+        let json_len = |text: &str| {
+            let mut bytes = Vec::with_capacity(text.len() + 2);
+            json::write_compact(&s(text), &mut bytes);
+            bytes.len() as u64
+        };
+        self.counted = self.counted + json_len(drawn) - json_len(cwd);
+        Ok(())
     }
 
     /// What a fresh session appends before the first prompt.

@@ -35,6 +35,7 @@ mod scan;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -116,6 +117,46 @@ pub fn rule_set() -> &'static RuleSetInfo {
     &scanner().set.info
 }
 
+/// Why [`use_rules`] took no rules: a file it cannot use (named by its path), or rules
+/// already in use.
+#[derive(Debug, thiserror::Error)]
+pub enum RedactError {
+    /// The file cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be read.
+        source: io::Error,
+    },
+    /// The file is not UTF-8 text.
+    #[error("{}: {source}", path.display())]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// Where its text stops being UTF-8.
+        source: std::str::Utf8Error,
+    },
+    /// The file is not TOML.
+    #[error("{}: not a rule file: {message}", path.display())]
+    NotToml {
+        /// The file.
+        path: PathBuf,
+        /// The TOML parser's message.
+        message: String,
+    },
+    /// The file is TOML but holds no `[[rules]]`.
+    #[error("{}: not a rule file: no [[rules]]", path.display())]
+    NoRules {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The rules were compiled already (something was redacted, or [`use_rules`] was
+    /// called before), so they can no longer change.
+    #[error("the secret rules are in use already")]
+    InUse,
+}
+
 /// Makes redaction apply, for the rest of the process, the built-in rules and those of
 /// each of `files` after them (gitleaks' format; a rule that does not compile is left out
 /// and named in [`RuleSetInfo::refused`]). Call it before anything is redacted. An error
@@ -124,35 +165,41 @@ pub fn rule_set() -> &'static RuleSetInfo {
 pub fn use_rules(
     storage: &dyn SessionStorage,
     files: &[PathBuf],
-) -> Result<&'static RuleSetInfo, String> {
+) -> Result<&'static RuleSetInfo, RedactError> {
     let mut set = rules::RuleSet::builtin();
     for file in files {
-        let name = file.display().to_string();
-        let bytes = storage.read(file).map_err(|e| format!("{name}: {e}"))?;
-        let text = String::from_utf8(bytes).map_err(|e| format!("{name}: {e}"))?;
-        set.add_file(&name, &text)
-            .map_err(|e| format!("{name}: not a rule file: {e}"))?;
+        let path = || file.to_owned();
+        let bytes = storage.read(file).map_err(|source| RedactError::Read {
+            path: path(),
+            source,
+        })?;
+        let text = std::str::from_utf8(&bytes).map_err(|source| RedactError::NotUtf8 {
+            path: path(),
+            source,
+        })?;
+        set.add_file(&file.display().to_string(), text)
+            .map_err(|e| match e {
+                rules::NotRules::Toml(message) => RedactError::NotToml {
+                    path: path(),
+                    message,
+                },
+                rules::NotRules::NoRules => RedactError::NoRules { path: path() },
+            })?;
     }
     SCANNER
         .set(Scanner::new(set))
-        .map_err(|_| "the secret rules are in use already".to_owned())?;
+        .map_err(|_| RedactError::InUse)?;
     Ok(rule_set())
 }
 
 /// Where a user's own secret rules are read from when no `--redact-rules` names a file
-/// and it exists: `$XDG_CONFIG_HOME/gjcfs/secret-rules.toml`, else under `~/.config` (on
-/// Windows, under `%APPDATA%`). `None` when no such directory is known.
+/// and it exists: `gjcfs/secret-rules.toml` in the user's configuration directory
+/// ([`config_dir`]: `$XDG_CONFIG_HOME` if absolute, else `~/.config`; on Windows
+/// `%APPDATA%`). `None` when there is no such directory.
+///
+/// [`config_dir`]: crate::storage::user_dirs::config_dir
 pub fn default_rules_file() -> Option<PathBuf> {
-    let config = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            #[cfg(windows)]
-            let config = std::env::var_os("APPDATA").map(PathBuf::from);
-            #[cfg(not(windows))]
-            let config = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config"));
-            config.filter(|p| p.is_absolute())
-        })?;
+    let config = crate::storage::user_dirs::config_dir()?;
     Some(config.join("gjcfs").join(RULES_FILE_NAME))
 }
 

@@ -75,6 +75,47 @@ pub(crate) struct Rule {
     pub(crate) generic: bool,
 }
 
+/// Why a file's text is no rule file (nothing of it is added).
+#[derive(Debug)]
+pub(crate) enum NotRules {
+    /// It is not TOML: the parser's message.
+    Toml(String),
+    /// It holds no `[[rules]]`.
+    NoRules,
+}
+
+/// Why one rule (or an allowlist) of a file is refused: what [`RuleSetInfo::refused`] says.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RuleError {
+    /// A key every rule must have is missing.
+    #[error("no {0}")]
+    Missing(&'static str),
+    /// A key that holds an array holds something else.
+    #[error("{0} is not an array")]
+    NotAnArray(&'static str),
+    /// An array of strings holds something else too.
+    #[error("{0} holds a value that is not a string")]
+    NotAString(&'static str),
+    /// `secretGroup` is not the number of a capture group of the regex.
+    #[error("secretGroup names no group of the regex")]
+    NoSuchGroup,
+    /// `entropy` is not a number.
+    #[error("entropy is not a number")]
+    EntropyNotANumber,
+    /// `allowlists` is not an array of tables.
+    #[error("allowlists is not an array of tables")]
+    AllowlistsNotTables,
+    /// `regexTarget` is none of `secret`, `match`, `line`.
+    #[error("unknown regexTarget {0:?}")]
+    UnknownTarget(String),
+    /// `condition` is neither `OR` nor `AND`.
+    #[error("unknown condition {0:?}")]
+    UnknownCondition(String),
+    /// A regex does not compile: the compiler's message.
+    #[error(transparent)]
+    Regex(#[from] regex::Error),
+}
+
 /// The rule sets in use and what of them compiled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleSetInfo {
@@ -127,7 +168,7 @@ impl RuleSet {
     /// Adds the rules of the file `name`, of text `text`, after the others; its rules that
     /// cannot be read are refused under their ids. An error when the file is no TOML or
     /// holds no `[[rules]]` (then nothing of it is added).
-    pub(crate) fn add_file(&mut self, name: &str, text: &str) -> Result<(), String> {
+    pub(crate) fn add_file(&mut self, name: &str, text: &str) -> Result<(), NotRules> {
         let before = self.rules.len();
         self.read(name, text)?;
         for rule in &mut self.rules[before..] {
@@ -141,16 +182,19 @@ impl RuleSet {
 
     /// Adds the rules of the TOML file `text`; a rule that cannot be read is refused under
     /// its id.
-    fn read(&mut self, name: &str, text: &str) -> Result<(), String> {
-        let doc = Document::parse(text).map_err(|e| e.to_string())?;
+    fn read(&mut self, name: &str, text: &str) -> Result<(), NotRules> {
+        let doc = Document::parse(text).map_err(|e| NotRules::Toml(e.to_string()))?;
         let file = self.info.files.len() + usize::from(self.info.builtin > 0);
         let Some(rules) = doc.get("rules").and_then(Item::as_array_of_tables) else {
-            return Err("no [[rules]]".to_owned());
+            return Err(NotRules::NoRules);
         };
         if let Some(global) = doc.get("allowlist").and_then(Item::as_table) {
             match allowlist(global) {
                 Ok(a) => self.global.push((file, a)),
-                Err(e) => self.info.refused.push((format!("{name} [allowlist]"), e)),
+                Err(e) => self
+                    .info
+                    .refused
+                    .push((format!("{name} [allowlist]"), e.to_string())),
             }
         }
         for table in rules.iter() {
@@ -161,7 +205,7 @@ impl RuleSet {
             }
             match rule(table) {
                 Ok(rule) => self.rules.push(Rule { file, ..rule }),
-                Err(e) => self.info.refused.push((id, e)),
+                Err(e) => self.info.refused.push((id, e.to_string())),
             }
         }
         Ok(())
@@ -173,32 +217,34 @@ fn str_of<'t>(table: &'t Table, key: &str) -> Option<&'t str> {
 }
 
 /// The strings of the array `key` (empty when absent).
-fn strings(table: &Table, key: &str) -> Result<Vec<String>, String> {
+fn strings(table: &Table, key: &'static str) -> Result<Vec<String>, RuleError> {
     let Some(item) = table.get(key) else {
         return Ok(Vec::new());
     };
-    let array = item.as_array().ok_or(format!("{key} is not an array"))?;
+    let array = item.as_array().ok_or(RuleError::NotAnArray(key))?;
     array
         .iter()
         .map(|v| v.as_str().map(str::to_owned))
         .collect::<Option<_>>()
-        .ok_or(format!("{key} holds a value that is not a string"))
+        .ok_or(RuleError::NotAString(key))
 }
 
-fn rule(table: &Table) -> Result<Rule, String> {
-    let id = str_of(table, "id").ok_or("no id")?.to_owned();
-    let regex = compile(str_of(table, "regex").ok_or("no regex")?)?;
+fn rule(table: &Table) -> Result<Rule, RuleError> {
+    let id = str_of(table, "id")
+        .ok_or(RuleError::Missing("id"))?
+        .to_owned();
+    let regex = compile(str_of(table, "regex").ok_or(RuleError::Missing("regex"))?)?;
     let secret_group = match table.get("secretGroup").map(Item::as_integer) {
         None => 0,
         Some(Some(n)) if n >= 0 && (n as usize) < regex.captures_len() => n as usize,
-        Some(_) => return Err("secretGroup names no group of the regex".to_owned()),
+        Some(_) => return Err(RuleError::NoSuchGroup),
     };
     let entropy = match table.get("entropy") {
         None => 0.0,
         Some(item) => item
             .as_float()
             .or_else(|| item.as_integer().map(|n| n as f64))
-            .ok_or("entropy is not a number")?,
+            .ok_or(RuleError::EntropyNotANumber)?,
     };
     let keywords = strings(table, "keywords")?
         .into_iter()
@@ -207,7 +253,7 @@ fn rule(table: &Table) -> Result<Rule, String> {
     let allowlists = match table.get("allowlists").map(Item::as_array_of_tables) {
         None => Vec::new(),
         Some(Some(lists)) => lists.iter().map(allowlist).collect::<Result<_, _>>()?,
-        Some(None) => return Err("allowlists is not an array of tables".to_owned()),
+        Some(None) => return Err(RuleError::AllowlistsNotTables),
     };
     Ok(Rule {
         id,
@@ -221,17 +267,17 @@ fn rule(table: &Table) -> Result<Rule, String> {
     })
 }
 
-fn allowlist(table: &Table) -> Result<Allowlist, String> {
+fn allowlist(table: &Table) -> Result<Allowlist, RuleError> {
     let target = match str_of(table, "regexTarget") {
         None | Some("secret") => Target::Secret,
         Some("match") => Target::Match,
         Some("line") => Target::Line,
-        Some(other) => return Err(format!("unknown regexTarget {other:?}")),
+        Some(other) => return Err(RuleError::UnknownTarget(other.to_owned())),
     };
     let all = match str_of(table, "condition") {
         None | Some("OR") => false,
         Some("AND") => true,
-        Some(other) => return Err(format!("unknown condition {other:?}")),
+        Some(other) => return Err(RuleError::UnknownCondition(other.to_owned())),
     };
     Ok(Allowlist {
         target,
@@ -249,12 +295,12 @@ fn allowlist(table: &Table) -> Result<Allowlist, String> {
 }
 
 /// Compiles a Go regex ([`translate`]d).
-pub(crate) fn compile(go: &str) -> Result<Regex, String> {
-    RegexBuilder::new(&translate(go))
+pub(crate) fn compile(go: &str) -> Result<Regex, RuleError> {
+    let regex = RegexBuilder::new(&translate(go))
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
-        .build()
-        .map_err(|e| e.to_string())
+        .build()?;
+    Ok(regex)
 }
 
 /// How many characters after a `{` make a repetition with it (`n}`, `n,}`, `n,m}`).

@@ -2,6 +2,7 @@ use super::rules::{translate, RuleSet, BUILTIN};
 use super::*;
 use crate::read::replay::parse_session_entries;
 use crate::session::tree::Session;
+use std::path::Path;
 
 fn redacted(text: &str) -> (String, Report) {
     let mut report = Report::default();
@@ -277,4 +278,141 @@ fn a_users_file_adds_its_rules_after_the_builtin_ones() {
             "{bad}"
         );
     }
+}
+
+#[test]
+fn a_rule_file_gjcfs_cannot_use_is_an_error_of_its_cause_naming_it() {
+    use crate::storage::MemoryStorage;
+    let storage = MemoryStorage::new();
+    let (bad_text, not_toml, empty) = ("/r/latin1.toml", "/r/not.toml", "/r/empty.toml");
+    storage.put_file(Path::new(bad_text), b"title = \"caf\xe9\"\n");
+    storage.put_file(Path::new(not_toml), b"not = [toml");
+    storage.put_file(Path::new(empty), b"title = \"no rules\"\n");
+    let error = |file: &str| use_rules(&storage, &[PathBuf::from(file)]).unwrap_err();
+
+    let missing = error("/r/missing.toml");
+    assert!(
+        matches!(&missing, RedactError::Read { path, source }
+            if path == Path::new("/r/missing.toml") && source.kind() == io::ErrorKind::NotFound),
+        "{missing:?}"
+    );
+    let cause = std::error::Error::source(&missing).expect("the io error is its source");
+    assert_eq!(missing.to_string(), format!("/r/missing.toml: {cause}"));
+
+    let latin1 = error(bad_text);
+    assert!(matches!(latin1, RedactError::NotUtf8 { .. }), "{latin1:?}");
+    assert_eq!(
+        latin1.to_string(),
+        "/r/latin1.toml: invalid utf-8 sequence of 1 bytes from index 12"
+    );
+
+    let toml = error(not_toml);
+    let RedactError::NotToml { path, message } = &toml else {
+        panic!("{toml:?}");
+    };
+    assert_eq!(path, Path::new(not_toml));
+    let parser = toml_edit::Document::parse("not = [toml").unwrap_err();
+    assert_eq!(message, &parser.to_string(), "the parser's own message");
+    assert_eq!(
+        toml.to_string(),
+        format!("/r/not.toml: not a rule file: {parser}")
+    );
+
+    let no_rules = error(empty);
+    assert!(matches!(&no_rules, RedactError::NoRules { path } if path == Path::new(empty)));
+    assert_eq!(
+        no_rules.to_string(),
+        "/r/empty.toml: not a rule file: no [[rules]]"
+    );
+
+    // Once the rules are compiled (the first redaction does it), they stay.
+    scanner();
+    let in_use = use_rules(&storage, &[]).unwrap_err();
+    assert!(matches!(in_use, RedactError::InUse), "{in_use:?}");
+    assert_eq!(in_use.to_string(), "the secret rules are in use already");
+}
+
+#[test]
+fn a_rule_gjcfs_cannot_read_is_refused_saying_why() {
+    let file = r#"
+[[rules]]
+id = "fine"
+regex = "fine_[a-z]{8}"
+
+[[rules]]
+regex = "no-id"
+
+[[rules]]
+id = "no-regex"
+
+[[rules]]
+id = "bad-group"
+regex = "a(b)"
+secretGroup = 2
+
+[[rules]]
+id = "bad-entropy"
+regex = "a"
+entropy = "high"
+
+[[rules]]
+id = "bad-keywords"
+regex = "a"
+keywords = "a"
+
+[[rules]]
+id = "bad-stopwords"
+regex = "a"
+[[rules.allowlists]]
+stopwords = ["x", 1]
+
+[[rules]]
+id = "bad-allowlists"
+regex = "a"
+allowlists = 3
+
+[[rules]]
+id = "bad-target"
+regex = "a"
+[[rules.allowlists]]
+regexTarget = "file"
+
+[[rules]]
+id = "bad-condition"
+regex = "a"
+[[rules.allowlists]]
+condition = "XOR"
+
+[[rules]]
+id = "bad-regex"
+regex = "a(b"
+
+[allowlist]
+regexes = ["(("]
+"#;
+    let mut set = RuleSet::builtin();
+    set.add_file("mixed.toml", file).unwrap();
+    assert_eq!(set.info.files, [("mixed.toml".to_owned(), 1)]);
+    let refused: Vec<(&str, &str)> = (set.info.refused.iter())
+        .map(|(id, why)| (id.as_str(), why.lines().next().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            ("mixed.toml [allowlist]", "regex parse error:"),
+            ("", "no id"),
+            ("no-regex", "no regex"),
+            ("bad-group", "secretGroup names no group of the regex"),
+            ("bad-entropy", "entropy is not a number"),
+            ("bad-keywords", "keywords is not an array"),
+            (
+                "bad-stopwords",
+                "stopwords holds a value that is not a string"
+            ),
+            ("bad-allowlists", "allowlists is not an array of tables"),
+            ("bad-target", "unknown regexTarget \"file\""),
+            ("bad-condition", "unknown condition \"XOR\""),
+            ("bad-regex", "regex parse error:"),
+        ]
+    );
 }

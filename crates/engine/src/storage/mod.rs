@@ -27,12 +27,14 @@
 //! The disk backend is [`FileStorage`] (`file.rs`, with [`OutputDir`], a directory the
 //! command writes whole files into), the memory backend [`MemoryStorage`] (`memory/`, with
 //! faults and a crash model); the platform calls under the disk backend are `sys/`, and
-//! what an I/O failure means is [`io_cause`].
+//! what an I/O failure means is [`io_cause`]. Where gjcfs's own configuration and caches
+//! live in the user's home is [`user_dirs`].
 
 mod file;
 pub mod io_cause;
 mod memory;
 pub(crate) mod sys;
+pub mod user_dirs;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
