@@ -94,14 +94,7 @@ fn pages(c: &mut Criterion) {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real/large-session.jsonl");
     let session = load_session(&path).expect("loads").session;
-    let options = PageOptions {
-        images: Images::Link("blobs/"),
-        cold: None,
-        leaf: None,
-        tree: None,
-        page: None,
-        page_links: None,
-    };
+    let options = PageOptions::plain(Images::Link("blobs/"));
     black_box(html::context_html(&session, &options));
     let mut group = c.benchmark_group("pages");
     group.sample_size(20);

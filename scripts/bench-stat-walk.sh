@@ -24,13 +24,7 @@ OUT=target/bench/stat-walk
 # shellcheck source=scripts/lib-bench.sh
 source scripts/lib-bench.sh
 
-STORE=$OUT/store-$SESSIONS
-if [ ! -d "$STORE" ]; then
-	echo "== writing $SESSIONS sessions of $SESSION_SIZE"
-	generate_sessions "$STORE.tmp" "$SESSIONS" "$SESSION_SIZE"
-	mv "$STORE.tmp" "$STORE"
-fi
-STORE=$(cd "$STORE" && pwd)
+store_of "$SESSIONS" "$SESSION_SIZE"
 CACHE=$(cd "$OUT" && pwd)/cache
 # Where every server of this script keeps its caches (the saved listing and view sizes).
 export XDG_CACHE_HOME=$CACHE

@@ -23,13 +23,7 @@ for tool in rg fdfind; do
 		die "$tool is missing and could not be installed"
 done
 
-STORE=$OUT/store-$SESSIONS
-if [ ! -d "$STORE" ]; then
-	echo "== writing $SESSIONS sessions of $SESSION_SIZE"
-	generate_sessions "$STORE.tmp" "$SESSIONS" "$SESSION_SIZE"
-	mv "$STORE.tmp" "$STORE"
-fi
-STORE=$(cd "$STORE" && pwd)
+store_of "$SESSIONS" "$SESSION_SIZE"
 echo "store: $(find "$STORE" -name '*.jsonl' | wc -l) sessions, $(du -sh "$STORE" | cut -f1)"
 mount_store "$STORE" --read-only
 

@@ -14,7 +14,8 @@
 #   every mount of the script, installed as the EXIT trap so that no mount outlives it;
 # - `server_reads MP`, the read calls MP's server has made (one per kernel request);
 # - `generate_sessions DIR N SIZE`, N sessions of SIZE written into DIR (`s1.jsonl` …,
-#   `gjcfs generate --seed K` for K = 1..N, on every core).
+#   `gjcfs generate --seed K` for K = 1..N, on every core), and `store_of N SIZE`, which
+#   sets STORE to the absolute path of `OUT/store-N`, written so if it is missing.
 
 BIN=$PWD/target/release/gjcfs
 MP=$OUT/mnt
@@ -73,6 +74,15 @@ generate_sessions() { # generate_sessions DIR N SIZE
 	seq "$2" | xargs -P "$(nproc)" -I{} "$BIN" generate "$1/s{}.jsonl" --size "$3" --seed {} 2>/dev/null
 }
 
+store_of() { # store_of N SIZE: STORE=OUT/store-N (absolute), N sessions of SIZE
+	STORE=$OUT/store-$1
+	if [ ! -d "$STORE" ]; then
+		echo "== writing $1 sessions of $2"
+		generate_sessions "$STORE.tmp" "$1" "$2"
+		mv "$STORE.tmp" "$STORE"
+	fi
+	STORE=$(cd "$STORE" && pwd)
+}
 server_reads() { # server_reads MP -> the read calls its server made so far (one a request)
 	awk '/^syscr:/ { print $2 }' "/proc/${SERVERS[$1]}/io"
 }

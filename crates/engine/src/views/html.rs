@@ -86,6 +86,21 @@ pub struct PageOptions<'a> {
     pub page_links: Option<PageLinks<'a>>,
 }
 
+impl<'a> PageOptions<'a> {
+    /// A page on its own with its images shown as `images`: the context at the current
+    /// leaf, whole, with no tree, nothing read back from a blob store and no other pages.
+    pub fn plain(images: Images<'a>) -> Self {
+        PageOptions {
+            images,
+            cold: None,
+            leaf: None,
+            tree: None,
+            page: None,
+            page_links: None,
+        }
+    }
+}
+
 /// A page's list of contents is open when it names at most this many prompts.
 const CONTENTS_OPEN_UP_TO: usize = 30;
 
@@ -530,14 +545,7 @@ mod tests {
     #[test]
     fn a_page_is_the_same_at_every_rendering() {
         let session = costly_session();
-        let options = PageOptions {
-            images: Images::Link("blobs/"),
-            cold: None,
-            leaf: None,
-            tree: None,
-            page: None,
-            page_links: None,
-        };
+        let options = PageOptions::plain(Images::Link("blobs/"));
         let render = || String::from_utf8(context_html(&session, &options)).unwrap();
         let first = render();
         assert!(first.contains("usage, this branch"), "{first}");
