@@ -200,7 +200,7 @@ pub(super) fn view_of(node: &Node) -> Option<(&str, View)> {
 }
 
 /// Whether `name` can be a file name in a directory of the mount.
-pub(super) fn usable_name(name: &str) -> bool {
+pub(crate) fn usable_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= NAME_MAX
         && name != "."

@@ -5,7 +5,9 @@
 //! What is written is what a stripped rendering holds: the generation, the header and the
 //! leaf, the entry table (left out when asked: it is made again when needed), the sizes of the entry files and of the files rendered from the transcript,
 //! the blob references, labels, branch ends and page count. Bytes of a rendering under
-//! `--redact` are never saved.
+//! `--redact` are never saved. Read back, whatever names a file or a place in the session
+//! is checked (entries in file order within the records the rendering covers, blob
+//! references that are hashes, names that are file names): anything else is no rendering.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, RandomState};
@@ -14,7 +16,9 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 
 use super::{EntryFile, EntryTable, Generation, Rendered};
+use crate::layout::usable_name;
 use crate::rendered_file::{FileMemo, RenderedFile};
+use gjcfs_engine::format::blob::is_valid_hash;
 use gjcfs_engine::store::saved::{Decoder, Encoder};
 
 fn opt_i64(e: &mut Encoder, n: Option<i64>) {
@@ -102,7 +106,15 @@ impl EntryTable {
         table.covered = usize_of(d)?;
         table.next_number = usize_of(d)?;
         table.newest_ms = read_opt_i64(d)?;
-        Some(table)
+        // Places in file order within what it covers, numbers below the next one.
+        let in_order = table
+            .entries
+            .windows(2)
+            .all(|w| w[0].record_index < w[1].record_index && w[0].number < w[1].number);
+        let within = table.entries.last().is_none_or(|last| {
+            last.record_index < table.covered && last.number < table.next_number
+        });
+        (in_order && within).then_some(table)
     }
 }
 
@@ -188,6 +200,21 @@ impl Rendered {
         let branch_ends = read_strings(d)?;
         let counted = d.bool()?;
         let page_count = Some(usize_of(d)?).filter(|_| counted);
+        // What names files or places in the session is checked: a saved file is not
+        // trusted past its format.
+        let covered = table.as_ref().map_or(generation.records, |t| t.covered);
+        let names_ok = |names: &Option<Vec<String>>, ok: &dyn Fn(&str) -> bool| {
+            names.iter().flatten().all(|n| ok(n))
+        };
+        let usable = |name: &str| usable_name(name) && usable_name(&format!("{name}.html"));
+        let sound = covered == generation.records
+            && entry_sizes.keys().all(|&at| at < covered)
+            && names_ok(&blob_refs, &|h| is_valid_hash(h))
+            && names_ok(&branch_ends, &usable)
+            && labels.iter().flatten().all(|(name, _)| usable_name(name));
+        if !sound {
+            return None;
+        }
         Some(Rendered {
             generation,
             redact: false,
@@ -286,6 +313,28 @@ pub(crate) mod tests {
                 assert!(Rendered::decode_stripped(&mut d).is_none_or(|_| !d.is_done()));
             }
         }
+        // Names that are no file names, and places past the records, are refused.
+        let refused = |change: &dyn Fn(&mut Rendered)| {
+            let mut bad = rendering(3);
+            change(&mut bad);
+            let mut e = Encoder::new(b"testtest", 1);
+            assert!(bad.encode_stripped(&mut e, true));
+            let bytes = e.finish();
+            let mut d = Decoder::new(&bytes, b"testtest", 1).unwrap();
+            Rendered::decode_stripped(&mut d).is_none()
+        };
+        assert!(refused(
+            &|r| r.blob_refs = Some(vec!["../../etc/passwd".into()])
+        ));
+        assert!(refused(&|r| r.branch_ends = Some(vec!["a/b".into()])));
+        assert!(refused(&|r| {
+            r.labels = Some(BTreeMap::from([("..".to_owned(), "m0".to_owned())]))
+        }));
+        assert!(refused(&|r| {
+            r.entry_sizes.insert(99, 1);
+        }));
+        assert!(refused(&|r| r.generation.records = 1));
+        assert!(!refused(&|r| r.blob_refs = Some(vec!["a".repeat(64)])));
         let mut redacted = rendering(1);
         redacted.redact = true;
         assert!(!redacted.encode_stripped(&mut Encoder::new(b"testtest", 1), true));
