@@ -1,4 +1,4 @@
-//! Errors in filesystem terms: how the engine's errors become [`VfsError`]s (typed, the
+//! Errors in filesystem terms: [`VfsError`], how the engine's errors become one (typed, the
 //! cause kept), and each session's `errors` file, the log of why its last writes failed.
 
 use std::collections::{HashMap, VecDeque};
@@ -6,7 +6,6 @@ use std::io;
 
 use parking_lot::Mutex;
 
-use super::VfsError;
 use gjcfs_engine::format::blob::BlobError;
 use gjcfs_engine::format::time;
 use gjcfs_engine::io_cause::{io_cause, IoCause};
@@ -14,6 +13,55 @@ use gjcfs_engine::manager::SessionError;
 use gjcfs_engine::read::load::LoadError;
 use gjcfs_engine::store::legacy::LegacyError;
 use gjcfs_engine::store::scope::ScopeError;
+
+/// Why an operation failed, in filesystem terms.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VfsError {
+    #[error("no such file or directory")]
+    NotFound,
+    #[error("not a directory")]
+    NotADirectory,
+    #[error("is a directory")]
+    IsADirectory,
+    /// The mount is read-only.
+    #[error("read-only mount")]
+    ReadOnly,
+    /// The operation is never allowed on this node (delete, rename, chmod, …).
+    #[error("operation not permitted")]
+    NotPermitted,
+    /// The node does not allow this kind of access (writing a read-only file, creating a
+    /// file in a directory of the model).
+    #[error("permission denied")]
+    AccessDenied,
+    /// A write whose content was rejected (unknown leaf id, invalid entry); the reason is
+    /// also in the session's `errors` file.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An unknown or already released file handle.
+    #[error("bad file handle")]
+    BadHandle,
+    /// The storage underneath failed; `cause` keeps what the failure means (a full disk,
+    /// a quota, a read-only filesystem, a refused permission).
+    #[error("{reason}")]
+    Storage { cause: IoCause, reason: String },
+    /// A safety check refuses the session or file: not owner-only, a symlink, a FIFO, a
+    /// scope whose binding does not hold, a transcript failing the strict checks a write
+    /// needs. The reason is in the session's `errors` file.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The file cannot be read as a session (a damaged header, a future version, a
+    /// corrupt blob).
+    #[error("unreadable: {0}")]
+    Unreadable(String),
+    /// Too large to take: a line of `entries/new` above [`LINE_MAX`](crate::LINE_MAX), a leaf above
+    /// [`LEAF_MAX`](crate::LEAF_MAX).
+    #[error("too large: {0}")]
+    TooLarge(String),
+    /// A file opened before it changed, whose old bytes are no longer kept (reads served by
+    /// node, `snapshots.rs`): opened again, it reads as it is now.
+    #[error("the file changed since it was opened")]
+    Stale,
+}
 
 /// The error log key of `history/errors` (no session id is empty).
 pub(super) const HISTORY_LOG: &str = "";

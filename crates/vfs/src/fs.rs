@@ -578,3 +578,27 @@ impl Vfs {
         })
     }
 }
+
+/// The model's tests' configuration: the store `source` on `storage`, its blobs and history
+/// in `agent`, writable, four sessions loaded, the search index and saved usage in memory.
+#[cfg(test)]
+pub(crate) fn test_config(
+    storage: std::sync::Arc<dyn SessionStorage>,
+    source: SessionSource,
+    agent: &std::path::Path,
+) -> VfsConfig {
+    VfsConfig {
+        storage,
+        source,
+        blob_dir: agent.join("blobs"),
+        read_only: false,
+        max_loaded: 4,
+        history_db: agent.join("history.db"),
+        owner_uid: None,
+        search_index: None,
+        saved_usage: None,
+        saved_listing: None,
+        saved_renderings: None,
+        redact: false,
+    }
+}

@@ -105,8 +105,6 @@
 // A library never prints: it returns errors and emits events; the programs decide.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
-use std::path::PathBuf;
-
 mod check;
 mod content;
 mod disk;
@@ -120,6 +118,7 @@ mod handles;
 mod history;
 mod ignore;
 mod inode;
+mod interface;
 mod kept_listings;
 mod layout;
 mod listing;
@@ -140,6 +139,8 @@ mod snapshots;
 mod store_usage;
 mod writes;
 
+#[cfg(test)]
+pub(crate) use fs::test_config;
 pub use gjcfs_engine::io_cause::IoCause;
 /// Secret redaction, for a mount server that loads its rules (`--redact-rules`).
 pub use gjcfs_engine::redact;
@@ -151,153 +152,13 @@ pub use handles::{Part, LEAF_MAX, LINE_MAX, PENDING_MAX};
 pub use layout::{label_file_name, safe_session_name};
 pub use writes::AttrChange;
 
+pub use errors::VfsError;
 pub use fs::{Caching, Invalidator, NamespaceChange, Opened, OpenedDir, Summary, Vfs, VfsConfig};
 pub use inode::{Node, StoreFile, ROOT_INO};
+pub use interface::{Attr, DirEntry, ListedAttr, NodeKind, OpenMode, SessionSource};
 pub use kept_listings::{KeptListing, KEPT_MAX};
 pub use paths::{same_ignoring_case, Unresolved};
 pub use sessions::SavedRenderings;
 /// The file in a store's cache directory that keeps what was rendered of its sessions
 /// between runs: the names and sizes of their files ([`SavedRenderings`]).
 pub const SAVED_RENDERINGS_FILE: &str = "renderings";
-
-/// Why an operation failed, in filesystem terms.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum VfsError {
-    #[error("no such file or directory")]
-    NotFound,
-    #[error("not a directory")]
-    NotADirectory,
-    #[error("is a directory")]
-    IsADirectory,
-    /// The mount is read-only.
-    #[error("read-only mount")]
-    ReadOnly,
-    /// The operation is never allowed on this node (delete, rename, chmod, …).
-    #[error("operation not permitted")]
-    NotPermitted,
-    /// The node does not allow this kind of access (writing a read-only file, creating a
-    /// file in a directory of the model).
-    #[error("permission denied")]
-    AccessDenied,
-    /// A write whose content was rejected (unknown leaf id, invalid entry); the reason is
-    /// also in the session's `errors` file.
-    #[error("invalid argument: {0}")]
-    InvalidArgument(String),
-    /// An unknown or already released file handle.
-    #[error("bad file handle")]
-    BadHandle,
-    /// The storage underneath failed; `cause` keeps what the failure means (a full disk,
-    /// a quota, a read-only filesystem, a refused permission).
-    #[error("{reason}")]
-    Storage { cause: IoCause, reason: String },
-    /// A safety check refuses the session or file: not owner-only, a symlink, a FIFO, a
-    /// scope whose binding does not hold, a transcript failing the strict checks a write
-    /// needs. The reason is in the session's `errors` file.
-    #[error("refused: {0}")]
-    Refused(String),
-    /// The file cannot be read as a session (a damaged header, a future version, a
-    /// corrupt blob).
-    #[error("unreadable: {0}")]
-    Unreadable(String),
-    /// Too large to take: a line of `entries/new` above [`LINE_MAX`], a leaf above
-    /// [`LEAF_MAX`].
-    #[error("too large: {0}")]
-    TooLarge(String),
-    /// A file opened before it changed, whose old bytes are no longer kept (reads served by
-    /// node, `snapshots.rs`): opened again, it reads as it is now.
-    #[error("the file changed since it was opened")]
-    Stale,
-}
-
-/// The model's tests' configuration: the store `source` on `storage`, its blobs and history
-/// in `agent`, writable, four sessions loaded, the search index and saved usage in memory.
-#[cfg(test)]
-pub(crate) fn test_config(
-    storage: std::sync::Arc<dyn SessionStorage>,
-    source: SessionSource,
-    agent: &std::path::Path,
-) -> VfsConfig {
-    VfsConfig {
-        storage,
-        source,
-        blob_dir: agent.join("blobs"),
-        read_only: false,
-        max_loaded: 4,
-        history_db: agent.join("history.db"),
-        owner_uid: None,
-        search_index: None,
-        saved_usage: None,
-        saved_listing: None,
-        saved_renderings: None,
-        redact: false,
-    }
-}
-
-/// Where the sessions come from.
-#[derive(Debug, Clone)]
-pub enum SessionSource {
-    /// `<agentDir>/sessions`: every scope and legacy directory under it.
-    SessionsRoot(PathBuf),
-    /// One directory of session files (`--session-dir`).
-    Dir(PathBuf),
-}
-
-/// What a node is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeKind {
-    Directory,
-    File,
-    Symlink,
-}
-
-/// A node's attributes (ownership is the adapter's: the mounting user).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Attr {
-    pub ino: u64,
-    pub kind: NodeKind,
-    pub size: u64,
-    /// Permission bits (0o600 files, 0o700 directories, 0o777 symlinks).
-    pub perm: u16,
-    pub nlink: u32,
-    /// Modification time, milliseconds since the epoch.
-    pub mtime_ms: i64,
-    /// The node's attributes and content change only in ways the model announces through
-    /// its invalidation hook (entries, blobs; a session's fixed files and directories while
-    /// the store's change events are followed, [`Vfs::follow_store_events`]): a kernel may
-    /// cache them long. Other nodes' attributes are cached briefly.
-    pub stable: bool,
-    /// While files are read by node ([`Vfs::serve_reads_by_node`]), a rendered file: each
-    /// number holds one version of its bytes, and a change gives its name a new number,
-    /// which only a lookup tells. A kernel must look its name up at every open.
-    pub lookup_each_open: bool,
-}
-
-/// What a listing tells of one entry ([`Vfs::listed_entry`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListedAttr {
-    /// Its attributes, as a lookup gives them.
-    Known(Attr),
-    /// A view not rendered for its session as it is now: the number its name has now, and
-    /// the attributes that number holds (size 0 when it holds no bytes yet). A kernel must
-    /// keep neither the attributes nor the name: the name's first use looks it up, which
-    /// renders the view and may give it another number.
-    Unrendered(Attr),
-}
-
-/// One directory entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirEntry {
-    pub ino: u64,
-    pub kind: NodeKind,
-    pub name: String,
-}
-
-/// How a file is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct OpenMode {
-    pub read: bool,
-    pub write: bool,
-    pub truncate: bool,
-    /// The user opening it, when the platform says (see [`VfsConfig::owner_uid`]).
-    pub caller_uid: Option<u32>,
-}
