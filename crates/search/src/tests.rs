@@ -1,5 +1,9 @@
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
 use super::listing::Listing;
 use super::*;
+use gjcfs_engine::storage::FileStorage;
 
 fn session(n: u32) -> String {
     format!(

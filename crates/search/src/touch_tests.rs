@@ -3,6 +3,7 @@
 //! of it.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use super::*;
 
