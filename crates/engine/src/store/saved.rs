@@ -283,6 +283,13 @@ impl<T: Saved> ByVersion<T> {
         }
     }
 
+    /// Forgets `path`: its version and value, if it had any.
+    pub fn remove(&mut self, path: &Path) -> Option<(FileVersion, T)> {
+        let removed = self.known.remove(path.as_os_str());
+        self.changed |= removed.is_some();
+        removed
+    }
+
     /// Replaces the value kept for `path`, at the version it was kept with.
     pub fn replace(&mut self, path: &Path, value: T) {
         if let Some((_, kept)) = self.known.get_mut(path.as_os_str()) {

@@ -167,8 +167,9 @@ impl RenderingStore {
         (saved.renderer == renderer).then(|| saved.rendering())?
     }
 
-    /// Keeps `rendered`, rendered from the transcript `path` at `version`, while what is
-    /// kept stays within [`KEPT_BYTES`].
+    /// Keeps `rendered`, rendered from the transcript `path` at `version`, in the place of
+    /// what was kept for `path`, while what is kept stays within [`KEPT_BYTES`] (else what
+    /// was kept stays).
     pub(super) fn put(
         &mut self,
         (storage, files): (&dyn SessionStorage, usize),
@@ -179,13 +180,23 @@ impl RenderingStore {
         let Some(saved) = SavedRendering::of(rendered, self.saved.renderer) else {
             return;
         };
-        let len = saved.bytes.len() + path.as_os_str().len() + 64;
-        self.known(storage, files);
-        if self.bytes + len <= KEPT_BYTES {
-            if let Some(known) = &mut self.known {
-                known.insert(path, version, saved);
-            }
-            self.bytes += len;
+        let len = |saved: &SavedRendering| saved.bytes.len() + path.as_os_str().len() + 64;
+        if self.known(storage, files).get(path, &version) == Some(&saved) {
+            return;
+        }
+        let old = self.known(storage, files).remove(path);
+        self.bytes -= old.as_ref().map_or(0, |(_, old)| len(old)).min(self.bytes);
+        let (version, saved) = match self.bytes + len(&saved) <= KEPT_BYTES {
+            true => (version, saved),
+            // No room: what was kept stays.
+            false => match old {
+                Some(old) => old,
+                None => return,
+            },
+        };
+        self.bytes += len(&saved);
+        if let Some(known) = &mut self.known {
+            known.insert(path, version, saved);
         }
     }
 
@@ -193,7 +204,7 @@ impl RenderingStore {
     /// wrong).
     pub(super) fn forget(&mut self, path: &Path) {
         if let Some(known) = &mut self.known {
-            known.retain(|p| p != path);
+            known.remove(path);
         }
     }
 
@@ -315,6 +326,49 @@ impl super::Sessions {
 mod tests {
     use super::*;
     use crate::content::saved_tests::rendering;
+
+    fn version(len: u64) -> FileVersion {
+        FileVersion {
+            id: gjcfs_engine::storage::FileId { dev: 1, ino: 2 },
+            len,
+            mtime_ns: 3,
+            ctime_ns: 4,
+        }
+    }
+
+    #[test]
+    fn a_rendering_replaces_its_sessions_and_the_budget_holds() {
+        let storage = gjcfs_engine::storage::MemoryStorage::new();
+        let at = (&storage as &dyn SessionStorage, 10);
+        let mut store = RenderingStore::new(SavedRenderings {
+            path: PathBuf::from("/cache/renderings"),
+            renderer: 1,
+        });
+        let (a, b) = (Path::new("/s/a.jsonl"), Path::new("/s/b.jsonl"));
+        let rendered = rendering(10);
+        for n in 1..=100 {
+            store.put(at, a, version(n), &rendered);
+        }
+        assert!(store.get(at, a, &version(99)).is_none(), "replaced");
+        assert!(store.get(at, a, &version(100)).is_some());
+        let one = store.bytes;
+        assert!(one > 0 && one < RENDERING_MAX + 100, "{one}: counted once");
+        // Another renderer's are not used.
+        store.saved.renderer = 2;
+        assert!(store.get(at, a, &version(100)).is_none());
+        store.saved.renderer = 1;
+        // Full: nothing more is kept, and a replacement takes the room it frees.
+        store.bytes = KEPT_BYTES - 10;
+        store.put(at, b, version(1), &rendered);
+        assert!(store.get(at, b, &version(1)).is_none(), "no room");
+        store.put(at, a, version(101), &rendered);
+        assert!(
+            store.get(at, a, &version(101)).is_some(),
+            "the room of its own"
+        );
+        store.forget(a);
+        assert!(store.get(at, a, &version(101)).is_none());
+    }
 
     #[test]
     fn a_rendering_too_large_is_saved_without_its_entry_table() {
