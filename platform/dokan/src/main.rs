@@ -90,7 +90,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 let rules = gjcfs_vfs::redact::use_rules(
                     &gjcfs_vfs::FileStorage,
                     &Vec::from_iter(redact_rules),
-                )?;
+                )
+                .map_err(|e| e.to_string())?;
                 tracing::info!("the pages show secrets redacted by {} rules", rules.rules);
                 for (id, error) in &rules.refused {
                     tracing::warn!("secret rule {id} is left out: {error}");
