@@ -1,5 +1,4 @@
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use super::listing::Listing;
 use super::*;
@@ -120,7 +119,7 @@ fn a_watched_index_is_trusted_and_has_every_change_made_before_a_search() {
     std::fs::create_dir_all(&scope).unwrap();
     std::fs::write(scope.join("s1.jsonl"), session(1)).unwrap();
     let store = Store::Root(root.clone());
-    let index = Arc::new(SearchIndex::open(&dir.path().join("index")).unwrap());
+    let index = std::sync::Arc::new(SearchIndex::open(&dir.path().join("index")).unwrap());
     let dirs = || store.dirs(&FileStorage).unwrap();
     let search = |word: &str| {
         let query = Query::parse(word).unwrap();

@@ -129,7 +129,8 @@ mod paths;
 mod reads;
 mod recent;
 mod rendered_file;
-#[cfg(test)]
+// As `files_tests`: a store of Unix paths in memory.
+#[cfg(all(test, unix))]
 mod saved_renderings_tests;
 mod search;
 mod sessions;

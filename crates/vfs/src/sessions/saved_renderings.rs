@@ -281,7 +281,7 @@ impl super::Sessions {
     }
 
     /// Whether session `sid` is loaded (the model's tests look).
-    #[cfg(test)]
+    #[cfg(all(test, unix))]
     pub(crate) fn is_loaded(&self, sid: &str) -> bool {
         self.cache.lock().slots.contains_key(sid)
     }
