@@ -29,6 +29,7 @@ use hashbrown::HashTable;
 mod saved;
 #[cfg(test)]
 pub(crate) use saved::tests as saved_tests;
+pub(crate) use saved::MIN_ENTRY_BYTES;
 
 use super::layout::{label_file_name, View};
 use super::rendered_file::{FileMemo, RenderedFile};
@@ -309,7 +310,7 @@ impl Rendered {
             + strings(&mut self.labels.iter().flatten().map(|(k, v)| k.len() + v.len()))
             + strings(&mut self.branch_ends.iter().flatten().map(String::len))
             + self.files.lens().count() * 32
-            + self.files.leaf_page_ids_len().1
+            + self.files.leaf_page_ids_len()
     }
 
     /// The size of `file`, if it was rendered.

@@ -123,9 +123,9 @@ impl Vfs {
         Ok(attr)
     }
 
-    /// A number for `node` that holds the size saved for its rendering from the session
-    /// file at `source`, if one was saved (`sessions/saved_renderings.rs`): nothing is loaded or
-    /// rendered, the bytes are rendered at the first read ([`Snapshots::take_sized`]).
+    /// A number for `node` that holds the size kept of its rendering from the session file
+    /// at `source` (in this run, or saved by an earlier one: `sessions/saved_renderings.rs`),
+    /// if its session is not loaded: nothing is loaded or rendered, the bytes are rendered at the first read ([`Snapshots::take_sized`]).
     ///
     /// [`Snapshots::take_sized`]: super::snapshots::Snapshots::take_sized
     fn sized_version(
@@ -136,7 +136,7 @@ impl Vfs {
         counted: bool,
     ) -> Option<Attr> {
         let (sid, file) = RenderedFile::of(node)?;
-        let size = self.sessions.saved_size(sid, &file, Some(source))?;
+        let size = self.sessions.kept_size(sid, &file, Some(source))?;
         let mut inodes = self.inodes.lock();
         let mut ino = inodes.ino(node);
         if self.snapshots.attr(ino).is_some() {
@@ -158,8 +158,8 @@ impl Vfs {
     /// For a listing that gives attributes: `node`'s number now and the attributes that
     /// number holds, when `node` is a view whose bytes are not rendered for its session
     /// file as it is (its size would take rendering it); `None` when its attributes are
-    /// known (rendered, or its size saved for that version), or it is no such view. The reference is counted as [`Vfs::entry_of`] counts
-    /// it. A number that holds no bytes yet gets size 0: the kernel is told to keep
+    /// known (rendered, or its size kept for that version), or it is no such view. The
+    /// reference is counted as [`Vfs::entry_of`] counts it. A number that holds no bytes yet gets size 0: the kernel is told to keep
     /// neither these attributes nor the name, so the name's first use looks it up, and the
     /// lookup renders the view and gives its number as [`Vfs::entry_of`] chooses it.
     pub(super) fn unrendered_view(&self, node: &Node) -> Option<Attr> {
@@ -173,10 +173,10 @@ impl Vfs {
             }
         }
         drop(inodes);
-        // Its size was saved: a lookup gives it without rendering.
+        // Its size is kept: a lookup gives it without rendering.
         let saved = RenderedFile::of(node).is_some_and(|(sid, file)| {
             self.sessions
-                .saved_size(sid, &file, source.as_ref())
+                .kept_size(sid, &file, source.as_ref())
                 .is_some()
         });
         if saved {

@@ -175,16 +175,16 @@ impl FileMemo {
         self.pages.clear();
     }
 
-    /// How many leaf pages' sizes it holds, and the length of their ids together (what a
-    /// stripped rendering holds for them).
-    pub fn leaf_page_ids_len(&self) -> (usize, usize) {
+    /// The length of the ids of the leaf pages whose sizes it holds, together (what a
+    /// stripped rendering holds for them beside their sizes).
+    pub fn leaf_page_ids_len(&self) -> usize {
         self.lens
             .keys()
-            .filter_map(|f| match f {
-                RenderedFile::LeafPage(id) => Some(id.len()),
-                _ => None,
+            .map(|f| match f {
+                RenderedFile::LeafPage(id) => id.len(),
+                _ => 0,
             })
-            .fold((0, 0), |(n, len), id| (n + 1, len + id))
+            .sum()
     }
 }
 
@@ -220,7 +220,8 @@ mod tests {
         assert!(memo.bytes(&RenderedFile::EarlierPage(2)).is_some());
         assert!(memo.bytes(&RenderedFile::LeafPage("e5".into())).is_some());
         assert_eq!(memo.len(&RenderedFile::EarlierPage(1)), Some(1));
-        assert_eq!(memo.leaf_page_ids_len(), (5, 10));
+        let leaf_pages = memo.lens().filter(|(f, _)| f.is_leaf_page()).count();
+        assert_eq!((leaf_pages, memo.leaf_page_ids_len()), (5, 10));
         memo.strip();
         assert!(memo.bytes(&RenderedFile::View(View::Tree)).is_none());
         assert_eq!(memo.len(&RenderedFile::View(View::Tree)), Some(3));

@@ -316,22 +316,19 @@ impl Vfs {
         }
     }
 
-    /// The shape of the context, a view or a page: its size saved for the transcript as it
-    /// is (nothing loaded or rendered), else known, else rendered.
+    /// The shape of the context, a view or a page: its size as kept of the session (from
+    /// this run or saved by an earlier one, nothing loaded or rendered), else rendered.
     fn rendered_shape(&self, node: &Node) -> Result<Shape, VfsError> {
         let file_ms = || node.session().and_then(|s| self.file_ms(s)).unwrap_or(0);
         let (sid, rendered) = RenderedFile::of(node).ok_or(VfsError::NotFound)?;
-        let len = match self.sessions.saved_size(sid, &rendered, None) {
-            Some(len) => len,
-            None => self.with_known(
-                sid,
-                |r| r.known_len(&rendered),
-                |l| {
-                    let len = l.rendered.file_len(&l.manager, &rendered);
-                    len.ok_or(VfsError::NotFound)
-                },
-            )?,
-        };
+        let len = self.with_known(
+            sid,
+            |r| r.known_len(&rendered),
+            |l| {
+                let len = l.rendered.file_len(&l.manager, &rendered);
+                len.ok_or(VfsError::NotFound)
+            },
+        )?;
         Ok(file(len as usize, file_ms()))
     }
 }

@@ -21,6 +21,10 @@ use crate::rendered_file::{FileMemo, RenderedFile};
 use gjcfs_engine::format::blob::is_valid_hash;
 use gjcfs_engine::store::saved::{Decoder, Encoder};
 
+/// The fewest bytes an entry of a saved entry table takes: its id's length, its number,
+/// its time and its place.
+pub(crate) const MIN_ENTRY_BYTES: usize = 8 + 8 + 9 + 8;
+
 fn opt_i64(e: &mut Encoder, n: Option<i64>) {
     e.bool(n.is_some());
     e.i64(n.unwrap_or(0));
@@ -70,8 +74,7 @@ impl EntryTable {
     }
 
     fn decode(d: &mut Decoder) -> Option<Self> {
-        // An id's length, a number, a time and a place at least.
-        let n = d.count(8 * 4 + 1)?;
+        let n = d.count(MIN_ENTRY_BYTES)?;
         let mut table = EntryTable {
             entries: Vec::with_capacity(n),
             by_id: HashTable::new(),

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use gjcfs_engine::storage::{FileVersion, SessionStorage};
 use gjcfs_engine::store::saved::{ByVersion, Decoder, Encoder, Saved};
 
-use crate::content::Rendered;
+use crate::content::{Rendered, MIN_ENTRY_BYTES};
 use crate::rendered_file::RenderedFile;
 
 /// How often the renderings kept since are saved, at most (and when the model closes).
@@ -87,10 +87,14 @@ impl SavedRendering {
                 .encode_stripped(&mut e, with_table)
                 .then(|| e.finish())
         };
-        let bytes = encode(true)?;
+        // A table of more entries than can fit is not encoded to learn it.
+        let entries = rendered.known_entries().map_or(0, <[_]>::len);
+        let with_table = entries.saturating_mul(MIN_ENTRY_BYTES) <= RENDERING_MAX;
+        let bytes = encode(with_table)?;
         let bytes = match bytes.len() <= RENDERING_MAX {
             true => bytes,
-            false => encode(false).filter(|b| b.len() <= RENDERING_MAX)?,
+            false if with_table => encode(false).filter(|b| b.len() <= RENDERING_MAX)?,
+            false => return None,
         };
         Some(SavedRendering { renderer, bytes })
     }
@@ -258,15 +262,18 @@ impl super::Sessions {
         }
     }
 
-    /// The size of `file`, a rendered file of session `sid`, if it was rendered
-    /// for the transcript at `version` (else as the transcript is now), in this run or an
-    /// earlier one: no load, no render.
-    pub(crate) fn saved_size(
+    /// The size of `file`, a rendered file of session `sid` not loaded, as kept of the
+    /// session rendered from the transcript at `version` (else as it is now), in this run
+    /// or an earlier one: no load, no render.
+    pub(crate) fn kept_size(
         &self,
         sid: &str,
         file: &RenderedFile,
         version: Option<&FileVersion>,
     ) -> Option<u64> {
+        if self.cache.lock().slots.contains_key(sid) {
+            return None;
+        }
         self.restore_saved(sid);
         let path = self.kept.lock().path_of(sid)?;
         let now;
@@ -297,12 +304,11 @@ impl super::Sessions {
 
     /// Forgets what is kept and saved of session `sid` (a size of it was found wrong).
     pub(crate) fn forget_saved(&self, sid: &str) {
+        self.kept.lock().take(sid);
         let path = self.listing.lock().get(sid).map(|l| l.path.clone());
-        let kept = self.kept.lock().take(sid);
         if let (Some(saved), Some(path)) = (&self.saved, path) {
             saved.lock().forget(&path);
         }
-        drop(kept);
     }
 
     /// Saves the renderings kept since the last save, of the sessions listed: `now`, or when
